@@ -1,0 +1,163 @@
+## Shared dtype helpers for every zyx kernel template.
+##
+## Values are computed in a "compute type" (dtype.compute_ctype): bool -> uchar (0/1),
+## integers natively, float32 -> float, float64 -> double, and float16/bfloat16/float8
+## in float32 holding a value exactly representable in the dtype. Storage keeps each
+## dtype's own width; conversions below are round-to-nearest-even with NaN preserved.
+##
+## A template includes this file with <%namespace name="dt" file="/common/dtypes.mako"/>
+## and calls ${dt.preamble(dtypes)} once at the top of the source.
+
+<%def name="_minifloat(fmt, E, M, ieee)">\
+<%
+    bias = (1 << (E - 1)) - 1
+    expmask = (1 << E) - 1
+    mmask = (1 << M) - 1
+    shift = 23 - M
+    maxbits = ((expmask << M) - 1) if ieee else ((expmask << M) | (mmask - 1))
+    nanbits = ((expmask << M) | (1 << (M - 1))) if ieee else ((expmask << M) | mmask)
+%>\
+/* ${fmt}: ${E} exponent bits, ${M} mantissa bits, bias ${bias}${'' if ieee else ', no infinities'} */
+inline uint zyx_f32_to_${fmt}(float f) {
+    uint x = as_uint(f);
+    uint sign = (x >> 31) << ${E + M};
+    uint ax = x & 0x7fffffffu;
+    if (ax > 0x7f800000u) {  /* NaN: keep the top payload bits, stay a NaN */
+% if ieee:
+        return sign | ${nanbits}u | ((ax >> ${shift}) & ${mmask}u);
+% else:
+        return sign | ${nanbits}u;
+% endif
+    }
+% if E < 8:
+    if (ax < ${(127 - bias + 1) << 23}u) {  /* below the smallest normal: subnormal or zero */
+        float scaled = as_float(ax) * ${float(2 ** (M + bias - 1))}f;
+        return sign | (uint)rint(scaled);
+    }
+% endif
+    uint r = ax + ${(1 << (shift - 1)) - 1}u + ((ax >> ${shift}) & 1u);
+% if E < 8:
+    if (ax >= 0x7f800000u) r = 0xffffffffu;  /* infinity: force the overflow path */
+    else r = (r >> ${shift}) - ${(127 - bias) << M}u;
+% else:
+    r >>= ${shift};
+% endif
+    if (r > ${maxbits}u) {
+        return sign | ${(expmask << M) if ieee else nanbits}u;  /* ${'infinity' if ieee else 'NaN (no infinity)'} */
+    }
+    return sign | r;
+}
+
+inline float zyx_${fmt}_to_f32(uint h) {
+% if E == 8:
+    return as_float(h << 16);
+% else:
+    uint sign = (h >> ${E + M}) & 1u;
+    uint e = (h >> ${M}) & ${expmask}u;
+    uint m = h & ${mmask}u;
+    float mag;
+    if (e == 0u) {
+        mag = (float)m * ${float(2.0 ** (1 - bias - M))}f;
+    } else if (${'e == %du' % expmask if ieee else 'e == %du && m == %du' % (expmask, mmask)}) {
+% if ieee:
+        mag = as_float(0x7f800000u | (m << ${shift}) | (m ? 0x00400000u : 0u));
+% else:
+        mag = as_float(0x7fc00000u);
+% endif
+    } else {
+        mag = as_float(((e + ${127 - bias}u) << 23) | (m << ${shift}));
+    }
+    return sign ? -mag : mag;
+% endif
+}
+</%def>
+
+<%def name="preamble(dtypes)">\
+<%
+    names = {d.name for d in dtypes}
+%>\
+% if "float64" in names:
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+% endif
+% if "float16" in names:
+${_minifloat("f16", 5, 10, True)}
+% endif
+% if "bfloat16" in names:
+${_minifloat("bf16", 8, 7, True)}
+% endif
+% if "float8_e4m3" in names:
+${_minifloat("f8e4m3", 4, 3, False)}
+% endif
+% if "float8_e5m2" in names:
+${_minifloat("f8e5m2", 5, 2, True)}
+% endif
+</%def>
+
+<%!
+    # Python-side tables shared by the defs below (module-level, computed once).
+    _FMT = {"float16": "f16", "bfloat16": "bf16", "float8_e4m3": "f8e4m3", "float8_e5m2": "f8e5m2"}
+
+    def ctype(d):
+        """The OpenCL type zyx computes values of dtype ``d`` in."""
+        if d.name in _FMT or d.name == "float32":
+            return "float"
+        if d.name == "float64":
+            return "double"
+        if d.name == "bool":
+            return "uchar"
+        return d.cl_storage
+
+    def bits_type(d):
+        """An unsigned OpenCL type of the dtype's width, for raw (bit-exact) copies."""
+        return {1: "uchar", 2: "ushort", 4: "uint", 8: "ulong"}[d.itemsize]
+%>
+
+## Expression: the element ptr[idx] of dtype d as a compute-type value.
+<%def name="load(d, ptr, idx)">\
+% if d.name in _FMT:
+zyx_${_FMT[d.name]}_to_f32(${ptr}[${idx}])\
+% elif d.name == "bool":
+(uchar)(${ptr}[${idx}] != 0)\
+% else:
+${ptr}[${idx}]\
+% endif
+</%def>
+
+## Statement: store compute-type value v into ptr[idx] as dtype d.
+<%def name="store(d, ptr, idx, v)">\
+% if d.name in _FMT:
+${ptr}[${idx}] = (${d.cl_storage})zyx_f32_to_${_FMT[d.name]}(${v});\
+% else:
+${ptr}[${idx}] = ${v};\
+% endif
+</%def>
+
+## Expression: compute-type value v of dtype s converted to dtype d (PyTorch semantics:
+## float -> int truncates toward zero, saturating, NaN -> 0; -> bool is != 0;
+## 16/8-bit floats round through float32 with round-to-nearest-even).
+<%def name="convert(s, d, v)">\
+% if s.name == d.name:
+${v}\
+% elif d.name == "bool":
+(uchar)((${v}) != 0)\
+% elif d.is_int and s.is_float:
+convert_${d.cl_storage}_sat_rtz(${v})\
+% elif d.is_int:
+(${d.cl_storage})(${v})\
+% elif d.name in _FMT:
+zyx_${_FMT[d.name]}_to_f32(zyx_f32_to_${_FMT[d.name]}(${'(float)' if s.name == 'bool' else 'convert_float'}(${v})))\
+% elif s.name == "bool":
+(${ctype(d)})(${v})\
+% else:
+convert_${ctype(d)}(${v})\
+% endif
+</%def>
+
+## Statement: store compute-type value v of dtype s into ptr[idx] as dtype d (one rounding).
+<%def name="store_converted(s, d, ptr, idx, v)">\
+% if d.name in _FMT and s.name != d.name:
+${store(d, ptr, idx, ("(float)(%s)" if s.name == "bool" else "convert_float(%s)") % v)}\
+% else:
+${store(d, ptr, idx, capture(convert, s, d, v))}\
+% endif
+</%def>

@@ -1,0 +1,11 @@
+<%doc>
+Fill a dense buffer with one element's bit pattern (dtype-agnostic: specialized on the
+element size only). Parameters: name, itemsize, n, index_t.
+</%doc>\
+<% t = {1: "uchar", 2: "ushort", 4: "uint", 8: "ulong"}[itemsize] %>\
+/* zyx ${name}: ${n} elements of ${itemsize} bytes */
+__kernel void ${name}(__global ${t} *restrict zyx_out, const ${t} zyx_value)
+{
+    const ${index_t} i = get_global_id(0);
+    if (i < ${n}) zyx_out[i] = zyx_value;
+}

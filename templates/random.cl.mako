@@ -1,0 +1,53 @@
+<%doc>
+Counter-based random numbers: Philox-4x32-10 keyed by the 64-bit seed, counter =
+base counter + element index, so every value depends only on (seed, counter + i).
+Parameters: name, dtype, distribution ("uniform" | "normal" | "integer"), n, index_t.
+</%doc>\
+<%namespace name="dt" file="/common/dtypes.mako"/>\
+<%!
+    from zyx.dtype import float32, float64
+%>\
+<%
+    wide = dtype.name == "float64"
+    calc = float64 if wide else float32
+    ct = "double" if wide else "float"
+    p = min(dtype.mantissa_bits, 24) if dtype.is_float else 0
+%>\
+/* zyx ${name}: ${n} ${distribution} values of ${dtype.name} (Philox-4x32-10) */
+${dt.preamble([dtype, calc])}
+inline uint4 zyx_philox(uint4 c, uint2 k)
+{
+    for (int r = 0; r < 10; ++r) {
+        const uint hi0 = mul_hi(0xD2511F53u, c.x), lo0 = 0xD2511F53u * c.x;
+        const uint hi1 = mul_hi(0xCD9E8D57u, c.z), lo1 = 0xCD9E8D57u * c.z;
+        c = (uint4)(hi1 ^ c.y ^ k.x, lo1, hi0 ^ c.w ^ k.y, lo0);
+        k += (uint2)(0x9E3779B9u, 0xBB67AE85u);
+    }
+    return c;
+}
+
+__kernel void ${name}(__global ${dtype.cl_storage} *restrict zyx_out, const uint zyx_seed_lo,
+                      const uint zyx_seed_hi, const ulong zyx_counter, const long zyx_low,
+                      const ulong zyx_range)
+{
+    const ${index_t} i = get_global_id(0);
+    if (i >= ${n}) return;
+    const ulong ctr = zyx_counter + (ulong)i;
+    const uint4 w = zyx_philox((uint4)((uint)ctr, (uint)(ctr >> 32), 0u, 0u), (uint2)(zyx_seed_lo, zyx_seed_hi));
+% if distribution == "uniform":
+%   if wide:
+    const double value = (double)(((ulong)w.x << 21) ^ (ulong)(w.y >> 11)) * 0x1.0p-53;
+%   else:
+    const float value = (float)(w.x >> ${32 - p}) * ${float(2.0 ** -p)}f;
+%   endif
+    ${dt.store_converted(calc, dtype, "zyx_out", "i", "value")}
+% elif distribution == "normal":
+    const ${ct} u1 = ((${ct})w.x + (${ct})1) * (${ct})0x1.0p-32;
+    const ${ct} u2 = (${ct})w.y * (${ct})0x1.0p-32;
+    const ${ct} value = sqrt((${ct})-2 * log(u1)) * cospi((${ct})2 * u2);
+    ${dt.store_converted(calc, dtype, "zyx_out", "i", "value")}
+% else:
+    const ulong r = (((ulong)w.x << 32) | (ulong)w.y) % zyx_range;
+    zyx_out[i] = (${dtype.cl_storage})(zyx_low + (long)r);
+% endif
+}

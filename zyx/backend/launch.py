@@ -1,0 +1,91 @@
+"""Kernel launches on a device's in-order queue, with profiling events and a launch count."""
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Sequence
+
+from zyx import settings
+from zyx.backend.program import build_program
+from zyx.errors import AllocationError, ZyxError
+
+if TYPE_CHECKING:
+    from zyx.backend.device import Device
+
+_launches = 0
+
+
+def kernel_count() -> int:
+    """Kernels launched so far in this process."""
+    return _launches
+
+
+@dataclass(frozen=True)
+class CompiledKernel:
+    """A built kernel ready to launch on one device."""
+
+    device: "Device"
+    name: str
+    cl_kernel: Any
+    source: str
+
+    @property
+    def work_group_size(self) -> int:
+        """``CL_KERNEL_WORK_GROUP_SIZE``: the largest local size this kernel allows."""
+        import pyopencl as cl
+
+        return int(self.cl_kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, self.device.cl_device))
+
+
+_kernels: dict[tuple[str, str, str, str], CompiledKernel] = {}
+
+
+def compile_kernel(device: "Device", source: str, name: str, options: str = "") -> CompiledKernel:
+    """The kernel ``name`` of ``source`` built for ``device`` (cached)."""
+    key = (device.id, source, options, name)
+    ck = _kernels.get(key)
+    if ck is None:
+        prg = build_program(device, source, options, name)
+        ck = CompiledKernel(device, name, getattr(prg, name), source)
+        _kernels[key] = ck
+    return ck
+
+
+def launch(
+    kernel: CompiledKernel,
+    global_size: Sequence[int],
+    local_size: Sequence[int] | None,
+    args: Sequence[Any],
+    wait_for: Sequence[Any] | None = None,
+) -> Any:
+    """Enqueue ``kernel`` and return its profiling event (asynchronous)."""
+    import pyopencl as cl
+
+    global _launches
+    device = kernel.device
+    try:
+        kernel.cl_kernel.set_args(*args)
+        event = cl.enqueue_nd_range_kernel(
+            device.queue, kernel.cl_kernel, tuple(global_size),
+            tuple(local_size) if local_size is not None else None, wait_for=wait_for,
+        )
+    except cl.MemoryError as exc:
+        raise AllocationError(f"launch of {kernel.name} on {device} ran out of memory: {exc}") from None
+    except cl.Error as exc:
+        raise ZyxError(
+            f"launch of {kernel.name} on {device} failed (global {tuple(global_size)}, "
+            f"local {local_size}): {exc}"
+        ) from None
+    _launches += 1
+    if settings.DEBUG >= 1:
+        event.wait()
+        ms = (event.profile.end - event.profile.start) * 1e-6
+        print(f"zyx: {kernel.name:<32} global={tuple(global_size)} local={local_size} {ms:9.3f} ms "
+              f"on {device.id}", file=sys.stderr)
+    return event
+
+
+def event_seconds(event: Any) -> float:
+    """Device time between start and end of a finished profiling event, in seconds."""
+    event.wait()
+    return (event.profile.end - event.profile.start) * 1e-9

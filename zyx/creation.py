@@ -1,0 +1,225 @@
+"""Tensor creation: from host data, constants, ranges and the counter-based generator."""
+from __future__ import annotations
+
+import math
+import threading
+from typing import Any
+
+import numpy as np
+
+from zyx import dtype as dtypes
+from zyx.backend import transfer
+from zyx.backend.device import Device, resolve
+from zyx.codegen import basic_kernels
+from zyx.dtype import DType, to_dtype
+from zyx.errors import DTypeError, ShapeError
+from zyx.ir.view import View
+from zyx.tensor import Tensor, _shape_arg
+
+
+def _host_array(data: Any) -> np.ndarray:
+    """``data`` as a NumPy array with PyTorch's default dtypes for Python values."""
+    if isinstance(data, Tensor):
+        return data.numpy()
+    if isinstance(data, np.ndarray):
+        return data
+    if isinstance(data, np.generic):
+        return np.asarray(data)
+    try:
+        arr = np.array(data)
+    except ValueError as exc:
+        raise ShapeError(f"tensor(): ragged nested sequence, every row must have the same length ({exc})") from None
+    if arr.dtype == object:
+        raise ShapeError("tensor(): ragged or mixed nested sequence; expected a rectangular nest of numbers")
+    if arr.dtype.kind == "f":
+        arr = arr.astype(np.float32)  # Python floats default to float32, as in PyTorch
+    elif arr.dtype.kind in "iu":
+        arr = arr.astype(np.int64)
+    return arr
+
+
+def from_host(arr: np.ndarray, dtype: DType | None, device: Device) -> Tensor:
+    """Upload a host array (converted to ``dtype`` on the host if given)."""
+    if dtype is None:
+        try:
+            dtype = to_dtype(arr.dtype)
+        except DTypeError:
+            raise DTypeError(f"NumPy dtype {arr.dtype} has no zyx equivalent; expected one of "
+                             f"{', '.join(d.name for d in dtypes.ALL_DTYPES)}") from None
+    elif arr.dtype != dtype.numpy:
+        arr = arr.astype(dtype.numpy)
+    device.check_dtype(dtype)
+    return Tensor(transfer.upload(device, arr), View.contiguous(arr.shape), dtype, device)
+
+
+def tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
+    """A tensor holding a copy of ``data`` (a scalar, nested lists or a NumPy array)."""
+    dev = resolve(device)
+    dt = None if dtype is None else to_dtype(dtype)
+    return from_host(_host_array(data), dt, dev)
+
+
+def from_numpy(array: np.ndarray, device: Any = None) -> Tensor:
+    """A tensor holding a copy of a NumPy array, its dtype kept."""
+    if not isinstance(array, np.ndarray):
+        raise DTypeError(f"from_numpy expects a numpy.ndarray, got {type(array).__name__}")
+    return from_host(array, None, resolve(device))
+
+
+def _value_bits(value: Any, dtype: DType) -> np.ndarray:
+    """One element of ``dtype`` holding ``value``, refusing integer overflow as PyTorch does."""
+    if isinstance(value, Tensor):
+        value = value.item()
+    if dtype.is_int and not isinstance(value, (bool, np.bool_)):
+        if isinstance(value, float) and not math.isfinite(value):
+            raise DTypeError(f"value {value} cannot be converted to {dtype.name}")
+        info = np.iinfo(dtype.numpy)
+        if not info.min <= int(value) <= info.max:
+            raise DTypeError(f"value {value} cannot be converted to {dtype.name} without overflow "
+                             f"(expected {info.min} <= value <= {info.max})")
+        return np.array(int(value), dtype=dtype.numpy)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.array(value).astype(dtype.numpy)
+
+
+def full(shape: Any, fill_value: Any, dtype: Any = None, device: Any = None) -> Tensor:
+    """A tensor of ``shape`` filled with ``fill_value`` (dtype inferred from the value if not given)."""
+    shape = _shape_arg((shape,) if isinstance(shape, (int, np.integer)) else tuple(shape))
+    if any(s < 0 for s in shape):
+        raise ShapeError(f"negative dimension in shape {shape}")
+    dt = dtypes.scalar_dtype(fill_value) if dtype is None else to_dtype(dtype)
+    dev = resolve(device)
+    dev.check_dtype(dt)
+    n = math.prod(shape)
+    buf = basic_kernels.fill(dev, dt, n, _value_bits(fill_value, dt))
+    return Tensor(buf, View.contiguous(shape), dt, dev)
+
+
+def zeros(*shape: Any, dtype: Any = None, device: Any = None) -> Tensor:
+    """A tensor of zeros (float32 unless ``dtype`` says otherwise)."""
+    return full(_shape_arg(shape), 0, dtypes.float32 if dtype is None else dtype, device)
+
+
+def ones(*shape: Any, dtype: Any = None, device: Any = None) -> Tensor:
+    """A tensor of ones (float32 unless ``dtype`` says otherwise)."""
+    return full(_shape_arg(shape), 1, dtypes.float32 if dtype is None else dtype, device)
+
+
+def zeros_like(x: Tensor, dtype: Any = None, device: Any = None) -> Tensor:
+    """Zeros with the shape (and by default dtype and device) of ``x``."""
+    return full(x.shape, 0, dtype or x.dtype, device or x.device)
+
+
+def ones_like(x: Tensor, dtype: Any = None, device: Any = None) -> Tensor:
+    """Ones with the shape (and by default dtype and device) of ``x``."""
+    return full(x.shape, 1, dtype or x.dtype, device or x.device)
+
+
+def full_like(x: Tensor, fill_value: Any, dtype: Any = None, device: Any = None) -> Tensor:
+    """``fill_value`` everywhere, with the shape (and by default dtype and device) of ``x``."""
+    return full(x.shape, fill_value, dtype or x.dtype, device or x.device)
+
+
+def arange(start: Any, stop: Any = None, step: Any = 1, dtype: Any = None, device: Any = None) -> Tensor:
+    """Values ``start, start+step, ...`` below ``stop`` (int64 for int arguments, else float32)."""
+    if stop is None:
+        start, stop = 0, start
+    if step == 0:
+        raise ShapeError("arange: step must be non-zero")
+    args = (start, stop, step)
+    if dtype is None:
+        dtype = dtypes.float32 if any(isinstance(a, (float, np.floating)) for a in args) else dtypes.int64
+    dt = to_dtype(dtype)
+    length = max(math.ceil((stop - start) / step), 0)
+    values = start + np.arange(length, dtype=np.float64 if dt.is_float else np.int64) * step
+    return from_host(np.asarray(values).astype(dt.numpy), dt, resolve(device))
+
+
+def linspace(start: float, end: float, steps: int, dtype: Any = None, device: Any = None) -> Tensor:
+    """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
+    if steps < 0:
+        raise ShapeError(f"linspace: number of steps must be non-negative, got {steps}")
+    dt = dtypes.float32 if dtype is None else to_dtype(dtype)
+    return from_host(np.linspace(start, end, steps, dtype=np.float64).astype(dt.numpy), dt, resolve(device))
+
+
+def eye(n: int, m: int | None = None, dtype: Any = None, device: Any = None) -> Tensor:
+    """An ``n x m`` identity matrix (``m`` defaults to ``n``)."""
+    m = n if m is None else m
+    if n < 0 or m < 0:
+        raise ShapeError(f"eye: sizes must be non-negative, got n={n}, m={m}")
+    dt = dtypes.float32 if dtype is None else to_dtype(dtype)
+    return from_host(np.eye(n, m, dtype=np.float64).astype(dt.numpy), dt, resolve(device))
+
+
+# ----------------------------------------------------------------- random numbers
+
+class _Generator:
+    """The global counter-based generator: a 64-bit seed and a running counter."""
+
+    def __init__(self, seed: int) -> None:
+        self.lock = threading.Lock()
+        self.seed = seed
+        self.counter = 0
+
+    def take(self, n: int) -> tuple[int, int]:
+        with self.lock:
+            start = self.counter
+            self.counter += n
+            return self.seed, start
+
+
+_generator = _Generator(0x5EED)
+
+
+def manual_seed(seed: int) -> None:
+    """Reset the generator: the same seed gives the same values on every device."""
+    if not isinstance(seed, (int, np.integer)):
+        raise DTypeError(f"manual_seed expects an int, got {type(seed).__name__}")
+    with _generator.lock:
+        _generator.seed = int(seed) & 0xFFFFFFFFFFFFFFFF
+        _generator.counter = 0
+
+
+def _random(shape: tuple[int, ...], dtype: DType, device: Any, distribution: str,
+            low: int = 0, high: int = 1) -> Tensor:
+    if any(s < 0 for s in shape):
+        raise ShapeError(f"negative dimension in shape {shape}")
+    dev = resolve(device)
+    dev.check_dtype(dtype)
+    n = math.prod(shape)
+    seed, counter = _generator.take(n)
+    buf = basic_kernels.random_bits(dev, dtype, n, distribution, seed, counter, low, high)
+    return Tensor(buf, View.contiguous(shape), dtype, dev)
+
+
+def _float_dtype(dtype: Any, fn: str) -> DType:
+    dt = dtypes.float32 if dtype is None else to_dtype(dtype)
+    if not dt.is_float:
+        raise DTypeError(f"{fn} needs a floating dtype, got {dt.name}")
+    return dt
+
+
+def rand(*shape: Any, dtype: Any = None, device: Any = None) -> Tensor:
+    """Uniform values in ``[0, 1)`` (float32 by default)."""
+    return _random(_shape_arg(shape), _float_dtype(dtype, "rand"), device, "uniform")
+
+
+def randn(*shape: Any, dtype: Any = None, device: Any = None) -> Tensor:
+    """Standard normal values (float32 by default)."""
+    return _random(_shape_arg(shape), _float_dtype(dtype, "randn"), device, "normal")
+
+
+def randint(low: int, high: int | None = None, shape: Any = (), dtype: Any = None, device: Any = None) -> Tensor:
+    """Uniform integers in ``[low, high)`` (int64 by default); ``randint(high, shape)`` also works."""
+    if high is None or (isinstance(high, (tuple, list))):
+        if high is not None:
+            shape = high
+        low, high = 0, low
+    if high <= low:
+        raise ShapeError(f"randint: expected low < high, got low={low}, high={high}")
+    dt = dtypes.int64 if dtype is None else to_dtype(dtype)
+    if not (dt.is_int or dt.is_bool):
+        raise DTypeError(f"randint needs an integer dtype, got {dt.name}")
+    shape = _shape_arg((shape,) if isinstance(shape, (int, np.integer)) else tuple(shape))
+    return _random(shape, dt, device, "integer", int(low), int(high))

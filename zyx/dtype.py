@@ -1,0 +1,207 @@
+"""The 15 zyx dtypes, their NumPy/OpenCL mappings and PyTorch-style type promotion."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+from zyx.errors import DTypeError
+
+
+@dataclass(frozen=True)
+class DType:
+    """A tensor element type.
+
+    ``cl_storage`` is the OpenCL type a buffer element is stored as; ``emulated``
+    marks dtypes that are never computed natively (bfloat16, float8: stored in their
+    own width, computed in float32). float16 is emulated only on devices without
+    ``cl_khr_fp16`` (see ``compute_type``).
+    """
+
+    name: str
+    itemsize: int
+    kind: str  # "bool" | "int" | "uint" | "float"
+    np_dtype: Any
+    cl_storage: str
+    fkc: str  # the dtype token FKC contract documents use (F32, BF16, ...)
+    mantissa_bits: int = 0  # significand precision (with the implicit bit) for floats
+    emulated: bool = False
+
+    @property
+    def is_float(self) -> bool:
+        return self.kind == "float"
+
+    @property
+    def is_int(self) -> bool:
+        return self.kind in ("int", "uint")
+
+    @property
+    def is_signed(self) -> bool:
+        return self.kind in ("int", "float")
+
+    @property
+    def is_bool(self) -> bool:
+        return self.kind == "bool"
+
+    @property
+    def numpy(self) -> np.dtype:
+        """The NumPy (or ml_dtypes) dtype of this dtype's values on the host."""
+        return np.dtype(self.np_dtype)
+
+    def __repr__(self) -> str:
+        return f"zyx.{self.name}"
+
+
+bool_ = DType("bool", 1, "bool", np.bool_, "uchar", "BOOL")
+uint8 = DType("uint8", 1, "uint", np.uint8, "uchar", "U8")
+int8 = DType("int8", 1, "int", np.int8, "char", "I8")
+uint16 = DType("uint16", 2, "uint", np.uint16, "ushort", "U16")
+int16 = DType("int16", 2, "int", np.int16, "short", "I16")
+uint32 = DType("uint32", 4, "uint", np.uint32, "uint", "U32")
+int32 = DType("int32", 4, "int", np.int32, "int", "I32")
+uint64 = DType("uint64", 8, "uint", np.uint64, "ulong", "U64")
+int64 = DType("int64", 8, "int", np.int64, "long", "I64")
+float16 = DType("float16", 2, "float", np.float16, "ushort", "F16", 11)
+bfloat16 = DType("bfloat16", 2, "float", ml_dtypes.bfloat16, "ushort", "BF16", 8, emulated=True)
+float32 = DType("float32", 4, "float", np.float32, "float", "F32", 24)
+float64 = DType("float64", 8, "float", np.float64, "double", "F64", 53)
+# float8_e4m3 is the "fn" variant (no infinities, max 448) as in PyTorch's float8_e4m3fn.
+float8_e4m3 = DType("float8_e4m3", 1, "float", ml_dtypes.float8_e4m3fn, "uchar", "F8E4M3", 4, emulated=True)
+float8_e5m2 = DType("float8_e5m2", 1, "float", ml_dtypes.float8_e5m2, "uchar", "F8E5M2", 3, emulated=True)
+
+ALL_DTYPES: tuple[DType, ...] = (
+    bool_, uint8, int8, uint16, int16, uint32, int32, uint64, int64,
+    float16, bfloat16, float32, float64, float8_e4m3, float8_e5m2,
+)
+_BY_NAME: dict[str, DType] = {d.name: d for d in ALL_DTYPES}
+_BY_NAME.update({"half": float16, "float": float32, "double": float64, "float8_e4m3fn": float8_e4m3})
+_BY_FKC: dict[str, DType] = {d.fkc: d for d in ALL_DTYPES}
+_BY_NUMPY: dict[np.dtype, DType] = {np.dtype(d.np_dtype): d for d in ALL_DTYPES}
+
+
+def from_fkc(token: str) -> DType:
+    """The dtype an FKC contract token (``F32``, ``BF16``, ``F8E4M3`` ...) names."""
+    try:
+        return _BY_FKC[token]
+    except KeyError:
+        raise DTypeError(f"unknown FKC dtype token {token!r}; known: {sorted(_BY_FKC)}") from None
+
+
+def to_dtype(spec: Any) -> DType:
+    """Resolve a zyx dtype, a dtype name, a NumPy dtype or a Python type to a ``DType``."""
+    if isinstance(spec, DType):
+        return spec
+    if spec is bool:
+        return bool_
+    if spec is int:
+        return int64
+    if spec is float:
+        return float32
+    if isinstance(spec, str) and spec in _BY_NAME:
+        return _BY_NAME[spec]
+    try:
+        npd = np.dtype(spec)
+    except (TypeError, ValueError):
+        npd = None
+    if npd is not None and npd in _BY_NUMPY:
+        return _BY_NUMPY[npd]
+    known = ", ".join(d.name for d in ALL_DTYPES)
+    raise DTypeError(f"unknown dtype {spec!r}; expected one of: {known}")
+
+
+def compute_type(dtype: DType, has_fp16: bool) -> str:
+    """The OpenCL type arithmetic on ``dtype`` happens in on a device."""
+    if dtype.emulated or (dtype is float16 and not has_fp16):
+        return "float"
+    if dtype is float16:
+        return "half"
+    return dtype.cl_storage
+
+
+# ---------------------------------------------------------------- promotion
+
+_SIGNED_INTS = (int8, int16, int32, int64)
+_UNSIGNED_INTS = (uint8, uint16, uint32, uint64)
+
+
+def _promote_ints(a: DType, b: DType) -> DType:
+    if a.kind == b.kind:
+        return a if a.itemsize >= b.itemsize else b
+    u, s = (a, b) if a.kind == "uint" else (b, a)
+    if s.itemsize > u.itemsize:
+        return s
+    for cand in _SIGNED_INTS:
+        if cand.itemsize > u.itemsize:
+            return cand
+    raise DTypeError(f"no integer dtype holds both {a.name} and {b.name}; cast one operand explicitly")
+
+
+def promote_types(a: DType, b: DType) -> DType:
+    """The dtype two tensor operands of these dtypes promote to (PyTorch's rules).
+
+    Where PyTorch refuses (float8 mixed with another dtype) zyx raises ``DTypeError``;
+    where PyTorch has no rule for unsigned 16/32/64-bit integers mixed with signed
+    ones, zyx takes the smallest signed integer holding both (NumPy's choice).
+    """
+    a, b = to_dtype(a), to_dtype(b)
+    if a is b:
+        return a
+    for d in (a, b):
+        if d in (float8_e4m3, float8_e5m2):
+            raise DTypeError(f"type promotion of {a.name} with {b.name} is not defined; cast explicitly")
+    if a.is_bool:
+        return b
+    if b.is_bool:
+        return a
+    if a.is_float and b.is_float:
+        if {a, b} == {float16, bfloat16}:
+            return float32
+        return a if a.itemsize >= b.itemsize else b
+    if a.is_float:
+        return a
+    if b.is_float:
+        return b
+    return _promote_ints(a, b)
+
+
+def scalar_dtype(value: Any) -> DType:
+    """The default dtype of a Python scalar (bool, int64, float32) as in PyTorch."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool_
+    if isinstance(value, (int, np.integer)):
+        return int64
+    if isinstance(value, (float, np.floating)):
+        return float32
+    raise DTypeError(f"unsupported scalar {value!r} of type {type(value).__name__}; expected bool, int or float")
+
+
+def _category(d: DType) -> int:
+    return 0 if d.is_bool else (1 if d.is_int else 2)
+
+
+def _is_python_scalar(x: Any) -> bool:
+    return isinstance(x, (bool, int, float, np.bool_, np.integer, np.floating)) and not isinstance(x, DType)
+
+
+def _dtype_of(x: Any) -> DType:
+    return x if isinstance(x, DType) else to_dtype(getattr(x, "dtype", x))
+
+
+def result_type(a: Any, b: Any) -> DType:
+    """PyTorch-style result dtype of a binary op on tensors, dtypes and/or Python scalars.
+
+    A Python scalar only changes the result when it is of a higher category
+    (bool < integer < float) than the tensor: ``int8_tensor + 1000`` stays int8,
+    ``int_tensor + 1.5`` becomes float32.
+    """
+    a_scalar, b_scalar = _is_python_scalar(a), _is_python_scalar(b)
+    da = scalar_dtype(a) if a_scalar else _dtype_of(a)
+    db = scalar_dtype(b) if b_scalar else _dtype_of(b)
+    if a_scalar == b_scalar:
+        return promote_types(da, db)
+    tensor_dt, scalar_dt = (db, da) if a_scalar else (da, db)
+    if _category(scalar_dt) > _category(tensor_dt):
+        return scalar_dt if scalar_dt.is_float else int64
+    return tensor_dt

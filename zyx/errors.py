@@ -1,0 +1,48 @@
+"""The zyx exception hierarchy (API.md, "Errors").
+
+Every user-facing failure raises one of these; OpenCL errors never escape bare.
+"""
+from __future__ import annotations
+
+
+class ZyxError(Exception):
+    """Base class of every error zyx raises on purpose."""
+
+
+class ShapeError(ZyxError, ValueError, RuntimeError):
+    """Shapes that do not fit together (also a ValueError and a RuntimeError, as in PyTorch)."""
+
+
+class IndexOutOfRange(ShapeError, IndexError):
+    """A dimension or index out of range: both a ShapeError and an IndexError."""
+
+
+class DTypeError(ZyxError, TypeError):
+    """A dtype that is unknown, not accepted, or not supported by the device."""
+
+
+class ContractError(ZyxError, ValueError):
+    """Input that a kernel contract does not accept, or a malformed contract document."""
+
+
+class DeviceError(ZyxError):
+    """No usable OpenCL device, or a device string that matches nothing."""
+
+
+class AllocationError(ZyxError, MemoryError):
+    """A device allocation failed; the message gives requested and free bytes."""
+
+
+class CompileError(ZyxError):
+    """An OpenCL program failed to build; carries the source and the build log."""
+
+    def __init__(self, message: str, source: str = "", build_log: str = "") -> None:
+        super().__init__(message)
+        self.source = source
+        self.build_log = build_log
+
+    def __str__(self) -> str:
+        text = super().__str__()
+        if self.build_log:
+            text += "\n--- build log ---\n" + self.build_log.strip()
+        return text

@@ -1,0 +1,24 @@
+"""Process-wide runtime controls: synchronization, memory statistics, debug level."""
+from __future__ import annotations
+
+from typing import Any
+
+from zyx import settings
+from zyx.backend.device import Device, devices, resolve
+
+
+def synchronize(device: Any = None) -> None:
+    """Wait until all queued work has finished (on ``device``, or on every device)."""
+    targets = devices() if device is None else [resolve(device)]
+    for dev in targets:
+        dev.synchronize()
+
+
+def memory_stats(device: Device | str | None = None) -> dict[str, int]:
+    """Memory accounting of a device: bytes_in_use, peak_bytes, live_buffers, pooled_bytes, ..."""
+    return resolve(device).pool.stats()
+
+
+def debug(level: int) -> None:
+    """Set the debug level: 0 silent, 1 print each launch with its time, 2 also new kernels' source."""
+    settings.set_debug(level)
