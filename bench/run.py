@@ -1,0 +1,16 @@
+"""Run every zyx benchmark in one process and print markdown tables.
+
+Usage: python bench/run.py [--quick]   (same as `python -m zyx bench`)
+Numbers on a shared VM swing between runs: compare only rows taken in the same run.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from zyx.cli import main  # noqa: E402
+
+if __name__ == "__main__":
+    sys.exit(main(["bench", *sys.argv[1:], "--bench-dir", str(Path(__file__).resolve().parent)]))

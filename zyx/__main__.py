@@ -1,0 +1,6 @@
+"""``python -m zyx``."""
+import sys
+
+from zyx.cli import main
+
+sys.exit(main())

@@ -1,0 +1,113 @@
+"""Device timing helpers and the foundation's benchmarks (copy ceiling, host<->device).
+
+Device work is timed with OpenCL profiling events: warm-up runs, then the median of
+several timed runs. Bandwidth counts bytes read plus bytes written.
+"""
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Any, Callable
+
+import numpy as np
+
+from zyx.backend import transfer
+from zyx.backend.device import Device
+from zyx.backend.launch import compile_kernel, event_seconds, launch
+from zyx.codegen.render import render
+
+
+def median_event_seconds(enqueue: Callable[[], Any], warmup: int = 2, runs: int = 7) -> float:
+    """Median device time of ``enqueue()`` (which returns a profiling event), in seconds."""
+    for _ in range(warmup):
+        enqueue().wait()
+    return statistics.median(event_seconds(enqueue()) for _ in range(runs))
+
+
+def median_wall_seconds(fn: Callable[[], Any], warmup: int = 2, runs: int = 7) -> float:
+    """Median wall-clock time of ``fn()``, in seconds (for host-side work)."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def row(name: str, nbytes: int, seconds: float, ceiling_gbps: float | None = None, **extra: Any) -> dict:
+    """A benchmark result row: GB/s from bytes moved (read + written) and time."""
+    gbps = nbytes / seconds / 1e9 if seconds > 0 else float("inf")
+    out = {"name": name, "bytes": nbytes, "ms": seconds * 1e3, "GB/s": gbps}
+    if ceiling_gbps:
+        out["x ceiling"] = gbps / ceiling_gbps
+    out.update(extra)
+    return out
+
+
+def copy_ceiling(device: Device, nbytes: int = 64 << 20, runs: int = 7) -> list[dict]:
+    """Buffer-to-buffer ``enqueue_copy`` and a vectorized copy kernel, in GB/s (read + write)."""
+    import pyopencl as cl
+
+    nbytes = -(-nbytes // 16) * 16
+    src = transfer.upload(device, np.random.default_rng(0).integers(0, 255, nbytes, dtype=np.uint8))
+    dst = device.pool.allocate(nbytes)
+    t_copy = median_event_seconds(
+        lambda: cl.enqueue_copy(device.queue, dst.cl, src.cl, byte_count=nbytes), runs=runs)
+    ceiling = 2 * nbytes / t_copy / 1e9
+    rows = [row("enqueue_copy buffer->buffer", 2 * nbytes, t_copy, ceiling)]
+    words = nbytes // 16
+    best = None
+    for vec in (1, 4):
+        source = render("vcopy.cl.mako", name=f"zyx_vcopy{vec}", n_words=words, vec=vec)
+        kernel = compile_kernel(device, source, f"zyx_vcopy{vec}")
+        items = -(-words // vec)
+        local = min(256, kernel.work_group_size)
+        glob = -(-items // local) * local
+        t = median_event_seconds(lambda: launch(kernel, (glob,), (local,), [dst.cl, src.cl]), runs=runs)
+        best = t if best is None else min(best, t)
+        rows.append(row(f"copy kernel (uint4 x{vec} per item)", 2 * nbytes, t, ceiling))
+    if not np.array_equal(transfer.read(dst, 4096), transfer.read(src, 4096)):
+        raise RuntimeError("copy kernel produced wrong bytes")
+    return rows
+
+
+def host_transfer(device: Device, nbytes: int = 64 << 20, runs: int = 5) -> list[dict]:
+    """Host->device and device->host bandwidth of blocking copies (bytes counted once each way)."""
+    import pyopencl as cl
+
+    host = np.random.default_rng(1).integers(0, 255, nbytes, dtype=np.uint8)
+    back = np.empty_like(host)
+    buf = device.pool.allocate(nbytes)
+    t_h2d = median_event_seconds(lambda: cl.enqueue_copy(device.queue, buf.cl, host), runs=runs)
+    t_d2h = median_event_seconds(lambda: cl.enqueue_copy(device.queue, back, buf.cl), runs=runs)
+    if not np.array_equal(host, back):
+        raise RuntimeError("host round trip produced wrong bytes")
+    return [row("host -> device", nbytes, t_h2d), row("device -> host", nbytes, t_d2h)]
+
+
+def foundation(device: Device, quick: bool = False) -> list[dict]:
+    """The foundation's benchmark rows: copy ceiling and host<->device bandwidth."""
+    size = (8 << 20) if quick else (64 << 20)
+    return copy_ceiling(device, size) + host_transfer(device, size)
+
+
+def markdown_table(rows: list[dict]) -> str:
+    """Render result rows as a markdown table (columns: union of keys, in first-seen order)."""
+    if not rows:
+        return "(no rows)"
+    cols: list[str] = []
+    for r in rows:
+        cols.extend(k for k in r if k not in cols)
+
+    def fmt(v: Any) -> str:
+        if isinstance(v, float):
+            return f"{v:.3g}" if abs(v) < 1000 else f"{v:.0f}"
+        if isinstance(v, int) and v >= 1 << 20:
+            return f"{v / (1 << 20):.0f} MiB"
+        return "" if v is None else str(v)
+
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    lines += ["| " + " | ".join(fmt(r.get(c)) for c in cols) + " |" for r in rows]
+    return "\n".join(lines)

@@ -1,0 +1,216 @@
+"""``python -m zyx`` / ``zyx``: devices, doctor, demo, bench, contracts."""
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+
+def _gib(n: int) -> str:
+    return f"{n / (1 << 30):.1f} GiB"
+
+
+def cmd_devices(_: argparse.Namespace) -> int:
+    """Print a table of every OpenCL device zyx can use."""
+    import zyx
+
+    found = zyx.devices()
+    if not found:
+        print("no OpenCL device found: install `pip install 'zyx[pocl]'` (CPU) or a vendor OpenCL driver",
+              file=sys.stderr)
+        return 1
+    default = zyx.default_device()
+    header = ("", "device", "name", "kind", "platform", "driver", "memory", "max wg", "CUs", "fp16", "fp64")
+    rows = [header]
+    for d in found:
+        i = d.info
+        rows.append(("*" if d is default else "", d.id, d.name, d.kind, d.platform, i.driver_version,
+                     _gib(i.global_mem_bytes), str(i.max_work_group_size), str(i.compute_units),
+                     "yes" if i.has_fp16 else "emulated", "yes" if i.has_fp64 else "no"))
+    widths = [max(len(r[c]) for r in rows) for c in range(len(header))]
+    for r in rows:
+        print("  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip())
+    print("\n* default device (override with ZYX_DEVICE=opencl:P:D or a name substring)")
+    return 0
+
+
+def _check(label: str, fn: Callable[[], str], fix: str, problems: list[str]) -> None:
+    try:
+        detail = fn()
+        print(f"  ok    {label}" + (f": {detail}" if detail else ""))
+    except Exception as exc:  # noqa: BLE001 - the doctor reports every failure, it never crashes
+        print(f"  FAIL  {label}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+        print(f"        fix: {fix}")
+        problems.append(label)
+
+
+def cmd_doctor(_: argparse.Namespace) -> int:
+    """Check the OpenCL loader, every platform and device, templates and the cache directory."""
+    problems: list[str] = []
+    print("zyx doctor")
+
+    def loader() -> str:
+        import pyopencl as cl
+
+        return f"pyopencl {cl.VERSION_TEXT}"
+
+    _check("OpenCL loader (pyopencl)", loader, "pip install pyopencl", problems)
+
+    def platforms() -> str:
+        import pyopencl as cl
+
+        plats = cl.get_platforms()
+        if not plats:
+            raise RuntimeError("no OpenCL platform")
+        return "; ".join(f"{p.name} ({p.version.strip()})" for p in plats)
+
+    _check("OpenCL platforms", platforms,
+           "pip install 'zyx[pocl]' for the CPU runtime, or install your GPU vendor's OpenCL driver", problems)
+
+    def templates() -> str:
+        from zyx.codegen.render import templates_dir
+
+        return str(templates_dir())
+
+    _check("kernel templates", templates, "reinstall zyx (the wheel ships zyx/templates)", problems)
+
+    def cache() -> str:
+        from zyx import settings
+
+        path = settings.cache_dir()
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path):
+            pass
+        return str(path)
+
+    _check("cache directory writable", cache,
+           "set ZYX_CACHE_DIR to a writable directory (compiled kernels are cached there)", problems)
+
+    import zyx
+
+    for dev in zyx.devices():
+        def run_kernel(dev: "zyx.Device" = dev) -> str:
+            x = zyx.arange(1000, dtype=zyx.float32, device=dev)
+            y = x.reshape(10, 100).T.contiguous().numpy()
+            expected = np.arange(1000, dtype=np.float32).reshape(10, 100).T
+            if not np.array_equal(y, expected):
+                raise RuntimeError("a copy kernel returned wrong values")
+            return f"{dev.kind}, {_gib(dev.global_mem_bytes)}, built and ran a kernel"
+
+        _check(f"device {dev}", run_kernel,
+               "update the device's OpenCL driver; pick another device with ZYX_DEVICE", problems)
+    if not zyx.devices():
+        problems.append("devices")
+        print("  FAIL  no usable OpenCL device\n        fix: pip install 'zyx[pocl]' or a vendor OpenCL driver")
+    print(f"\n{len(problems)} problem(s) found" if problems else "\nall checks passed")
+    return 1 if problems else 0
+
+
+def cmd_demo(_: argparse.Namespace) -> int:
+    """A short end-to-end run on the default device, printing results and timings."""
+    import zyx
+
+    dev = zyx.default_device()
+    print(f"zyx demo on {dev}")
+    t0 = time.perf_counter()
+    zyx.manual_seed(0)
+    a = zyx.rand(512, 1024)
+    b = a.T.contiguous()
+    ok = np.array_equal(b.numpy(), a.numpy().T)
+    t1 = time.perf_counter()
+    print(f"  rand(512, 1024) and transpose copy: {'ok' if ok else 'MISMATCH'}  ({(t1 - t0) * 1e3:.1f} ms incl. compile)")
+    h = a.cast(zyx.bfloat16)
+    back = h.numpy().astype(np.float32)
+    print(f"  float32 -> bfloat16 max abs error {np.abs(back - a.numpy()).max():.2e} (bf16 has 8 significant bits)")
+    x = zyx.arange(12).reshape(3, 4)
+    print(f"  arange(12).reshape(3, 4)[::-1, 1::2] =\n{x[::-1, 1::2]}")
+    demo_extensions = _demo_extensions()
+    for extend in demo_extensions:
+        extend(zyx)
+    stats = zyx.memory_stats()
+    print(f"  kernels launched: {zyx.kernel_count()}, device memory in use: {stats['bytes_in_use']} bytes")
+    return 0 if ok else 1
+
+
+def _demo_extensions() -> list[Callable]:
+    """Demo sections contributed by later layers (modules exposing ``demo(zyx)``)."""
+    found = []
+    for name in ("zyx.contracts.ops", "zyx.lazy"):
+        try:
+            mod = importlib.import_module(name)
+        except ImportError:
+            continue
+        if hasattr(mod, "demo"):
+            found.append(mod.demo)
+    return found
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    """Run the benchmarks (foundation rows, plus bench/*.py scripts when run from a checkout)."""
+    import zyx
+    from zyx import benchmarks
+
+    dev = zyx.default_device()
+    print(f"# zyx bench on {dev}\n")
+    rows = benchmarks.foundation(dev, quick=args.quick)
+    print(benchmarks.markdown_table(rows))
+    bench_dir = Path(args.bench_dir) if args.bench_dir else Path(__file__).resolve().parent.parent / "bench"
+    if bench_dir.is_dir():
+        sys.path.insert(0, str(bench_dir))
+        for script in sorted(bench_dir.glob("bench_*.py")):
+            mod = importlib.import_module(script.stem)
+            if hasattr(mod, "run"):
+                print(f"\n## {script.stem}\n")
+                print(benchmarks.markdown_table(mod.run(quick=args.quick)))
+    return 0
+
+
+def cmd_contracts(args: argparse.Namespace) -> int:
+    """List the loaded kernel contracts (and calibrate them with --calibrate)."""
+    mod = importlib.import_module("zyx.contracts")
+    main = getattr(mod, "cli_main", None)
+    if main is None:
+        for c in mod.all_contracts():
+            print(f"{c.name:24} {c.op_kind:16} {', '.join(d.name for d in c.dtypes)}")
+        return 0
+    return int(main(args) or 0)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``zyx`` command."""
+    parser = argparse.ArgumentParser(prog="zyx", description="zyx: lazy tensors fused into OpenCL kernels")
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("devices", help="list OpenCL devices").set_defaults(fn=cmd_devices)
+    sub.add_parser("doctor", help="check the OpenCL setup and print fixes").set_defaults(fn=cmd_doctor)
+    sub.add_parser("demo", help="run a short end-to-end demo").set_defaults(fn=cmd_demo)
+    p = sub.add_parser("bench", help="run the benchmarks")
+    p.add_argument("--quick", action="store_true", help="small sizes, for a fast check")
+    p.add_argument("--bench-dir", default=os.environ.get("ZYX_BENCH_DIR"), help=argparse.SUPPRESS)
+    p.set_defaults(fn=cmd_bench)
+    p = sub.add_parser("contracts", help="list kernel contracts, with costs")
+    p.add_argument("--calibrate", action="store_true", help="measure each contract kernel on the device")
+    p.set_defaults(fn=cmd_contracts)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``python -m zyx`` and the ``zyx`` command."""
+    args = build_parser().parse_args(argv)
+    from zyx.errors import ZyxError
+
+    try:
+        return int(args.fn(args) or 0)
+    except ZyxError as exc:
+        print(f"zyx: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
