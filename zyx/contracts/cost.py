@@ -22,8 +22,6 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 from zyx.contracts.model import Calibration, Contract, Cost, Operand
 from zyx.errors import ContractError
 
-Number = float  # int is accepted wherever float is
-
 _BINOPS: dict[type, Callable[[Any, Any], Any]] = {
     ast.Add: lambda a, b: a + b,
     ast.Sub: lambda a, b: a - b,

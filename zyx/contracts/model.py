@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Mapping, NamedTuple, Optional, Protocol, Union
+from typing import Any, Mapping, NamedTuple, Optional, Protocol
 
 from zyx.dtype import DType
 
@@ -173,9 +173,6 @@ class Operand:
         for d in self.shape:
             n *= d
         return n
-
-
-ParamValue = Union[int, float, bool, tuple, Operand, DType, None]
 
 
 @dataclass(frozen=True, eq=False)

@@ -25,7 +25,7 @@ from zyx.errors import ContractError, DTypeError
 
 _FENCE_OPEN = re.compile(r"^```fkc\s*$")
 _FENCE_CLOSE = re.compile(r"^```\s*$")
-_KERNEL_LINE = re.compile(r"^kernel:\s*['\"]?([A-Za-z0-9_]+)", re.MULTILINE)
+_KERNEL_LINE = re.compile(r"^kernel:\s*['\"]?([^\s'\"#]+)", re.MULTILINE)
 _RANK_RANGE = re.compile(r"^(\d+)\.\.=(\d+)$")
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
