@@ -47,7 +47,8 @@ __kernel void ${name}(__global ${dtype.cl_storage} *restrict zyx_out, const uint
     const ${ct} value = sqrt((${ct})-2 * log(u1)) * cospi((${ct})2 * u2);
     ${dt.store_converted(calc, dtype, "zyx_out", "i", "value")}
 % else:
-    const ulong r = (((ulong)w.x << 32) | (ulong)w.y) % zyx_range;
+    const ulong bits = ((ulong)w.x << 32) | (ulong)w.y;
+    const ulong r = zyx_range ? bits % zyx_range : bits;  /* 0: the full 64-bit range */
     zyx_out[i] = (${dtype.cl_storage})(zyx_low + (long)r);
 % endif
 }

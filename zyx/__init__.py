@@ -19,6 +19,20 @@ from zyx.errors import (
 )
 from zyx.runtime import debug, memory_stats, synchronize
 from zyx.tensor import Tensor
+from zyx import nn, ops_elementwise as _ew, ops_movement as _mv, ops_reduce as _red  # noqa: E402
+
+_ew.install(Tensor)
+_red.install(Tensor)
+_mv.install(Tensor)
+Tensor.softmax = lambda self, dim=-1: nn.functional.softmax(self, dim)
+Tensor.log_softmax = lambda self, dim=-1: nn.functional.log_softmax(self, dim)
+globals().update(_ew.functions())
+from zyx.ops_movement import chunk, pad, split, stack  # noqa: E402
+from zyx.ops_reduce import argmax, argmin, logsumexp, matmul, mean, prod, std, var  # noqa: E402
+from zyx.contracts.ops import cat, concat, write_slice, write_slice_doff, write_slice_rotating  # noqa: E402
+from zyx.contracts import listing as _contracts_listing  # noqa: E402
+
+_contracts_listing.install()  # zyx.contracts() lists the loaded contracts; zyx.contracts.* stays the package
 
 half = float16
 float = float32  # noqa: A001 - the API names it zyx.float

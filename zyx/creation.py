@@ -17,8 +17,12 @@ from zyx.ir.view import View
 from zyx.tensor import Tensor, _shape_arg
 
 
-def _host_array(data: Any) -> np.ndarray:
-    """``data`` as a NumPy array with PyTorch's default dtypes for Python values."""
+def _host_array(data: Any, keep_python_precision: bool = False) -> np.ndarray:
+    """``data`` as a NumPy array with PyTorch's default dtypes for Python values.
+
+    With ``keep_python_precision`` (an explicit dtype follows) Python floats stay float64
+    and ints stay exact, so the one conversion to the requested dtype rounds once.
+    """
     if isinstance(data, Tensor):
         return data.numpy()
     if isinstance(data, np.ndarray):
@@ -30,10 +34,18 @@ def _host_array(data: Any) -> np.ndarray:
     except ValueError as exc:
         raise ShapeError(f"tensor(): ragged nested sequence, every row must have the same length ({exc})") from None
     if arr.dtype == object:
+        if arr.size and all(isinstance(v, int) for v in arr.flat):
+            raise DTypeError("tensor(): integer values beyond the 64-bit range; expected ints in "
+                             f"[{np.iinfo(np.int64).min}, {np.iinfo(np.uint64).max}]")
         raise ShapeError("tensor(): ragged or mixed nested sequence; expected a rectangular nest of numbers")
+    if keep_python_precision:
+        return arr
     if arr.dtype.kind == "f":
         arr = arr.astype(np.float32)  # Python floats default to float32, as in PyTorch
     elif arr.dtype.kind in "iu":
+        if arr.dtype == np.uint64 and arr.size and arr.max() > np.iinfo(np.int64).max:
+            raise DTypeError(f"tensor(): value {int(arr.max())} overflows int64, the default integer dtype; "
+                             "pass dtype=zyx.uint64")
         arr = arr.astype(np.int64)
     return arr
 
@@ -56,7 +68,7 @@ def tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
     """A tensor holding a copy of ``data`` (a scalar, nested lists or a NumPy array)."""
     dev = resolve(device)
     dt = None if dtype is None else to_dtype(dtype)
-    return from_host(_host_array(data), dt, dev)
+    return from_host(_host_array(data, keep_python_precision=dt is not None), dt, dev)
 
 
 def from_numpy(array: np.ndarray, device: Any = None) -> Tensor:
@@ -221,5 +233,8 @@ def randint(low: int, high: int | None = None, shape: Any = (), dtype: Any = Non
     dt = dtypes.int64 if dtype is None else to_dtype(dtype)
     if not (dt.is_int or dt.is_bool):
         raise DTypeError(f"randint needs an integer dtype, got {dt.name}")
+    lo, hi = (0, 1) if dt.is_bool else (int(np.iinfo(dt.numpy).min), int(np.iinfo(dt.numpy).max))
+    if low < lo or high - 1 > hi:
+        raise DTypeError(f"randint: the range [{low}, {high}) does not fit {dt.name} (values {lo} .. {hi})")
     shape = _shape_arg((shape,) if isinstance(shape, (int, np.integer)) else tuple(shape))
     return _random(shape, dt, device, "integer", int(low), int(high))

@@ -12,6 +12,10 @@ def synchronize(device: Any = None) -> None:
     targets = devices() if device is None else [resolve(device)]
     for dev in targets:
         dev.synchronize()
+    from zyx.backend import sync_hooks  # device-side error flags (write_slice_doff)
+
+    for dev in targets:
+        sync_hooks.run(dev)
 
 
 def memory_stats(device: Device | str | None = None) -> dict[str, int]:

@@ -13,6 +13,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from zyx import dtype as dtypes
+from zyx import lazy
 from zyx.backend import transfer
 from zyx.backend.device import Device, resolve
 from zyx.backend.pool import Buffer
@@ -37,14 +38,34 @@ def _shape_arg(shape: Sequence[Any], what: str = "shape") -> tuple[int, ...]:
 class Tensor:
     """An n-dimensional array on an OpenCL device (see API.md)."""
 
-    __slots__ = ("_buf", "_view", "_dtype", "_device", "__weakref__")
+    __slots__ = ("_data", "_view", "_dtype", "_device", "__weakref__")
     __array_priority__ = 1000  # numpy defers binary ops to Tensor
 
-    def __init__(self, buf: Buffer, view: View, dtype: DType, device: Device) -> None:
-        self._buf = buf
+    def __init__(self, buf: "Buffer | lazy.LazyNode", view: View, dtype: DType, device: Device) -> None:
+        # _data: the lazy node this tensor views (a realized buffer or pending work)
+        self._data = buf if isinstance(buf, lazy.LazyNode) else lazy.from_buffer(buf, dtype, device)
         self._view = view
         self._dtype = dtype
         self._device = device
+
+    @property
+    def _buf(self) -> Buffer:
+        """The realized device buffer, for code that reads or writes it directly.
+
+        Runs pending work producing it, and first runs every pending reader of the
+        buffer, so an in-place write through it can never change what they compute.
+        """
+        buf = lazy.realize(self._data)
+        lazy.pending_readers_flush(buf)
+        return buf
+
+    @_buf.setter
+    def _buf(self, buf: Buffer) -> None:
+        self._data = lazy.from_buffer(buf, self._dtype, self._device)
+
+    def _realized(self) -> Buffer:
+        """The realized buffer for reading (pending readers of it keep fusing)."""
+        return lazy.realize(self._data)
 
     # -- basic properties ---------------------------------------------------------
     @property
@@ -89,15 +110,19 @@ class Tensor:
     # -- realization and readback ---------------------------------------------
     def realize(self) -> "Tensor":
         """Run any pending work producing this tensor and return it."""
+        lazy.realize(self._data)
         return self
 
     def _host_bytes(self) -> np.ndarray:
         """This tensor's elements, dense row-major, as raw bytes on the host."""
+        from zyx.backend import sync_hooks  # device-side error flags surface at readback
+
+        sync_hooks.run(self._device)
         v = self._view
         size = self._dtype.itemsize
         if v.is_dense:
-            return transfer.read(self._buf, v.numel * size, v.offset * size)
-        dense = basic_kernels.copy_cast(self._device, self._buf, v, self._dtype, self._dtype)
+            return transfer.read(self._realized(), v.numel * size, v.offset * size)
+        dense = basic_kernels.copy_cast(self._device, self._realized(), v, self._dtype, self._dtype)
         return transfer.read(dense, v.numel * size)
 
     def numpy(self) -> np.ndarray:
@@ -176,8 +201,8 @@ class Tensor:
         if dtype is self._dtype:
             return self
         self._device.check_dtype(dtype)
-        buf = basic_kernels.copy_cast(self._device, self._buf, self._view, self._dtype, dtype)
-        return Tensor(buf, View.contiguous(self.shape), dtype, self._device)
+        node = lazy.cast(lazy.Src(self._data, self._view, self._dtype), dtype, self.shape, self._device)
+        return Tensor(node, View.contiguous(self.shape), dtype, self._device)
 
     def type(self, dtype: Any) -> "Tensor":
         """Alias of ``cast``."""
@@ -190,18 +215,20 @@ class Tensor:
             raise DTypeError(f"bitcast from {self._dtype.name} ({self._dtype.itemsize} bytes) to {dtype.name} "
                              f"({dtype.itemsize} bytes): expected a dtype of the same itemsize")
         self._device.check_dtype(dtype)
-        return Tensor(self._buf, self._view, dtype, self._device)
+        return Tensor(self._realized(), self._view, dtype, self._device)
 
     def contiguous(self) -> "Tensor":
         """A dense row-major tensor with these values (``self`` when already dense)."""
         if self._view.is_contiguous:
             return self
-        return self.clone()
+        from zyx.contracts import ops  # the contiguize contract kernel
+
+        return ops.contiguize(self)
 
     def clone(self) -> "Tensor":
         """A copy of the values in a new dense buffer."""
-        buf = basic_kernels.copy_cast(self._device, self._buf, self._view, self._dtype, self._dtype)
-        return Tensor(buf, View.contiguous(self.shape), self._dtype, self._device)
+        node = lazy.copy(lazy.Src(self._data, self._view, self._dtype), self.shape, self._device, store=True)
+        return Tensor(node, View.contiguous(self.shape), self._dtype, self._device)
 
     def is_contiguous(self) -> bool:
         """Whether the view is dense row-major from the start of its buffer."""
@@ -209,7 +236,7 @@ class Tensor:
 
     # -- movement (views) ---------------------------------------------------------
     def _with_view(self, view: View) -> "Tensor":
-        return Tensor(self._buf, view, self._dtype, self._device)
+        return Tensor(self._data, view, self._dtype, self._device)
 
     def reshape(self, *shape: Any) -> "Tensor":
         """The same values in another shape (one ``-1`` allowed); a view when strides allow."""
@@ -217,7 +244,8 @@ class Tensor:
         view = self._view.reshape(shape)
         if view is not None:
             return self._with_view(view)
-        return self.clone()._with_view(View.contiguous(shape))
+        node = lazy.copy(lazy.Src(self._data, self._view, self._dtype), self.shape, self._device)
+        return Tensor(node, View.contiguous(shape), self._dtype, self._device)
 
     def view(self, *shape: Any) -> "Tensor":
         """Alias of ``reshape``."""
@@ -289,6 +317,42 @@ class Tensor:
         if self.ndim == 0:
             raise TypeError("iteration over a 0-d tensor")
         return (self[i] for i in range(self.shape[0]))
+
+    # -- contract ops (FKC kernels, zyx/contracts/ops.py) ------------------------
+    def __setitem__(self, index: Any, value: Any) -> None:
+        """``x[index] = value`` in place (value broadcast to the indexed view)."""
+        from zyx.contracts import ops
+        ops.setitem(self, index, value)
+
+    def flip(self, *dims: Any) -> "Tensor":
+        """Reverse the order along ``dims`` (``x.flip(0, 1)`` or ``x.flip((0, 1))``)."""
+        from zyx.contracts import ops
+        return ops.flip(self, dims[0] if len(dims) == 1 else dims)
+
+    def roll(self, shifts: Any, dims: Any = None) -> "Tensor":
+        """Shift cyclically along ``dims`` (flattened when None), Python-style modulo."""
+        from zyx.contracts import ops
+        return ops.roll(self, shifts, dims)
+
+    def triu(self, diagonal: int = 0) -> "Tensor":
+        """Keep ``j >= i + diagonal`` of the last two axes, zero elsewhere."""
+        from zyx.contracts import ops
+        return ops.triu(self, diagonal)
+
+    def tril(self, diagonal: int = 0) -> "Tensor":
+        """Keep ``j <= i + diagonal`` of the last two axes, zero elsewhere."""
+        from zyx.contracts import ops
+        return ops.tril(self, diagonal)
+
+    def masked_fill(self, mask: "Tensor", value: Any) -> "Tensor":
+        """``value`` where the bool ``mask`` (broadcast to this shape) is True."""
+        from zyx.contracts import ops
+        return ops.masked_fill(self, mask, value)
+
+    def cumsum(self, dim: int) -> "Tensor":
+        """Running sum along ``dim`` (float types; 16-bit floats accumulate in float32)."""
+        from zyx.contracts import ops
+        return ops.cumsum(self, dim)
 
 
 def _infer_shape(shape: tuple[int, ...], numel: int, old: tuple[int, ...]) -> tuple[int, ...]:

@@ -141,7 +141,8 @@ ${v}\
 % elif d.name == "bool":
 (uchar)((${v}) != 0)\
 % elif d.is_int and s.is_float:
-convert_${d.cl_storage}_sat_rtz(${v})\
+## NaN -> 0 explicitly: PoCL's convert_*_sat_rtz returns INT_MIN (or garbage) for NaN
+(isnan(${v}) ? (${d.cl_storage})0 : convert_${d.cl_storage}_sat_rtz(${v}))\
 % elif d.is_int:
 (${d.cl_storage})(${v})\
 % elif d.name in _FMT:

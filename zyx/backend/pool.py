@@ -79,10 +79,11 @@ class BufferPool:
         info = self.device.info
         if nbytes > info.max_alloc_bytes:
             raise AllocationError(
-                f"cannot allocate {nbytes} bytes on {self.device}: one buffer may hold at most "
-                f"{info.max_alloc_bytes} bytes (CL_DEVICE_MAX_MEM_ALLOC_SIZE)"
+                f"cannot allocate {nbytes} bytes on {self.device}: requested {nbytes} bytes, "
+                f"{max(info.global_mem_bytes - self.bytes_in_use, 0)} bytes free of {info.global_mem_bytes}, "
+                f"and one buffer may hold at most {info.max_alloc_bytes} bytes (CL_DEVICE_MAX_MEM_ALLOC_SIZE)"
             )
-        cap = size_class(nbytes)
+        cap = min(size_class(nbytes), info.max_alloc_bytes)  # never round past the device limit
         with self._lock:
             bucket = self._free.get(cap)
             if bucket:

@@ -50,24 +50,45 @@ def _binary_path(key: str) -> Path:
     return settings.cache_dir() / "binaries" / f"{key[:2]}" / f"{key}.bin"
 
 
+_MAGIC = b"zyxbin1\0"
+
+
+def _wrap(binary: bytes) -> bytes:
+    """A cache file's bytes: magic, the SHA-256 of the binary, then the binary."""
+    return _MAGIC + hashlib.sha256(binary).digest() + binary
+
+
+def _unwrap(data: bytes) -> bytes | None:
+    """The binary stored in a cache file, or None when the file is not intact."""
+    head = len(_MAGIC) + 32
+    if len(data) <= head or not data.startswith(_MAGIC):
+        return None
+    binary = data[head:]
+    return binary if hashlib.sha256(binary).digest() == data[len(_MAGIC):head] else None
+
+
 def _load_binary(device: "Device", key: str) -> Any | None:
+    """The program stored under ``key``, or None; a bad entry is deleted, never fatal."""
     import pyopencl as cl
 
     path = _binary_path(key)
     try:
-        data = path.read_bytes()
+        binary = _unwrap(path.read_bytes())
     except OSError:
         return None
-    try:
-        prg = cl.Program(device.context, [device.cl_device], [data])
-        prg.build()
-        return prg
-    except Exception:  # noqa: BLE001 - a corrupt or foreign entry is dropped, never fatal
+    prg = None
+    if binary is not None:  # never hand a truncated binary to the driver: PoCL segfaults on one
+        try:
+            prg = cl.Program(device.context, [device.cl_device], [binary])
+            prg.build()
+        except Exception:  # noqa: BLE001 - a foreign or stale entry is dropped
+            prg = None
+    if prg is None:
         try:
             path.unlink()
         except OSError:
             pass
-        return None
+    return prg
 
 
 def _store_binary(prg: Any, key: str) -> None:
@@ -79,7 +100,7 @@ def _store_binary(prg: Any, key: str) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
         with os.fdopen(fd, "wb") as fh:
-            fh.write(binary)
+            fh.write(_wrap(bytes(binary)))
         os.replace(tmp, path)
     except Exception:  # noqa: BLE001 - an unwritable cache only costs speed
         pass

@@ -11,10 +11,12 @@ from zyx.backend.device import Device
 from zyx.backend.launch import compile_kernel, launch
 from zyx.backend.pool import Buffer
 from zyx.codegen.render import render
+from zyx import dtype as dtypes
 from zyx.dtype import DType
 from zyx.ir.view import View
 
 DEFAULT_LOCAL_SIZE = 256
+_BITS_DTYPE = {1: dtypes.uint8, 2: dtypes.uint16, 4: dtypes.uint32, 8: dtypes.uint64}
 
 
 def launch_1d(device: Device, source: str, name: str, n: int, args: list, local: int | None = None) -> object:
@@ -39,6 +41,8 @@ def copy_cast(device: Device, src: Buffer, view: View, src_dtype: DType, dst_dty
     m = view.merged()
     lo, hi = m.span()
     extent = max(hi + 1, n, abs(lo))
+    if src_dtype is dst_dtype:  # a raw copy only needs the element width: share it across dtypes
+        src_dtype = dst_dtype = _BITS_DTYPE[src_dtype.itemsize]
     name = "zyx_copy" if src_dtype is dst_dtype else f"zyx_cast_{src_dtype.name}_to_{dst_dtype.name}"
     source = render("copy.cl.mako", name=name, src=src_dtype, dst=dst_dtype, shape=m.shape,
                     strides=m.strides, offset=m.offset, n=n, index_t=index_type(extent))
@@ -71,7 +75,9 @@ def random_bits(device: Device, dtype: DType, n: int, distribution: str, seed: i
     name = f"zyx_random_{distribution}"
     source = render("random.cl.mako", name=name, dtype=dtype, distribution=distribution, n=n,
                     index_t=index_type(n))
+    # low as its two's complement bits (uint64 lows above 2**63 wrap back exactly in the kernel);
+    # a range of 2**64 is passed as 0, meaning "every 64-bit value"
     args = [out.cl, np.uint32(seed & 0xFFFFFFFF), np.uint32((seed >> 32) & 0xFFFFFFFF), np.uint64(counter),
-            np.int64(low), np.uint64(max(high - low, 1))]
+            np.int64((low + 2**63) % 2**64 - 2**63), np.uint64((high - low) % 2**64)]
     launch_1d(device, source, name, n, args, local=local)
     return out

@@ -1,0 +1,97 @@
+<%doc>
+cumsum: inclusive prefix sum along one axis, accumulated in `acc` (float for
+float32/float16/bfloat16, double for float64), each output rounded once to the storage
+dtype. The input is (outer, dim_size, inner); a lane is one (outer, inner) pair, and lane
+element j sits at (lane / inner) * dim_size * inner + j * inner + lane % inner.
+
+strategy "blocks" (a parallel scan; dim_size cut into `chunks` blocks of wg * items):
+  zyx_cumsum_partials  work-group (block, lane): each work-item sums its `items`
+                       consecutive elements in order, the work-group scans those sums
+                       (Hillis-Steele in local memory) and stores the block total.
+  (host)               the (lanes, chunks) block totals are scanned by this same kernel
+                       family, giving each block's carry-in.
+  zyx_cumsum_scan      recomputes the same work-group scan, adds the block's carry-in and
+                       stores each running sum rounded to the dtype.
+strategy "lanes": zyx_cumsum_lanes, one work-item per lane scanning it in order (for many
+  short or strided lanes). Both orders are fixed by shape and tunables: the same input
+  gives the same bits on every run on one device.
+Parameters: dtype, acc, strategy, dim_size, inner, lanes, chunks, wg, items, index_t.
+</%doc>\
+<%namespace name="dt" file="/common/dtypes.mako"/>\
+<%
+    S = dtype.cl_storage
+    block = wg * items
+    def at(lane, j):
+        if inner == 1:
+            return f"{lane} * {dim_size} + {j}"
+        return f"({lane} / {inner}) * {dim_size * inner} + {j} * {inner} + {lane} % {inner}"
+%>\
+/* zyx contract kernel cumsum (${strategy}): ${dtype.name} accumulated in ${acc}, ${lanes} lanes of ${dim_size} (inner ${inner})${f", {chunks} blocks of {wg} x {items}" if strategy == "blocks" else ""} */
+${dt.preamble([dtype])}
+% if strategy == "lanes":
+__kernel void zyx_cumsum_lanes(__global ${S} *restrict zyx_out, __global const ${S} *restrict zyx_in)
+{
+    const ${index_t} zyx_lane = get_global_id(0);
+    if (zyx_lane >= ${lanes}) return;
+    ${acc} zyx_run = 0;
+    for (${index_t} zyx_j = 0; zyx_j < ${dim_size}; ++zyx_j) {
+        const ${index_t} zyx_at = ${at("zyx_lane", "zyx_j")};
+        zyx_run += ${dt.load(dtype, "zyx_in", "zyx_at")};
+        ${dt.store(dtype, "zyx_out", "zyx_at", "zyx_run")}
+    }
+}
+% else:
+% for kind in ("partials", "scan"):
+__kernel __attribute__((reqd_work_group_size(${wg}, 1, 1)))
+%   if kind == "partials":
+void zyx_cumsum_partials(__global ${acc} *restrict zyx_partials, __global const ${S} *restrict zyx_in)
+%   else:
+void zyx_cumsum_scan(__global ${S} *restrict zyx_out, __global const ${S} *restrict zyx_in,
+                     __global const ${acc} *restrict zyx_carry)
+%   endif
+{
+    __local ${acc} zyx_tmp[${wg}];
+    const ${index_t} zyx_lane = get_global_id(1);
+    const ${index_t} zyx_block = get_group_id(0);
+    const int zyx_t = get_local_id(0);
+    const ${index_t} zyx_j0 = zyx_block * ${block} + (${index_t})zyx_t * ${items};
+    ${acc} zyx_x[${items}];
+    ${acc} zyx_sum = 0;
+    for (int zyx_k = 0; zyx_k < ${items}; ++zyx_k) {
+        const ${index_t} zyx_j = zyx_j0 + zyx_k;
+        zyx_x[zyx_k] = 0;
+        if (zyx_j < ${dim_size}) {
+            const ${index_t} zyx_at = ${at("zyx_lane", "zyx_j")};
+            zyx_x[zyx_k] = ${dt.load(dtype, "zyx_in", "zyx_at")};
+        }
+        zyx_sum += zyx_x[zyx_k];
+    }
+    /* inclusive Hillis-Steele scan of the work-items' sums, in local memory */
+    zyx_tmp[zyx_t] = zyx_sum;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int zyx_d = 1; zyx_d < ${wg}; zyx_d <<= 1) {
+        const ${acc} zyx_left = zyx_t >= zyx_d ? zyx_tmp[zyx_t - zyx_d] : (${acc})0;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        zyx_tmp[zyx_t] += zyx_left;
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+%   if kind == "partials":
+    if (zyx_t == ${wg - 1}) zyx_partials[zyx_lane * ${chunks} + zyx_block] = zyx_tmp[zyx_t];
+}
+
+%   else:
+    ${acc} zyx_run = zyx_t > 0 ? zyx_tmp[zyx_t - 1] : (${acc})0;
+%     if chunks > 1:
+    if (zyx_block > 0) zyx_run = zyx_carry[zyx_lane * ${chunks} + zyx_block - 1] + zyx_run;
+%     endif
+    for (int zyx_k = 0; zyx_k < ${items}; ++zyx_k) {
+        const ${index_t} zyx_j = zyx_j0 + zyx_k;
+        if (zyx_j >= ${dim_size}) break;
+        zyx_run += zyx_x[zyx_k];
+        const ${index_t} zyx_at = ${at("zyx_lane", "zyx_j")};
+        ${dt.store(dtype, "zyx_out", "zyx_at", "zyx_run")}
+    }
+}
+%   endif
+% endfor
+% endif

@@ -1,0 +1,36 @@
+<%doc>
+flip: reverse the element order along some axes of a dense input.
+Parameters: itemsize, groups (tuple of (extent, flipped) after merging adjacent axes
+with the same flag and dropping extent-1 axes), n, vw (vector width; the last group's
+extent is a multiple of it), per_item, index_t. A flipped last group loads a vector
+ending at the mirrored element and reverses its lanes.
+</%doc>\
+<%namespace name="ix" file="/contracts/index.mako"/>\
+<%
+    T = ix.attr.bits(itemsize)
+    VT = ix.attr.vtype(itemsize, vw)
+    shape = [g[0] for g in groups]
+    strides = [ix.attr.prod(shape[k + 1:]) for k in range(len(shape))]
+    terms = []
+    for k, (size, flipped) in enumerate(groups):
+        c = f"({size - 1} - zyx_c{k})" if flipped else f"zyx_c{k}"
+        terms.append(c if strides[k] == 1 else f"{c} * {strides[k]}")
+    src = " + ".join(terms) if terms else "0"
+    last_flipped = bool(groups) and groups[-1][1]
+%>\
+/* zyx contract kernel flip: ${itemsize}-byte elements (any ${itemsize}-byte dtype), axis groups ${[f"{s}{'(flipped)' if f else ''}" for s, f in groups]}, ${n} elements; vector ${vw}, ${per_item} per work-item */
+__kernel void zyx_flip(__global ${T} *restrict zyx_out, __global const ${T} *restrict zyx_in)
+{
+${ix.loop_head(index_t, per_item, n // vw, vw)}\
+${ix.coords(index_t, "zyx_i", shape, "zyx_c")}\
+        const ${index_t} zyx_src = ${src};
+% if vw == 1:
+        zyx_out[zyx_i] = zyx_in[zyx_src];
+% elif last_flipped:
+        const ${VT} zyx_x = vload${vw}(0, zyx_in + zyx_src - ${vw - 1});
+        vstore${vw}(zyx_x${ix.attr.reversed_lanes(vw)}, 0, zyx_out + zyx_i);
+% else:
+        ${ix.move(vw, "zyx_out", "zyx_i", "zyx_in", "zyx_src")}
+% endif
+    }
+}

@@ -1,0 +1,33 @@
+<%doc>
+masked_fill: out = mask ? fill : input over a flat dense input and a dense bool mask.
+The element count and the fill's bits are run-time arguments, so one kernel serves
+every shape and value of one element size. Vectors of `vw` elements; the last, partial
+vector is done element by element. Parameters: itemsize, vw, per_item.
+</%doc>\
+<%namespace name="ix" file="/contracts/index.mako"/>\
+<%
+    T = ix.attr.bits(itemsize)
+%>\
+/* zyx contract kernel masked_fill: ${itemsize}-byte elements (any ${itemsize}-byte dtype), bool mask; vector ${vw}, ${per_item} per work-item */
+__kernel void zyx_masked_fill(__global ${T} *restrict zyx_out, __global const ${T} *restrict zyx_in,
+                              __global const uchar *restrict zyx_mask, const ${T} zyx_fill, const long zyx_n)
+{
+${ix.loop_head("long", per_item, f"(zyx_n + {vw - 1}) / {vw}" if vw > 1 else "zyx_n", vw)}\
+% if vw == 1:
+        zyx_out[zyx_i] = zyx_mask[zyx_i] ? zyx_fill : zyx_in[zyx_i];
+% else:
+        if (zyx_i + ${vw} <= zyx_n) {
+            ${ix.attr.vtype(itemsize, vw)} zyx_x = vload${vw}(0, zyx_in + zyx_i);
+            const uchar${vw} zyx_m = vload${vw}(0, zyx_mask + zyx_i);
+%   for l in range(vw):
+            if (zyx_m${ix.attr.lane(l)}) zyx_x${ix.attr.lane(l)} = zyx_fill;
+%   endfor
+            vstore${vw}(zyx_x, 0, zyx_out + zyx_i);
+        } else {
+            for (long zyx_j = zyx_i; zyx_j < zyx_n; ++zyx_j) {
+                zyx_out[zyx_j] = zyx_mask[zyx_j] ? zyx_fill : zyx_in[zyx_j];
+            }
+        }
+% endif
+    }
+}

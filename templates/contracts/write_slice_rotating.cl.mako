@@ -1,0 +1,38 @@
+<%doc>
+write_slice_rotating: in place, ring-buffer write of a dense source into dest.
+Source row r on axis `axis` lands on dest row (p + r) % modulus, p = position % modulus
+(Python modulo) read when the kernel runs: from the argument `zyx_position`
+(position_from == "arg") or from element `zyx_pos_index` of the int/uint buffer
+`zyx_pos_buf` (position_from == "int" / "uint"). Dest is a strided window of its
+storage starting at run-time element offset `zyx_base`.
+Parameters: itemsize, shape (source, size-1 axes dropped except `axis`, neighbours
+merged), strides (dest element strides), axis, modulus, position_from, n, vw (1 unless
+the last axis is not `axis`, strides[-1] == 1 and shape[-1] % vw == 0), per_item, index_t.
+</%doc>\
+<%namespace name="ix" file="/contracts/index.mako"/>\
+<%
+    T = ix.attr.bits(itemsize)
+    off_axis = [s if k != axis else 0 for k, s in enumerate(strides)]
+    pos_t = {"int": "int", "uint": "uint"}.get(position_from)
+%>\
+/* zyx contract kernel write_slice_rotating: ${itemsize}-byte elements (any ${itemsize}-byte dtype), source ${list(shape)} into dest strides ${list(strides)}, ring axis ${axis} modulus ${modulus}, position from ${position_from}; vector ${vw}, ${per_item} per work-item */
+% if pos_t is None:
+__kernel void zyx_write_slice_rotating(__global ${T} *restrict zyx_dest, __global const ${T} *restrict zyx_src, const long zyx_base, const long zyx_position)
+% else:
+__kernel void zyx_write_slice_rotating(__global ${T} *restrict zyx_dest, __global const ${T} *restrict zyx_src, const long zyx_base, __global const ${pos_t} *restrict zyx_pos_buf, const long zyx_pos_index)
+% endif
+{
+% if pos_t is None:
+    long zyx_p = zyx_position % ${modulus};
+% else:
+    long zyx_p = (long)zyx_pos_buf[zyx_pos_index] % ${modulus};
+% endif
+    if (zyx_p < 0) zyx_p += ${modulus};
+${ix.loop_head(index_t, per_item, n // vw, vw)}\
+${ix.coords(index_t, "zyx_i", shape, "zyx_c")}\
+        long zyx_row = zyx_p + zyx_c${axis};
+        if (zyx_row >= ${modulus}) zyx_row -= ${modulus};
+        const long zyx_dst = zyx_base + zyx_row${f" * {strides[axis]}" if strides[axis] != 1 else ""} + ${ix.dot("zyx_c", off_axis)};
+        ${ix.move(vw, "zyx_dest", "zyx_dst", "zyx_src", "zyx_i")}
+    }
+}

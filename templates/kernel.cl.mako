@@ -1,0 +1,72 @@
+<%doc>
+An IR kernel (zyx.codegen.kernel): one statement per line, values in compute types.
+Parameters: name, header (comment lines), bufs ((name, dtype, is_output) ...), dtypes
+(every dtype used, for the conversion preamble), index_t, items (work items needed),
+stmts (see zyx.codegen.kernel.statements), uses_ipow, fp32 (the float32 DType).
+</%doc>\
+<%namespace name="dt" file="/common/dtypes.mako"/>\
+/*
+% for line in header:
+ * ${line}
+% endfor
+ */
+${dt.preamble(dtypes)}
+inline long zyx_floordiv(long a, long b) { long q = a / b; return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q; }
+inline long zyx_floormod(long a, long b) { long r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
+inline float zyx_fmod_py(float a, float b) { float r = fmod(a, b); return (r != 0.0f && ((r < 0.0f) != (b < 0.0f))) ? r + b : (r == 0.0f ? copysign(0.0f, b) : r); }
+% if any(d.name == "float64" for d in dtypes):
+inline double zyx_fmod_py_d(double a, double b) { double r = fmod(a, b); return (r != 0.0 && ((r < 0.0) != (b < 0.0))) ? r + b : (r == 0.0 ? copysign(0.0, b) : r); }
+% endif
+% if uses_ipow:
+inline long zyx_ipow(long a, long b) {
+    if (b < 0) return a == 1 ? 1 : (a == -1 ? ((b & 1) ? -1 : 1) : 0);
+    long r = 1;
+    while (b) { if (b & 1) r *= a; a *= a; b >>= 1; }
+    return r;
+}
+% endif
+
+__kernel void ${name}(
+% for i, (bname, bd, is_out) in enumerate(bufs):
+    __global ${'' if is_out else 'const '}${bd.cl_storage} *restrict ${bname}${',' if i + 1 < len(bufs) else ''}
+% endfor
+)
+{
+    const ${index_t} gid = get_global_id(0);
+    if (gid >= ${items}) return;
+<% depth = 1 %>\
+% for s in stmts:
+<% pad = "    " * depth %>\
+% if s[0] == "define":
+${pad}const ${index_t} ${s[1]} = ${s[2]};
+% elif s[0] == "expr":
+${pad}const ${s[1]} ${s[2]} = ${s[3]};
+% elif s[0] == "round":
+${pad}const ${s[1]} ${s[2]} = ${dt.convert(fp32, s[3], s[4])};
+% elif s[0] == "load":
+%   if s[6] is None:
+${pad}const ${s[1]} ${s[2]} = ${dt.load(s[3], s[4], s[5])};
+%   else:
+${pad}const ${s[1]} ${s[2]} = (${s[6]}) ? ${dt.load(s[3], s[4], s[5])} : ${s[7]};
+%   endif
+% elif s[0] == "cast":
+${pad}const ${s[1]} ${s[2]} = ${dt.convert(s[3], s[4], s[5])};
+% elif s[0] == "acc":
+${pad}${s[1]} ${s[2]} = ${s[3]};
+% elif s[0] == "line":
+${pad}${s[1]}
+% elif s[0] == "loop":
+${pad}for (${index_t} ${s[1]} = 0; ${s[1]} < ${s[2]}; ${s[1]}++) {
+<% depth += 1 %>\
+% elif s[0] == "endloop":
+<% depth -= 1 %>\
+${"    " * depth}}
+% elif s[0] == "store":
+%   if s[3].name == s[4].name:
+${pad}${dt.store(s[4], s[1], s[2], s[5])}
+%   else:
+${pad}${dt.store_converted(s[3], s[4], s[1], s[2], s[5])}
+%   endif
+% endif
+% endfor
+}

@@ -1,0 +1,146 @@
+"""zyx.backend.pool: size classes, reuse, accounting and zyx.memory_stats()."""
+from __future__ import annotations
+
+import dataclasses
+import gc
+
+import numpy as np
+import pytest
+
+import zyx
+from zyx.backend import pool as pool_module
+from zyx.backend.pool import size_class
+
+
+def _stats(device: zyx.Device) -> dict[str, int]:
+    gc.collect()
+    return zyx.memory_stats(device)
+
+
+def test_size_class_bounds() -> None:
+    prev = 0
+    for n in sorted(set(range(0, 5000)) | {2**k + d for k in range(12, 40) for d in (-1, 0, 1)}):
+        c = size_class(n)
+        assert c >= n and c >= 256
+        assert c >= prev  # monotone
+        prev = c
+        if n > 2048:
+            assert c - n <= n / 8, (n, c)
+
+
+def test_memory_stats_keys(device: zyx.Device) -> None:
+    s = zyx.memory_stats(device)
+    for key in ("bytes_in_use", "peak_bytes", "live_buffers", "pooled_bytes"):
+        assert isinstance(s[key], int) and s[key] >= 0
+    assert s["peak_bytes"] >= s["bytes_in_use"]
+    assert zyx.memory_stats(device.id) == zyx.memory_stats(device)
+
+
+def test_buffer_accounting_and_pooling(device: zyx.Device) -> None:
+    before = _stats(device)
+    x = zyx.tensor(np.arange(10_000, dtype=np.float32), device=device)
+    during = _stats(device)
+    assert during["live_buffers"] == before["live_buffers"] + 1
+    assert during["bytes_in_use"] - before["bytes_in_use"] >= 40_000
+    assert during["peak_bytes"] >= during["bytes_in_use"]
+    del x
+    after = _stats(device)
+    assert after["live_buffers"] == before["live_buffers"]
+    assert after["bytes_in_use"] == before["bytes_in_use"]
+    # the freed buffer is pooled, and pooled bytes are not in use
+    assert after["pooled_bytes"] >= size_class(40_000)
+
+
+def test_thousands_of_tensors_and_views_leak_nothing(device: zyx.Device) -> None:
+    base = np.arange(60, dtype=np.float32).reshape(3, 4, 5)
+    zyx.tensor(base, device=device).permute(2, 0, 1).contiguous().numpy()  # compile outside the loop
+    before = _stats(device)
+    keep = []
+    for i in range(3000):
+        t = zyx.tensor(base[: 1 + i % 3], device=device)
+        views = [t[::-1], t.permute(2, 0, 1), t.reshape(-1), t[None, ..., 1], t.expand(2, *t.shape)]
+        if i % 100 == 0:
+            keep.append(zyx.tensor(base, device=device).permute(2, 0, 1).contiguous())
+            keep.append(zyx.zeros(17, device=device))
+        del t, views
+    assert _stats(device)["live_buffers"] == before["live_buffers"] + len(keep)
+    np.testing.assert_array_equal(keep[0].numpy(), base.transpose(2, 0, 1))
+    del keep
+    after = _stats(device)
+    assert after["live_buffers"] == before["live_buffers"]
+    assert after["bytes_in_use"] == before["bytes_in_use"]
+    assert after["peak_bytes"] >= after["bytes_in_use"]
+
+
+def test_views_keep_their_buffer_alive(device: zyx.Device) -> None:
+    before = _stats(device)
+    v = zyx.tensor(np.arange(12.0, dtype=np.float32), device=device).reshape(3, 4)[1:, ::2]
+    assert _stats(device)["live_buffers"] == before["live_buffers"] + 1
+    np.testing.assert_array_equal(v.numpy(), np.arange(12.0).reshape(3, 4)[1:, ::2])
+    del v
+    assert _stats(device)["live_buffers"] == before["live_buffers"]
+
+
+def test_pool_reuses_buffers_in_a_loop(device: zyx.Device) -> None:
+    data = np.ones(1000, dtype=np.float32)
+    zyx.tensor(data, device=device)
+    first = _stats(device)
+    for _ in range(200):
+        x = zyx.tensor(data, device=device)
+        y = x[::2].contiguous()
+        assert y.numpy().sum() == 500
+        del x, y
+    last = _stats(device)
+    assert last["allocations"] - first["allocations"] <= 2
+    assert last["reuses"] - first["reuses"] >= 399
+    assert last["bytes_in_use"] == first["bytes_in_use"]
+
+
+def test_empty_cache_releases_pooled_memory(device: zyx.Device) -> None:
+    x = zyx.tensor(np.zeros(5000, dtype=np.float32), device=device)
+    del x
+    assert _stats(device)["pooled_bytes"] > 0
+    in_use = _stats(device)["bytes_in_use"]
+    device.pool.empty_cache()
+    after = _stats(device)
+    assert after["pooled_bytes"] == 0
+    assert after["bytes_in_use"] == in_use
+
+
+def test_zero_sized_buffers_are_counted_and_released(device: zyx.Device) -> None:
+    before = _stats(device)
+    x = zyx.zeros(0, 3, device=device)
+    assert _stats(device)["live_buffers"] == before["live_buffers"] + 1
+    assert _stats(device)["bytes_in_use"] == before["bytes_in_use"]
+    assert x.numpy().shape == (0, 3)
+    del x
+    assert _stats(device)["live_buffers"] == before["live_buffers"]
+
+
+def test_negative_allocation(device: zyx.Device) -> None:
+    with pytest.raises(zyx.AllocationError, match="negative"):
+        device.pool.allocate(-1)
+
+
+def test_capacity_never_exceeds_max_alloc(device: zyx.Device, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a request of exactly max_alloc bytes must not be rounded up past the device limit
+    limit = 5000  # not a size-class boundary
+    assert size_class(limit) > limit
+    monkeypatch.setattr(device, "info", dataclasses.replace(device.info, max_alloc_bytes=limit))
+    buf = device.pool.allocate(limit)
+    assert limit <= buf.capacity <= limit
+    del buf
+    with pytest.raises(zyx.AllocationError):
+        device.pool.allocate(limit + 1)
+
+
+def test_pool_trims_when_over_budget(device: zyx.Device) -> None:
+    pool = pool_module.BufferPool(device, max_pooled_fraction=0.0)
+    pool.max_pooled_bytes = 10_000
+    bufs = [pool.allocate(4096) for _ in range(6)]
+    assert pool.stats()["live_buffers"] == 6
+    del bufs
+    s = pool.stats()
+    assert s["live_buffers"] == 0 and s["bytes_in_use"] == 0
+    assert s["pooled_bytes"] <= 10_000
+    assert s["peak_bytes"] == 6 * size_class(4096)

@@ -1,0 +1,132 @@
+"""Shared fixtures: every OpenCL device, a private binary cache, bit-level comparisons.
+
+Tests run on every device ``zyx.devices()`` finds (the ``device`` fixture), against
+NumPy/ml_dtypes always and against PyTorch when it is importable (the ``torch``
+fixture skips cleanly otherwise).
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import pytest
+
+import zyx
+from zyx.backend import device as device_module
+
+ROOT = Path(__file__).resolve().parent.parent
+DEVICES = zyx.devices()
+
+_UINT_OF_SIZE = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def as_bits(a: Any) -> np.ndarray:
+    """The raw bits of an array's elements as unsigned integers of the same width."""
+    a = np.asarray(a)
+    return a.view(_UINT_OF_SIZE[a.dtype.itemsize])
+
+
+def _is_float(a: np.ndarray) -> bool:
+    """True for NumPy floats and the ml_dtypes floats (bfloat16, float8_*)."""
+    return a.dtype.kind == "f" or "float" in a.dtype.name
+
+
+def check_bits_equal(actual: Any, expected: Any) -> None:
+    """Same dtype, same shape and the same bits in every element (NaN payloads included)."""
+    actual, expected = np.asarray(actual), np.asarray(expected)
+    assert actual.dtype == expected.dtype, (actual.dtype, expected.dtype)
+    assert actual.shape == expected.shape, (actual.shape, expected.shape)
+    bad = np.flatnonzero(as_bits(actual) != as_bits(expected))
+    assert bad.size == 0, (
+        f"{bad.size} of {actual.size} elements differ, first at flat index {bad[0]}: "
+        f"got bits {as_bits(actual).reshape(-1)[bad[0]]:#x}, expected {as_bits(expected).reshape(-1)[bad[0]]:#x}"
+    )
+
+
+def check_values_equal(actual: Any, expected: Any, mask: np.ndarray | None = None) -> None:
+    """Same dtype and shape; floats: NaN where expected is NaN, identical bits elsewhere.
+
+    ``mask`` (optional, boolean) restricts the comparison to the selected elements.
+    """
+    actual, expected = np.asarray(actual), np.asarray(expected)
+    assert actual.dtype == expected.dtype, (actual.dtype, expected.dtype)
+    assert actual.shape == expected.shape, (actual.shape, expected.shape)
+    keep = np.ones(actual.shape, dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
+    if _is_float(expected):
+        with np.errstate(invalid="ignore"):
+            a_nan = np.isnan(actual.astype(np.float64))
+            e_nan = np.isnan(expected.astype(np.float64))
+        wrong_nan = (a_nan != e_nan) & keep
+        assert not wrong_nan.any(), (
+            f"NaN mismatch at {np.flatnonzero(wrong_nan)[:8]}: got {actual[wrong_nan][:8]}, "
+            f"expected {expected[wrong_nan][:8]}"
+        )
+        keep = keep & ~e_nan
+    diff = (as_bits(actual) != as_bits(expected)) & keep
+    idx = np.flatnonzero(diff)
+    assert idx.size == 0, (
+        f"{idx.size} of {int(keep.sum())} compared elements differ, e.g. at {idx[:8]}: got "
+        f"{actual.reshape(-1)[idx[:8]]}, expected {expected.reshape(-1)[idx[:8]]}"
+    )
+
+
+@pytest.fixture(scope="session", autouse=True)
+def zyx_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A private binary/tuning cache for the session, unless ZYX_CACHE_DIR is already set."""
+    preset = os.environ.get("ZYX_CACHE_DIR", "").strip()
+    if preset:
+        yield Path(preset)
+        return
+    path = tmp_path_factory.mktemp("zyx-cache")
+    os.environ["ZYX_CACHE_DIR"] = str(path)
+    yield path
+    os.environ.pop("ZYX_CACHE_DIR", None)
+
+
+@pytest.fixture(params=DEVICES or [None], ids=[d.id for d in DEVICES] or ["no-device"])
+def device(request: pytest.FixtureRequest) -> zyx.Device:
+    """Each available OpenCL device in turn."""
+    if request.param is None:
+        pytest.skip("no OpenCL device available")
+    return request.param
+
+
+@pytest.fixture(scope="session")
+def torch() -> Any:
+    """The torch module, or a clean skip when PyTorch is not installed."""
+    return pytest.importorskip("torch")
+
+
+@pytest.fixture
+def restore_default_device(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Undo any change a test makes to the default device."""
+    monkeypatch.setattr(device_module, "_default", device_module._default)
+
+
+@pytest.fixture
+def run_python() -> Callable[..., subprocess.CompletedProcess]:
+    """Run a snippet in a fresh interpreter rooted at the checkout; returns the result."""
+
+    def run(code: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
+        full_env = {**os.environ, **(env or {})}
+        full_env["PYTHONPATH"] = str(ROOT) + os.pathsep + full_env.get("PYTHONPATH", "")
+        return subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=full_env, capture_output=True,
+                              text=True, timeout=timeout)
+
+    return run
+
+
+@pytest.fixture(scope="session")
+def bits_equal() -> Callable[[Any, Any], None]:
+    """``bits_equal(actual, expected)``: assert same dtype, shape and bits (see check_bits_equal)."""
+    return check_bits_equal
+
+
+@pytest.fixture(scope="session")
+def values_equal() -> Callable[..., None]:
+    """``values_equal(actual, expected, mask=None)``: bits equal, NaN compared as NaN."""
+    return check_values_equal

@@ -1,0 +1,248 @@
+"""The byte kernels (contiguize, flip, roll, concat, triangular, masked_fill) against NumPy, bit for bit.
+
+Inputs are raw bit patterns (NaN payloads included) of every dtype, seen through
+contiguous, strided, transposed, offset, broadcast and reversed views; shapes are not
+multiples of the work-group or vector width; ranks run from 0/1 to 8; empty tensors too.
+The kernels are specialized on element size, so the 15 dtypes cost 4 builds per shape.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import zyx
+from contract_data import DTYPE_IDS, DTYPES, LAYOUTS, make, on_device, raw
+from zyx.contracts import kernels
+
+RANK_SHAPES = {1: (13,), 2: (3, 5), 3: (2, 3, 5), 4: (2, 1, 3, 5), 5: (2, 3, 1, 2, 3),
+               6: (1, 2, 3, 2, 1, 3), 7: (2, 1, 2, 3, 1, 2, 3), 8: (2, 1, 3, 2, 1, 2, 3, 2)}
+
+
+# ---------------------------------------------------------------- contiguize
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_contiguize_bits(device, bits_equal, dtype, layout):
+    x, ref = make(layout, (3, 5, 7), dtype, device, seed=1)
+    out = x.contiguous()
+    assert out.is_contiguous() and out.dtype is dtype
+    bits_equal(out.numpy(), np.ascontiguousarray(ref))
+
+
+@pytest.mark.parametrize("rank", sorted(RANK_SHAPES))
+@pytest.mark.parametrize("layout", ["transposed", "reversed", "broadcast"])
+def test_contiguize_ranks(device, bits_equal, rank, layout):
+    shape = RANK_SHAPES[rank]
+    if layout == "broadcast" and shape[0] == 1:
+        pytest.skip("needs a leading axis longer than 1")
+    x, ref = make(layout, shape, zyx.float32, device, seed=rank)
+    bits_equal(x.contiguous().numpy(), np.ascontiguousarray(ref))
+
+
+def test_contiguize_vector_paths_and_tunables(device, bits_equal):
+    """A long contiguous inner run uses vector loads; other tunables give the same bits."""
+    big = raw((4, 67), zyx.uint8, seed=3)
+    x = on_device(big, device)[1:, 3:]  # offset view, inner run of 64
+    expected = np.ascontiguousarray(big[1:, 3:])
+    bits_equal(x.contiguous().numpy(), expected)
+    try:
+        kernels.set_tunables(device, per_item=1, vector_bytes=1, local_size=7)
+        bits_equal(x.contiguous().numpy(), expected)
+    finally:
+        kernels.set_tunables(device)
+
+
+def test_contiguize_empty_and_scalar(device):
+    e = zyx.zeros(3, 0, 4, device=device).permute(2, 0, 1)
+    before = zyx.kernel_count()
+    out = e.contiguous()
+    assert out.shape == (4, 3, 0) and zyx.kernel_count() == before
+    s = zyx.tensor(2.5, device=device).expand(3, 2)
+    assert s.contiguous().tolist() == [[2.5, 2.5]] * 3
+
+
+# ---------------------------------------------------------------- flip
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_flip_bits(device, bits_equal, dtype):
+    a = raw((3, 5, 7), dtype, seed=4)
+    x = on_device(a, device)
+    for dims in [(0,), (2,), (0, 2), (-1, 1), ()]:
+        bits_equal(x.flip(dims).numpy(), np.flip(a, dims) if dims else a)
+    v = raw((3, 32), dtype, seed=5)  # last axis a multiple of every vector width
+    xv = on_device(v, device)
+    bits_equal(xv.flip(1).numpy(), np.flip(v, 1))
+    bits_equal(xv.flip(0).numpy(), np.flip(v, 0))
+
+
+@pytest.mark.parametrize("layout", ["strided", "transposed", "offset", "broadcast", "reversed"])
+def test_flip_of_views(device, bits_equal, layout):
+    x, ref = make(layout, (4, 6), zyx.float16, device, seed=6)
+    bits_equal(x.flip(0, 1).numpy(), np.flip(ref, (0, 1)))
+
+
+@pytest.mark.parametrize("rank", sorted(RANK_SHAPES))
+def test_flip_ranks(device, bits_equal, rank):
+    shape = RANK_SHAPES[rank]
+    a = raw(shape, zyx.int16, seed=rank)
+    dims = tuple(range(0, rank, 2)) + ((rank - 1,) if rank % 2 == 0 else ())
+    bits_equal(on_device(a, device).flip(dims).numpy(), np.flip(a, dims))
+
+
+def test_flip_empty_and_rank0(device):
+    e = zyx.zeros(0, 3, device=device)
+    assert e.flip(0).shape == (0, 3)
+    s = zyx.tensor(4.0, device=device)
+    assert s.flip(()).item() == 4.0
+
+
+# ---------------------------------------------------------------- roll
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_roll_bits(device, bits_equal, dtype):
+    a = raw((5, 7), dtype, seed=7)
+    x = on_device(a, device)
+    bits_equal(x.roll(2, 0).numpy(), np.roll(a, 2, 0))
+    bits_equal(x.roll(-9, 1).numpy(), np.roll(a, -9, 1))
+    bits_equal(x.roll(-3).numpy(), np.roll(a, -3))
+    bits_equal(x.roll((1, 17), (1, 0)).numpy(), np.roll(a, (1, 17), (1, 0)))
+
+
+def test_roll_cases(device, bits_equal):
+    a = raw((4, 32), zyx.float32, seed=8)
+    x = on_device(a, device)
+    bits_equal(x.roll(3, 0).numpy(), np.roll(a, 3, 0))  # inner run of 32: vector copies
+    bits_equal(x.roll(64, 1).numpy(), a)  # multiple of the extent
+    bits_equal(x.roll(-(10 ** 12) - 1, -1).numpy(), np.roll(a, -(10 ** 12) - 1, -1))
+    t, ref = make("transposed", (6, 5), zyx.uint8, device, seed=9)
+    bits_equal(t.roll(4, 1).numpy(), np.roll(ref, 4, 1))
+    s = zyx.tensor(3, device=device)
+    assert s.roll(5).item() == 3 and s.roll(1, 0).item() == 3
+    assert zyx.zeros(0, 4, device=device).roll(2, 0).shape == (0, 4)
+
+
+def test_roll_rank8(device, bits_equal):
+    a = raw(RANK_SHAPES[8], zyx.float64, seed=10)
+    bits_equal(on_device(a, device).roll((1, -2, 5), (0, 3, 7)).numpy(), np.roll(a, (1, -2, 5), (0, 3, 7)))
+
+
+def test_roll_matches_torch(device, torch):
+    a = np.arange(30, dtype=np.float32).reshape(5, 6)
+    x = on_device(a, device)
+    for shifts, dims in [(2, 0), (-7, 1), ((1, -1), (0, 1)), (4, None)]:
+        expected = torch.roll(torch.from_numpy(a), shifts, dims).numpy()
+        assert (x.roll(shifts, dims).numpy() == expected).all()
+
+
+# ---------------------------------------------------------------- concat
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_concat_bits(device, bits_equal, dtype):
+    parts = [raw((3, k, 5), dtype, seed=k) for k in (1, 4, 2)]
+    ts = [on_device(p, device) for p in parts]
+    bits_equal(zyx.cat(ts, dim=1).numpy(), np.concatenate(parts, axis=1))
+    bits_equal(zyx.concat(ts[:1] * 3, dim=-1).numpy(), np.concatenate(parts[:1] * 3, axis=-1))
+    bits_equal(zyx.cat([ts[0], ts[0]], 0).numpy(), np.concatenate([parts[0]] * 2, 0))
+
+
+def test_concat_views_ranks_and_empties(device, bits_equal):
+    t, ref = make("transposed", (3, 4), zyx.float32, device, seed=11)
+    b, rb = make("broadcast", (3, 4), zyx.float32, device, seed=12)
+    r, rr = make("reversed", (2, 4), zyx.float32, device, seed=13)
+    bits_equal(zyx.cat([t, b, r], 0).numpy(), np.concatenate([ref, rb, rr], 0))
+    a8 = raw(RANK_SHAPES[8], zyx.int8, seed=14)
+    x8 = on_device(a8, device)
+    bits_equal(zyx.cat([x8, x8], 6).numpy(), np.concatenate([a8, a8], 6))
+    e = zyx.zeros(3, 0, device=device)
+    bits_equal(zyx.cat([e, t], 1).numpy(), ref)
+    legacy = zyx.zeros(0, device=device)  # PyTorch skips 1-D empty tensors
+    bits_equal(zyx.cat([legacy, t, legacy], 0).numpy(), ref)
+    assert zyx.cat([e, e], 0).shape == (6, 0)
+
+
+def test_concat_promotes_like_torch(device, torch):
+    a = zyx.tensor([[1, 2]], dtype=zyx.int32, device=device)
+    b = zyx.tensor([[0.5, 1.5]], dtype=zyx.float16, device=device)
+    out = zyx.cat([a, b], 0)
+    expected = torch.cat([torch.tensor([[1, 2]], dtype=torch.int32), torch.tensor([[0.5, 1.5]], dtype=torch.float16)])
+    assert out.dtype is zyx.float16 and out.tolist() == expected.tolist()
+
+
+# ---------------------------------------------------------------- triangular
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_triangular_bits(device, bits_equal, dtype):
+    a = raw((2, 5, 7), dtype, seed=15)
+    x = on_device(a, device)
+    for diag in (-2, 0, 1, 9, -9):
+        bits_equal(x.triu(diag).numpy(), np.triu(a, diag))
+        bits_equal(x.tril(diag).numpy(), np.tril(a, diag))
+    w = raw((4, 32), dtype, seed=16)  # vector path: lanes masked one by one
+    bits_equal(on_device(w, device).triu(3).numpy(), np.triu(w, 3))
+    bits_equal(on_device(w, device).tril(-1).numpy(), np.tril(w, -1))
+
+
+def test_triangular_views_and_ranks(device, bits_equal):
+    t, ref = make("transposed", (6, 4), zyx.bfloat16, device, seed=17)
+    bits_equal(t.triu(-1).numpy(), np.triu(ref, -1))
+    a8 = raw(RANK_SHAPES[8], zyx.float32, seed=18)
+    bits_equal(on_device(a8, device).tril(0).numpy(), np.tril(a8, 0))
+    assert zyx.zeros(2, 0, 3, device=device).triu().shape == (2, 0, 3)
+    huge = on_device(raw((3, 3), zyx.int64, seed=19), device)
+    assert (huge.triu(2 ** 63 - 1).numpy() == 0).all()
+    assert (huge.tril(2 ** 63 - 1).numpy() == huge.numpy()).all()
+
+
+def test_triangular_matches_torch(device, torch):
+    a = np.arange(35, dtype=np.float32).reshape(5, 7)
+    x = on_device(a, device)
+    for diag in (-3, 0, 2):
+        assert (x.triu(diag).numpy() == torch.triu(torch.from_numpy(a), diag).numpy()).all()
+        assert (x.tril(diag).numpy() == torch.tril(torch.from_numpy(a), diag).numpy()).all()
+
+
+# ---------------------------------------------------------------- masked_fill
+
+FILL = {"bool": True, "float8_e4m3": -0.5, "float8_e5m2": float("inf"), "float16": float("-inf"),
+        "bfloat16": 0.1, "float32": float("nan"), "float64": -0.0, "int8": -128, "uint8": 255,
+        "int16": -3, "uint16": 65535, "int32": 2 ** 31 - 1, "uint32": 7, "int64": -(2 ** 63), "uint64": 2 ** 64 - 1}
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_masked_fill_bits(device, bits_equal, dtype):
+    a = raw((3, 5, 7), dtype, seed=20)
+    m = np.random.default_rng(21).random((3, 5, 7)) < 0.4
+    value = FILL[dtype.name]
+    fill = np.array(value, dtype=np.float64 if isinstance(value, float) else None).astype(dtype.numpy)
+    out = on_device(a, device).masked_fill(on_device(m, device), value)
+    bits_equal(out.numpy(), np.where(m, fill, a))
+    row = m[0, 0]  # a (7,) mask broadcast over (3, 5, 7)
+    out = on_device(a, device).masked_fill(on_device(row, device), value)
+    bits_equal(out.numpy(), np.where(np.broadcast_to(row, a.shape), fill, a))
+
+
+def test_masked_fill_views_and_sizes(device, bits_equal):
+    x, ref = make("transposed", (5, 9), zyx.float32, device, seed=22)
+    m = np.eye(5, 9, dtype=bool)
+    bits_equal(x.masked_fill(on_device(m, device), 1.5).numpy(), np.where(m, np.float32(1.5), ref))
+    n = 1000 + 3  # not a multiple of the vector width: scalar tail
+    a = raw((n,), zyx.uint8, seed=23)
+    mm = np.arange(n) % 5 == 0
+    bits_equal(on_device(a, device).masked_fill(on_device(mm, device), 9).numpy(), np.where(mm, np.uint8(9), a))
+    e = zyx.zeros(0, 4, device=device)
+    assert e.masked_fill(zyx.zeros(4, dtype=zyx.bool, device=device), 1.0).shape == (0, 4)
+    s = zyx.tensor(2.0, device=device)
+    assert s.masked_fill(zyx.tensor(True, device=device), zyx.tensor(5.0, device=device)).item() == 5.0
+
+
+def test_masked_fill_matches_torch(device, torch):
+    a = np.arange(12, dtype=np.int32).reshape(3, 4)
+    m = np.array([True, False, False, True])
+    out = on_device(a, device).masked_fill(on_device(m, device), 2.7)
+    expected = torch.from_numpy(a).masked_fill(torch.from_numpy(m), 2.7).numpy()
+    assert out.dtype is zyx.int32 and (out.numpy() == expected).all()

@@ -1,0 +1,109 @@
+"""cumsum: a parallel scan (work-group scan + block carries) checked for accuracy, determinism
+and float32 accumulation of the 16-bit types."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import zyx
+from contract_data import make, on_device
+from zyx.contracts import kernels
+
+FLOATS = [zyx.float32, zyx.float64, zyx.bfloat16, zyx.float16]
+IDS = [d.name for d in FLOATS]
+# Relative error allowed against a float64 reference, per storage dtype: float32 rounding
+# of the accumulation (a few ulps times the depth of the scan), or one rounding on store.
+REL = {"float32": 2e-6, "float64": 1e-14, "bfloat16": 2.0 ** -8, "float16": 2.0 ** -11}
+
+
+def reference(a: np.ndarray, dim: int) -> np.ndarray:
+    return np.cumsum(a.astype(np.float64), axis=dim)
+
+
+def check_close(out: np.ndarray, a: np.ndarray, dim: int, dtype: zyx.DType) -> None:
+    """|out - ref| <= rel * (running sum of |a|) + one rounding of the result, everywhere."""
+    ref = reference(a, dim)
+    scale = np.cumsum(np.abs(a.astype(np.float64)), axis=dim)
+    got = out.astype(np.float64)
+    bound = REL[dtype.name] * scale * 1.01 + 1e-300
+    bad = np.abs(got - ref) > bound
+    assert not bad.any(), f"{bad.sum()} elements off, worst {np.max(np.abs(got - ref) / np.maximum(scale, 1e-300))}"
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=IDS)
+@pytest.mark.parametrize("shape,dim", [((1000,), 0), ((3, 2500), 1), ((40, 3, 7), 0), ((5, 300, 2), 1),
+                                       ((2, 3, 4, 1, 2, 3, 2, 5), 7), ((70000,), -1)])
+def test_cumsum_accuracy(device, dtype, shape, dim):
+    rng = np.random.default_rng(1)
+    a = (rng.random(shape) * 2 - 0.5).astype(dtype.numpy)  # mixed signs
+    out = on_device(a, device).cumsum(dim)
+    assert out.dtype is dtype and out.shape == a.shape
+    check_close(out.numpy(), a, dim % len(shape), dtype)
+
+
+@pytest.mark.parametrize("dtype", [zyx.bfloat16, zyx.float16], ids=["bfloat16", "float16"])
+def test_cumsum_16bit_accumulates_in_float32(device, values_equal, dtype):
+    """1000 ones: a 16-bit accumulator stalls (bfloat16 at 256, float16 at 2048 would round);
+    a float32 one reaches every count exactly, rounded once to the dtype on store."""
+    ones = np.ones(1000, dtype=dtype.numpy)
+    out = on_device(ones, device).cumsum(0).numpy()
+    expected = np.cumsum(np.ones(1000, np.float32)).astype(dtype.numpy)
+    values_equal(out, expected)
+    stalled = np.ones(1000, dtype=dtype.numpy).cumsum(dtype=dtype.numpy)  # what a 16-bit accumulator gives
+    if dtype is zyx.bfloat16:
+        assert (stalled != expected).any()
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=IDS)
+def test_cumsum_deterministic(device, bits_equal, dtype):
+    rng = np.random.default_rng(2)
+    for shape, dim in [((50000,), 0), ((7, 900), 1), ((300, 40), 0)]:
+        x = on_device(rng.standard_normal(shape).astype(dtype.numpy), device)
+        first = x.cumsum(dim).numpy()
+        for _ in range(3):
+            bits_equal(x.cumsum(dim).numpy(), first)
+
+
+def test_cumsum_deep_carry_recursion(device, bits_equal):
+    """Tiny blocks force three levels of block totals; exact on integer-valued floats."""
+    a = np.random.default_rng(3).integers(-50, 50, size=(2, 3000)).astype(np.float32)
+    x = on_device(a, device)
+    try:
+        kernels.set_tunables(device, scan_local=4, scan_items=2)
+        out = x.cumsum(1).numpy()
+        assert kernels.cumsum_strategy(2, 3000, 1, kernels.tunables(device)) == "blocks"
+    finally:
+        kernels.set_tunables(device)
+    bits_equal(out, np.cumsum(a, axis=1))
+    bits_equal(x.cumsum(1).numpy(), np.cumsum(a, axis=1))  # default tunables: same exact sums
+
+
+@pytest.mark.parametrize("layout", ["transposed", "strided", "broadcast", "reversed", "offset"])
+def test_cumsum_of_views(device, layout):
+    x, ref = make(layout, (6, 300), zyx.float32, device, seed=4)
+    ref = np.nan_to_num(ref.astype(np.float64), nan=0, posinf=0, neginf=0)
+    small = (np.abs(ref) < 1e6) & np.isfinite(ref)
+    vals = np.where(small, ref, 0).astype(np.float32)
+    xv = zyx.tensor(vals, device=device)
+    if layout == "transposed":
+        xv = zyx.tensor(np.ascontiguousarray(vals.T), device=device).T
+    out = xv.cumsum(1).numpy()
+    check_close(out, vals, 1, zyx.float32)
+
+
+def test_cumsum_edge_shapes(device, values_equal):
+    s = zyx.tensor(2.5, device=device)
+    assert s.cumsum(0).item() == 2.5 and s.cumsum(-1).shape == ()
+    e = zyx.zeros(3, 0, device=device)
+    assert e.cumsum(1).shape == (3, 0) and e.cumsum(0).shape == (3, 0)
+    one = zyx.tensor([[1.0], [2.0]], device=device)
+    values_equal(one.cumsum(1).numpy(), np.array([[1.0], [2.0]], np.float32))
+    nan = zyx.tensor([1.0, float("nan"), 2.0], device=device).cumsum(0).numpy()
+    assert nan[0] == 1.0 and np.isnan(nan[1:]).all()
+
+
+def test_cumsum_matches_torch(device, torch):
+    a = np.random.default_rng(5).random((4, 2000)).astype(np.float32)
+    out = on_device(a, device).cumsum(1).numpy()
+    expected = torch.cumsum(torch.from_numpy(a), 1).numpy()
+    np.testing.assert_allclose(out, expected, rtol=2e-5)

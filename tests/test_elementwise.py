@@ -1,0 +1,159 @@
+"""Elementwise ops against PyTorch CPU (NumPy when torch is missing): values, dtypes, broadcasting."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import zyx
+
+torch = pytest.importorskip("torch")
+
+RNG = np.random.default_rng(0)
+SHAPES = [(), (1,), (7,), (3, 5), (2, 1, 4), (0, 3)]
+
+
+def _rand(shape, dtype=np.float32, lo=-3, hi=3):
+    if np.dtype(dtype).kind == "f":
+        return RNG.uniform(lo, hi, size=shape).astype(dtype)
+    if np.dtype(dtype).kind == "b":
+        return RNG.integers(0, 2, size=shape).astype(bool)
+    return RNG.integers(lo, hi, size=shape).astype(dtype)
+
+
+def _check(z, t, rtol=1e-5, atol=1e-6):
+    got = z.numpy()
+    want = t.numpy()
+    assert got.shape == want.shape, (got.shape, want.shape)
+    assert got.dtype == want.dtype, (got.dtype, want.dtype)
+    if got.dtype.kind == "f":
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, equal_nan=True)
+    else:
+        np.testing.assert_array_equal(got, want)
+
+
+UNARY = ["exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "tan", "tanh", "sigmoid", "relu", "silu",
+         "erf", "reciprocal", "floor", "ceil", "round", "trunc", "sign", "square", "abs", "neg", "isnan", "isinf"]
+
+
+@pytest.mark.parametrize("op", UNARY)
+def test_unary_float32(op):
+    a = _rand((3, 5))
+    if op in ("log", "log2", "sqrt", "rsqrt"):
+        a = np.abs(a) + 0.1
+    a[0, 0] = np.nan
+    z, t = zyx.tensor(a), torch.tensor(a)
+    zf = (lambda x: -x) if op == "neg" else (lambda x: getattr(x, op)())
+    tf = (lambda x: -x) if op == "neg" else (lambda x: getattr(torch, op, None)(x) if hasattr(torch, op)
+                                              else getattr(torch.nn.functional, op)(x))
+    _check(zf(z), tf(t), rtol=2e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu(approximate):
+    a = _rand((4, 6))
+    _check(zyx.tensor(a).gelu(approximate=approximate),
+           torch.nn.functional.gelu(torch.tensor(a), approximate=approximate), rtol=1e-5, atol=1e-6)
+
+
+BINARY = ["add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "eq", "ne", "lt", "le", "gt", "ge"]
+
+
+@pytest.mark.parametrize("op", BINARY)
+def test_binary_broadcast_float32(op):
+    a, b = _rand((3, 1, 5)), _rand((4, 1))
+    if op == "pow":
+        a = np.abs(a)
+    if op in ("floordiv", "mod", "truediv"):
+        b[np.abs(b) < 0.2] = 0.5
+    f = getattr(__import__("operator"), op)
+    _check(f(zyx.tensor(a), zyx.tensor(b)), f(torch.tensor(a), torch.tensor(b)), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "floordiv", "mod", "and", "or", "xor"])
+def test_binary_int_with_negatives(op):
+    a, b = _rand((6, 4), np.int32, -9, 9), _rand((4,), np.int32, -5, 5)
+    b[b == 0] = 3
+    f = getattr(__import__("operator"), op + ("_" if op in ("and", "or") else ""))
+    _check(f(zyx.tensor(a), zyx.tensor(b)), f(torch.tensor(a), torch.tensor(b)))
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_shapes_and_scalars_both_sides(shape):
+    a = _rand(shape)
+    z, t = zyx.tensor(a), torch.tensor(a)
+    _check(2.5 - z * 3 + 1, 2.5 - t * 3 + 1)
+    _check((1 / (z + 10)) ** 2, (1 / (t + 10)) ** 2, rtol=1e-5)
+
+
+def test_mixed_dtypes_promote_like_torch():
+    i = _rand((3, 4), np.int32, -5, 5)
+    f = _rand((3, 4))
+    h = _rand((3, 4), np.float16)
+    zi, zf, zh = zyx.tensor(i), zyx.tensor(f), zyx.tensor(h)
+    ti, tf, th = torch.tensor(i), torch.tensor(f), torch.tensor(h)
+    _check(zi + zf, ti + tf)
+    _check(zi * 2.5, ti * 2.5)
+    _check(zi / 2, ti / 2)
+    _check(zh + zi, th + ti, rtol=1e-3)
+    _check(zi + True, ti + True)
+    _check(zi.exp(), ti.exp(), rtol=1e-5)
+    b = zyx.tensor(i > 0)
+    _check(b & zyx.tensor(i < 3), torch.tensor(i > 0) & torch.tensor(i < 3))
+    _check(~b, ~torch.tensor(i > 0))
+    _check(~zi, ~ti)
+    _check(b.logical_not(), torch.tensor(i > 0).logical_not())
+
+
+def test_non_contiguous_inputs():
+    a = _rand((6, 8))
+    z, t = zyx.tensor(a), torch.tensor(a)
+    _check(z.T[::2] * z[::-1, 1::3].reshape(-1)[:3].sum(),
+           t.T[::2] * torch.flip(t, [0])[:, 1::3].reshape(-1)[:3].sum(), rtol=1e-5)
+    _check(z.T.exp() + z.T, t.T.exp() + t.T)
+
+
+def test_where_clip_maximum_minimum():
+    a, b = _rand((4, 5)), _rand((5,))
+    a[1, 1] = np.nan
+    z, t = zyx.tensor(a), torch.tensor(a)
+    zb, tb = zyx.tensor(b), torch.tensor(b)
+    _check(zyx.where(z > 0, z, zb), torch.where(t > 0, t, tb))
+    _check(zyx.where(z > 0, z, 0.0), torch.where(t > 0, t, 0.0))
+    _check(z.clip(-1, 1), t.clip(-1, 1))
+    _check(zyx.maximum(z, zb), torch.maximum(t, tb))
+    _check(zyx.minimum(z, zb), torch.minimum(t, tb))
+    _check(z.pow(2), t.pow(2))
+
+
+@pytest.mark.parametrize("dt", ["bfloat16", "float16"])
+def test_16bit_fused_matches_torch_bit_for_bit(dt, bits_equal):
+    a, b = _rand((64, 33)), _rand((64, 33))
+    ta, tb = torch.tensor(a).to(getattr(torch, dt)), torch.tensor(b).to(getattr(torch, dt))
+    za, zb = zyx.tensor(ta.float().numpy()).cast(dt), zyx.tensor(tb.float().numpy()).cast(dt)
+    cases = [(za * zb + za, ta * tb + ta),
+             ((za - zb) * (za + zb) / (zb * zb + 1), (ta - tb) * (ta + tb) / (tb * tb + 1)),
+             ((za * 0.3 - 2.5) * zb + 7, (ta * 0.3 - 2.5) * tb + 7)]
+    for zr, tr in cases:
+        assert zr.dtype.name == dt
+        bits_equal(zr.cast("float32").numpy(), tr.float().numpy())
+    # transcendental ops compute in float32 and round once: nearly always the same bits
+    got = (za.abs() * 3 + 1).sqrt().exp().cast("float32").numpy()
+    want = (ta.abs() * 3 + 1).sqrt().exp().float().numpy()
+    assert np.mean(got != want) < 0.02
+
+
+def test_scalar_rank0_and_empty():
+    z = zyx.tensor(3.0)
+    assert (z * 2).item() == 6.0
+    e = zyx.zeros(0, 3) + 1
+    assert e.numpy().shape == (0, 3)
+
+
+def test_bad_operands_raise():
+    z = zyx.tensor([1.0, 2.0])
+    with pytest.raises(zyx.ShapeError):
+        z + zyx.tensor([1.0, 2.0, 3.0])
+    with pytest.raises(TypeError):
+        z + "a"
+    with pytest.raises(zyx.DTypeError):
+        z & z

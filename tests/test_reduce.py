@@ -1,0 +1,128 @@
+"""Reductions and matmul against PyTorch CPU: dims, keepdim, dtypes, empty and rank-0 inputs."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import zyx
+
+torch = pytest.importorskip("torch")
+RNG = np.random.default_rng(1)
+
+
+def _check(z, t, rtol=1e-5, atol=1e-5):
+    got, want = z.numpy(), t.numpy()
+    assert got.shape == want.shape, (got.shape, want.shape)
+    assert got.dtype == want.dtype, (got.dtype, want.dtype)
+    if got.dtype.kind == "f" or "float" in got.dtype.name:
+        np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=rtol, atol=atol,
+                                   equal_nan=True)
+    else:
+        np.testing.assert_array_equal(got, want)
+
+
+DIMS = [None, 0, 1, -1, (0, 2), (1, 2)]
+
+
+@pytest.mark.parametrize("dim", DIMS)
+@pytest.mark.parametrize("keepdim", [False, True])
+@pytest.mark.parametrize("op", ["sum", "mean", "max", "min", "prod"])
+def test_float_reductions(op, dim, keepdim):
+    a = RNG.uniform(-1, 1, (3, 4, 5)).astype(np.float32)
+    z, t = zyx.tensor(a), torch.tensor(a)
+    if op in ("max", "min") and dim is not None:
+        tr = getattr(torch, "amax" if op == "max" else "amin")(t, dim=dim, keepdim=keepdim)
+    elif dim is None and not keepdim:
+        tr = getattr(t, op)()
+    elif dim is None:
+        tr = getattr(torch, "amax" if op == "max" else "amin" if op == "min" else op)(
+            t, dim=tuple(range(3)), keepdim=True) if op != "prod" else t.prod().reshape(1, 1, 1)
+    else:
+        tr = getattr(t, op)(dim=dim, keepdim=keepdim) if op != "prod" or isinstance(dim, int) else None
+    if tr is None:
+        pytest.skip("torch.prod takes a single dim")
+    _check(getattr(z, op)(dim=dim, keepdim=keepdim), tr)
+
+
+@pytest.mark.parametrize("op", ["argmax", "argmin"])
+@pytest.mark.parametrize("dim", [None, 0, 1])
+def test_arg_reductions_first_extreme(op, dim):
+    a = RNG.integers(0, 4, (6, 7)).astype(np.float32)
+    z, t = zyx.tensor(a), torch.tensor(a)
+    _check(getattr(z, op)(dim=dim), getattr(t, op)(dim=dim))
+    _check(getattr(z, op)(dim=dim, keepdim=True), getattr(t, op)(dim=dim, keepdim=True))
+
+
+def test_argmax_nan_counts_as_max():
+    a = np.array([[1.0, np.nan, 3.0], [2.0, 5.0, 1.0]], np.float32)
+    _check(zyx.tensor(a).argmax(1), torch.tensor(a).argmax(1))
+    _check(zyx.tensor(a).max(1), torch.tensor(a).amax(1))
+
+
+@pytest.mark.parametrize("dt", [np.int32, np.uint8, np.bool_])
+def test_int_sums_accumulate_int64(dt):
+    a = RNG.integers(0, 200, (5, 9)).astype(dt)
+    z, t = zyx.tensor(a), torch.tensor(a)
+    _check(z.sum(), t.sum())
+    _check(z.sum(1), t.sum(1))
+    _check(z.max(0), t.amax(0))
+    if dt is not np.bool_:
+        _check(z.prod(1), t.prod(1))
+
+
+def test_16bit_sum_accumulates_float32():
+    a = np.full((4096,), 0.1, np.float32)
+    for dt in ("float16", "bfloat16"):
+        z = zyx.tensor(a).cast(dt)
+        t = torch.tensor(a).to(getattr(torch, dt))
+        got = z.sum()
+        assert got.dtype.name == dt
+        np.testing.assert_allclose(float(got.item()), float(t.sum().item()), rtol=1e-2)
+
+
+def test_var_std_logsumexp_any_all():
+    a = RNG.normal(size=(4, 6)).astype(np.float32)
+    z, t = zyx.tensor(a), torch.tensor(a)
+    for dim in (None, 1, 0):
+        _check(z.var(dim=dim), t.var(dim=dim))
+        _check(z.std(dim=dim), t.std(dim=dim))
+        _check(z.logsumexp(dim=dim if dim is not None else (0, 1)), t.logsumexp(dim=dim if dim is not None else (0, 1)))
+    _check(z.var(1, correction=0, keepdim=True), t.var(1, correction=0, keepdim=True))
+    _check((z > 1).any(1), (t > 1).any(1))
+    _check((z > -3).all(), (t > -3).all())
+    _check(z.any(), t.any())
+
+
+def test_empty_and_rank0():
+    e = np.zeros((0, 3), np.float32)
+    _check(zyx.tensor(e).sum(0), torch.tensor(e).sum(0))
+    _check(zyx.tensor(e).sum(1), torch.tensor(e).sum(1))
+    s = zyx.tensor(2.5)
+    assert s.sum().item() == 2.5 and s.max().item() == 2.5
+    with pytest.raises(zyx.ShapeError):
+        zyx.tensor(e).max(0)
+
+
+def test_non_contiguous_and_big_split_reduce():
+    a = RNG.uniform(-1, 1, (8, 6)).astype(np.float32)
+    z, t = zyx.tensor(a), torch.tensor(a)
+    _check(z.T[::2].sum(1), t.T[::2].sum(1))
+    big = RNG.uniform(-1, 1, (1 << 16,)).astype(np.float32)
+    _check(zyx.tensor(big).sum(), torch.tensor(big).sum(), rtol=1e-4, atol=1e-3)
+    _check(zyx.tensor(big).max(), torch.tensor(big).max())
+
+
+@pytest.mark.parametrize("sa,sb", [((5, 7), (7, 3)), ((7,), (7, 3)), ((5, 7), (7,)), ((2, 1, 4, 6), (3, 6, 5)),
+                                   ((8, 16), (16, 12))])
+def test_matmul_shapes(sa, sb):
+    a = RNG.uniform(-1, 1, sa).astype(np.float32)
+    b = RNG.uniform(-1, 1, sb).astype(np.float32)
+    _check(zyx.tensor(a) @ zyx.tensor(b), torch.tensor(a) @ torch.tensor(b))
+
+
+def test_matmul_int_and_errors():
+    a = RNG.integers(-4, 4, (3, 4)).astype(np.int64)
+    b = RNG.integers(-4, 4, (4, 2)).astype(np.int64)
+    _check(zyx.tensor(a) @ zyx.tensor(b), torch.tensor(a) @ torch.tensor(b))
+    with pytest.raises(zyx.ShapeError):
+        zyx.tensor(a) @ zyx.tensor(a)

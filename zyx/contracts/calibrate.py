@@ -1,0 +1,353 @@
+"""Cost calibration of the contract kernels: ``time = overhead + bytes_moved / bandwidth``.
+
+Every contract's cost is ``provenance: judge_measured``: its expressions give the bytes a
+call moves, and this module supplies the device-specific constants. ``calibrate`` runs each
+kernel on a few sizes of a representative workload, times it with OpenCL profiling events
+(median of several runs after a warm-up), fits overhead and bandwidth by least squares and
+stores the fits as JSON per device signature under ``<cache dir>/contracts/``. Once stored,
+``Contract.cost(...)`` reports ``predicted_s`` for the default device. A corrupt or stale
+file is ignored (as if absent), never fatal.
+
+``workload(device, name, nbytes)`` is also what ``bench/bench_contracts.py`` runs.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import statistics
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+from zyx import settings
+from zyx.backend import transfer
+from zyx.backend.device import Device, default_device, resolve
+from zyx.backend.pool import Buffer
+from zyx.contracts import cost as costexpr
+from zyx.contracts import errorflag, kernels
+from zyx.contracts.model import Contract, Fit, Operand
+from zyx.contracts.registry import all_contracts, get
+from zyx.dtype import DType, bool_, float32, float64, int32
+from zyx.ir.view import View
+
+FORMAT_VERSION = 1
+DEFAULT_SIZES = (1 << 16, 1 << 20, 1 << 23)  # bytes of the data operand
+QUICK_SIZES = (1 << 14, 1 << 18)
+
+
+# ---------------------------------------------------------------- workloads
+
+
+@dataclass
+class Workload:
+    """One runnable instance of a contract kernel on real device buffers.
+
+    ``run()`` enqueues it and returns its events; ``bytes_moved``/``flops`` come from the
+    contract's cost expressions; ``arrays`` are the host inputs (for reference runs) and
+    ``params`` the op params, both keyed as ``bench_contracts.py`` expects.
+    """
+
+    name: str
+    dtype: DType
+    shape: tuple[int, ...]
+    describe: str
+    symbols: dict[str, int]
+    bytes_moved: float
+    flops: float
+    run: Callable[[], list[Any]]
+    arrays: dict[str, np.ndarray] = field(default_factory=dict)
+    params: dict[str, Any] = field(default_factory=dict)
+    keep: list[Any] = field(default_factory=list, repr=False)  # buffers the launches use
+
+
+def _square(n: int) -> tuple[int, int]:
+    """A (rows, cols) of about ``n`` elements with cols a multiple of 64."""
+    cols = max(64, 1 << (int(math.log2(max(n, 1))) // 2))
+    rows = max(1, n // cols)
+    return rows, cols
+
+
+def _data(shape: tuple[int, ...], dtype: DType, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    if dtype.is_float:
+        return rng.random(shape, dtype=np.float64).astype(dtype.numpy)
+    return rng.integers(0, 100, size=shape).astype(dtype.numpy)
+
+
+def _events(result: Any) -> list[Any]:
+    if result is None:
+        return []
+    return list(result) if isinstance(result, list) else [result]
+
+
+def workload(device: Device, name: str, nbytes: int, dtype: Optional[DType] = None) -> Workload:
+    """A workload of contract ``name`` whose data operand holds about ``nbytes`` bytes."""
+    contract = get(name)
+    dt = dtype or (contract.dtypes[0] if name.startswith("cumsum") else float32)
+    isz = dt.itemsize
+    n = max(64, nbytes // isz)
+    up = lambda a: transfer.upload(device, a)  # noqa: E731
+    alloc = lambda k: device.pool.allocate(k * isz)  # noqa: E731
+    rows, cols = _square(n)
+    params: dict[str, Any] = {}
+    arrays: dict[str, np.ndarray] = {}
+    ops: list[Operand] = []
+    keep: list[Any] = []
+    run: Callable[[], Any]
+    if name == "contiguize":
+        x = _data((cols, rows), dt)
+        src, out = up(x), alloc(rows * cols)
+        view = View.contiguous((cols, rows)).permute((1, 0))
+        arrays = {"x": x}
+        ops = [Operand(dt, (rows, cols), is_contiguous=False)]
+        describe = f"transpose ({cols}, {rows}) -> ({rows}, {cols})"
+        run = lambda: kernels.contiguize(device, out, src, view, isz)  # noqa: E731
+        keep = [src, out]
+    elif name == "flip":
+        x = _data((rows, cols), dt)
+        src, out = up(x), alloc(rows * cols)
+        arrays, params = {"x": x}, {"dims": (1,)}
+        ops = [Operand(dt, (rows, cols))]
+        describe = f"flip ({rows}, {cols}) dims=(1,)"
+        run = lambda: kernels.flip(device, out, src, (rows, cols), (1,), isz)  # noqa: E731
+        keep = [src, out]
+    elif name == "roll":
+        x = _data((rows, cols), dt)
+        src, out = up(x), alloc(rows * cols)
+        shift = rows // 3 + 1
+        arrays, params = {"x": x}, {"shift": shift, "outer": 1, "dim_size": rows, "inner": cols}
+        ops = [Operand(dt, (rows, cols))]
+        describe = f"roll ({rows}, {cols}) shift={shift} dim=0"
+        run = lambda: kernels.roll(device, out, src, 1, rows, cols, shift, isz)  # noqa: E731
+        keep = [src, out]
+    elif name == "concat":
+        half = cols // 2
+        a, b = _data((rows, half), dt, 1), _data((rows, cols - half), dt, 2)
+        sa, sb, out = up(a), up(b), alloc(rows * cols)
+        arrays, params = {"a": a, "b": b}, {"dim": 1}
+        ops = [Operand(dt, a.shape), Operand(dt, b.shape)]
+        describe = f"cat [({rows}, {half}), ({rows}, {cols - half})] dim=1"
+
+        def run() -> list[Any]:
+            return [kernels.concat_part(device, out, sa, rows, half, cols, 0, isz),
+                    kernels.concat_part(device, out, sb, rows, cols - half, cols, half, isz)]
+        keep = [sa, sb, out]
+    elif name in ("write_slice", "write_slice_rotating", "write_slice_doff"):
+        x = _data((rows, cols), dt)
+        dest_rows = 2 * rows
+        src, dest = up(x), up(np.zeros((dest_rows, cols), dt.numpy))
+        strides = View.contiguous((dest_rows, cols)).strides
+        arrays = {"x": x, "dest": np.zeros((dest_rows, cols), dt.numpy)}
+        ops = [Operand(dt, (rows, cols))]
+        start = rows // 2
+        keep = [src, dest]
+        if name == "write_slice":
+            params = {"dest_shape": (dest_rows, cols), "ranges": ((start, start + rows), (0, cols))}
+            describe = f"write ({rows}, {cols}) into rows [{start}, {start + rows}) of ({dest_rows}, {cols})"
+            run = lambda: kernels.write_slice(device, dest, src, (rows, cols), strides, start * cols, isz)  # noqa: E731
+        elif name == "write_slice_rotating":
+            pos = dest_rows - rows // 2
+            pos_buf = up(np.array([pos], np.int32))
+            keep.append(pos_buf)
+            params = {"dest_shape": (dest_rows, cols), "axis": 0, "modulus": dest_rows, "position": pos}
+            describe = f"ring write ({rows}, {cols}) at position {pos} of ({dest_rows}, {cols}) (wraps)"
+            run = lambda: kernels.write_slice_rotating(  # noqa: E731
+                device, dest, src, (rows, cols), strides, 0, 0, dest_rows, (pos_buf, 0, int32), isz)
+        else:
+            off_buf = up(np.array([start], np.int64))
+            keep.append(off_buf)
+            params = {"dest_shape": (dest_rows, cols), "axis": 0, "offset": start}
+            describe = f"device-offset write ({rows}, {cols}) at {start} of ({dest_rows}, {cols})"
+
+            def run() -> list[Any]:
+                flags = errorflag.reserve(device, "calibration write_slice_doff: offset {offset} out of range")
+                return _events(kernels.write_slice_doff(device, dest, src, (rows, cols), strides, 0, 0, dest_rows,
+                                                        (off_buf, 0), flags, isz))
+    elif name == "triangular":
+        side = max(8, int(math.sqrt(n / 4)))
+        batch = max(1, n // (side * side))
+        x = _data((batch, side, side), dt)
+        src, out = up(x), alloc(x.size)
+        arrays, params = {"x": x}, {"upper": False, "diagonal": 0}
+        ops = [Operand(dt, x.shape)]
+        describe = f"tril ({batch}, {side}, {side})"
+        run = lambda: kernels.triangular(device, out, src, batch, side, side, False, 0, isz)  # noqa: E731
+        keep = [src, out]
+    elif name == "masked_fill":
+        x = _data((n,), dt)
+        m = (np.arange(n) % 3 == 0)
+        src, mask, out = up(x), up(m.astype(np.uint8)), alloc(n)
+        arrays, params = {"x": x, "mask": m}, {"fill": 7}
+        ops = [Operand(dt, (n,)), Operand(bool_, (n,))]
+        describe = f"masked_fill ({n},) every third"
+        fill = np.array(7, dtype=dt.numpy)
+        run = lambda: kernels.masked_fill(device, out, src, mask, n, fill, isz)  # noqa: E731
+        keep = [src, mask, out]
+    elif name.startswith("cumsum"):
+        x = _data((n,), dt)
+        src, out = up(x), alloc(n)
+        arrays, params = {"x": x}, {"dim": 0}
+        ops = [Operand(dt, (n,))]
+        describe = f"cumsum ({n},) {dt.name}"
+        run = lambda: kernels.cumsum(device, out, src, dt, 1, n, 1)  # noqa: E731
+        keep = [src, out]
+    else:
+        raise KeyError(f"no calibration workload for contract {name!r}")
+    numeric = {k: v for k, v in params.items() if k != "position" and k != "offset"}
+    symbols = costexpr.symbols_for(contract, ops, numeric)
+    c = contract.cost(calibration=Fit(0.0, 1.0), **symbols)
+    shape = tuple(ops[0].shape)
+    return Workload(name, dt, shape, describe, symbols, c.bytes_moved, c.flops, lambda: _events(run()),
+                    arrays, params, keep)
+
+
+def time_workload(device: Device, w: Workload, repeats: int = 5, warmup: int = 1) -> float:
+    """Median device seconds of ``w`` (sum of its launches' profiled durations)."""
+    for _ in range(warmup):
+        w.run()
+    device.queue.finish()
+    samples = []
+    for _ in range(repeats):
+        events = w.run()
+        for e in events:
+            e.wait()
+        samples.append(sum((e.profile.end - e.profile.start) * 1e-9 for e in events))
+    errorflag.check(device)
+    return statistics.median(samples)
+
+
+# ---------------------------------------------------------------- fitting
+
+
+def fit(points: list[tuple[float, float]]) -> Fit:
+    """Least-squares ``seconds = overhead + bytes / bandwidth`` over (bytes, seconds) points."""
+    if len(points) == 1:
+        b, s = points[0]
+        return Fit(0.0, b / s if s > 0 else float("inf"))
+    xs = np.array([p[0] for p in points], dtype=np.float64)
+    ys = np.array([p[1] for p in points], dtype=np.float64)
+    slope, intercept = np.polyfit(xs, ys, 1)
+    if slope <= 0:  # timing noise swamped the size: call it all bandwidth at the largest size
+        return Fit(0.0, float(xs[-1] / ys[-1]))
+    return Fit(max(float(intercept), 0.0), float(1.0 / slope))
+
+
+# ---------------------------------------------------------------- storage
+
+
+def _path(device: Device) -> Path:
+    key = hashlib.sha256(f"{device.info.signature}|{FORMAT_VERSION}".encode()).hexdigest()[:24]
+    return settings.cache_dir() / "contracts" / f"{key}.json"
+
+
+_loaded: dict[str, Optional[dict[str, Any]]] = {}
+
+
+def load(device: Optional[Device] = None) -> Optional[dict[str, Any]]:
+    """The stored calibration of ``device`` (None when absent, corrupt or stale)."""
+    dev = resolve(device)
+    if dev.id in _loaded:
+        return _loaded[dev.id]
+    data: Optional[dict[str, Any]] = None
+    try:
+        raw = json.loads(_path(dev).read_text(encoding="utf-8"))
+        if (isinstance(raw, dict) and raw.get("format") == FORMAT_VERSION
+                and raw.get("signature") == dev.info.signature and isinstance(raw.get("kernels"), dict)):
+            data = raw
+    except (OSError, ValueError):
+        data = None
+    _loaded[dev.id] = data
+    return data
+
+
+def _store(device: Device, data: dict[str, Any]) -> Path:
+    path = _path(device)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        json.dump(data, fh, indent=1)
+    os.replace(tmp, path)
+    _loaded[device.id] = data
+    return path
+
+
+def fit_for(contract: Contract, device: Optional[Device] = None) -> Optional[Fit]:
+    """The stored fit of ``contract`` on ``device`` (default device), if calibrated."""
+    try:
+        data = load(device)
+    except Exception:  # noqa: BLE001 - no device or no cache: simply no prediction
+        return None
+    rec = (data or {}).get("kernels", {}).get(contract.name)
+    try:
+        return Fit(float(rec["overhead_s"]), float(rec["bytes_per_s"])) if rec else None
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def calibrate(device: Any = None, quick: bool = False, names: Optional[list[str]] = None,
+              repeats: int = 5, log: Optional[Callable[[str], None]] = None) -> dict[str, Any]:
+    """Measure every contract kernel on ``device``, fit and store the results; returns them."""
+    dev = resolve(device)
+    sizes = QUICK_SIZES if quick else DEFAULT_SIZES
+    records: dict[str, Any] = {}
+    for contract in all_contracts():
+        if names is not None and contract.name not in names:
+            continue
+        if any(d is float64 for d in contract.dtypes) and contract.name.startswith("cumsum") \
+                and not dev.info.has_fp64:
+            continue
+        points = []
+        started = time.perf_counter()
+        for nbytes in sizes:
+            w = workload(dev, contract.name, nbytes)
+            seconds = time_workload(dev, w, repeats=3 if quick else repeats)
+            points.append((w.bytes_moved, seconds, w.describe))
+            del w
+        f = fit([(b, s) for b, s, _ in points])
+        records[contract.name] = {
+            "overhead_s": f.overhead_s,
+            "bytes_per_s": f.bytes_per_s,
+            "dtype": (contract.dtypes[0] if contract.name.startswith("cumsum") else float32).name,
+            "points": [{"bytes_moved": b, "measured_s": s, "predicted_s": f.overhead_s + b / f.bytes_per_s,
+                        "workload": d} for b, s, d in points],
+        }
+        if log:
+            log(f"{contract.name:<22} overhead {f.overhead_s * 1e6:8.1f} us  {f.bytes_per_s / 1e9:7.2f} GB/s "
+                f"({time.perf_counter() - started:.1f} s)")
+    previous = load(dev) or {}
+    kernels_rec = dict(previous.get("kernels", {}))
+    kernels_rec.update(records)
+    data = {"format": FORMAT_VERSION, "signature": dev.info.signature, "device": str(dev),
+            "tunables": kernels.tunables(dev).__dict__, "created": time.time(), "kernels": kernels_rec}
+    _store(dev, data)
+    return data
+
+
+def _default_source(contract: Contract) -> Optional[Fit]:
+    return fit_for(contract, None)
+
+
+def install() -> None:
+    """Make ``Contract.cost`` use the stored fits of the default device."""
+    costexpr.set_calibration_source(_default_source)
+
+
+def main() -> None:
+    """``python -m zyx.contracts.calibrate [--quick]``: calibrate the default device."""
+    import sys
+
+    quick = "--quick" in sys.argv[1:]
+    dev = default_device()
+    print(f"calibrating contract kernels on {dev}")
+    calibrate(dev, quick=quick, log=print)
+    print(f"stored in {_path(dev)}")
+
+
+if __name__ == "__main__":
+    main()

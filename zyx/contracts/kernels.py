@@ -1,0 +1,412 @@
+"""Rendering and launching the contract kernels (``templates/contracts/*.cl.mako``).
+
+Each function here renders one template with a small explicit parameter dict, builds it
+once per device (``backend.launch.compile_kernel`` caches by source) and enqueues it,
+returning the OpenCL event. Functions take device buffers and plain ints; checking the
+contract, contiguizing and making Tensors is ``ops.py``'s job.
+
+Byte kernels are specialized on the element size (not the dtype) and on shapes; values
+that change from call to call in real use (roll shift, write positions and offsets,
+concat column, triangular diagonal, masked_fill value and length) are run-time
+arguments, so they never cause a rebuild.
+
+Tunables (declared per kernel in ``DECLARED``; defaults derived from the device):
+
+``local_size``    work-group size of the byte kernels
+``per_item``      vectors each work-item handles (grid-stride loop)
+``vector_bytes``  target bytes per load/store; the vector width is the largest power of
+                  two <= vector_bytes / itemsize (and <= 16) that divides the contiguous run
+``scan_local``    cumsum work-group size (a power of two)
+``scan_items``    cumsum elements per work-item; a scan block is scan_local * scan_items
+``scan_lanes_min`` cumsum runs one work-item per lane (strategy "lanes") when the scanned
+                  axis is strided and there are at least this many lanes, or the axis
+                  is shorter than ``scan_items``
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields, replace
+from typing import Any, Optional, Sequence
+
+import numpy as np
+
+from zyx.backend.device import Device
+from zyx.backend.launch import compile_kernel, launch
+from zyx.backend.pool import Buffer
+from zyx.codegen.render import render
+from zyx.dtype import DType, float32, float64
+from zyx.ir.view import View
+
+INT_MAX = 2**31 - 1
+
+
+@dataclass(frozen=True)
+class Tunables:
+    """Launch and code-shape choices of the contract kernels (see the module docstring)."""
+
+    local_size: int = 256
+    per_item: int = 4
+    vector_bytes: int = 16
+    scan_local: int = 256
+    scan_items: int = 8
+    scan_lanes_min: int = 256
+
+
+#: The tunables each contract kernel declares (the rest do not change it).
+DECLARED: dict[str, tuple[str, ...]] = {
+    "contiguize": ("local_size", "per_item", "vector_bytes"),
+    "flip": ("local_size", "per_item", "vector_bytes"),
+    "roll": ("local_size", "per_item", "vector_bytes"),
+    "concat": ("local_size", "per_item", "vector_bytes"),
+    "write_slice": ("local_size", "per_item", "vector_bytes"),
+    "write_slice_rotating": ("local_size", "per_item", "vector_bytes"),
+    "write_slice_doff": ("local_size", "per_item", "vector_bytes"),
+    "triangular": ("local_size", "per_item", "vector_bytes"),
+    "masked_fill": ("local_size", "per_item", "vector_bytes"),
+    "cumsum": ("scan_local", "scan_items", "scan_lanes_min"),
+}
+
+_defaults: dict[str, Tunables] = {}
+_overrides: dict[str, Tunables] = {}
+
+
+def default_tunables(device: Device) -> Tunables:
+    """The device-derived defaults.
+
+    GPUs: 256-wide work-groups, one 16-byte vector per work-item (coalesced), scan blocks
+    of 256 x 8. CPUs (PoCL): the vector width the device prefers for bytes, several
+    vectors per work-item to amortize the work-item loop, scan blocks of 64 x 16.
+    Every size is clamped to the device's maximum work-group size.
+    """
+    cached = _defaults.get(device.id)
+    if cached is not None:
+        return cached
+    info = device.info
+    max_wg = max(1, info.max_work_group_size)
+    if info.kind == "gpu":
+        tun = Tunables(local_size=256, per_item=1, vector_bytes=16, scan_local=256, scan_items=8,
+                       scan_lanes_min=4096)
+    else:
+        vec = max(4, min(64, info.preferred_vector_width.get("char", 16) or 16))
+        tun = Tunables(local_size=256, per_item=8, vector_bytes=vec, scan_local=64, scan_items=16,
+                       scan_lanes_min=max(16, 4 * info.compute_units))
+    scan_local = 1 << (min(tun.scan_local, max_wg).bit_length() - 1)
+    tun = replace(tun, local_size=min(tun.local_size, max_wg), scan_local=scan_local)
+    _defaults[device.id] = tun
+    return tun
+
+
+def tunables(device: Device) -> Tunables:
+    """The tunables in force on ``device``: ``set_tunables`` overrides, else the defaults."""
+    return _overrides.get(device.id) or default_tunables(device)
+
+
+def set_tunables(device: Device, **values: int) -> Tunables:
+    """Override some tunables on ``device`` (``set_tunables(dev)`` with none resets them)."""
+    if not values:
+        _overrides.pop(device.id, None)
+        return default_tunables(device)
+    known = {f.name for f in fields(Tunables)}
+    for key, value in values.items():
+        if key not in known:
+            raise ValueError(f"unknown tunable {key!r}; known: {', '.join(sorted(known))}")
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ValueError(f"tunable {key} must be a positive int, got {value!r}")
+    if "scan_local" in values and values["scan_local"] & (values["scan_local"] - 1):
+        raise ValueError(f"scan_local must be a power of two, got {values['scan_local']}")
+    tun = replace(tunables(device), **values)
+    _overrides[device.id] = tun
+    return tun
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def index_type(*extents: int) -> str:
+    """``int`` when every index stays below 2**31 - 1, else ``long``."""
+    return "int" if max((abs(e) for e in extents), default=0) < INT_MAX else "long"
+
+
+def vector_width(itemsize: int, run: int, tun: Tunables) -> int:
+    """The widest power-of-two vector (<= 16 lanes, <= vector_bytes) dividing ``run``."""
+    vw = 1
+    limit = max(1, min(16, tun.vector_bytes // itemsize))
+    while vw * 2 <= limit and run % (vw * 2) == 0:
+        vw *= 2
+    return vw
+
+
+def _start(device: Device, template: str, name: str, params: dict[str, Any], n_vec: int,
+           per_item: int, args: Sequence[Any], tun: Tunables) -> Any:
+    """Render, build (cached) and launch a 1-D grid-stride byte kernel over ``n_vec`` vectors."""
+    source = render(f"contracts/{template}", **params)
+    kernel = compile_kernel(device, source, name)
+    local = max(1, min(tun.local_size, kernel.work_group_size))
+    items = max(1, -(-n_vec // per_item))
+    global_size = -(-items // local) * local
+    return launch(kernel, (global_size,), (local,), list(args))
+
+
+def fold_axes(shape: Sequence[int], strides: Sequence[int],
+              keep: Optional[int] = None) -> tuple[tuple[int, ...], tuple[int, ...], Optional[int]]:
+    """Drop extent-1 axes and merge neighbours a dense walk can treat as one.
+
+    ``strides`` are the strides of the side that is *not* dense (the source view of a
+    gather, the dest box of a scatter); the dense side merges with anything. Axis
+    ``keep`` is never dropped or merged; its new index is returned.
+    """
+    out: list[list[int]] = []  # [extent, stride, is_keep]
+    for k, (d, s) in enumerate(zip(shape, strides)):
+        is_keep = k == keep
+        if d == 1 and not is_keep:
+            continue
+        if out and not is_keep and not out[-1][2] and out[-1][1] == d * s:
+            out[-1][0] *= d
+            out[-1][1] = s
+        else:
+            out.append([d, s, is_keep])
+    if not out:
+        out = [[1, 0, False]]
+    new_keep = next((k for k, e in enumerate(out) if e[2]), None)
+    return tuple(e[0] for e in out), tuple(e[1] for e in out), new_keep
+
+
+# ---------------------------------------------------------------- byte kernels
+
+
+def contiguize(device: Device, out: Buffer, src: Buffer, view: View, itemsize: int,
+               tun: Optional[Tunables] = None) -> Any:
+    """Copy ``view`` of ``src`` densely into ``out`` (returns the event; None if empty)."""
+    n = view.numel
+    if n == 0:
+        return None
+    tun = tun or tunables(device)
+    shape, strides, _ = fold_axes(view.shape, view.strides)
+    lo, hi = view.span()
+    run = shape[-1] if strides[-1] == 1 else 1
+    vw = vector_width(itemsize, run, tun)
+    params = dict(itemsize=itemsize, shape=shape, strides=strides, offset=view.offset, n=n, vw=vw,
+                  per_item=tun.per_item, index_t=index_type(n, lo, hi + 1))
+    return _start(device, "contiguize.cl.mako", "zyx_contiguize", params, n // vw, tun.per_item,
+                  [out.cl, src.cl], tun)
+
+
+def flip_groups(shape: Sequence[int], dims: Sequence[int]) -> tuple[tuple[int, bool], ...]:
+    """Axes of a flip merged into (extent, flipped) groups; extent-1 axes dropped."""
+    groups: list[list[Any]] = []
+    for k, d in enumerate(shape):
+        if d == 1:
+            continue
+        flipped = k in dims
+        if groups and groups[-1][1] == flipped:
+            groups[-1][0] *= d
+        else:
+            groups.append([d, flipped])
+    return tuple((g[0], g[1]) for g in groups) or ((1, False),)
+
+
+def flip(device: Device, out: Buffer, src: Buffer, shape: Sequence[int], dims: Sequence[int],
+         itemsize: int, tun: Optional[Tunables] = None) -> Any:
+    """Dense ``src`` of ``shape`` reversed along ``dims`` (non-negative) into ``out``."""
+    n = math.prod(shape)
+    if n == 0:
+        return None
+    tun = tun or tunables(device)
+    groups = flip_groups(shape, dims)
+    vw = vector_width(itemsize, groups[-1][0], tun)
+    params = dict(itemsize=itemsize, groups=groups, n=n, vw=vw, per_item=tun.per_item,
+                  index_t=index_type(n))
+    return _start(device, "flip.cl.mako", "zyx_flip", params, n // vw, tun.per_item, [out.cl, src.cl], tun)
+
+
+def roll(device: Device, out: Buffer, src: Buffer, outer: int, dim_size: int, inner: int, shift: int,
+         itemsize: int, tun: Optional[Tunables] = None) -> Any:
+    """Dense ``src`` folded to (outer, dim_size, inner) rolled by ``shift`` on the middle axis."""
+    n = outer * dim_size * inner
+    if n == 0:
+        return None
+    tun = tun or tunables(device)
+    vw = vector_width(itemsize, inner, tun)
+    index_t = index_type(n)
+    params = dict(itemsize=itemsize, outer=outer, dim_size=dim_size, inner=inner, n=n, vw=vw,
+                  per_item=tun.per_item, index_t=index_t)
+    shift_arg = (np.int32 if index_t == "int" else np.int64)(shift % dim_size)
+    return _start(device, "roll.cl.mako", "zyx_roll", params, n // vw, tun.per_item,
+                  [out.cl, src.cl, shift_arg], tun)
+
+
+def concat_part(device: Device, out: Buffer, src: Buffer, outer: int, row_in: int, row_out: int, col0: int,
+                itemsize: int, tun: Optional[Tunables] = None) -> Any:
+    """Copy dense ``src`` (outer x row_in) into columns ``col0..col0+row_in`` of ``out`` rows."""
+    n = outer * row_in
+    if n == 0:
+        return None
+    tun = tun or tunables(device)
+    vw = vector_width(itemsize, row_in, tun)
+    index_t = index_type(outer * row_out)
+    params = dict(itemsize=itemsize, outer=outer, row_in=row_in, row_out=row_out, n=n, vw=vw,
+                  per_item=tun.per_item, index_t=index_t)
+    col_arg = (np.int32 if index_t == "int" else np.int64)(col0)
+    return _start(device, "concat.cl.mako", "zyx_concat", params, n // vw, tun.per_item,
+                  [out.cl, src.cl, col_arg], tun)
+
+
+def _dest_extent(dest: Buffer, itemsize: int) -> int:
+    return dest.nbytes // itemsize + 1
+
+
+def write_slice(device: Device, dest: Buffer, src: Buffer, shape: Sequence[int], strides: Sequence[int],
+                base: int, itemsize: int, tun: Optional[Tunables] = None) -> Any:
+    """Scatter dense ``src`` of ``shape`` into ``dest`` at element ``base`` with ``strides``."""
+    n = math.prod(shape)
+    if n == 0:
+        return None
+    tun = tun or tunables(device)
+    fshape, fstrides, _ = fold_axes(shape, strides)
+    run = fshape[-1] if fstrides[-1] == 1 else 1
+    vw = vector_width(itemsize, run, tun)
+    index_t = index_type(n, _dest_extent(dest, itemsize))
+    params = dict(itemsize=itemsize, shape=fshape, strides=fstrides, n=n, vw=vw, per_item=tun.per_item,
+                  index_t=index_t)
+    base_arg = (np.int32 if index_t == "int" else np.int64)(base)
+    return _start(device, "write_slice.cl.mako", "zyx_write_slice", params, n // vw, tun.per_item,
+                  [dest.cl, src.cl, base_arg], tun)
+
+
+def _axis_vector(itemsize: int, shape: Sequence[int], strides: Sequence[int], axis: int, tun: Tunables) -> int:
+    if axis == len(shape) - 1 or strides[-1] != 1:
+        return 1
+    return vector_width(itemsize, shape[-1], tun)
+
+
+def write_slice_rotating(device: Device, dest: Buffer, src: Buffer, shape: Sequence[int],
+                         strides: Sequence[int], axis: int, base: int, modulus: int,
+                         position: "int | tuple[Buffer, int, DType]", itemsize: int,
+                         tun: Optional[Tunables] = None) -> Any:
+    """Ring write of dense ``src`` into ``dest``; ``position`` is an int or (buffer, index, dtype)."""
+    n = math.prod(shape)
+    if n == 0:
+        return None
+    tun = tun or tunables(device)
+    fshape, fstrides, faxis = fold_axes(shape, strides, keep=axis)
+    vw = _axis_vector(itemsize, fshape, fstrides, faxis, tun)
+    if isinstance(position, tuple):
+        pos_buf, pos_index, pos_dtype = position
+        position_from = "uint" if pos_dtype.kind == "uint" else "int"
+        pos_args = [pos_buf.cl, np.int64(pos_index)]
+    else:
+        position_from = "arg"
+        pos_args = [np.int64(position)]
+    params = dict(itemsize=itemsize, shape=fshape, strides=fstrides, axis=faxis, modulus=modulus,
+                  position_from=position_from, n=n, vw=vw, per_item=tun.per_item, index_t=index_type(n))
+    return _start(device, "write_slice_rotating.cl.mako", "zyx_write_slice_rotating", params, n // vw,
+                  tun.per_item, [dest.cl, src.cl, np.int64(base), *pos_args], tun)
+
+
+def write_slice_doff(device: Device, dest: Buffer, src: Buffer, shape: Sequence[int], strides: Sequence[int],
+                     axis: int, base: int, dest_extent: int, offset: tuple[Buffer, int], flags: tuple[Buffer, int],
+                     itemsize: int, tun: Optional[Tunables] = None) -> Any:
+    """Write dense ``src`` into ``dest`` at the start on ``axis`` read from ``offset`` = (int64 buffer, index).
+
+    ``flags`` = (flag buffer, slot): the kernel records (bad, offset) there for the host's check.
+    Launched even for an empty source, so the offset is checked.
+    """
+    n = math.prod(shape)
+    tun = tun or tunables(device)
+    fshape, fstrides, faxis = fold_axes(shape, strides, keep=axis)
+    vw = _axis_vector(itemsize, fshape, fstrides, faxis, tun) if n else 1
+    off_buf, off_index = offset
+    flag_buf, slot = flags
+    params = dict(itemsize=itemsize, shape=fshape, strides=fstrides, axis=faxis, width=shape[axis],
+                  dest_extent=dest_extent, n=n, vw=vw, per_item=tun.per_item, index_t=index_type(n))
+    return _start(device, "write_slice_doff.cl.mako", "zyx_write_slice_doff", params, max(n // vw, 1),
+                  tun.per_item,
+                  [dest.cl, src.cl, np.int64(base), off_buf.cl, np.int64(off_index), flag_buf, np.int32(slot)],
+                  tun)
+
+
+def triangular(device: Device, out: Buffer, src: Buffer, batch: int, rows: int, cols: int, upper: bool,
+               diagonal: int, itemsize: int, tun: Optional[Tunables] = None) -> Any:
+    """triu (``upper``) or tril of dense ``src`` (batch x rows x cols) into ``out``."""
+    n = batch * rows * cols
+    if n == 0:
+        return None
+    tun = tun or tunables(device)
+    vw = vector_width(itemsize, cols, tun)
+    params = dict(itemsize=itemsize, batch=batch, rows=rows, cols=cols, upper=bool(upper), n=n, vw=vw,
+                  per_item=tun.per_item, index_t=index_type(n))
+    diag = np.int64(max(min(diagonal, 2**62), -(2**62)))
+    return _start(device, "triangular.cl.mako", "zyx_triangular", params, n // vw, tun.per_item,
+                  [out.cl, src.cl, diag], tun)
+
+
+def masked_fill(device: Device, out: Buffer, src: Buffer, mask: Buffer, n: int, fill_bits: np.ndarray,
+                itemsize: int, tun: Optional[Tunables] = None) -> Any:
+    """``out = mask ? fill : src`` over ``n`` dense elements; ``fill_bits`` is one element's bits."""
+    if n == 0:
+        return None
+    tun = tun or tunables(device)
+    vw = max(1, min(16, tun.vector_bytes // itemsize))
+    vw = 1 << (vw.bit_length() - 1)
+    bits_np = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[itemsize]
+    fill = np.ascontiguousarray(fill_bits).view(bits_np).reshape(())[()]
+    params = dict(itemsize=itemsize, vw=vw, per_item=tun.per_item)
+    return _start(device, "masked_fill.cl.mako", "zyx_masked_fill", params, -(-n // vw), tun.per_item,
+                  [out.cl, src.cl, mask.cl, fill, np.int64(n)], tun)
+
+
+# ---------------------------------------------------------------- cumsum
+
+
+def accumulator(dtype: DType) -> DType:
+    """The dtype cumsum accumulates ``dtype`` in (float64 for float64, else float32)."""
+    return float64 if dtype is float64 else float32
+
+
+def cumsum_strategy(outer: int, dim_size: int, inner: int, tun: Tunables) -> str:
+    """``lanes`` (one work-item per lane) or ``blocks`` (work-group scan + block carries)."""
+    lanes = outer * inner
+    if dim_size <= tun.scan_items or (inner > 1 and lanes >= tun.scan_lanes_min):
+        return "lanes"
+    return "blocks"
+
+
+def cumsum(device: Device, out: Buffer, src: Buffer, dtype: DType, outer: int, dim_size: int, inner: int,
+           tun: Optional[Tunables] = None) -> list[Any]:
+    """Inclusive prefix sum of dense ``src`` (outer, dim_size, inner) along the middle axis.
+
+    Returns the events of every launch (the block-carry pass recurses on the block totals).
+    """
+    n = outer * dim_size * inner
+    if n == 0:
+        return []
+    tun = tun or tunables(device)
+    lanes = outer * inner
+    acc = accumulator(dtype)
+    strategy = cumsum_strategy(outer, dim_size, inner, tun)
+    index_t = index_type(n)
+    base = dict(dtype=dtype, acc=acc.cl_storage, strategy=strategy, dim_size=dim_size, inner=inner,
+                lanes=lanes, index_t=index_t)
+    if strategy == "lanes":
+        source = render("contracts/cumsum.cl.mako", chunks=1, wg=1, items=1, **base)
+        kernel = compile_kernel(device, source, "zyx_cumsum_lanes")
+        local = max(1, min(tun.local_size, kernel.work_group_size))
+        return [launch(kernel, (-(-lanes // local) * local,), (local,), [out.cl, src.cl])]
+    local, items = tun.scan_local, tun.scan_items
+    # Short axes: shrink the work-group so a single block still covers the axis.
+    while local > 1 and (local // 2) * items >= dim_size:
+        local //= 2
+    chunks = -(-dim_size // (local * items))
+    source = render("contracts/cumsum.cl.mako", chunks=chunks, wg=local, items=items, **base)
+    events: list[Any] = []
+    carry: Any = None
+    if chunks > 1:
+        partials = device.pool.allocate(lanes * chunks * acc.itemsize)
+        k_part = compile_kernel(device, source, "zyx_cumsum_partials")
+        events.append(launch(k_part, (local * chunks, lanes), (local, 1), [partials.cl, src.cl]))
+        carry_buf = device.pool.allocate(lanes * chunks * acc.itemsize)
+        events.extend(cumsum(device, carry_buf, partials, acc, lanes, chunks, 1, tun))
+        carry = carry_buf.cl
+    k_scan = compile_kernel(device, source, "zyx_cumsum_scan")
+    events.append(launch(k_scan, (local * chunks, lanes), (local, 1), [out.cl, src.cl, carry]))
+    return events

@@ -1,0 +1,88 @@
+"""``zyx.contracts()``: the loaded contracts, printable as a table of costs.
+
+The call returns a list of ``Contract`` objects (``.name``, ``.op_kind``, ``.dtypes``,
+``.cost(**params)``); printing it shows each contract with its dtypes, cost formula and,
+once ``zyx.contracts.calibrate`` has measured the device, the fitted overhead and
+bandwidth and the predicted against the measured time of the largest calibration run.
+
+``zyx.contracts`` is also the package ``zyx/contracts/``; ``install()`` makes that module
+object callable so both ``zyx.contracts()`` and ``zyx.contracts.ops`` work.
+"""
+from __future__ import annotations
+
+import sys
+import types
+from typing import Any, Optional
+
+from zyx.contracts import calibrate
+from zyx.contracts.model import Contract
+from zyx.contracts.registry import all_contracts
+
+
+class ContractList(list):
+    """The loaded contracts; ``str()`` is the report table (``print(zyx.contracts())``)."""
+
+    def __init__(self, items: list[Contract], device: Any = None) -> None:
+        super().__init__(items)
+        self.device = device
+
+    def __str__(self) -> str:
+        return report(list(self), self.device)
+
+    def names(self) -> list[str]:
+        """The kernel names, in document order."""
+        return [c.name for c in self]
+
+
+def contracts(device: Any = None) -> ContractList:
+    """Every loaded contract (calibration figures in the report are for ``device``)."""
+    calibrate.install()
+    return ContractList(all_contracts(), device)
+
+
+def _dtypes(c: Contract) -> str:
+    names = [d.name for d in c.dtypes]
+    return "all 15" if len(names) == 15 else ",".join(names)
+
+
+def report(items: Optional[list[Contract]] = None, device: Any = None) -> str:
+    """A markdown table of the contracts with their calibrated cost figures."""
+    items = all_contracts() if items is None else items
+    try:
+        data = calibrate.load(device) or {}
+    except Exception:  # noqa: BLE001 - no device: show the formulas only
+        data = {}
+    fits = data.get("kernels", {})
+    lines = []
+    if fits:
+        lines.append(f"calibrated on {data.get('device', '?')}")
+    else:
+        lines.append("not calibrated on this device (run `python -m zyx.contracts.calibrate`)")
+    lines.append("")
+    lines.append("| contract | op kinds | dtypes | bytes_moved | overhead | bandwidth | workload | predicted | measured |")
+    lines.append("|---|---|---|---|---|---|---|---|---|")
+    for c in items:
+        rec = fits.get(c.name)
+        if rec and rec.get("points"):
+            last = rec["points"][-1]
+            cal = (f"{rec['overhead_s'] * 1e6:.1f} us | {rec['bytes_per_s'] / 1e9:.2f} GB/s | {last['workload']} | "
+                   f"{last['predicted_s'] * 1e3:.3f} ms | {last['measured_s'] * 1e3:.3f} ms")
+        else:
+            cal = "- | - | - | - | -"
+        lines.append(f"| {c.name} | {', '.join(c.op_kinds)} | {_dtypes(c)} | `{c.cost_spec.bytes_moved}` | {cal} |")
+    return "\n".join(lines)
+
+
+class _CallablePackage(types.ModuleType):
+    """The ``zyx.contracts`` package, callable as ``zyx.contracts()``."""
+
+    def __call__(self, device: Any = None) -> ContractList:
+        return contracts(device)
+
+
+def install() -> None:
+    """Make the ``zyx.contracts`` module object callable (idempotent)."""
+    module = sys.modules["zyx.contracts"]
+    if not isinstance(module, _CallablePackage):
+        module.__class__ = _CallablePackage
+    calibrate.install()

@@ -1,0 +1,376 @@
+"""The contract ops of the public API (API.md, "The contract ops").
+
+Every op follows the same steps: look up its contract, ``validate`` the operands and
+params (``ContractError`` before anything is written), contiguize each input the
+contract wants dense (``needs_contiguize``) through the contiguize kernel, launch the
+kernel from ``kernels.py`` and wrap the result in a Tensor. In-place writers return
+their destination, whose storage (seen through its view's strides) is the output.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Optional, Sequence
+
+import numpy as np
+
+from zyx import dtype as dtypes
+from zyx.backend.device import Device
+from zyx.contracts import errorflag, kernels
+from zyx.contracts.model import Contract, Operand
+from zyx.contracts.registry import get, lookup
+from zyx.contracts.validate import needs_contiguize, validate
+from zyx.dtype import DType
+from zyx.errors import ContractError, DTypeError, ShapeError
+from zyx.ir.view import View
+from zyx.tensor import Tensor, basic_index
+
+# ---------------------------------------------------------------- helpers
+
+
+def operand(t: Tensor) -> Operand:
+    """The layout facts of a tensor, as validation sees them."""
+    v = t._view
+    return Operand(
+        dtype=t.dtype,
+        shape=tuple(v.shape),
+        is_contiguous=v.is_contiguous,
+        has_offset=v.offset != 0 and v.numel > 0,
+        is_broadcast=v.has_broadcast,
+        has_negative_strides=v.has_negative_strides and v.numel > 0,
+    )
+
+
+def _tensor(x: Any, contract: str, field: str) -> Tensor:
+    if not isinstance(x, Tensor):
+        raise ContractError(f"{contract}: {field} = {x!r} is not a zyx.Tensor")
+    return x.realize()
+
+
+def _on(t: Tensor, device: Device) -> Tensor:
+    return t if t.device is device else t.to(device)
+
+
+def _dense(contract: Contract, t: Tensor, index: int = 0) -> Tensor:
+    """``t`` itself, or a contiguized copy when ``contract`` wants input ``index`` dense."""
+    if needs_contiguize(contract, operand(t), index):
+        return contiguize(t)
+    return t
+
+
+def _new(shape: Sequence[int], dtype: DType, device: Device) -> Tensor:
+    buf = device.pool.allocate(math.prod(shape) * dtype.itemsize)
+    return Tensor(buf, View.contiguous(tuple(shape)), dtype, device)
+
+
+def _split(shape: Sequence[int], axis: int) -> tuple[int, int, int]:
+    return math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1:])
+
+
+def _int_or_tuple(value: Any, contract: str, field: str) -> tuple[int, ...]:
+    if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+        return (int(value),)
+    if isinstance(value, (tuple, list)) and all(
+            isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) for v in value):
+        return tuple(int(v) for v in value)
+    raise ContractError(f"{contract}: {field} = {value!r} is not an int or a tuple of ints")
+
+
+# ---------------------------------------------------------------- contiguize
+
+
+def contiguize(x: Tensor) -> Tensor:
+    """A dense row-major copy of any view (strided, broadcast, offset, reversed); ``x`` if dense."""
+    x = _tensor(x, "contiguize", "input")
+    validate(get("contiguize"), [operand(x)], {})
+    if x._view.is_contiguous:
+        return x
+    out = _new(x.shape, x.dtype, x.device)
+    kernels.contiguize(x.device, out._buf, x._buf, x._view, x.dtype.itemsize)
+    return out
+
+
+# ---------------------------------------------------------------- flip / roll / concat
+
+
+def flip(x: Tensor, dims: Any) -> Tensor:
+    """``x`` reversed along each axis in ``dims`` (an int or a tuple)."""
+    x = _tensor(x, "flip", "input")
+    c = lookup("Flip", x.dtype)
+    params = validate(c, [operand(x)], {"dims": _int_or_tuple(dims, c.name, "dims")})
+    x = _dense(c, x)
+    out = _new(x.shape, x.dtype, x.device)
+    kernels.flip(x.device, out._buf, x._buf, x.shape, params["dims"], x.dtype.itemsize)
+    return out
+
+
+def roll(x: Tensor, shifts: Any, dims: Any = None) -> Tensor:
+    """``x`` shifted cyclically by ``shifts`` along ``dims`` (PyTorch's roll; no dims: flattened)."""
+    x = _tensor(x, "roll", "input")
+    c = lookup("Roll", x.dtype)
+    shift_t = _int_or_tuple(shifts, c.name, "shifts")
+    if dims is None:
+        if len(shift_t) != 1:
+            raise ContractError(f"{c.name}: shifts = {shifts!r} has {len(shift_t)} entries but dims is None; "
+                                "expected one shift for the flattened tensor")
+        n = x.numel()
+        validate(c, [operand(x)], {"shift": shift_t[0], "outer": 1, "dim_size": n, "inner": 1})
+        x = _dense(c, x)
+        out = _new(x.shape, x.dtype, x.device)
+        if n:
+            kernels.roll(x.device, out._buf, x._buf, 1, n, 1, shift_t[0], x.dtype.itemsize)
+        return out
+    dim_t = _int_or_tuple(dims, c.name, "dims")
+    if not dim_t:
+        raise ContractError(f"{c.name}: dims = {dims!r} is empty; expected at least one dim (or dims=None)")
+    if len(dim_t) != len(shift_t):
+        raise ContractError(f"{c.name}: shifts = {shifts!r} has {len(shift_t)} entries but dims = {dims!r} has "
+                            f"{len(dim_t)}; expected one shift per dim")
+    rank = x.ndim
+    axes = []
+    for i, d in enumerate(dim_t):
+        if not -max(rank, 1) <= d < max(rank, 1):
+            raise ContractError(f"{c.name}: dims[{i}] = {d} is out of range for rank {rank}; "
+                                f"expected {-max(rank, 1)} <= dim < {max(rank, 1)}")
+        axes.append(d % max(rank, 1))
+    shape = x.shape if rank else (1,)
+    steps = [(s, _split(shape, a)) for s, a in zip(shift_t, axes)]
+    for s, (o, d, i) in steps:
+        validate(c, [operand(x)], {"shift": s, "outer": o, "dim_size": d, "inner": i})
+    x = _dense(c, x)
+    for s, (o, d, i) in steps:
+        out = _new(x.shape, x.dtype, x.device)
+        if o * d * i:
+            kernels.roll(x.device, out._buf, x._buf, o, d, i, s, x.dtype.itemsize)
+        x = out
+    return x
+
+
+def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    """Join ``tensors`` along ``dim`` (dtypes promote as in PyTorch; 1-D empty inputs are skipped)."""
+    if isinstance(tensors, Tensor) or not isinstance(tensors, (tuple, list)):
+        raise ContractError(f"concat: tensors = {type(tensors).__name__} is not a sequence of tensors")
+    if not tensors:
+        raise ContractError("concat: tensors is empty; expected at least one tensor")
+    ts = [_tensor(t, "concat", f"inputs[{i}]") for i, t in enumerate(tensors)]
+    if any(t.ndim != 1 for t in ts):  # PyTorch's legacy rule: 1-D empty tensors join anything
+        ts = [t for t in ts if not (t.ndim == 1 and t.numel() == 0)] or ts[:1]
+    result = ts[0].dtype
+    for t in ts[1:]:
+        result = dtypes.promote_types(result, t.dtype)
+    device = ts[0].device
+    ts = [_on(t.cast(result), device) for t in ts]
+    c = lookup("Concat", result)
+    params = validate(c, [operand(t) for t in ts], {"dim": dim})
+    axis = params["dim"]
+    ts = [_dense(c, t, i) for i, t in enumerate(ts)]
+    shape = list(ts[0].shape)
+    shape[axis] = sum(t.shape[axis] for t in ts)
+    out = _new(shape, result, device)
+    outer, total, inner = _split(shape, axis)
+    col = 0
+    for t in ts:
+        width = t.shape[axis] * inner
+        kernels.concat_part(device, out._buf, t._buf, outer, width, total * inner, col, result.itemsize)
+        col += width
+    return out
+
+
+concat = cat
+
+# ---------------------------------------------------------------- triangular / masked_fill / cumsum
+
+
+def _triangular(x: Tensor, diagonal: int, kind: str) -> Tensor:
+    x = _tensor(x, kind.lower(), "input")
+    c = lookup(kind, x.dtype)
+    params = validate(c, [operand(x)], {"diagonal": diagonal}, op_kind=kind)
+    x = _dense(c, x)
+    out = _new(x.shape, x.dtype, x.device)
+    batch = math.prod(x.shape[:-2])
+    kernels.triangular(x.device, out._buf, x._buf, batch, x.shape[-2], x.shape[-1], params["upper"],
+                       params["diagonal"], x.dtype.itemsize)
+    return out
+
+
+def triu(x: Tensor, diagonal: int = 0) -> Tensor:
+    """The upper triangle of the last two axes (``j >= i + diagonal``), zeros elsewhere."""
+    return _triangular(x, diagonal, "Triu")
+
+
+def tril(x: Tensor, diagonal: int = 0) -> Tensor:
+    """The lower triangle of the last two axes (``j <= i + diagonal``), zeros elsewhere."""
+    return _triangular(x, diagonal, "Tril")
+
+
+def fill_bits(value: Any, dtype: DType) -> np.ndarray:
+    """One element of ``dtype`` holding ``value`` (already range-checked), as a 0-d array."""
+    if dtype.is_bool:
+        return np.array(bool(value), dtype=np.bool_)
+    if dtype.is_int:
+        return np.array(int(value), dtype=dtype.numpy)
+    return np.array(float(value), dtype=np.float64).astype(dtype.numpy)
+
+
+def masked_fill(x: Tensor, mask: Tensor, value: Any) -> Tensor:
+    """``value`` where ``mask`` (bool, broadcastable to ``x``) is True, ``x`` elsewhere."""
+    x = _tensor(x, "masked_fill", "input")
+    mask = _tensor(mask, "masked_fill", "mask")
+    c = lookup("MaskedFill", x.dtype)
+    if isinstance(value, Tensor):
+        if value.numel() != 1:
+            raise ContractError(f"{c.name}: fill is a tensor of shape {value.shape}; expected one element")
+        value = value.item()
+    if mask.dtype is dtypes.bool_ and mask.shape != x.shape:
+        try:
+            mask = mask.expand(*x.shape)
+        except ShapeError:
+            raise ContractError(f"{c.name}: mask shape {mask.shape} is not broadcastable to input shape "
+                                f"{x.shape}") from None
+    params = validate(c, [operand(x), operand(mask)], {"fill": value})
+    mask = _on(mask, x.device)
+    x, mask = _dense(c, x, 0), _dense(c, mask, 1)
+    out = _new(x.shape, x.dtype, x.device)
+    kernels.masked_fill(x.device, out._buf, x._buf, mask._buf, x.numel(), fill_bits(params["fill"], x.dtype),
+                        x.dtype.itemsize)
+    return out
+
+
+def cumsum(x: Tensor, dim: int) -> Tensor:
+    """Running sum along ``dim`` (16-bit floats accumulate in float32, rounded once on store)."""
+    x = _tensor(x, "cumsum", "input")
+    c = lookup("CumSum", x.dtype)
+    params = validate(c, [operand(x)], {"dim": dim})
+    x = _dense(c, x)
+    out = _new(x.shape, x.dtype, x.device)
+    o, d, i = _split(x.shape if x.ndim else (1,), params["dim"])
+    kernels.cumsum(x.device, out._buf, x._buf, x.dtype, o, d, i)
+    return out
+
+
+# ---------------------------------------------------------------- in-place writers
+
+
+def _check_dest(name: str, dest: Tensor) -> None:
+    v = dest._view
+    for k, (d, s) in enumerate(zip(v.shape, v.strides)):
+        if s == 0 and d > 1:
+            raise ContractError(f"{name}: dest is a broadcast view (stride 0 on axis {k} of extent {d}); "
+                                "several of its elements share one memory location, so it cannot be written")
+
+
+def _source_for(name: str, contract: Contract, dest: Tensor, source: Any) -> Tensor:
+    """The source on dest's device, dense, and never sharing dest's storage."""
+    src = _on(_tensor(source, name, "source"), dest.device)
+    if src._buf is dest._buf:  # reading while writing the same memory: copy first
+        return contiguize(src) if not src._view.is_contiguous else src.clone()
+    return _dense(contract, src)
+
+
+def _box_base(dest: Tensor, starts: Sequence[int]) -> int:
+    v = dest._view
+    return v.offset + sum(s * st for s, st in zip(starts, v.strides))
+
+
+def write_slice(dest: Tensor, source: Tensor, ranges: Sequence[Sequence[int]]) -> Tensor:
+    """Copy ``source`` into the half-open box ``ranges`` of ``dest``, in place; returns ``dest``."""
+    dest = _tensor(dest, "write_slice", "dest")
+    source = _tensor(source, "write_slice", "source")
+    c = get("write_slice")
+    params = validate(c, [operand(source)], {"dest_shape": dest.shape, "ranges": ranges,
+                                             "dest_dtype": dest.dtype})
+    _check_dest(c.name, dest)
+    src = _source_for(c.name, c, dest, source)
+    starts = [r[0] for r in params["ranges"]]
+    kernels.write_slice(dest.device, dest._buf, src._buf, src.shape, dest._view.strides,
+                        _box_base(dest, starts), dest.dtype.itemsize)
+    return dest
+
+
+def write_slice_rotating(dest: Tensor, source: Tensor, axis: int, position: Any,
+                         modulus: Optional[int] = None) -> Tensor:
+    """Ring-buffer write: source row r lands at ``(position % modulus + r) % modulus`` on ``axis``.
+
+    ``position`` is an int or a one-element uint32/int32 tensor read when the kernel runs.
+    """
+    dest = _tensor(dest, "write_slice_rotating", "dest")
+    source = _tensor(source, "write_slice_rotating", "source")
+    c = get("write_slice_rotating")
+    params = validate(c, [operand(source)], {"dest_shape": dest.shape, "axis": axis, "modulus": modulus,
+                                             "position": position, "dest_dtype": dest.dtype})
+    _check_dest(c.name, dest)
+    src = _source_for(c.name, c, dest, source)
+    pos = params["position"]
+    if isinstance(pos, Tensor):
+        pos = _on(pos.realize(), dest.device)
+        pos_arg: Any = (pos._buf, pos._view.offset, pos.dtype)
+    else:
+        pos_arg = int(pos)
+    kernels.write_slice_rotating(dest.device, dest._buf, src._buf, src.shape, dest._view.strides,
+                                 params["axis"], dest._view.offset, params["modulus"], pos_arg,
+                                 dest.dtype.itemsize)
+    return dest
+
+
+def write_slice_doff(dest: Tensor, source: Tensor, axis: int, offset: Tensor,
+                     ranges: Optional[Sequence[Sequence[int]]] = None) -> Tensor:
+    """Write ``source`` into ``dest`` starting on ``axis`` at the int64 device value ``offset``.
+
+    Off ``axis`` the box is ``ranges`` (default: all of dest). An offset out of range writes
+    nothing and raises ``ContractError`` at the latest when values are next read.
+    """
+    dest = _tensor(dest, "write_slice_doff", "dest")
+    source = _tensor(source, "write_slice_doff", "source")
+    c = get("write_slice_doff")
+    params = validate(c, [operand(source)], {"dest_shape": dest.shape, "axis": axis, "offset": offset,
+                                             "ranges": ranges, "dest_dtype": dest.dtype})
+    _check_dest(c.name, dest)
+    src = _source_for(c.name, c, dest, source)
+    if src.numel() == 0:
+        return dest
+    ax = params["axis"]
+    off = _on(params["offset"].realize(), dest.device)
+    width, extent = src.shape[ax], dest.shape[ax]
+    starts = [0 if k == ax else r[0] for k, r in enumerate(params["ranges"])]
+    flags = errorflag.reserve(dest.device, f"{c.name}: offset = {{offset}} (read on the device) is out of range "
+                                           f"on axis {ax}: expected 0 <= offset <= dest_shape[{ax}] - width = "
+                                           f"{extent} - {width} = {extent - width}; nothing was written")
+    kernels.write_slice_doff(dest.device, dest._buf, src._buf, src.shape, dest._view.strides, ax,
+                             _box_base(dest, starts), extent, (off._buf, off._view.offset), flags,
+                             dest.dtype.itemsize)
+    return dest
+
+
+def setitem(x: Tensor, index: Any, value: Any) -> None:
+    """``x[index] = value`` in place, through write_slice on the indexed view of ``x``."""
+    x = x.realize()
+    target = x._with_view(basic_index(x._view, index))
+    if isinstance(value, Tensor):
+        v = _on(value.realize(), x.device)
+        if v.dtype is not x.dtype:
+            v = v.cast(x.dtype)
+    else:
+        from zyx.creation import full
+
+        try:
+            v = full((), value, dtype=x.dtype, device=x.device)
+        except DTypeError as exc:
+            raise DTypeError(f"x[...] = {value!r}: {exc}") from None
+    try:
+        v = v.expand(*target.shape)
+    except ShapeError as exc:
+        raise ShapeError(f"x[...] = value: cannot broadcast value of shape {value_shape(value)} to the indexed "
+                         f"shape {target.shape} ({exc})") from None
+    if target.numel() == 0:
+        return
+    _check_dest("write_slice", target)
+    # Fold the box to as few axes as dest's strides allow (rank 0 becomes rank 1).
+    shape, strides, _ = kernels.fold_axes(target.shape, target._view.strides)
+    box = x._with_view(View(shape, strides, target._view.offset))
+    if v._buf is x._buf or not v._view.is_contiguous:
+        v = contiguize(v) if not v._view.is_contiguous else v.clone()
+    write_slice(box, v.reshape(*shape), [(0, d) for d in shape])
+
+
+def value_shape(value: Any) -> tuple[int, ...]:
+    """The shape of an assigned value (``()`` for a scalar)."""
+    return tuple(value.shape) if isinstance(value, Tensor) else ()

@@ -1,0 +1,135 @@
+"""Kernel IR expressions: what one output element of a kernel computes.
+
+A kernel's body is a tree of immutable expression nodes over the kernel's index
+variables (``o0..`` for output coordinates, ``r0..`` for reduce coordinates):
+``Const``, ``Load`` (a buffer element at a symbolic index, guarded by a validity
+condition for pads), ``Cast``, ``Alu`` (unary/binary/ternary ops, by name) and
+``Reduce`` (an accumulation over every reduce coordinate). Equality and hashing are
+structural, so a kernel is its own cache key.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from zyx import dtype as dtypes
+from zyx.dtype import DType
+from zyx.ir import symbolic as sym
+
+UNARY_OPS = frozenset({
+    "neg", "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "tan", "tanh", "sigmoid",
+    "relu", "gelu", "gelu_tanh", "silu", "erf", "reciprocal", "floor", "ceil", "round", "trunc", "sign",
+    "square", "isnan", "isinf", "not", "invert",
+})
+BINARY_OPS = frozenset({
+    "add", "sub", "mul", "div", "floordiv", "mod", "pow", "maximum", "minimum",
+    "eq", "ne", "lt", "le", "gt", "ge", "and", "or", "xor",
+})
+TERNARY_OPS = frozenset({"where"})
+COMPARISONS = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "isnan", "isinf", "not"})
+REDUCE_OPS = frozenset({"sum", "prod", "max", "min", "argmax", "argmin"})
+# ops whose result a 16-bit/8-bit float emulation never needs to round (exact in the dtype)
+EXACT_OPS = frozenset({"neg", "abs", "relu", "floor", "ceil", "round", "trunc", "sign", "maximum", "minimum",
+                       "where"})
+
+
+@dataclass(frozen=True)
+class Expr:
+    """Base class; every expression has a result ``dtype`` field."""
+
+
+@dataclass(frozen=True)
+class Const(Expr):
+    value: Any
+    dtype: DType
+
+
+@dataclass(frozen=True)
+class Load(Expr):
+    """``bufs[buf][index]`` when ``valid`` holds, else ``other``."""
+
+    buf: int
+    dtype: DType
+    index: sym.Node
+    valid: sym.Node = sym.ONE
+    other: Any = 0
+
+
+@dataclass(frozen=True)
+class Cond(Expr):
+    """A symbolic index condition as a bool value (e.g. "inside the unpadded region")."""
+
+    valid: sym.Node
+    dtype: DType = dtypes.bool_
+
+
+@dataclass(frozen=True)
+class Cast(Expr):
+    src: Expr
+    dtype: DType
+
+
+@dataclass(frozen=True)
+class Alu(Expr):
+    op: str
+    srcs: tuple[Expr, ...]
+    dtype: DType
+
+
+@dataclass(frozen=True)
+class Reduce(Expr):
+    """``op`` over all reduce coordinates of ``src``; ``dtype`` is the accumulator's.
+
+    argmax/argmin give the int64 row-major position (over the reduce coordinates) of
+    the first extreme; NaN counts as the largest value, as in PyTorch.
+    """
+
+    op: str
+    src: Expr
+    dtype: DType
+
+
+def walk(e: Expr):
+    """Every node of an expression tree, parents before children (with repeats)."""
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        yield x
+        if isinstance(x, Alu):
+            stack.extend(reversed(x.srcs))
+        elif isinstance(x, (Cast, Reduce)):
+            stack.append(x.src)
+
+
+def reduce_identity(op: str, d: DType) -> Any:
+    """The neutral start value of a reduce of ``op`` with accumulator dtype ``d``."""
+    if op == "sum":
+        return 0
+    if op == "prod":
+        return 1
+    if op in ("max", "argmax"):
+        return float("-inf") if d.is_float else (0 if d.is_bool else int(_int_min(d)))
+    if op in ("min", "argmin"):
+        return float("inf") if d.is_float else (1 if d.is_bool else int(_int_max(d)))
+    raise ValueError(f"unknown reduce op {op!r}")
+
+
+def _int_min(d: DType) -> int:
+    import numpy as np
+
+    return np.iinfo(d.numpy).min
+
+
+def _int_max(d: DType) -> int:
+    import numpy as np
+
+    return np.iinfo(d.numpy).max
+
+
+def alu_dtype(op: str, srcs: tuple[DType, ...]) -> DType:
+    """The result dtype of an ALU op on operands already cast to a common dtype."""
+    if op in COMPARISONS:
+        return dtypes.bool_
+    if op == "where":
+        return srcs[1]
+    return srcs[0]

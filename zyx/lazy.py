@@ -1,0 +1,355 @@
+"""The lazy graph: ops record nodes, realization fuses them into kernels and runs them.
+
+A ``LazyNode`` is one value of ``shape`` (dense row-major once stored): either a
+realized device buffer (``op == "buffer"``) or a pending op on ``Src`` operands. A
+``Src`` reads another node through a ``View`` (movement ops are views: index
+arithmetic, never copies) or is a constant. Nodes only point at their sources, so a
+pending graph nobody can reach any more is freed by reference counting and never runs.
+
+Realizing a node builds one kernel for it, inlining pending sources (fusion) and
+storing those where inlining would recompute work:
+
+* elementwise chains always fuse, through any view (composed by the symbolic index
+  algebra), unless the view broadcasts a computed value (expand) or the value is
+  shared inside the graph and costly to recompute;
+* a reduce fuses into its consumer when read through an identity view (same flat
+  index: keepdim reshapes), with no pad above it, not inside another reduce, and with
+  the kernel's reduce shape; so ``(a*b).sum(1) + c`` is one kernel;
+* ``copy`` nodes from ``clone``/``contiguous`` are always stored (explicit breaks).
+
+Stored sources are realized first (their kernels are enqueued first on the in-order
+queue). After realization a node drops its sources and holds only its buffer, so
+buffers die as soon as no tensor and no pending node needs them.
+
+In-place writes: ``pending_readers_flush(buffer)`` realizes every pending node that
+reads ``buffer`` before anyone writes into it.
+"""
+from __future__ import annotations
+
+import math
+import weakref
+from typing import Any
+
+from zyx import dtype as dtypes
+from zyx.backend.pool import Buffer
+from zyx.dtype import DType
+from zyx.errors import ZyxError
+from zyx.ir import ops
+from zyx.ir import symbolic as sym
+from zyx.ir.kernel import Kernel, default_opts, out_var, red_var
+from zyx.ir.view import View, contiguous_strides
+
+SHARED_RECOMPUTE_LIMIT = 6  # a shared pending value costing more ALU ops than this is stored
+
+
+class Src:
+    """An operand: ``base`` (a LazyNode) read through ``view`` as ``dtype``, or a constant ``value``."""
+
+    __slots__ = ("base", "view", "dtype", "value")
+
+    def __init__(self, base: "LazyNode | None", view: View | None, dtype: DType, value: Any = None) -> None:
+        self.base = base
+        self.view = view
+        self.dtype = dtype
+        self.value = value
+
+
+class LazyNode:
+    """A value: a realized buffer or a pending op (see the module docstring)."""
+
+    __slots__ = ("op", "arg", "srcs", "dtype", "shape", "device", "buffer", "readers", "cost", "has_reduce",
+                 "__weakref__")
+
+    def __init__(self, op: str, arg: Any, srcs: tuple[Src, ...], dtype: DType, shape: tuple[int, ...],
+                 device: Any, buffer: Buffer | None = None) -> None:
+        self.op = op
+        self.arg = arg
+        self.srcs = srcs
+        self.dtype = dtype
+        self.shape = shape
+        self.device = device
+        self.buffer = buffer
+        self.readers: weakref.WeakSet | None = None
+        cost = 1 if op == "alu" else 0
+        has_reduce = op == "reduce"
+        for s in srcs:
+            b = s.base
+            if b is None:
+                continue
+            if b.buffer is not None:
+                _register_reader(b.buffer, self)
+            else:
+                cost += b.cost
+                has_reduce = has_reduce or b.has_reduce
+                if b.readers is None:
+                    b.readers = weakref.WeakSet()
+                b.readers.add(self)
+        self.cost = cost
+        self.has_reduce = has_reduce
+
+    @property
+    def realized(self) -> bool:
+        return self.buffer is not None
+
+    def __repr__(self) -> str:
+        state = "realized" if self.buffer is not None else f"pending {self.op}{'' if self.arg is None else ' ' + str(self.arg)}"
+        return f"<LazyNode {state} {self.dtype.name}{list(self.shape)}>"
+
+
+_readers: "weakref.WeakKeyDictionary[Buffer, weakref.WeakSet]" = weakref.WeakKeyDictionary()
+
+
+def _register_reader(buf: Buffer, node: LazyNode) -> None:
+    s = _readers.get(buf)
+    if s is None:
+        s = _readers[buf] = weakref.WeakSet()
+    s.add(node)
+
+
+def from_buffer(buf: Buffer, dtype: DType, device: Any) -> LazyNode:
+    """A realized node over an existing buffer (its elements indexed flat)."""
+    n = buf.nbytes // dtype.itemsize if dtype.itemsize else 0
+    return LazyNode("buffer", None, (), dtype, (n,), device, buf)
+
+
+def pending_readers_flush(buf: Buffer) -> None:
+    """Realize every pending node that reads ``buf`` (before an in-place write into it)."""
+    readers = _readers.get(buf)
+    if not readers:
+        return
+    for node in list(readers):
+        if node.buffer is None:
+            realize(node)
+    readers.clear()
+
+
+# ------------------------------------------------------------------ building
+
+def alu(op: str, srcs: list[Src], dtype: DType, shape: tuple[int, ...], device: Any) -> LazyNode:
+    return LazyNode("alu", op, tuple(srcs), dtype, shape, device)
+
+
+def cast(src: Src, dtype: DType, shape: tuple[int, ...], device: Any) -> LazyNode:
+    return LazyNode("cast", None, (src,), dtype, shape, device)
+
+
+def copy(src: Src, shape: tuple[int, ...], device: Any, store: bool = False) -> LazyNode:
+    """The values of ``src`` as a new dense value; ``store`` forces a buffer (clone/contiguous)."""
+    return LazyNode("copy", store, (src,), src.dtype, shape, device)
+
+
+def reduce(op: str, src: Src, axes: tuple[int, ...], dtype: DType, device: Any) -> LazyNode:
+    """``op`` over ``axes`` of ``src`` (result keeps the axes as size 1); ``dtype`` is the accumulator's."""
+    shape = tuple(1 if i in axes else d for i, d in enumerate(src.view.shape))
+    return LazyNode("reduce", (op, tuple(axes)), (src,), dtype, shape, device)
+
+
+def pad(src: Src, pads: tuple[tuple[int, int], ...], value: Any, device: Any) -> LazyNode:
+    """``src`` with ``pads[i] = (before, after)`` elements of ``value`` on each dim (non-negative)."""
+    shape = tuple(d + lo + hi for d, (lo, hi) in zip(src.view.shape, pads))
+    return LazyNode("pad", (tuple(pads), value), (src,), src.dtype, shape, device)
+
+
+# ------------------------------------------------------------------ scheduling
+
+def _identity(view: View, shape: tuple[int, ...]) -> bool:
+    """Whether ``view`` reads a dense value of ``shape`` at the same flat index it produces."""
+    if view.offset != 0 or view.numel != math.prod(shape):
+        return False
+    return all(s == c for s, c, d in zip(view.strides, contiguous_strides(view.shape), view.shape) if d != 1)
+
+
+def _broadcasts(view: View) -> bool:
+    return any(s == 0 and d > 1 for s, d in zip(view.strides, view.shape))
+
+
+def _count_parents(root: LazyNode) -> dict[int, int]:
+    counts: dict[int, int] = {}
+    stack = [root]
+    seen = {id(root)}
+    while stack:
+        n = stack.pop()
+        for s in n.srcs:
+            b = s.base
+            if b is None or b.buffer is not None:
+                continue
+            counts[id(b)] = counts.get(id(b), 0) + 1
+            if id(b) not in seen:
+                seen.add(id(b))
+                stack.append(b)
+    return counts
+
+
+class _KernelBuilder:
+    def __init__(self, root: LazyNode, counts: dict[int, int]) -> None:
+        self.root = root
+        self.counts = counts
+        self.bufs: list[DType] = [root.dtype]
+        self.args: list[Buffer | None] = [None]
+        self.index: dict[tuple[int, str], int] = {}
+        self.red_shape: tuple[int, ...] | None = None
+        self.in_reduce = False
+        self.fusable: dict[int, bool] = {}
+
+    def build(self) -> Kernel:
+        coords = [out_var(i, d) for i, d in enumerate(self.root.shape)]
+        body = self.node_expr(self.root, coords, sym.ONE)
+        if body.dtype != self.root.dtype:
+            body = ops.Cast(body, self.root.dtype)
+        return Kernel(tuple(self.root.shape), self.red_shape or (), tuple(self.bufs), body)
+
+    def buf_index(self, buf: Buffer, dtype: DType) -> int:
+        key = (id(buf), dtype.name)
+        i = self.index.get(key)
+        if i is None:
+            i = self.index[key] = len(self.bufs)
+            self.bufs.append(dtype)
+            self.args.append(buf)
+        return i
+
+    def can_inline(self, n: LazyNode, view: View, valid: sym.Node) -> bool:
+        if n.op == "copy" and n.arg:
+            return False
+        if self.fusable_reduce(n):
+            if self.in_reduce or valid != sym.ONE or self.counts.get(id(n), 0) > 1 or not _identity(view, n.shape):
+                return False
+            return self.red_shape is None or self.red_shape == self.red_sizes(n)
+        if n.cost > 0 and _broadcasts(view):
+            return False
+        return not (self.counts.get(id(n), 0) > 1 and n.cost > SHARED_RECOMPUTE_LIMIT)
+
+    def fusable_reduce(self, n: LazyNode) -> bool:
+        """Whether ``n`` contains a pending reduce that inlining it would fuse (not one that gets stored)."""
+        if not n.has_reduce or n.buffer is not None:
+            return False
+        got = self.fusable.get(id(n))
+        if got is None:
+            got = n.op == "reduce" or any(
+                s.base is not None and s.base.buffer is None and not (s.base.op == "copy" and s.base.arg)
+                and _identity(s.view, s.base.shape) and self.fusable_reduce(s.base) for s in n.srcs)
+            self.fusable[id(n)] = got
+        return got
+
+    def red_sizes(self, n: LazyNode) -> tuple[int, ...] | None:
+        """The reduce sizes of the pending reduce that inlining ``n`` fuses."""
+        if n.op == "reduce":
+            return tuple(n.srcs[0].view.shape[a] for a in n.arg[1])
+        for s in n.srcs:
+            if s.base is not None and _identity(s.view, s.base.shape) and self.fusable_reduce(s.base):
+                return self.red_sizes(s.base)
+        return None
+
+    def src_expr(self, s: Src, coords: list[sym.Node], valid: sym.Node) -> ops.Expr:
+        n = s.base
+        if n is None:
+            return ops.Const(s.value, s.dtype)
+        v = s.view
+        if n.buffer is None:
+            if self.can_inline(n, v, valid):
+                if v.shape == n.shape and _identity(v, n.shape):
+                    inner = coords
+                else:
+                    flat = sym.add(v.offset, *(sym.mul(c, st) for c, st, d in zip(coords, v.strides, v.shape) if d != 1))
+                    inner = sym.unravel(flat, n.shape)
+                return self.node_expr(n, inner, valid)
+            realize(n)
+        if valid == sym.ZERO:
+            return ops.Const(0, s.dtype)
+        index = sym.add(v.offset, *(sym.mul(c, st) for c, st, d in zip(coords, v.strides, v.shape) if d != 1))
+        return ops.Load(self.buf_index(n.buffer, s.dtype), s.dtype, index, valid)
+
+    def node_expr(self, n: LazyNode, coords: list[sym.Node], valid: sym.Node) -> ops.Expr:
+        op = n.op
+        if op == "alu":
+            srcs = tuple(self.src_expr(s, coords, valid) for s in n.srcs)
+            return ops.Alu(n.arg, srcs, n.dtype)
+        if op == "cast":
+            inner = self.src_expr(n.srcs[0], coords, valid)
+            return inner if inner.dtype == n.dtype else ops.Cast(inner, n.dtype)
+        if op == "copy":
+            return self.src_expr(n.srcs[0], coords, valid)
+        if op == "pad":
+            pads, value = n.arg
+            src = n.srcs[0]
+            inner_coords, conds = [], []
+            for c, (lo, hi), d in zip(coords, pads, src.view.shape):
+                inner_coords.append(sym.add(c, -lo) if lo else c)
+                if lo:
+                    conds.append(sym.ge(c, lo))
+                if hi:
+                    conds.append(sym.lt(c, lo + d))
+            cond = sym.land(*conds)
+            inner = self.src_expr(src, inner_coords, sym.land(valid, cond))
+            if cond == sym.ONE:
+                return inner
+            if isinstance(inner, ops.Load) and inner.other == 0:
+                return ops.Load(inner.buf, inner.dtype, inner.index, inner.valid, value)
+            return ops.Alu("where", (ops.Cond(cond), inner, ops.Const(value, n.dtype)), n.dtype)
+        if op == "reduce":
+            rop, axes = n.arg
+            src = n.srcs[0]
+            sizes = tuple(src.view.shape[a] for a in axes)
+            if self.red_shape is None:
+                self.red_shape = sizes
+            inner = list(coords)
+            for j, a in enumerate(axes):
+                inner[a] = red_var(j, sizes[j])
+            saved, self.in_reduce = self.in_reduce, True
+            body = self.src_expr(src, inner, valid)
+            self.in_reduce = saved
+            return ops.Reduce(rop, body, n.dtype)
+        if op == "buffer":  # pragma: no cover - handled by src_expr
+            raise ZyxError("internal: a realized node reached node_expr")
+        raise ZyxError(f"internal: unknown lazy op {op!r}")
+
+
+_counts_stack: list[dict[int, int]] = []
+
+
+def realize(node: LazyNode) -> Buffer:
+    """Run the pending work producing ``node`` (asynchronously) and return its buffer."""
+    if node.buffer is not None:
+        return node.buffer
+    top = not _counts_stack
+    if top:
+        _counts_stack.append(_count_parents(node))
+    try:
+        _realize_one(node, _counts_stack[0])
+    finally:
+        if top:
+            _counts_stack.pop()
+    return node.buffer  # type: ignore[return-value]
+
+
+def _realize_one(node: LazyNode, counts: dict[int, int]) -> None:
+    from zyx.codegen.kernel import launch_kernel
+
+    device = node.device
+    numel = math.prod(node.shape)
+    out = device.pool.allocate(numel * node.dtype.itemsize)
+    if numel:
+        kb = _KernelBuilder(node, counts)
+        kernel = kb.build()
+        opts = default_opts(kernel, device.info.max_work_group_size)
+        args = [out.cl] + [b.cl for b in kb.args[1:]]  # type: ignore[union-attr]
+        launch_kernel(device, kernel, opts, args)
+    _set_buffer(node, out)
+
+
+def _set_buffer(node: LazyNode, buf: Buffer) -> None:
+    node.buffer = buf
+    node.op = "buffer"
+    node.srcs = ()
+    node.arg = None
+    node.cost = 0
+    node.has_reduce = False
+    readers = node.readers
+    node.readers = None
+    if readers:
+        for r in readers:
+            if r.buffer is None:
+                _register_reader(buf, r)
+
+
+__all__ = ["LazyNode", "Src", "alu", "cast", "copy", "reduce", "pad", "realize", "from_buffer",
+           "pending_readers_flush", "dtypes"]

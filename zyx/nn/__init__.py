@@ -1,0 +1,4 @@
+"""Neural-network helpers: ``zyx.nn.functional``."""
+from zyx.nn import functional
+
+__all__ = ["functional"]

@@ -1,0 +1,166 @@
+"""``zyx.nn.functional``: softmax family, linear, layer_norm, embedding, attention, dropout, loss.
+
+Everything is composed from lazy elementwise ops, reductions and matmul, so it fuses:
+softmax is three kernels (max, sum of exp, normalize), layer_norm four or fewer.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+from zyx import dtype as dtypes
+from zyx import ops_reduce as R
+from zyx.errors import DTypeError, ShapeError
+from zyx.ir.view import normalize_dim
+from zyx.ops_elementwise import binary, unary, where
+
+
+def _work(x: Any):
+    """Compute 16-bit floats in float32 (returns the working tensor and the dtype to give back)."""
+    if x.dtype.is_float and x.dtype.itemsize >= 4:
+        return x, x.dtype
+    if not x.dtype.is_float:
+        return x.cast(dtypes.float32), dtypes.float32
+    return x.cast(dtypes.float32), x.dtype
+
+
+def softmax(x: Any, dim: int = -1):
+    """``exp(x - max) / sum(exp(x - max))`` along ``dim``."""
+    w, out_dt = _work(x)
+    if w.ndim == 0:
+        return (w - w + 1.0).cast(out_dt)
+    d = normalize_dim(dim, w.ndim)
+    m = R.reduce(w, "max", d, keepdim=True)
+    e = unary("exp", w - m)
+    s = R.reduce(e, "sum", d, keepdim=True)
+    out = e / s
+    return out if out.dtype is out_dt else out.cast(out_dt)
+
+
+def log_softmax(x: Any, dim: int = -1):
+    """``x - max - log(sum(exp(x - max)))`` along ``dim``."""
+    w, out_dt = _work(x)
+    if w.ndim == 0:
+        return (w - w).cast(out_dt)
+    d = normalize_dim(dim, w.ndim)
+    m = R.reduce(w, "max", d, keepdim=True)
+    z = w - m
+    s = R.reduce(unary("exp", z), "sum", d, keepdim=True)
+    out = z - unary("log", s)
+    return out if out.dtype is out_dt else out.cast(out_dt)
+
+
+def linear(x: Any, weight: Any, bias: Any = None):
+    """``x @ weight.T + bias`` (weight: (out_features, in_features))."""
+    y = R.matmul(x, weight.transpose(-1, -2) if weight.ndim >= 2 else weight)
+    return y if bias is None else y + bias
+
+
+def layer_norm(x: Any, normalized_shape: Sequence[int] | int, weight: Any = None, bias: Any = None,
+               eps: float = 1e-5):
+    """Normalize over the trailing ``normalized_shape`` dims (biased variance), then scale and shift."""
+    if isinstance(normalized_shape, int):
+        normalized_shape = (normalized_shape,)
+    normalized_shape = tuple(normalized_shape)
+    k = len(normalized_shape)
+    if tuple(x.shape[x.ndim - k:]) != normalized_shape or k > x.ndim:
+        raise ShapeError(f"layer_norm: normalized_shape {normalized_shape} does not match the trailing dims "
+                         f"of input shape {x.shape}")
+    w, out_dt = _work(x)
+    dims = tuple(range(x.ndim - k, x.ndim))
+    n = math.prod(normalized_shape)
+    mu = R.reduce(w, "sum", dims, keepdim=True) * (1.0 / n)
+    d = w - mu
+    var = R.reduce(d * d, "sum", dims, keepdim=True) * (1.0 / n)
+    out = d * unary("rsqrt", var + eps)
+    if weight is not None:
+        out = out * weight
+    if bias is not None:
+        out = out + bias
+    return out if out.dtype is out_dt else out.cast(out_dt)
+
+
+def embedding(indices: Any, weight: Any):
+    """Rows of ``weight`` selected by integer ``indices`` (a one-hot contraction, fused)."""
+    if not (indices.dtype.is_int):
+        raise DTypeError(f"embedding: indices must be an integer tensor, got {indices.dtype.name}")
+    from zyx.creation import arange
+
+    vocab = weight.shape[0]
+    ids = arange(vocab, device=indices.device)
+    onehot = binary("eq", indices.unsqueeze(-1), ids)  # (..., V)
+    w = weight if weight.dtype.itemsize >= 4 else weight.cast(dtypes.float32)
+    picked = where(onehot.unsqueeze(-1), w, 0.0)  # (..., V, D)
+    out = R.reduce(picked, "sum", picked.ndim - 2, keepdim=False)
+    return out if out.dtype is weight.dtype else out.cast(weight.dtype)
+
+
+def scaled_dot_product_attention(q: Any, k: Any, v: Any, attn_mask: Any = None, is_causal: bool = False,
+                                 scale: float | None = None):
+    """``softmax(q k^T * scale + mask) v``; a bool mask keeps True positions."""
+    d = q.shape[-1]
+    scale = 1.0 / math.sqrt(d) if scale is None else scale
+    scores = R.matmul(q, k.transpose(-1, -2)) * scale
+    L, S = scores.shape[-2], scores.shape[-1]
+    if is_causal:
+        from zyx.creation import arange
+
+        keep = binary("ge", arange(L, device=q.device).unsqueeze(1), arange(S, device=q.device).unsqueeze(0))
+        scores = where(keep, scores, float("-inf"))
+    if attn_mask is not None:
+        if attn_mask.dtype.is_bool:
+            scores = where(attn_mask, scores, float("-inf"))
+        else:
+            scores = scores + attn_mask
+    return R.matmul(softmax(scores, -1), v)
+
+
+def dropout(x: Any, p: float = 0.5, training: bool = True):
+    """Zero each element with probability ``p`` and scale the rest by ``1/(1-p)``."""
+    if not 0.0 <= p <= 1.0:
+        raise ShapeError(f"dropout: p must be in [0, 1], got {p}")
+    if not training or p == 0.0:
+        return x
+    if p == 1.0:
+        return x * 0
+    from zyx.creation import rand
+
+    keep = binary("ge", rand(*x.shape, device=x.device), p)
+    return where(keep, x * (1.0 / (1.0 - p)), 0.0).cast(x.dtype) if x.dtype.is_float else where(keep, x, 0)
+
+
+def cross_entropy(logits: Any, target: Any, reduction: str = "mean"):
+    """Cross entropy of (N, C) logits with int class targets (N,) or probability targets (N, C)."""
+    logp = log_softmax(logits, -1)
+    if target.dtype.is_int:
+        from zyx.creation import arange
+
+        onehot = binary("eq", target.unsqueeze(-1), arange(logits.shape[-1], device=logits.device))
+        loss = -R.reduce(where(onehot, logp, 0.0), "sum", -1)
+    else:
+        loss = -R.reduce(logp * target, "sum", -1)
+    if reduction == "none":
+        return loss
+    if reduction == "sum":
+        return R.reduce(loss, "sum", None)
+    if reduction == "mean":
+        return R.mean(loss)
+    raise ShapeError(f"cross_entropy: reduction must be 'none', 'mean' or 'sum', got {reduction!r}")
+
+
+def relu(x: Any):
+    return unary("relu", x)
+
+
+def gelu(x: Any, approximate: str = "none"):
+    from zyx.ops_elementwise import gelu as _g
+
+    return _g(x, approximate)
+
+
+def silu(x: Any):
+    return unary("silu", x)
+
+
+def sigmoid(x: Any):
+    return unary("sigmoid", x)

@@ -1,0 +1,281 @@
+"""Elementwise tensor ops (API.md "Elementwise"): lazy ALU nodes with PyTorch dtype rules.
+
+Each op broadcasts its operands (views, no copies), casts them to the computation
+dtype (PyTorch's ``result_type``; true division and float functions of integers go
+to float32), and records one lazy node; fusion happens at realization. ``install``
+attaches the methods and operators to ``Tensor``.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from zyx import dtype as dtypes
+from zyx import lazy
+from zyx.dtype import DType, to_dtype
+from zyx.errors import DTypeError, ShapeError
+from zyx.ir.view import View
+
+Scalar = (bool, int, float, np.bool_, np.integer, np.floating)
+
+
+def _tensor_cls():
+    from zyx.tensor import Tensor
+
+    return Tensor
+
+
+def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:
+    """The broadcast of several shapes (PyTorch/NumPy rules)."""
+    n = max((len(s) for s in shapes), default=0)
+    out = [1] * n
+    for s in shapes:
+        for i, d in enumerate(s):
+            j = n - len(s) + i
+            if out[j] == 1:
+                out[j] = d
+            elif d != 1 and d != out[j]:
+                raise ShapeError(f"shapes {' and '.join(str(tuple(x)) for x in shapes)} cannot be broadcast "
+                                 f"together (dim {j}: {out[j]} vs {d})")
+    return tuple(out)
+
+
+def from_node(node: lazy.LazyNode, shape: tuple[int, ...] | None = None):
+    """A tensor viewing a lazy node (reshaped to ``shape`` if given, same element count)."""
+    shape = node.shape if shape is None else tuple(shape)
+    return _tensor_cls()(node, View.contiguous(shape), node.dtype, node.device)
+
+
+def src_of(x: Any, shape: tuple[int, ...], dtype: DType) -> lazy.Src:
+    """An operand reading tensor or scalar ``x`` broadcast to ``shape`` as ``dtype``."""
+    Tensor = _tensor_cls()
+    if not isinstance(x, Tensor):
+        return lazy.Src(None, None, dtype, _scalar_value(x, dtype))
+    if x.dtype is not dtype:
+        x = x.cast(dtype)
+    view = x._view if x.shape == shape else x._view.expand(shape)
+    return lazy.Src(x._data, view, dtype)
+
+
+def _scalar_value(v: Any, d: DType) -> Any:
+    if isinstance(v, Scalar):
+        if d.is_float:
+            return float(v)
+        if d.is_bool:
+            return bool(v)
+        return int(v)
+    raise DTypeError(f"unsupported operand {v!r} of type {type(v).__name__}; expected a Tensor or a Python number")
+
+
+def _device_of(*xs: Any):
+    Tensor = _tensor_cls()
+    devs = [x.device for x in xs if isinstance(x, Tensor)]
+    for d in devs[1:]:
+        if d is not devs[0]:
+            raise ShapeError(f"operands live on different devices ({devs[0]} and {d}); move one with .to()")
+    return devs[0]
+
+
+def _shape_of(x: Any) -> tuple[int, ...]:
+    return x.shape if isinstance(x, _tensor_cls()) else ()
+
+
+def _node(op: str, xs: Sequence[Any], compute: DType, result: DType | None = None):
+    shape = broadcast_shapes(*(_shape_of(x) for x in xs))
+    device = _device_of(*xs)
+    srcs = [src_of(x, shape, compute) for x in xs]
+    from zyx.ir.ops import alu_dtype
+
+    out = result or alu_dtype(op, tuple(s.dtype for s in srcs))
+    return from_node(lazy.alu(op, srcs, out, shape, device))
+
+
+def _check_operand(x: Any) -> None:
+    if not isinstance(x, (_tensor_cls(), *Scalar)):
+        raise DTypeError(f"unsupported operand {x!r} of type {type(x).__name__}; expected a Tensor or a Python number")
+
+
+# ------------------------------------------------------------------ binary
+
+def binary(op: str, a: Any, b: Any):
+    """``a op b`` with PyTorch type promotion and broadcasting (either side may be a scalar)."""
+    _check_operand(a)
+    _check_operand(b)
+    dt = dtypes.result_type(a, b)
+    if op == "div":
+        if not dt.is_float:
+            dt = dtypes.float32
+        return _node("div", (a, b), dt)
+    if op in ("eq", "ne", "lt", "le", "gt", "ge"):
+        return _node(op, (a, b), dt)
+    if op in ("and", "or", "xor"):
+        if dt.is_float:
+            raise DTypeError(f"bitwise {op} needs bool or integer tensors, got {dt.name}")
+        return _node(op, (a, b), dt)
+    if dt.is_bool:
+        if op == "add" or op == "maximum":
+            return _node("or", (a, b), dt)
+        if op == "mul" or op == "minimum":
+            return _node("and", (a, b), dt)
+        if op == "sub":
+            raise DTypeError("subtraction of bool tensors is not supported; use logical ops (^ or logical_not)")
+        dt = dtypes.int64 if op != "pow" else dtypes.int64
+    return _node(op, (a, b), dt)
+
+
+def where(cond: Any, a: Any, b: Any):
+    """``a`` where ``cond`` else ``b`` (broadcast; a/b promoted together)."""
+    Tensor = _tensor_cls()
+    if not isinstance(cond, Tensor):
+        raise DTypeError("where: the condition must be a bool tensor")
+    dt = dtypes.result_type(a, b) if (isinstance(a, Tensor) or isinstance(b, Tensor)) else \
+        dtypes.result_type(dtypes.scalar_dtype(a), b)
+    shape = broadcast_shapes(cond.shape, _shape_of(a), _shape_of(b))
+    device = _device_of(cond, a, b)
+    srcs = [src_of(cond, shape, dtypes.bool_), src_of(a, shape, dt), src_of(b, shape, dt)]
+    return from_node(lazy.alu("where", srcs, dt, shape, device))
+
+
+def maximum(a: Any, b: Any):
+    """Elementwise maximum (NaN propagates)."""
+    return binary("maximum", a, b)
+
+
+def minimum(a: Any, b: Any):
+    """Elementwise minimum (NaN propagates)."""
+    return binary("minimum", a, b)
+
+
+def pow(a: Any, b: Any):  # noqa: A001 - the API name
+    """``a ** b``."""
+    return binary("pow", a, b)
+
+
+# ------------------------------------------------------------------ unary
+
+_FLOAT_FNS = ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "tan", "tanh", "sigmoid", "silu", "erf",
+              "reciprocal")
+_SAME_DTYPE_FNS = ("neg", "abs", "floor", "ceil", "round", "trunc", "sign", "square", "relu")
+
+
+def unary(op: str, x: Any):
+    Tensor = _tensor_cls()
+    if not isinstance(x, Tensor):
+        raise DTypeError(f"{op}: expected a Tensor, got {type(x).__name__}")
+    dt = x.dtype
+    if op in _FLOAT_FNS or op in ("gelu", "gelu_tanh"):
+        if not dt.is_float:
+            dt = dtypes.float32
+        return _node(op, (x,), dt)
+    if op in ("isnan", "isinf", "not"):
+        return _node(op, (x,), dt)
+    if op == "invert":
+        if dt.is_float:
+            raise DTypeError(f"~ needs a bool or integer tensor, got {dt.name}")
+        return _node(op, (x,), dt)
+    if op == "neg" and dt.is_bool:
+        raise DTypeError("negation of a bool tensor is not supported; use ~ or logical_not")
+    if dt.is_bool and op in ("sign", "floor", "ceil", "round", "trunc"):
+        return x
+    if not dt.is_float and op in ("floor", "ceil", "round", "trunc"):
+        return x
+    if dt.is_bool and op == "square":
+        dt = dtypes.int64
+    return _node(op, (x,), dt)
+
+
+def gelu(x: Any, approximate: str = "none"):
+    """GELU: exact (erf) by default, ``approximate='tanh'`` for the tanh form."""
+    if approximate not in ("none", "tanh"):
+        raise ShapeError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+    return unary("gelu_tanh" if approximate == "tanh" else "gelu", x)
+
+
+def clip(x: Any, min: Any = None, max: Any = None):  # noqa: A002 - PyTorch's names
+    """Clamp into ``[min, max]`` (either bound may be None or a tensor)."""
+    if min is None and max is None:
+        raise ShapeError("clip: at least one of min and max must be given")
+    out = x
+    if min is not None:
+        out = _clamp_side(out, min, "maximum")
+    if max is not None:
+        out = _clamp_side(out, max, "minimum")
+    return out
+
+
+def _clamp_side(x: Any, bound: Any, op: str):
+    dt = dtypes.result_type(x, bound)
+    return _node(op, (x, bound), dt)
+
+
+def logical_not(x: Any):
+    return unary("not", x)
+
+
+# ------------------------------------------------------------------ installation
+
+def _method(op: str):
+    def f(self):
+        return unary(op, self)
+
+    f.__name__ = op
+    f.__doc__ = f"Elementwise {op}."
+    return f
+
+
+def _binop(op: str, reverse: bool = False):
+    if reverse:
+        def f(self, other):
+            if not isinstance(other, (_tensor_cls(), *Scalar)):
+                return NotImplemented
+            return binary(op, other, self)
+    else:
+        def f(self, other):
+            if not isinstance(other, (_tensor_cls(), *Scalar)):
+                return NotImplemented
+            return binary(op, self, other)
+    return f
+
+
+def install(Tensor: type) -> None:
+    """Attach the elementwise methods and operators to ``Tensor``."""
+    for op in ("add", "sub", "mul", "floordiv", "mod", "pow", "and", "or", "xor"):
+        name = {"div": "truediv"}.get(op, op)
+        setattr(Tensor, f"__{name}__", _binop(op))
+        setattr(Tensor, f"__r{name}__", _binop(op, reverse=True))
+    Tensor.__truediv__ = _binop("div")
+    Tensor.__rtruediv__ = _binop("div", reverse=True)
+    for op, name in (("eq", "eq"), ("ne", "ne"), ("lt", "lt"), ("le", "le"), ("gt", "gt"), ("ge", "ge")):
+        setattr(Tensor, f"__{name}__", _binop(op))
+    Tensor.__hash__ = object.__hash__
+    Tensor.__neg__ = _method("neg")
+    Tensor.__abs__ = _method("abs")
+    Tensor.__invert__ = _method("invert")
+    Tensor.__pos__ = lambda self: self
+    for op in _FLOAT_FNS + _SAME_DTYPE_FNS + ("isnan", "isinf"):
+        setattr(Tensor, op, _method(op))
+    Tensor.gelu = gelu
+    Tensor.clip = clip
+    Tensor.clamp = clip
+    Tensor.logical_not = logical_not
+    Tensor.maximum = maximum
+    Tensor.minimum = minimum
+    Tensor.pow = pow
+    Tensor.where = lambda self, cond, other: where(cond, self, other)
+    for name in ("add", "sub", "mul"):
+        setattr(Tensor, name, _binop(name))
+    Tensor.div = _binop("div")
+    Tensor.eq = _binop("eq")
+    Tensor.ne = _binop("ne")
+
+
+def functions() -> dict[str, Any]:
+    """The module-level functions exported as ``zyx.<name>``."""
+    out = {op: (lambda op: (lambda x: unary(op, x)))(op) for op in _FLOAT_FNS + _SAME_DTYPE_FNS + ("isnan", "isinf")}
+    out.update(where=where, maximum=maximum, minimum=minimum, pow=pow, clip=clip, clamp=clip, gelu=gelu,
+               logical_not=logical_not, broadcast_shapes=broadcast_shapes)
+    return out
+
+
+__all__ = ["binary", "unary", "where", "maximum", "minimum", "clip", "gelu", "install", "functions", "to_dtype"]

@@ -1,0 +1,245 @@
+"""Reductions (API.md "Reductions") and matmul as a fused multiply-reduce.
+
+A reduce records one lazy node (keepdim form; ``keepdim=False`` is a view on it).
+Integer and bool sums/products accumulate in int64, 16/8-bit floats in float32 (the
+result is rounded back to the input dtype, as PyTorch does). A large reduction with
+few outputs is split in two stages so that many work items share it.
+"""
+from __future__ import annotations
+
+import builtins
+import math
+from typing import Any
+
+from zyx import dtype as dtypes
+from zyx import lazy
+from zyx.dtype import DType
+from zyx.errors import DTypeError, ShapeError
+from zyx.ir.view import normalize_dim
+from zyx.ops_elementwise import binary, broadcast_shapes, from_node, unary, where
+
+SPLIT_MIN = 1 << 15  # reductions at least this long with few outputs run in two stages
+
+
+def _dims(x: Any, dim: Any) -> tuple[int, ...]:
+    if dim is None:
+        return tuple(range(x.ndim))
+    if isinstance(dim, (list, tuple)):
+        dims = tuple(normalize_dim(d, x.ndim) for d in dim)
+        if len(set(dims)) != len(dims):
+            raise ShapeError(f"dim {tuple(dim)} names a dimension twice")
+        return tuple(sorted(dims)) if dims else tuple(range(x.ndim))
+    return (normalize_dim(dim, x.ndim),)
+
+
+def _acc_dtype(op: str, d: DType) -> DType:
+    if op in ("sum", "prod"):
+        if d.is_bool or d.is_int:
+            return dtypes.int64
+        if d.itemsize < 4:
+            return dtypes.float32
+    return d
+
+
+def _finish(node: lazy.LazyNode, x: Any, dims: tuple[int, ...], keepdim: bool):
+    out = from_node(node)
+    if not keepdim:
+        out = out.reshape(tuple(d for i, d in enumerate(x.shape) if i not in dims))
+    return out
+
+
+def reduce(x: Any, op: str, dim: Any = None, keepdim: bool = False, acc: DType | None = None):
+    """``op`` (sum/prod/max/min) over ``dim``; returns the accumulator dtype (callers cast)."""
+    dims = _dims(x, dim)
+    acc = acc or _acc_dtype(op, x.dtype)
+    if x.ndim == 0:
+        return x.cast(acc)
+    red = math.prod(x.shape[d] for d in dims)
+    outs = math.prod(s for i, s in enumerate(x.shape) if i not in dims)
+    src = x if x.dtype is acc else x.cast(acc)
+    if red >= SPLIT_MIN and outs <= 16:
+        split = _two_stage(src, op, dims, acc)
+        if split is not None:
+            return split if keepdim else split.reshape(tuple(d for i, d in enumerate(x.shape) if i not in dims))
+    node = lazy.reduce(op, lazy.Src(src._data, src._view, acc), dims, acc, x.device)
+    return _finish(node, x, dims, keepdim)
+
+
+def _two_stage(x: Any, op: str, dims: tuple[int, ...], acc: DType):
+    """Reduce as (outs, G, R/G) -> (outs, G) -> (outs,), or None when R has no good split."""
+    keep = [i for i in range(x.ndim) if i not in dims]
+    red = math.prod(x.shape[d] for d in dims)
+    groups = next((g for g in (256, 128, 64, 32, 16) if red % g == 0 and red // g >= 256), None)
+    if groups is None:
+        return None
+    y = x.permute(*keep, *dims).reshape(*(x.shape[i] for i in keep), groups, red // groups)
+    n = y.ndim
+    part = lazy.reduce(op, lazy.Src(y._data, y._view, acc), (n - 1,), acc, x.device)
+    p = from_node(part).reshape(y.shape[:-1])
+    final = lazy.reduce("sum" if op == "sum" else op, lazy.Src(p._data, p._view, acc), (n - 2,), acc, x.device)
+    return from_node(final).reshape(tuple(1 if i in dims else s for i, s in enumerate(x.shape)))
+
+
+def sum(x: Any, dim: Any = None, keepdim: bool = False, dtype: Any = None):  # noqa: A001
+    """Sum over ``dim`` (ints accumulate in int64; 16-bit floats in float32)."""
+    out = reduce(x, "sum", dim, keepdim)
+    target = dtypes.to_dtype(dtype) if dtype is not None else (x.dtype if x.dtype.is_float else dtypes.int64)
+    return out if out.dtype is target else out.cast(target)
+
+
+def prod(x: Any, dim: Any = None, keepdim: bool = False):
+    out = reduce(x, "prod", dim, keepdim)
+    target = x.dtype if x.dtype.is_float else dtypes.int64
+    return out if out.dtype is target else out.cast(target)
+
+
+def mean(x: Any, dim: Any = None, keepdim: bool = False):
+    if not x.dtype.is_float:
+        raise DTypeError(f"mean(): expected a floating point tensor, got {x.dtype.name}")
+    dims = _dims(x, dim)
+    n = math.prod(x.shape[d] for d in dims) if x.ndim else 1
+    s = reduce(x, "sum", dim, keepdim)
+    out = s / n if n else s * float("nan")
+    return out if out.dtype is x.dtype else out.cast(x.dtype)
+
+
+def max(x: Any, dim: Any = None, keepdim: bool = False):  # noqa: A001
+    _nonempty(x, dim, "max")
+    return reduce(x, "max", dim, keepdim)
+
+
+def min(x: Any, dim: Any = None, keepdim: bool = False):  # noqa: A001
+    _nonempty(x, dim, "min")
+    return reduce(x, "min", dim, keepdim)
+
+
+def _nonempty(x: Any, dim: Any, name: str) -> None:
+    dims = _dims(x, dim)
+    if x.ndim and builtins.any(x.shape[d] == 0 for d in dims):
+        raise ShapeError(f"{name}(): cannot reduce over an empty dimension (shape {x.shape}, dim {dim}); "
+                         "expected a non-empty reduction")
+
+
+def _arg(x: Any, op: str, dim: Any, keepdim: bool):
+    _nonempty(x, dim, op)
+    if dim is None:
+        flat = x.reshape(-1)
+        node = lazy.reduce(op, lazy.Src(flat._data, flat._view, x.dtype), (0,), dtypes.int64, x.device)
+        out = from_node(node)
+        return out.reshape(()) if not keepdim else out.reshape((1,) * x.ndim)
+    if x.ndim == 0:
+        return from_node(lazy.cast(lazy.Src(None, None, dtypes.int64, 0), dtypes.int64, (), x.device))
+    d = normalize_dim(dim, x.ndim)
+    node = lazy.reduce(op, lazy.Src(x._data, x._view, x.dtype), (d,), dtypes.int64, x.device)
+    return _finish(node, x, (d,), keepdim)
+
+
+def argmax(x: Any, dim: Any = None, keepdim: bool = False):
+    """int64 index of the first maximum (NaN counts as the maximum)."""
+    return _arg(x, "argmax", dim, keepdim)
+
+
+def argmin(x: Any, dim: Any = None, keepdim: bool = False):
+    """int64 index of the first minimum."""
+    return _arg(x, "argmin", dim, keepdim)
+
+
+def var(x: Any, dim: Any = None, correction: int = 1, keepdim: bool = False, unbiased: Any = None):
+    """Variance with Bessel's ``correction`` (computed in float32 for 16-bit inputs)."""
+    if unbiased is not None:
+        correction = 1 if unbiased else 0
+    if not x.dtype.is_float:
+        raise DTypeError(f"var(): expected a floating point tensor, got {x.dtype.name}")
+    work = x if x.dtype.itemsize >= 4 else x.cast(dtypes.float32)
+    dims = _dims(x, dim)
+    n = math.prod(x.shape[d] for d in dims) if x.ndim else 1
+    mu = mean(work, dim, keepdim=True)
+    d = work - mu
+    s = reduce(d * d, "sum", dim, keepdim)
+    out = s / (n - correction) if n - correction > 0 else s * float("nan")
+    return out if out.dtype is x.dtype else out.cast(x.dtype)
+
+
+def std(x: Any, dim: Any = None, correction: int = 1, keepdim: bool = False, unbiased: Any = None):
+    return unary("sqrt", var(x, dim, correction, keepdim, unbiased))
+
+
+def logsumexp(x: Any, dim: Any = None, keepdim: bool = False):
+    work = x if x.dtype.is_float and x.dtype.itemsize >= 4 else x.cast(dtypes.float32)
+    m = reduce(work, "max", dim, keepdim=True)
+    m = where(unary("isinf", m), 0.0, m)
+    s = reduce(unary("exp", work - m), "sum", dim, keepdim=True)
+    out = unary("log", s) + m
+    if not keepdim:
+        dims = _dims(x, dim)
+        out = out.reshape(tuple(d for i, d in enumerate(x.shape) if i not in dims))
+    return out if (not x.dtype.is_float or out.dtype is x.dtype) else out.cast(x.dtype)
+
+
+def any(x: Any, dim: Any = None, keepdim: bool = False):  # noqa: A001
+    b = x if x.dtype.is_bool else binary("ne", x, 0)
+    return reduce(b, "max", dim, keepdim)
+
+
+def all(x: Any, dim: Any = None, keepdim: bool = False):  # noqa: A001
+    b = x if x.dtype.is_bool else binary("ne", x, 0)
+    return reduce(b, "min", dim, keepdim)
+
+
+# ------------------------------------------------------------------ linear algebra
+
+def matmul(a: Any, b: Any):
+    """Batched, broadcasting matrix product: one fused multiply-reduce kernel."""
+    from zyx.tensor import Tensor
+
+    if not isinstance(a, Tensor) or not isinstance(b, Tensor):
+        raise DTypeError("matmul expects two tensors")
+    if a.ndim == 0 or b.ndim == 0:
+        raise ShapeError(f"matmul: both arguments need at least 1 dimension, got shapes {a.shape} and {b.shape}")
+    va, vb = a.ndim == 1, b.ndim == 1
+    if va:
+        a = a.unsqueeze(0)
+    if vb:
+        b = b.unsqueeze(1)
+    if a.shape[-1] != b.shape[-2]:
+        raise ShapeError(f"matmul: shapes {a.shape} and {b.shape} cannot be multiplied "
+                         f"({a.shape[-1]} != {b.shape[-2]})")
+    dt = dtypes.result_type(a, b)
+    batch = broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    n, k, m = a.shape[-2], a.shape[-1], b.shape[-1]
+    aa = a.cast(dt) if a.dtype is not dt else a
+    bb = b.cast(dt) if b.dtype is not dt else b
+    av = aa.expand(*batch, n, k).unsqueeze(-2).expand(*batch, n, m, k)
+    bv = bb.expand(*batch, k, m).transpose(-1, -2).unsqueeze(-3).expand(*batch, n, m, k)
+    prod_ = binary("mul", av, bv)
+    acc = _acc_dtype("sum", dt)
+    out = reduce(prod_, "sum", prod_.ndim - 1, keepdim=False, acc=acc) if k else \
+        from_node(lazy.cast(lazy.Src(None, None, acc, 0), acc, (), a.device)).expand(*batch, n, m)
+    if out.dtype is not dt:
+        out = out.cast(dt)
+    if va:
+        out = out.squeeze(-2)
+    if vb:
+        out = out.squeeze(-1)
+    return out
+
+
+def install(Tensor: type) -> None:
+    """Attach the reductions and matmul to ``Tensor``."""
+    Tensor.sum = sum
+    Tensor.prod = prod
+    Tensor.mean = mean
+    Tensor.max = max
+    Tensor.min = min
+    Tensor.amax = max
+    Tensor.amin = min
+    Tensor.argmax = argmax
+    Tensor.argmin = argmin
+    Tensor.var = var
+    Tensor.std = std
+    Tensor.logsumexp = logsumexp
+    Tensor.any = any
+    Tensor.all = all
+    Tensor.matmul = matmul
+    Tensor.__matmul__ = lambda self, other: matmul(self, other) if isinstance(other, Tensor) else NotImplemented
+    Tensor.__rmatmul__ = lambda self, other: matmul(other, self) if isinstance(other, Tensor) else NotImplemented
