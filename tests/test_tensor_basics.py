@@ -60,10 +60,11 @@ def test_round_trip_bit_exact(device: zyx.Device, bits_equal, d: zyx.DType, shap
     bits_equal(zyx.from_numpy(host, device=device).numpy(), host)
     # a non-contiguous view (negative steps in every dim) through the copy kernel
     big = patterns_of_shape(d, tuple(2 * s for s in shape), seed=7)
-    sl = tuple(slice(None, None, -2) for _ in shape)
+    sl = tuple(slice(None, None, -2) for _ in shape) + (Ellipsis,)  # "...": a 0-d view, not a scalar
     v = zyx.tensor(big, device=device)[sl]
     assert v.shape == shape
     bits_equal(v.contiguous().numpy(), dense(big[sl]))
+    bits_equal(v.numpy(), dense(big[sl]))
     # a transposed view
     rev = patterns_of_shape(d, shape[::-1], seed=11)
     t = zyx.tensor(rev, device=device).permute(*reversed(range(len(shape))))

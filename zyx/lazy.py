@@ -39,6 +39,7 @@ from zyx.ir import symbolic as sym
 from zyx.ir.kernel import Kernel, default_opts, out_var, red_var
 from zyx.ir.view import View, contiguous_strides
 
+_BITS = {1: dtypes.uint8, 2: dtypes.uint16, 4: dtypes.uint32, 8: dtypes.uint64}
 SHARED_RECOMPUTE_LIMIT = 6  # a shared pending value costing more ALU ops than this is stored
 
 
@@ -193,6 +194,14 @@ class _KernelBuilder:
 
     def build(self) -> Kernel:
         coords = [out_var(i, d) for i, d in enumerate(self.root.shape)]
+        root = self.root
+        if root.op == "copy" and root.srcs[0].base is not None and root.srcs[0].base.buffer is not None:
+            # a stored copy of stored values moves raw bits (NaN payloads, bool bytes kept)
+            bits = _BITS[root.dtype.itemsize]
+            src = root.srcs[0]
+            self.bufs[0] = bits
+            body = self.src_expr(Src(src.base, src.view, bits), coords, sym.ONE)
+            return Kernel(tuple(root.shape), (), tuple(self.bufs), body)
         body = self.node_expr(self.root, coords, sym.ONE)
         if body.dtype != self.root.dtype:
             body = ops.Cast(body, self.root.dtype)

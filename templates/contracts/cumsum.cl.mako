@@ -4,7 +4,7 @@ float32/float16/bfloat16, double for float64), each output rounded once to the s
 dtype. The input is (outer, dim_size, inner); a lane is one (outer, inner) pair, and lane
 element j sits at (lane / inner) * dim_size * inner + j * inner + lane % inner.
 
-strategy "blocks" (a parallel scan; dim_size cut into `chunks` blocks of wg * items):
+strategy "blocks" (a parallel scan; each lane cut into `chunks` >= 2 blocks of wg * items):
   zyx_cumsum_partials  work-group (block, lane): each work-item sums its `items`
                        consecutive elements in order, the work-group scans those sums
                        (Hillis-Steele in local memory) and stores the block total.
@@ -13,29 +13,34 @@ strategy "blocks" (a parallel scan; dim_size cut into `chunks` blocks of wg * it
   zyx_cumsum_scan      recomputes the same work-group scan, adds the block's carry-in and
                        stores each running sum rounded to the dtype.
 strategy "lanes": zyx_cumsum_lanes, one work-item per lane scanning it in order (for many
-  short or strided lanes). Both orders are fixed by shape and tunables: the same input
+  short or strided lanes). Both orders are fixed by the sizes and tunables: the same input
   gives the same bits on every run on one device.
-Parameters: dtype, acc, strategy, dim_size, inner, lanes, chunks, wg, items, index_t.
+
+Scan kernels compile slowly (barriers), so the sizes (dim_size, inner, lanes, chunks) are
+run-time arguments; the source is specialized only on the dtype and the code shape.
+Parameters: dtype, acc, strategy, strided (inner > 1), wg, items, index_t.
 </%doc>\
 <%namespace name="dt" file="/common/dtypes.mako"/>\
 <%
     S = dtype.cl_storage
-    block = wg * items
+    I = index_t
+    sizes = f"const {I} zyx_dim, const {I} zyx_inner"
     def at(lane, j):
-        if inner == 1:
-            return f"{lane} * {dim_size} + {j}"
-        return f"({lane} / {inner}) * {dim_size * inner} + {j} * {inner} + {lane} % {inner}"
+        if not strided:
+            return f"{lane} * zyx_dim + {j}"
+        return f"({lane} / zyx_inner) * zyx_dim * zyx_inner + {j} * zyx_inner + {lane} % zyx_inner"
 %>\
-/* zyx contract kernel cumsum (${strategy}): ${dtype.name} accumulated in ${acc}, ${lanes} lanes of ${dim_size} (inner ${inner})${f", {chunks} blocks of {wg} x {items}" if strategy == "blocks" else ""} */
+/* zyx contract kernel cumsum (${strategy}): ${dtype.name} accumulated in ${acc}, ${"strided" if strided else "contiguous"} lanes${f", blocks of {wg} x {items}" if strategy == "blocks" else ""} */
 ${dt.preamble([dtype])}
 % if strategy == "lanes":
-__kernel void zyx_cumsum_lanes(__global ${S} *restrict zyx_out, __global const ${S} *restrict zyx_in)
+__kernel void zyx_cumsum_lanes(__global ${S} *restrict zyx_out, __global const ${S} *restrict zyx_in,
+                               ${sizes}, const ${I} zyx_lanes)
 {
-    const ${index_t} zyx_lane = get_global_id(0);
-    if (zyx_lane >= ${lanes}) return;
+    const ${I} zyx_lane = get_global_id(0);
+    if (zyx_lane >= zyx_lanes) return;
     ${acc} zyx_run = 0;
-    for (${index_t} zyx_j = 0; zyx_j < ${dim_size}; ++zyx_j) {
-        const ${index_t} zyx_at = ${at("zyx_lane", "zyx_j")};
+    for (${I} zyx_j = 0; zyx_j < zyx_dim; ++zyx_j) {
+        const ${I} zyx_at = ${at("zyx_lane", "zyx_j")};
         zyx_run += ${dt.load(dtype, "zyx_in", "zyx_at")};
         ${dt.store(dtype, "zyx_out", "zyx_at", "zyx_run")}
     }
@@ -44,24 +49,25 @@ __kernel void zyx_cumsum_lanes(__global ${S} *restrict zyx_out, __global const $
 % for kind in ("partials", "scan"):
 __kernel __attribute__((reqd_work_group_size(${wg}, 1, 1)))
 %   if kind == "partials":
-void zyx_cumsum_partials(__global ${acc} *restrict zyx_partials, __global const ${S} *restrict zyx_in)
+void zyx_cumsum_partials(__global ${acc} *restrict zyx_partials, __global const ${S} *restrict zyx_in,
+                         ${sizes}, const ${I} zyx_chunks)
 %   else:
 void zyx_cumsum_scan(__global ${S} *restrict zyx_out, __global const ${S} *restrict zyx_in,
-                     __global const ${acc} *restrict zyx_carry)
+                     __global const ${acc} *restrict zyx_carry, ${sizes}, const ${I} zyx_chunks)
 %   endif
 {
     __local ${acc} zyx_tmp[${wg}];
-    const ${index_t} zyx_lane = get_global_id(1);
-    const ${index_t} zyx_block = get_group_id(0);
+    const ${I} zyx_lane = get_global_id(1);
+    const ${I} zyx_block = get_group_id(0);
     const int zyx_t = get_local_id(0);
-    const ${index_t} zyx_j0 = zyx_block * ${block} + (${index_t})zyx_t * ${items};
+    const ${I} zyx_j0 = zyx_block * ${wg * items} + (${I})zyx_t * ${items};
     ${acc} zyx_x[${items}];
     ${acc} zyx_sum = 0;
     for (int zyx_k = 0; zyx_k < ${items}; ++zyx_k) {
-        const ${index_t} zyx_j = zyx_j0 + zyx_k;
+        const ${I} zyx_j = zyx_j0 + zyx_k;
         zyx_x[zyx_k] = 0;
-        if (zyx_j < ${dim_size}) {
-            const ${index_t} zyx_at = ${at("zyx_lane", "zyx_j")};
+        if (zyx_j < zyx_dim) {
+            const ${I} zyx_at = ${at("zyx_lane", "zyx_j")};
             zyx_x[zyx_k] = ${dt.load(dtype, "zyx_in", "zyx_at")};
         }
         zyx_sum += zyx_x[zyx_k];
@@ -76,19 +82,17 @@ void zyx_cumsum_scan(__global ${S} *restrict zyx_out, __global const ${S} *restr
         barrier(CLK_LOCAL_MEM_FENCE);
     }
 %   if kind == "partials":
-    if (zyx_t == ${wg - 1}) zyx_partials[zyx_lane * ${chunks} + zyx_block] = zyx_tmp[zyx_t];
+    if (zyx_t == ${wg - 1}) zyx_partials[zyx_lane * zyx_chunks + zyx_block] = zyx_tmp[zyx_t];
 }
 
 %   else:
     ${acc} zyx_run = zyx_t > 0 ? zyx_tmp[zyx_t - 1] : (${acc})0;
-%     if chunks > 1:
-    if (zyx_block > 0) zyx_run = zyx_carry[zyx_lane * ${chunks} + zyx_block - 1] + zyx_run;
-%     endif
+    if (zyx_block > 0) zyx_run = zyx_carry[zyx_lane * zyx_chunks + zyx_block - 1] + zyx_run;
     for (int zyx_k = 0; zyx_k < ${items}; ++zyx_k) {
-        const ${index_t} zyx_j = zyx_j0 + zyx_k;
-        if (zyx_j >= ${dim_size}) break;
+        const ${I} zyx_j = zyx_j0 + zyx_k;
+        if (zyx_j >= zyx_dim) break;
         zyx_run += zyx_x[zyx_k];
-        const ${index_t} zyx_at = ${at("zyx_lane", "zyx_j")};
+        const ${I} zyx_at = ${at("zyx_lane", "zyx_j")};
         ${dt.store(dtype, "zyx_out", "zyx_at", "zyx_run")}
     }
 }

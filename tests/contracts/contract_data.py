@@ -24,9 +24,14 @@ DTYPES: tuple[DType, ...] = ALL_DTYPES
 DTYPE_IDS = [d.name for d in DTYPES]
 
 
-def raw(shape: tuple[int, ...], dtype: DType, seed: int = 0) -> np.ndarray:
-    """Random raw bit patterns of ``dtype`` (NaN payloads included), as a host array."""
+def raw(shape: tuple[int, ...], dtype: DType, seed: int = 0, finite: bool = False) -> np.ndarray:
+    """Random raw bit patterns of ``dtype`` (NaN payloads included), as a host array.
+
+    ``finite``: ordinary values in [-1, 1) instead (for arithmetic kernels).
+    """
     rng = np.random.default_rng(seed)
+    if finite:
+        return (rng.random(shape) * 2 - 1).astype(dtype.numpy)
     if dtype.is_bool:
         return rng.integers(0, 2, size=shape).astype(np.bool_)
     width = UINT[dtype.itemsize]
@@ -43,38 +48,38 @@ def on_device(a: np.ndarray, device: zyx.Device) -> zyx.Tensor:
 
 
 # Layouts: each builds (zyx view, numpy view) of a target ``shape`` from raw data.
-def _contiguous(shape, dtype, device, seed):
-    a = raw(shape, dtype, seed)
+def _contiguous(shape, dtype, device, seed, finite=False):
+    a = raw(shape, dtype, seed, finite)
     return on_device(a, device), a
 
 
-def _strided(shape, dtype, device, seed):
+def _strided(shape, dtype, device, seed, finite=False):
     """Every other element of a wider last axis."""
-    big = raw(shape[:-1] + (2 * shape[-1] + 1,), dtype, seed)
+    big = raw(shape[:-1] + (2 * shape[-1] + 1,), dtype, seed, finite)
     return on_device(big, device)[..., 1::2], big[..., 1::2]
 
 
-def _transposed(shape, dtype, device, seed):
+def _transposed(shape, dtype, device, seed, finite=False):
     rev = tuple(reversed(shape))
-    a = raw(rev, dtype, seed)
+    a = raw(rev, dtype, seed, finite)
     order = tuple(reversed(range(len(shape))))
     return on_device(a, device).permute(*order), a.transpose(order)
 
 
-def _offset(shape, dtype, device, seed):
+def _offset(shape, dtype, device, seed, finite=False):
     """A view starting inside its buffer (leading rows cut)."""
-    big = raw((shape[0] + 2,) + shape[1:], dtype, seed)
+    big = raw((shape[0] + 2,) + shape[1:], dtype, seed, finite)
     return on_device(big, device)[2:], big[2:]
 
 
-def _broadcast(shape, dtype, device, seed):
+def _broadcast(shape, dtype, device, seed, finite=False):
     """Stride 0 on the leading axis."""
-    a = raw((1,) + shape[1:], dtype, seed)
+    a = raw((1,) + shape[1:], dtype, seed, finite)
     return on_device(a, device).expand(*shape), np.broadcast_to(a, shape)
 
 
-def _reversed(shape, dtype, device, seed):
-    a = raw(shape, dtype, seed)
+def _reversed(shape, dtype, device, seed, finite=False):
+    a = raw(shape, dtype, seed, finite)
     return on_device(a, device)[::-1], a[::-1]
 
 
@@ -88,6 +93,7 @@ LAYOUTS: dict[str, Callable[..., tuple[zyx.Tensor, np.ndarray]]] = {
 }
 
 
-def make(layout: str, shape: tuple[int, ...], dtype: DType, device: zyx.Device, seed: int = 0) -> tuple[Any, Any]:
+def make(layout: str, shape: tuple[int, ...], dtype: DType, device: zyx.Device, seed: int = 0,
+         finite: bool = False) -> tuple[Any, Any]:
     """(zyx tensor, numpy array) holding the same values through the named layout."""
-    return LAYOUTS[layout](tuple(shape), dtype, device, seed)
+    return LAYOUTS[layout](tuple(shape), dtype, device, seed, finite)

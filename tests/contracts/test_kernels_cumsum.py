@@ -13,7 +13,7 @@ FLOATS = [zyx.float32, zyx.float64, zyx.bfloat16, zyx.float16]
 IDS = [d.name for d in FLOATS]
 # Relative error allowed against a float64 reference, per storage dtype: float32 rounding
 # of the accumulation (a few ulps times the depth of the scan), or one rounding on store.
-REL = {"float32": 2e-6, "float64": 1e-14, "bfloat16": 2.0 ** -8, "float16": 2.0 ** -11}
+REL = {"float32": 2e-6, "float64": 1e-13, "bfloat16": 2.0 ** -8, "float16": 2.0 ** -11}
 
 
 def reference(a: np.ndarray, dim: int) -> np.ndarray:
@@ -80,15 +80,9 @@ def test_cumsum_deep_carry_recursion(device, bits_equal):
 
 @pytest.mark.parametrize("layout", ["transposed", "strided", "broadcast", "reversed", "offset"])
 def test_cumsum_of_views(device, layout):
-    x, ref = make(layout, (6, 300), zyx.float32, device, seed=4)
-    ref = np.nan_to_num(ref.astype(np.float64), nan=0, posinf=0, neginf=0)
-    small = (np.abs(ref) < 1e6) & np.isfinite(ref)
-    vals = np.where(small, ref, 0).astype(np.float32)
-    xv = zyx.tensor(vals, device=device)
-    if layout == "transposed":
-        xv = zyx.tensor(np.ascontiguousarray(vals.T), device=device).T
-    out = xv.cumsum(1).numpy()
-    check_close(out, vals, 1, zyx.float32)
+    x, ref = make(layout, (6, 300), zyx.float32, device, seed=4, finite=True)
+    check_close(x.cumsum(1).numpy(), ref, 1, zyx.float32)
+    check_close(x.cumsum(0).numpy(), ref, 0, zyx.float32)
 
 
 def test_cumsum_edge_shapes(device, values_equal):

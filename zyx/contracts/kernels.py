@@ -366,7 +366,7 @@ def accumulator(dtype: DType) -> DType:
 def cumsum_strategy(outer: int, dim_size: int, inner: int, tun: Tunables) -> str:
     """``lanes`` (one work-item per lane) or ``blocks`` (work-group scan + block carries)."""
     lanes = outer * inner
-    if dim_size <= tun.scan_items or (inner > 1 and lanes >= tun.scan_lanes_min):
+    if dim_size <= tun.scan_local * tun.scan_items or (inner > 1 and lanes >= tun.scan_lanes_min):
         return "lanes"
     return "blocks"
 
@@ -376,6 +376,7 @@ def cumsum(device: Device, out: Buffer, src: Buffer, dtype: DType, outer: int, d
     """Inclusive prefix sum of dense ``src`` (outer, dim_size, inner) along the middle axis.
 
     Returns the events of every launch (the block-carry pass recurses on the block totals).
+    Sizes are run-time arguments: one build per dtype and code shape serves every size.
     """
     n = outer * dim_size * inner
     if n == 0:
@@ -385,28 +386,23 @@ def cumsum(device: Device, out: Buffer, src: Buffer, dtype: DType, outer: int, d
     acc = accumulator(dtype)
     strategy = cumsum_strategy(outer, dim_size, inner, tun)
     index_t = index_type(n)
-    base = dict(dtype=dtype, acc=acc.cl_storage, strategy=strategy, dim_size=dim_size, inner=inner,
-                lanes=lanes, index_t=index_t)
+    ity = np.int32 if index_t == "int" else np.int64
+    sizes = [ity(dim_size), ity(inner)]
+    base = dict(dtype=dtype, acc=acc.cl_storage, strategy=strategy, strided=inner > 1, index_t=index_t)
     if strategy == "lanes":
-        source = render("contracts/cumsum.cl.mako", chunks=1, wg=1, items=1, **base)
+        source = render("contracts/cumsum.cl.mako", wg=1, items=1, **base)
         kernel = compile_kernel(device, source, "zyx_cumsum_lanes")
         local = max(1, min(tun.local_size, kernel.work_group_size))
-        return [launch(kernel, (-(-lanes // local) * local,), (local,), [out.cl, src.cl])]
+        return [launch(kernel, (-(-lanes // local) * local,), (local,), [out.cl, src.cl, *sizes, ity(lanes)])]
     local, items = tun.scan_local, tun.scan_items
-    # Short axes: shrink the work-group so a single block still covers the axis.
-    while local > 1 and (local // 2) * items >= dim_size:
-        local //= 2
-    chunks = -(-dim_size // (local * items))
-    source = render("contracts/cumsum.cl.mako", chunks=chunks, wg=local, items=items, **base)
-    events: list[Any] = []
-    carry: Any = None
-    if chunks > 1:
-        partials = device.pool.allocate(lanes * chunks * acc.itemsize)
-        k_part = compile_kernel(device, source, "zyx_cumsum_partials")
-        events.append(launch(k_part, (local * chunks, lanes), (local, 1), [partials.cl, src.cl]))
-        carry_buf = device.pool.allocate(lanes * chunks * acc.itemsize)
-        events.extend(cumsum(device, carry_buf, partials, acc, lanes, chunks, 1, tun))
-        carry = carry_buf.cl
+    chunks = -(-dim_size // (local * items))  # >= 2: shorter axes take the "lanes" strategy
+    source = render("contracts/cumsum.cl.mako", wg=local, items=items, **base)
+    partials = device.pool.allocate(lanes * chunks * acc.itemsize)
+    k_part = compile_kernel(device, source, "zyx_cumsum_partials")
+    events = [launch(k_part, (local * chunks, lanes), (local, 1), [partials.cl, src.cl, *sizes, ity(chunks)])]
+    carry = device.pool.allocate(lanes * chunks * acc.itemsize)
+    events.extend(cumsum(device, carry, partials, acc, lanes, chunks, 1, tun))
     k_scan = compile_kernel(device, source, "zyx_cumsum_scan")
-    events.append(launch(k_scan, (local * chunks, lanes), (local, 1), [out.cl, src.cl, carry]))
+    events.append(launch(k_scan, (local * chunks, lanes), (local, 1),
+                         [out.cl, src.cl, carry.cl, *sizes, ity(chunks)]))
     return events

@@ -1,0 +1,276 @@
+"""Benchmark of the contract kernels against NumPy, PyTorch CPU and pyopencl.
+
+Each kernel runs a representative workload (``zyx.contracts.calibrate.workload``) at
+64 MiB of data (and one small size); the same operation runs in NumPy, in PyTorch on the
+CPU (2 threads; skipped if torch is absent) and, where pyopencl has a ready tool
+(``pyopencl.scan`` for cumsum, ``pyopencl.array.concatenate``, array select and slice
+assignment), in pyopencl on the same device. Device times come from OpenCL profiling
+events, host times from ``time.perf_counter``; each is the median of several runs after a
+warm-up. GB/s count bytes read + written (the contract's ``bytes_moved``), and "% copy" is
+the ratio to the device's own buffer-to-buffer ``enqueue_copy`` measured in the same run.
+
+    python bench/bench_contracts.py [--quick]
+
+``run(quick) -> list[dict]`` is the entry point ``bench/run.py`` uses.
+"""
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+try:
+    import zyx
+except ImportError:  # run from a checkout without installing
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    import zyx
+
+from zyx.contracts import calibrate, errorflag
+
+MIB = 1 << 20
+KERNELS = ("contiguize", "flip", "roll", "concat", "write_slice", "write_slice_rotating", "write_slice_doff",
+           "triangular", "masked_fill", "cumsum_f32", "cumsum_f64", "cumsum_bf16", "cumsum_f16")
+
+
+def _median_host(fn: Callable[[], Any], repeats: int) -> float:
+    fn()
+    samples = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - t0)
+    return statistics.median(samples)
+
+
+def _median_markers(queue: Any, fn: Callable[[], Any], repeats: int) -> float:
+    """Device time of everything ``fn`` enqueues, between two profiling markers."""
+    import pyopencl as cl
+
+    fn()
+    queue.finish()
+    samples = []
+    for _ in range(repeats):
+        before = cl.enqueue_marker(queue)
+        fn()
+        after = cl.enqueue_marker(queue)
+        after.wait()
+        samples.append((after.profile.end - before.profile.end) * 1e-9)
+    return statistics.median(samples)
+
+
+def copy_ceiling(device: zyx.Device, nbytes: int, repeats: int) -> float:
+    """Bytes per second (read + written) of a device buffer-to-buffer copy of ``nbytes``."""
+    import pyopencl as cl
+
+    a = cl.Buffer(device.context, cl.mem_flags.READ_WRITE, nbytes)
+    b = cl.Buffer(device.context, cl.mem_flags.READ_WRITE, nbytes)
+    cl.enqueue_copy(device.queue, b, a, byte_count=nbytes).wait()
+    samples = []
+    for _ in range(repeats):
+        e = cl.enqueue_copy(device.queue, b, a, byte_count=nbytes)
+        e.wait()
+        samples.append((e.profile.end - e.profile.start) * 1e-9)
+    return 2 * nbytes / statistics.median(samples)
+
+
+# ---------------------------------------------------------------- reference implementations
+
+
+def numpy_op(w: calibrate.Workload) -> Callable[[], Any]:
+    """The workload's operation in NumPy (16-bit floats summed in float32, as zyx does)."""
+    a, p = w.arrays, w.params
+    name = w.name
+    if name == "contiguize":
+        return lambda: np.ascontiguousarray(a["x"].T)
+    if name == "flip":
+        return lambda: np.ascontiguousarray(np.flip(a["x"], p["dims"]))
+    if name == "roll":
+        return lambda: np.roll(a["x"], p["shift"], 0)
+    if name == "concat":
+        return lambda: np.concatenate([a["a"], a["b"]], p["dim"])
+    if name in ("write_slice", "write_slice_doff"):
+        start = p["ranges"][0][0] if name == "write_slice" else p["offset"]
+        rows = a["x"].shape[0]
+
+        def write() -> None:
+            a["dest"][start:start + rows] = a["x"]
+        return write
+    if name == "write_slice_rotating":
+        rows, m, pos = a["x"].shape[0], p["modulus"], p["position"] % p["modulus"]
+        first = min(rows, m - pos)
+
+        def ring() -> None:
+            a["dest"][pos:pos + first] = a["x"][:first]
+            a["dest"][:rows - first] = a["x"][first:]
+        return ring
+    if name == "triangular":
+        return lambda: np.tril(a["x"])
+    if name == "masked_fill":
+        fill = np.array(p["fill"], dtype=a["x"].dtype)
+        return lambda: np.where(a["mask"], fill, a["x"])
+    if name.startswith("cumsum"):
+        x = a["x"]
+        if x.dtype.itemsize == 2:
+            return lambda: np.cumsum(x.astype(np.float32)).astype(x.dtype)
+        return lambda: np.cumsum(x)
+    raise KeyError(name)
+
+
+def torch_op(torch: Any, w: calibrate.Workload) -> Optional[Callable[[], Any]]:
+    """The workload's operation in PyTorch on the CPU."""
+    def tt(x: np.ndarray) -> Any:
+        if x.dtype.name == "bfloat16":
+            return torch.from_numpy(x.astype(np.float32)).to(torch.bfloat16)
+        return torch.from_numpy(np.ascontiguousarray(x))
+
+    a, p, name = w.arrays, w.params, w.name
+    if name == "contiguize":
+        x = tt(a["x"])
+        return lambda: x.T.contiguous()
+    if name == "flip":
+        x = tt(a["x"])
+        return lambda: torch.flip(x, p["dims"])
+    if name == "roll":
+        x = tt(a["x"])
+        return lambda: torch.roll(x, p["shift"], 0)
+    if name == "concat":
+        ta, tb = tt(a["a"]), tt(a["b"])
+        return lambda: torch.cat([ta, tb], p["dim"])
+    if name.startswith("write_slice"):
+        x, dest = tt(a["x"]), tt(a["dest"].copy())
+        rows = x.shape[0]
+        if name == "write_slice_rotating":
+            m, pos = p["modulus"], p["position"] % p["modulus"]
+            first = min(rows, m - pos)
+
+            def ring() -> None:
+                dest[pos:pos + first].copy_(x[:first])
+                dest[:rows - first].copy_(x[first:])
+            return ring
+        start = p["ranges"][0][0] if name == "write_slice" else p["offset"]
+        return lambda: dest[start:start + rows].copy_(x)
+    if name == "triangular":
+        x = tt(a["x"])
+        return lambda: torch.tril(x)
+    if name == "masked_fill":
+        x, mask = tt(a["x"]), torch.from_numpy(a["mask"])
+        return lambda: x.masked_fill(mask, p["fill"])
+    if name.startswith("cumsum"):
+        x = tt(a["x"])
+        return lambda: torch.cumsum(x, 0)
+    return None
+
+
+def pyopencl_op(device: zyx.Device, w: calibrate.Workload) -> Optional[Callable[[], Any]]:
+    """The workload's operation with a ready pyopencl tool on the same device, if one exists."""
+    import pyopencl.array as cla
+
+    q, a, p, name = device.queue, w.arrays, w.params, w.name
+    if name == "concat":
+        da, db = cla.to_device(q, a["a"]), cla.to_device(q, a["b"])
+        return lambda: cla.concatenate([da, db], axis=p["dim"], queue=q)
+    if name == "masked_fill":
+        x = cla.to_device(q, a["x"])
+        mask = cla.to_device(q, a["mask"].astype(np.int8))
+        fill = cla.empty_like(x).fill(p["fill"])
+        return lambda: cla.if_positive(mask, fill, x, queue=q)
+    if name in ("write_slice", "write_slice_doff"):
+        x, dest = cla.to_device(q, a["x"]), cla.to_device(q, a["dest"])
+        start = p["ranges"][0][0] if name == "write_slice" else p["offset"]
+        rows = a["x"].shape[0]
+
+        def write() -> None:
+            dest[start:start + rows] = x
+        return write
+    if name in ("cumsum_f32", "cumsum_f64"):
+        from pyopencl.scan import InclusiveScanKernel
+
+        x = cla.to_device(q, a["x"])
+        ctype = "double" if name == "cumsum_f64" else "float"
+        knl = InclusiveScanKernel(device.context, np.dtype(ctype), "a+b", neutral="0")
+        return lambda: knl(x.copy(queue=q), queue=q)
+    return None
+
+
+# ---------------------------------------------------------------- the run
+
+
+def _gbs(nbytes: float, seconds: Optional[float]) -> Optional[float]:
+    return nbytes / seconds / 1e9 if seconds else None
+
+
+def run(quick: bool = False) -> list[dict]:
+    """Benchmark every contract kernel; one row per (kernel, size)."""
+    device = zyx.default_device()
+    repeats = 3 if quick else 7
+    sizes = (64 * 1024, 8 * MIB) if quick else (64 * 1024, 64 * MIB)
+    try:
+        import torch
+        torch.set_num_threads(2)
+    except ImportError:
+        torch = None
+    ceiling = {n: copy_ceiling(device, n, repeats) for n in sizes}
+    rows: list[dict] = []
+    for name in KERNELS:
+        for nbytes in sizes:
+            if name == "cumsum_f64" and not device.info.has_fp64:
+                continue
+            w = calibrate.workload(device, name, nbytes)
+            zyx_s = calibrate.time_workload(device, w, repeats=repeats)
+            row = {"kernel": name, "workload": w.describe, "bytes": nbytes, "bytes_moved": w.bytes_moved,
+                   "zyx_ms": zyx_s * 1e3, "zyx_gbs": _gbs(w.bytes_moved, zyx_s),
+                   "copy_ceiling_gbs": ceiling[nbytes] / 1e9,
+                   "copy_ratio": (w.bytes_moved / zyx_s) / ceiling[nbytes]}
+            row["numpy_ms"] = _median_host(numpy_op(w), repeats) * 1e3
+            row["numpy_gbs"] = _gbs(w.bytes_moved, row["numpy_ms"] / 1e3)
+            t_op = torch_op(torch, w) if torch is not None else None
+            row["torch_ms"] = _median_host(t_op, repeats) * 1e3 if t_op else None
+            row["torch_gbs"] = _gbs(w.bytes_moved, row["torch_ms"] / 1e3) if t_op else None
+            p_op = pyopencl_op(device, w)
+            try:
+                p_s = _median_markers(device.queue, p_op, repeats) if p_op else None
+            except NotImplementedError:  # e.g. pyopencl cannot concatenate along a strided axis
+                p_s = None
+            row["pyopencl_ms"] = p_s * 1e3 if p_s else None
+            row["pyopencl_gbs"] = _gbs(w.bytes_moved, p_s)
+            rows.append(row)
+            del w
+    errorflag.check(device)
+    return rows
+
+
+def _fmt(value: Optional[float], digits: int = 2) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def table(rows: list[dict]) -> str:
+    """The rows as a markdown table."""
+    out = ["| kernel | workload | data | zyx ms | zyx GB/s | % copy | NumPy GB/s | torch GB/s | pyopencl GB/s |",
+           "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        size = f"{r['bytes'] // MIB} MiB" if r["bytes"] >= MIB else f"{r['bytes'] // 1024} KiB"
+        out.append(f"| {r['kernel']} | {r['workload']} | {size} | {_fmt(r['zyx_ms'], 3)} | {_fmt(r['zyx_gbs'])} | "
+                   f"{r['copy_ratio'] * 100:.0f}% | {_fmt(r['numpy_gbs'])} | {_fmt(r['torch_gbs'])} | "
+                   f"{_fmt(r['pyopencl_gbs'])} |")
+    return "\n".join(out)
+
+
+def main() -> None:
+    quick = "--quick" in sys.argv[1:]
+    device = zyx.default_device()
+    rows = run(quick)
+    print(f"# contract kernels on {device}{' (quick)' if quick else ''}")
+    sizes = sorted({r["bytes"] for r in rows})
+    print("copy ceiling (enqueue_copy, read + written): "
+          + ", ".join(f"{r['copy_ceiling_gbs']:.2f} GB/s at {r['bytes'] // 1024} KiB"
+                      for r in rows[:len(sizes)]))
+    print()
+    print(table(rows))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,207 @@
+"""The contract ops' API: every accept constraint refused with ContractError before anything
+runs (no kernel launched, destinations untouched), ``zyx.contracts()``, costs and calibration,
+and the contract document agreeing with the kernels."""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import pytest
+
+import zyx
+from contract_data import on_device, raw
+from zyx.contracts import calibrate, kernels, listing
+from zyx.contracts.model import Cost
+from zyx.codegen.render import templates_dir
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _t(device, *shape, dtype=zyx.float32):
+    return on_device(raw(shape, dtype, seed=sum(shape) + 1), device)
+
+
+# Each case: (id, fn(device, dest) -> call, message regex). ``dest`` is a (4, 6) float32
+# tensor holding a sentinel; in-place cases write (or rather, must not write) into it.
+CASES: list[tuple[str, Callable[[Any, Any], Any], str]] = [
+    # contiguize
+    ("contiguize-not-a-tensor", lambda d, dest: zyx.contracts.ops.contiguize(np.zeros(3)), r"contiguize: input = .* not a zyx.Tensor"),
+    # flip
+    ("flip-dims-range", lambda d, dest: dest.flip(2), r"flip: dims\[0\] = 2 is out of range"),
+    ("flip-dims-twice", lambda d, dest: dest.flip(0, -2), r"flip: dims = .* names an axis twice"),
+    ("flip-dims-type", lambda d, dest: dest.flip(0.5), r"flip: dims = 0.5 is not an int"),
+    # roll
+    ("roll-dims-range", lambda d, dest: dest.roll(1, 5), r"roll: dims\[0\] = 5 is out of range"),
+    ("roll-count-mismatch", lambda d, dest: dest.roll((1, 2), 0), r"roll: shifts = .* has 2 entries but dims"),
+    ("roll-flat-two-shifts", lambda d, dest: dest.roll((1, 2)), r"roll: shifts = .* dims is None"),
+    ("roll-shift-type", lambda d, dest: dest.roll(1.5, 0), r"roll: shifts = 1.5 is not an int"),
+    # concat
+    ("concat-empty", lambda d, dest: zyx.cat([]), r"concat: tensors is empty"),
+    ("concat-rank0", lambda d, dest: zyx.cat([zyx.tensor(1.0, device=d)]), r"concat: inputs\[0\] has rank 0"),
+    ("concat-rank-mismatch", lambda d, dest: zyx.cat([dest, _t(d, 4)]), r"concat: inputs\[1\] has rank 1"),
+    ("concat-shape-mismatch", lambda d, dest: zyx.cat([dest, _t(d, 4, 5)], 0), r"concat: inputs\[1\]\.shape\[1\] = 5 differs"),
+    ("concat-dim-range", lambda d, dest: zyx.cat([dest, dest], 2), r"concat: dim = 2 is out of range"),
+    ("concat-not-tensors", lambda d, dest: zyx.cat(dest), r"concat: tensors = Tensor is not a sequence"),
+    # triangular
+    ("triu-rank1", lambda d, dest: _t(d, 5).triu(), r"triangular: input rank 1 .* outside 2..=8"),
+    ("tril-rank9", lambda d, dest: _t(d, *[1] * 9).tril(), r"triangular: input rank 9 .* outside 2..=8"),
+    ("triu-diagonal-type", lambda d, dest: dest.triu(1.5), r"triangular: diagonal = 1.5 is not an int"),
+    # masked_fill
+    ("mask-dtype", lambda d, dest: dest.masked_fill(_t(d, 4, 6, dtype=zyx.uint8), 1.0), r"masked_fill: mask dtype uint8 is not accepted"),
+    ("mask-shape", lambda d, dest: dest.masked_fill(zyx.ones(5, dtype=zyx.bool, device=d), 1.0), r"masked_fill: mask shape \(5,\) is not broadcastable"),
+    ("fill-int-range", lambda d, dest: _t(d, 3, dtype=zyx.int8).masked_fill(zyx.ones(3, dtype=zyx.bool, device=d), 300), r"masked_fill: fill = 300 is outside the int8 range"),
+    ("fill-nan-int", lambda d, dest: _t(d, 3, dtype=zyx.int32).masked_fill(zyx.ones(3, dtype=zyx.bool, device=d), float("nan")), r"masked_fill: fill = nan cannot be stored in int32"),
+    ("fill-overflow", lambda d, dest: _t(d, 3, dtype=zyx.float16).masked_fill(zyx.ones(3, dtype=zyx.bool, device=d), 1e6), r"masked_fill: fill = 1000000.0 overflows float16"),
+    ("fill-inf-e4m3", lambda d, dest: _t(d, 3, dtype=zyx.float8_e4m3).masked_fill(zyx.ones(3, dtype=zyx.bool, device=d), float("inf")), r"masked_fill: fill = inf cannot be stored in float8_e4m3"),
+    ("fill-type", lambda d, dest: dest.masked_fill(zyx.ones(6, dtype=zyx.bool, device=d), "x"), r"masked_fill: fill = 'x' is not a bool, int or float"),
+    ("fill-tensor-size", lambda d, dest: dest.masked_fill(zyx.ones(6, dtype=zyx.bool, device=d), _t(d, 2)), r"masked_fill: fill is a tensor of shape \(2,\)"),
+    # cumsum
+    ("cumsum-dtype", lambda d, dest: _t(d, 3, dtype=zyx.int32).cumsum(0), r"CumSum: no contract accepts dtype int32"),
+    ("cumsum-dim", lambda d, dest: dest.cumsum(2), r"cumsum_f32: dim = 2 is out of range"),
+    # write_slice
+    ("ws-rank0-source", lambda d, dest: zyx.write_slice(dest, zyx.tensor(1.0, device=d), [(0, 1), (0, 1)]), r"write_slice: source rank 0 .* outside 1..=8"),
+    ("ws-rank-mismatch", lambda d, dest: zyx.write_slice(dest, _t(d, 6), [(0, 6)]), r"write_slice: dest_shape = \(4, 6\) has 2 axes but source has rank 1"),
+    ("ws-ranges-len", lambda d, dest: zyx.write_slice(dest, _t(d, 2, 3), [(0, 2)]), r"write_slice: ranges has 1 entries but dest has rank 2"),
+    ("ws-start-end", lambda d, dest: zyx.write_slice(dest, _t(d, 2, 3), [(3, 1), (0, 3)]), r"write_slice: ranges\[0\] = \(3, 1\) has start > end"),
+    ("ws-negative", lambda d, dest: zyx.write_slice(dest, _t(d, 2, 3), [(-1, 1), (0, 3)]), r"write_slice: ranges\[0\] = \(-1, 1\) starts below 0"),
+    ("ws-exceeds", lambda d, dest: zyx.write_slice(dest, _t(d, 2, 3), [(0, 2), (5, 8)]), r"write_slice: ranges\[1\] = \(5, 8\) exceeds dest_shape\[1\] = 6"),
+    ("ws-box-mismatch", lambda d, dest: zyx.write_slice(dest, _t(d, 2, 3), [(0, 2), (0, 2)]), r"write_slice: source.shape\[1\] = 3 but ranges\[1\] = \(0, 2\) spans 2"),
+    ("ws-dtype", lambda d, dest: zyx.write_slice(dest, _t(d, 2, 3, dtype=zyx.float16), [(0, 2), (0, 3)]), r"write_slice: dest_dtype = float32 differs from source dtype float16"),
+    ("ws-pair", lambda d, dest: zyx.write_slice(dest, _t(d, 2, 3), [(0, 2), 3]), r"write_slice: ranges\[1\] = 3 is not a \(start, end\) pair"),
+    ("ws-broadcast-dest", lambda d, dest: zyx.write_slice(dest[:1].expand(3, 6), _t(d, 3, 6), [(0, 3), (0, 6)]), r"write_slice: dest is a broadcast view"),
+    # write_slice_rotating
+    ("rot-axis", lambda d, dest: zyx.write_slice_rotating(dest, _t(d, 2, 6), 2, 0), r"write_slice_rotating: axis = 2 is out of range"),
+    ("rot-modulus-zero", lambda d, dest: zyx.write_slice_rotating(dest, _t(d, 1, 6), 0, 0, modulus=0), r"write_slice_rotating: modulus = 0 is outside 0 < modulus <= dest_shape\[0\] = 4"),
+    ("rot-modulus-big", lambda d, dest: zyx.write_slice_rotating(dest, _t(d, 1, 6), 0, 0, modulus=5), r"write_slice_rotating: modulus = 5 is outside"),
+    ("rot-rows", lambda d, dest: zyx.write_slice_rotating(dest, _t(d, 3, 6), 0, 1, modulus=2), r"write_slice_rotating: source.shape\[0\] = 3 rows exceed modulus = 2"),
+    ("rot-off-axis", lambda d, dest: zyx.write_slice_rotating(dest, _t(d, 2, 5), 0, 1), r"write_slice_rotating: source.shape\[1\] = 5 differs from dest_shape\[1\] = 6"),
+    ("rot-pos-dtype", lambda d, dest: zyx.write_slice_rotating(dest, _t(d, 2, 6), 0, zyx.tensor([1], device=d)), r"write_slice_rotating: position dtype int64 is not accepted; expected uint32/int32"),
+    ("rot-pos-size", lambda d, dest: zyx.write_slice_rotating(dest, _t(d, 2, 6), 0, zyx.tensor([1, 2], dtype=zyx.int32, device=d)), r"write_slice_rotating: position has shape \(2,\); expected exactly one element"),
+    ("rot-pos-type", lambda d, dest: zyx.write_slice_rotating(dest, _t(d, 2, 6), 0, 1.5), r"write_slice_rotating: position = 1.5 is not a host int or a one-element"),
+    ("rot-dtype", lambda d, dest: zyx.write_slice_rotating(dest, _t(d, 2, 6, dtype=zyx.int32), 0, 1), r"write_slice_rotating: dest_dtype = float32 differs"),
+    # write_slice_doff
+    ("doff-host-int", lambda d, dest: zyx.write_slice_doff(dest, _t(d, 2, 6), 0, 1), r"write_slice_doff: offset = 1 is not a one-element int64 tensor"),
+    ("doff-offset-dtype", lambda d, dest: zyx.write_slice_doff(dest, _t(d, 2, 6), 0, zyx.tensor([1], dtype=zyx.int32, device=d)), r"write_slice_doff: offset dtype int32 is not accepted; expected int64"),
+    ("doff-offset-size", lambda d, dest: zyx.write_slice_doff(dest, _t(d, 2, 6), 0, zyx.tensor([1, 2], device=d)), r"write_slice_doff: offset has shape \(2,\)"),
+    ("doff-axis", lambda d, dest: zyx.write_slice_doff(dest, _t(d, 2, 6), -3, zyx.tensor([0], device=d)), r"write_slice_doff: axis = -3 is out of range"),
+    ("doff-width", lambda d, dest: zyx.write_slice_doff(dest, _t(d, 5, 6), 0, zyx.tensor([0], device=d)), r"write_slice_doff: ranges\[0\] = \(0, 5\) is 5 wide on axis 0, wider than dest_shape\[0\] = 4"),
+    ("doff-ranges", lambda d, dest: zyx.write_slice_doff(dest, _t(d, 2, 3), 0, zyx.tensor([0], device=d), ranges=[(0, 2), (4, 7)]), r"write_slice_doff: ranges\[1\] = \(4, 7\) exceeds dest_shape\[1\] = 6"),
+    ("doff-box", lambda d, dest: zyx.write_slice_doff(dest, _t(d, 2, 3), 0, zyx.tensor([0], device=d)), r"write_slice_doff: source.shape\[1\] = 3 but ranges\[1\] = \(0, 6\) spans 6"),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_contract_violation_refused_before_launch(device, bits_equal, monkeypatch, case):
+    _, call, pattern = case
+    sentinel = raw((4, 6), zyx.float32, seed=77)
+    dest = on_device(sentinel, device)
+    launched: list[str] = []
+
+    def no_launch(kernel, *args, **kwargs):
+        launched.append(kernel.name)
+        raise AssertionError(f"contract kernel {kernel.name} launched before the contract was checked")
+
+    monkeypatch.setattr(kernels, "launch", no_launch)  # every contract kernel starts through it
+    with pytest.raises(zyx.ContractError, match=pattern):
+        call(device, dest)
+    monkeypatch.undo()
+    assert not launched
+    bits_equal(dest.numpy(), sentinel)
+
+
+def test_contract_errors_are_value_errors(device):
+    with pytest.raises(ValueError):
+        zyx.tensor([1.0, 2.0], device=device).flip(3)
+
+
+# ---------------------------------------------------------------- zyx.contracts()
+
+
+def test_contracts_listing():
+    cs = zyx.contracts()
+    names = cs.names()
+    for expected in ("contiguize", "flip", "roll", "concat", "write_slice", "write_slice_rotating",
+                     "write_slice_doff", "triangular", "masked_fill", "cumsum_f32", "cumsum_f64",
+                     "cumsum_bf16", "cumsum_f16"):
+        assert expected in names
+    by_name = {c.name: c for c in cs}
+    assert by_name["cumsum_bf16"].op_kind == "CumSum" and by_name["cumsum_bf16"].dtypes == (zyx.bfloat16,)
+    assert zyx.float8_e5m2 in by_name["flip"].dtypes
+    cost = by_name["flip"].cost(n=1000, dtype_bytes=4)
+    assert isinstance(cost, Cost) and cost.bytes_moved == 8000 and cost.flops == 0
+    assert "| flip |" in str(cs)
+    import zyx.contracts as package  # still the package: submodules keep working
+    assert package.ops.flip is not None and callable(package)
+
+
+def test_every_contract_has_its_template_and_tunables():
+    for c in zyx.contracts():
+        assert (templates_dir() / "contracts" / c.entry_point).is_file(), c.name
+        family = "cumsum" if c.name.startswith("cumsum") else c.name
+        declared = c.raw.get("tunables")
+        assert declared is not None, f"{c.name}: the document declares no tunables"
+        assert set(declared) == set(kernels.DECLARED[family]), (c.name, declared)
+
+
+def test_declared_determinism_matches_kernels(device, bits_equal):
+    """bitwise contracts are byte moves (checked against NumPy elsewhere); same_hardware_bitwise
+    cumsums repeat their bits."""
+    det = {c.name: c.determinism for c in zyx.contracts()}
+    assert all(det[n] == "bitwise" for n in det if not n.startswith("cumsum"))
+    assert all(det[n] == "same_hardware_bitwise" for n in det if n.startswith("cumsum"))
+    x = zyx.randn(5000, device=device)
+    bits_equal(x.cumsum(0).numpy(), x.cumsum(0).numpy())
+
+
+# ---------------------------------------------------------------- calibration
+
+
+def test_calibration_fits_stores_and_predicts(device, zyx_cache_dir):
+    data = calibrate.calibrate(device, quick=True, names=["flip", "cumsum_f32"], repeats=2)
+    rec = data["kernels"]["flip"]
+    assert rec["bytes_per_s"] > 0 and rec["overhead_s"] >= 0 and len(rec["points"]) == len(calibrate.QUICK_SIZES)
+    stored = json.loads(calibrate._path(device).read_text())
+    assert stored["signature"] == device.info.signature and "cumsum_f32" in stored["kernels"]
+    fit = calibrate.fit_for(zyx.contracts.get("flip"), device)
+    assert fit is not None and math.isclose(fit.bytes_per_s, rec["bytes_per_s"])
+    if device is zyx.default_device():
+        listing.install()
+        predicted = zyx.contracts.get("flip").cost(n=1 << 20, dtype_bytes=4).predicted_s
+        assert predicted is not None and predicted > 0
+        assert "GB/s" in str(zyx.contracts())
+
+
+def test_calibration_file_corrupt_is_ignored(device, zyx_cache_dir):
+    path = calibrate._path(device)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    saved = path.read_bytes() if path.exists() else None
+    try:
+        path.write_text("{not json")
+        calibrate._loaded.pop(device.id, None)
+        assert calibrate.load(device) is None
+        assert calibrate.fit_for(zyx.contracts.get("flip"), device) is None
+    finally:
+        if saved is not None:
+            path.write_bytes(saved)
+        else:
+            path.unlink()
+        calibrate._loaded.pop(device.id, None)
+
+
+def test_fit_recovers_overhead_and_bandwidth():
+    points = [(b, 2e-6 + b / 5e9) for b in (1e4, 1e6, 1e8)]
+    f = calibrate.fit(points)
+    assert math.isclose(f.overhead_s, 2e-6, rel_tol=1e-3) and math.isclose(f.bytes_per_s, 5e9, rel_tol=1e-6)
+
+
+# ---------------------------------------------------------------- examples
+
+
+def test_kv_cache_ring_example(run_python):
+    code = (ROOT / "examples" / "kv_cache_ring.py").read_text()
+    result = run_python(code.replace('if __name__ == "__main__":', "if True:"))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "match" in result.stdout
