@@ -190,8 +190,7 @@ def pyopencl_op(device: zyx.Device, w: calibrate.Workload) -> Optional[Callable[
         from pyopencl.scan import InclusiveScanKernel
 
         x = cla.to_device(q, a["x"])
-        ctype = "double" if name == "cumsum_f64" else "float"
-        knl = InclusiveScanKernel(device.context, np.dtype(ctype), "a+b", neutral="0")
+        knl = InclusiveScanKernel(device.context, a["x"].dtype, "a+b", neutral="0")
         return lambda: knl(x.copy(queue=q), queue=q)
     return None
 

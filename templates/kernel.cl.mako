@@ -2,7 +2,8 @@
 An IR kernel (zyx.codegen.kernel): one statement per line, values in compute types.
 Parameters: name, header (comment lines), bufs ((name, dtype, is_output) ...), dtypes
 (every dtype used, for the conversion preamble), index_t, items (work items needed),
-stmts (see zyx.codegen.kernel.statements), uses_ipow, fp32 (the float32 DType).
+stmts (see zyx.codegen.kernel.statements), uses_ipow, err_flag (the error-flag parameter's name
+or None: an int the kernel atomic_or's error bits into), fp32 (the float32 DType).
 </%doc>\
 <%namespace name="dt" file="/common/dtypes.mako"/>\
 /*
@@ -28,8 +29,11 @@ inline long zyx_ipow(long a, long b) {
 
 __kernel void ${name}(
 % for i, (bname, bd, is_out) in enumerate(bufs):
-    __global ${'' if is_out else 'const '}${bd.cl_storage} *restrict ${bname}${',' if i + 1 < len(bufs) else ''}
+    __global ${'' if is_out else 'const '}${bd.cl_storage} *restrict ${bname}${',' if i + 1 < len(bufs) or err_flag else ''}
 % endfor
+% if err_flag:
+    __global int *${err_flag}
+% endif
 )
 {
     const ${index_t} gid = get_global_id(0);

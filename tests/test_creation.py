@@ -55,6 +55,24 @@ def test_tensor_with_dtype_converts(device: zyx.Device) -> None:
     assert zyx.tensor(np.arange(3), dtype=zyx.uint8, device=device).tolist() == [0, 1, 2]
 
 
+def test_python_floats_round_to_16_bit_floats_through_float32(device: zyx.Device) -> None:
+    # one rounding rule everywhere (as in PyTorch): float64 -> float32 -> float16/bfloat16
+    v, w = 1 + 2.0**-11 + 2.0**-40, 1 + 2.0**-8 + 2.0**-40
+    assert zyx.tensor([v], dtype=zyx.float16, device=device).item() == 1.0
+    assert zyx.tensor(np.array([v]), dtype=zyx.float16, device=device).item() == 1.0
+    assert zyx.full((2,), v, dtype=zyx.float16, device=device).tolist() == [1.0, 1.0]
+    assert zyx.tensor([w], dtype=zyx.bfloat16, device=device).item() == 1.0
+    assert zyx.full((1,), w, dtype=zyx.bfloat16, device=device).item() == 1.0
+
+
+def test_python_float_rounding_matches_torch(device: zyx.Device, torch) -> None:
+    for v in (1 + 2.0**-11 + 2.0**-40, 65519.999, 1e-8, 0.1):
+        for d in (zyx.float16, zyx.bfloat16):
+            td = _torch_dtype(torch, d)
+            assert zyx.tensor([v], dtype=d, device=device).item() == torch.tensor([v], dtype=td).item()
+            assert zyx.full((1,), v, dtype=d, device=device).item() == torch.full((1,), v, dtype=td).item()
+
+
 def test_tensor_from_tensor_copies(device: zyx.Device) -> None:
     x = zyx.tensor([[1, 2], [3, 4]], device=device)
     y = zyx.tensor(x.T, device=device)

@@ -204,6 +204,46 @@ def test_scalar_promotion_matches_torch(torch, d: dtypes.DType) -> None:
         assert torch_dtype(torch, got) == torch.result_type(scalar, t)
 
 
+class _ZeroDim:
+    """Stands in for a zero-dim tensor of ``dtype`` (result_type only reads dtype and ndim)."""
+
+    ndim = 0
+
+    def __init__(self, dtype: dtypes.DType) -> None:
+        self.dtype = dtype
+
+
+@pytest.mark.parametrize("a", ALL_DTYPES, ids=lambda d: d.name)
+def test_zero_dim_tensor_promotion_matches_torch(torch, a: dtypes.DType) -> None:
+    compared = 0
+    for b in ALL_DTYPES:
+        for dims_a in (True, False):
+            ta = torch.zeros(2 if dims_a else (), dtype=torch_dtype(torch, a))
+            tb = torch.zeros((), dtype=torch_dtype(torch, b))
+            try:
+                expected = torch.result_type(ta, tb)
+            except RuntimeError:
+                continue
+            za = a if dims_a else _ZeroDim(a)
+            assert torch_dtype(torch, zyx.result_type(za, _ZeroDim(b))) == expected, (a, b, dims_a)
+            assert torch_dtype(torch, zyx.result_type(_ZeroDim(b), za)) == expected, (b, a, dims_a)
+            compared += 1
+    assert compared >= 2
+
+
+def test_zero_dim_tensors_rank_between_tensors_and_scalars(device) -> None:
+    i8 = zyx.tensor([1, 2], dtype=zyx.int8, device=device)
+    f16 = zyx.tensor([1.0], dtype=zyx.float16, device=device)
+    assert zyx.result_type(i8, zyx.tensor(1000, device=device)) is zyx.int8
+    assert zyx.result_type(zyx.tensor(1000, device=device), i8) is zyx.int8
+    assert zyx.result_type(f16, zyx.tensor(1.5, dtype=zyx.float64, device=device)) is zyx.float16
+    assert zyx.result_type(i8, zyx.tensor(1.5, dtype=zyx.float64, device=device)) is zyx.float64
+    assert zyx.result_type(zyx.tensor(True, device=device), 3) is zyx.int64
+    assert zyx.result_type(zyx.tensor(1, dtype=zyx.int16, device=device), 2.5) is zyx.float32
+    assert zyx.result_type(zyx.tensor(1, dtype=zyx.int16, device=device),
+                           zyx.tensor(1, dtype=zyx.int32, device=device)) is zyx.int32
+
+
 def test_scalar_dtype_rejects_strings() -> None:
     with pytest.raises(zyx.DTypeError, match="unsupported scalar"):
         dtypes.scalar_dtype("3")

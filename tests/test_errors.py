@@ -191,7 +191,7 @@ def test_to_device_without_fp64(device: zyx.Device) -> None:
 def test_request_above_max_alloc(device: zyx.Device) -> None:
     n = device.info.max_alloc_bytes // 4 + 1
     with pytest.raises(zyx.AllocationError) as info:
-        zyx.zeros(n, device=device)
+        zyx.zeros(n, device=device).realize()
     msg = str(info.value)
     assert str(n * 4) in msg and "free" in msg and str(device.info.max_alloc_bytes) in msg
     assert isinstance(info.value, MemoryError)
@@ -200,9 +200,9 @@ def test_request_above_max_alloc(device: zyx.Device) -> None:
 def test_request_above_global_memory(device: zyx.Device) -> None:
     n = device.global_mem_bytes // 8 + 16
     before = zyx.memory_stats(device)
-    for call in (lambda: zyx.zeros(n, dtype=zyx.float64, device=device),
-                 lambda: zyx.rand(n, dtype=zyx.float64, device=device),
-                 lambda: zyx.full((n // 1000 + 1, 1000), 1, device=device)):
+    for call in (lambda: zyx.zeros(n, dtype=zyx.float64, device=device).realize(),
+                 lambda: zyx.rand(n, dtype=zyx.float64, device=device).realize(),
+                 lambda: zyx.full((n // 1000 + 1, 1000), 1, device=device).realize()):
         with pytest.raises(zyx.AllocationError) as info:
             call()
         assert "requested" in str(info.value) and "bytes free" in str(info.value)
@@ -219,16 +219,16 @@ def test_out_of_device_memory(device: zyx.Device, monkeypatch: pytest.MonkeyPatc
     in_use = zyx.memory_stats(device)["bytes_in_use"]
     if in_use > 100_000:
         pytest.skip("other tests hold device memory")
-    a = zyx.zeros(100_000, device=device)
-    b = zyx.zeros(100_000, device=device)
+    a = zyx.zeros(100_000, device=device).realize()
+    b = zyx.zeros(100_000, device=device).realize()
     with pytest.raises(zyx.AllocationError) as info:
-        zyx.zeros(100_000, device=device)
+        zyx.zeros(100_000, device=device).realize()
     msg = str(info.value)
     assert "out of device memory" in msg and "requested 400000 bytes" in msg
     free = (1 << 20) - zyx.memory_stats(device)["bytes_in_use"]
     assert f"{free} bytes free" in msg
     del a
-    c = zyx.zeros(100_000, device=device)  # freed memory is usable again
+    c = zyx.zeros(100_000, device=device).realize()  # freed memory is usable again
     assert c.shape == (100_000,) and b.shape == (100_000,)
 
 
@@ -241,3 +241,40 @@ def test_compile_error(device: zyx.Device) -> None:
     assert info.value.source == src
     assert "zyx_not_declared" in info.value.build_log
     assert "zyx_broken" in str(info.value)
+
+
+def test_integer_division_by_zero_raises(device: zyx.Device) -> None:
+    assert issubclass(zyx.DivisionByZeroError, (zyx.IntegerArithmeticError, ZeroDivisionError, RuntimeError))
+    assert issubclass(zyx.IntegerArithmeticError, (zyx.ZyxError, ArithmeticError, RuntimeError))
+    a = zyx.tensor([5, -3, 7], dtype="int32", device=device)
+    for fn in (lambda: a // 0, lambda: a % 0, lambda: 7 % zyx.tensor([0], device=device) if False else a % False):
+        with pytest.raises(zyx.DivisionByZeroError, match="ZeroDivisionError"):
+            fn()
+    zero = zyx.tensor([1, 0, 2], dtype="int32", device=device)
+    q = a // zero
+    with pytest.raises(zyx.DivisionByZeroError, match="ZeroDivisionError"):
+        q.numpy()
+    with pytest.raises(ZeroDivisionError):
+        (a % zero).tolist()
+    with pytest.raises(zyx.DivisionByZeroError):
+        (10 // zero + 1).realize()
+        zyx.synchronize()
+    # the flag is cleared after raising: later good work reads fine
+    np.testing.assert_array_equal((a // zyx.tensor([2, 2, 2], dtype="int32", device=device)).numpy(), [2, -2, 3])
+    np.testing.assert_array_equal((a % 2).numpy(), [1, 1, 1])
+    # float division by zero is IEEE, no error
+    assert np.isinf((zyx.tensor([1.0], device=device) // 0).numpy()).all()
+
+
+def test_integer_negative_power_raises(device: zyx.Device) -> None:
+    a = zyx.tensor([2, 3], device=device)
+    with pytest.raises(zyx.IntegerArithmeticError, match="negative integer powers"):
+        a ** -1
+    with pytest.raises(RuntimeError, match="negative integer powers"):
+        a.pow(-2)
+    with pytest.raises(zyx.IntegerArithmeticError, match="negative integer powers"):
+        (a ** zyx.tensor([1, -1], device=device)).numpy()
+    with pytest.raises(zyx.IntegerArithmeticError):
+        (2 ** zyx.tensor([-3], device=device)).item()
+    np.testing.assert_array_equal((a ** zyx.tensor([2, 0], device=device)).numpy(), [4, 1])
+    np.testing.assert_allclose((a.float() if hasattr(a, "float") else a.cast("float32")) .pow(-1).numpy(), [0.5, 1 / 3])

@@ -119,3 +119,103 @@ def test_in_place_write_runs_pending_readers_first():
     transfer.write(buf, np.full(6, 100, np.float32))
     np.testing.assert_array_equal(y.numpy(), np.arange(6) * 2)
     np.testing.assert_array_equal((x + 0).numpy(), np.full(6, 100, np.float32))
+
+
+def test_second_run_of_same_graph_structure_does_no_codegen(monkeypatch):
+    from zyx import lazy
+    from zyx.codegen import kernel as codegen
+
+    calls = []
+    real_source = codegen.source
+    monkeypatch.setattr(codegen, "source", lambda *a, **k: (calls.append(1), real_source(*a, **k))[1])
+    rng = np.random.default_rng(5)
+
+    def graph(a, b):
+        return ((a * b + 1.5).exp().sum(1, keepdim=True) + a.softmax(1)) / (b - -0.0)
+
+    a, b = (zyx.tensor(rng.uniform(-1, 1, (5, 37)).astype(np.float32)) for _ in range(2))
+    want = graph(a, b).numpy()
+    c, d = (zyx.tensor(rng.uniform(-1, 1, (5, 37)).astype(np.float32)) for _ in range(2))
+    want2 = graph(c, d).numpy()  # same structure, other buffers: replayed
+    builds, hits = lazy.schedule_stats["builds"], lazy.schedule_stats["hits"]
+    n_calls, n_kernels = len(calls), zyx.kernel_count()
+    got = graph(a, b).numpy()
+    assert lazy.schedule_stats["builds"] == builds and lazy.schedule_stats["hits"] == hits + 1
+    assert len(calls) == n_calls  # no codegen
+    assert zyx.kernel_count() - n_kernels >= 3  # softmax + sum + final, all replayed
+    np.testing.assert_array_equal(got, want)
+    an, bn = a.numpy(), b.numpy()
+    e = np.exp(an - an.max(1, keepdims=True))
+    np.testing.assert_allclose(want, (np.exp(an * bn + 1.5).sum(1, keepdims=True) + e / e.sum(1, keepdims=True)) / bn,
+                               rtol=1e-4, atol=1e-5)
+    cn, dn = c.numpy(), d.numpy()
+    e = np.exp(cn - cn.max(1, keepdims=True))
+    np.testing.assert_allclose(want2, (np.exp(cn * dn + 1.5).sum(1, keepdims=True) + e / e.sum(1, keepdims=True)) / dn,
+                               rtol=1e-4, atol=1e-5)
+
+
+def test_schedule_cache_tells_apart_constants_views_and_shared_buffers():
+    x = zyx.tensor(np.array([1.0, -2.0, 3.0], np.float32))
+    y = zyx.tensor(np.array([5.0, 6.0, 7.0], np.float32))
+    assert np.signbit((x * 0.0).numpy()).tolist() == [False, True, False]
+    assert np.signbit((x * -0.0).numpy()).tolist() == [True, False, True]
+    np.testing.assert_array_equal((x + y).numpy(), [6, 4, 10])
+    np.testing.assert_array_equal((x + x).numpy(), [2, -4, 6])  # one buffer read twice
+    np.testing.assert_array_equal((y + x).numpy(), [6, 4, 10])
+    np.testing.assert_array_equal((x[::-1] + y).numpy(), [8, 4, 8])
+    np.testing.assert_array_equal((x + y[::-1]).numpy(), [8, 4, 8])
+    assert np.isnan((x + float("nan")).numpy()).all()
+    np.testing.assert_array_equal((x + 1).numpy(), [2, -1, 4])
+
+
+def test_replayed_schedules_leak_nothing():
+    gc.collect()
+    start = zyx.memory_stats()["live_buffers"]
+    x = zyx.ones(64)
+    for _ in range(20):
+        x = ((x * 2).softmax(0) + 1).realize()
+    assert x.numpy().shape == (64,)
+    del x
+    gc.collect()
+    assert zyx.memory_stats()["live_buffers"] == start
+
+
+def _second_device():
+    from zyx.backend.device import Device
+
+    d0 = zyx.default_device()
+    return d0, Device(d0.cl_device, d0.platform_index, d0.device_index)
+
+
+def test_mixed_devices_run_where_most_input_bytes_are():
+    d0, d1 = _second_device()
+    assert d1 is not d0 and d1.context is not d0.context
+    an = np.arange(6, dtype=np.float32)
+    bign = np.arange(24, dtype=np.float32).reshape(4, 6)
+    a = zyx.tensor(an, device=d0)
+    b = zyx.tensor(an * 10, device=d1)
+    big = zyx.tensor(bign, device=d1)
+    c = a + b  # equal bytes: the first operand's device
+    assert c.device is d0
+    np.testing.assert_array_equal(c.numpy(), an * 11)
+    e = a * big  # most bytes on d1
+    assert e.device is d1
+    np.testing.assert_array_equal(e.numpy(), an * bign)
+    f = zyx.where(a > 2, b, big)
+    assert f.device is d1
+    np.testing.assert_array_equal(f.numpy(), np.where(an > 2, an * 10, bign))
+    g = ((a.exp() + 1) @ big.T).relu()  # pending work of d0 fused into a d1 kernel
+    assert g.device is d1
+    np.testing.assert_allclose(g.numpy(), np.maximum((np.exp(an) + 1) @ bign.T, 0), rtol=1e-5)
+    h = (a.sum() + b.sum()) * 2  # a stored reduce on d0 copied over
+    np.testing.assert_allclose(h.item(), (an.sum() + an.sum() * 10) * 2)
+    assert zyx.memory_stats(d1)["live_buffers"] >= 2
+
+
+def test_mixed_devices_prefer_a_device_with_room(monkeypatch):
+    from zyx import lazy
+
+    d0, d1 = _second_device()
+    assert lazy.choose_device([(d0, 100), (d1, 400)], 64) is d1
+    monkeypatch.setattr(d1.pool, "bytes_in_use", d1.global_mem_bytes - 10)
+    assert lazy.choose_device([(d0, 100), (d1, 400)], 64) is d0

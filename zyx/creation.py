@@ -50,6 +50,15 @@ def _host_array(data: Any, keep_python_precision: bool = False) -> np.ndarray:
     return arr
 
 
+def host_cast(arr: np.ndarray, dtype: DType) -> np.ndarray:
+    """``arr`` converted to ``dtype`` on the host as a device cast would (and PyTorch does):
+    float64 goes to 16/8-bit floats through float32, so there is one rounding rule."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        if arr.dtype == np.float64 and dtype.is_float and dtype.itemsize <= 2:
+            arr = arr.astype(np.float32)
+        return arr.astype(dtype.numpy)
+
+
 def from_host(arr: np.ndarray, dtype: DType | None, device: Device) -> Tensor:
     """Upload a host array (converted to ``dtype`` on the host if given)."""
     if dtype is None:
@@ -59,7 +68,7 @@ def from_host(arr: np.ndarray, dtype: DType | None, device: Device) -> Tensor:
             raise DTypeError(f"NumPy dtype {arr.dtype} has no zyx equivalent; expected one of "
                              f"{', '.join(d.name for d in dtypes.ALL_DTYPES)}") from None
     elif arr.dtype != dtype.numpy:
-        arr = arr.astype(dtype.numpy)
+        arr = host_cast(arr, dtype)
     device.check_dtype(dtype)
     return Tensor(transfer.upload(device, arr), View.contiguous(arr.shape), dtype, device)
 
@@ -90,8 +99,7 @@ def _value_bits(value: Any, dtype: DType) -> np.ndarray:
             raise DTypeError(f"value {value} cannot be converted to {dtype.name} without overflow "
                              f"(expected {info.min} <= value <= {info.max})")
         return np.array(int(value), dtype=dtype.numpy)
-    with np.errstate(over="ignore", invalid="ignore"):
-        return np.array(value).astype(dtype.numpy)
+    return host_cast(np.array(value), dtype)
 
 
 def full(shape: Any, fill_value: Any, dtype: Any = None, device: Any = None) -> Tensor:
@@ -144,7 +152,7 @@ def arange(start: Any, stop: Any = None, step: Any = 1, dtype: Any = None, devic
     dt = to_dtype(dtype)
     length = max(math.ceil((stop - start) / step), 0)
     values = start + np.arange(length, dtype=np.float64 if dt.is_float else np.int64) * step
-    return from_host(np.asarray(values).astype(dt.numpy), dt, resolve(device))
+    return from_host(np.asarray(values), dt, resolve(device))
 
 
 def linspace(start: float, end: float, steps: int, dtype: Any = None, device: Any = None) -> Tensor:
@@ -152,7 +160,7 @@ def linspace(start: float, end: float, steps: int, dtype: Any = None, device: An
     if steps < 0:
         raise ShapeError(f"linspace: number of steps must be non-negative, got {steps}")
     dt = dtypes.float32 if dtype is None else to_dtype(dtype)
-    return from_host(np.linspace(start, end, steps, dtype=np.float64).astype(dt.numpy), dt, resolve(device))
+    return from_host(np.linspace(start, end, steps, dtype=np.float64), dt, resolve(device))
 
 
 def eye(n: int, m: int | None = None, dtype: Any = None, device: Any = None) -> Tensor:
@@ -161,7 +169,7 @@ def eye(n: int, m: int | None = None, dtype: Any = None, device: Any = None) -> 
     if n < 0 or m < 0:
         raise ShapeError(f"eye: sizes must be non-negative, got n={n}, m={m}")
     dt = dtypes.float32 if dtype is None else to_dtype(dtype)
-    return from_host(np.eye(n, m, dtype=np.float64).astype(dt.numpy), dt, resolve(device))
+    return from_host(np.eye(n, m, dtype=np.float64), dt, resolve(device))
 
 
 # ----------------------------------------------------------------- random numbers

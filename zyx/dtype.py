@@ -177,31 +177,47 @@ def scalar_dtype(value: Any) -> DType:
     raise DTypeError(f"unsupported scalar {value!r} of type {type(value).__name__}; expected bool, int or float")
 
 
-def _category(d: DType) -> int:
-    return 0 if d.is_bool else (1 if d.is_int else 2)
-
-
 def _is_python_scalar(x: Any) -> bool:
     return isinstance(x, (bool, int, float, np.bool_, np.integer, np.floating)) and not isinstance(x, DType)
 
 
-def _dtype_of(x: Any) -> DType:
-    return x if isinstance(x, DType) else to_dtype(getattr(x, "dtype", x))
+# PyTorch ranks operands: tensors with dims > zero-dim tensors > Python scalars.
+_DIMENSIONED, _ZERO_DIM, _SCALAR = 0, 1, 2
+
+
+def _operand(x: Any) -> tuple[int, DType]:
+    """The promotion rank and dtype of one operand (a DType counts as a dimensioned tensor)."""
+    if _is_python_scalar(x):
+        return _SCALAR, scalar_dtype(x)
+    if isinstance(x, DType):
+        return _DIMENSIONED, x
+    rank = _ZERO_DIM if getattr(x, "ndim", None) == 0 else _DIMENSIONED
+    return rank, to_dtype(getattr(x, "dtype", x))
+
+
+def _combine(higher: DType | None, lower: DType | None) -> DType | None:
+    """PyTorch's ``combine_categories``: the higher-ranked dtype wins unless the lower-ranked
+    one is of a higher category (bool < integer < float)."""
+    if higher is None or lower is None:
+        return lower if higher is None else higher
+    if higher.is_float:
+        return higher
+    if higher.is_bool or lower.is_float:
+        return promote_types(higher, lower)
+    return higher
 
 
 def result_type(a: Any, b: Any) -> DType:
     """PyTorch-style result dtype of a binary op on tensors, dtypes and/or Python scalars.
 
-    A Python scalar only changes the result when it is of a higher category
-    (bool < integer < float) than the tensor: ``int8_tensor + 1000`` stays int8,
-    ``int_tensor + 1.5`` becomes float32.
+    Zero-dim tensors and Python scalars only change the result when they are of a higher
+    category (bool < integer < float) than the tensors with dims: ``int8_tensor + 1000``
+    and ``int8_tensor + zyx.tensor(1000)`` stay int8, ``int_tensor + 1.5`` becomes float32.
     """
-    a_scalar, b_scalar = _is_python_scalar(a), _is_python_scalar(b)
-    da = scalar_dtype(a) if a_scalar else _dtype_of(a)
-    db = scalar_dtype(b) if b_scalar else _dtype_of(b)
-    if a_scalar == b_scalar:
-        return promote_types(da, db)
-    tensor_dt, scalar_dt = (db, da) if a_scalar else (da, db)
-    if _category(scalar_dt) > _category(tensor_dt):
-        return scalar_dt if scalar_dt.is_float else int64
-    return tensor_dt
+    by_rank: list[DType | None] = [None, None, None]
+    for x in (a, b):
+        rank, d = _operand(x)
+        by_rank[rank] = d if by_rank[rank] is None else promote_types(by_rank[rank], d)
+    result = _combine(by_rank[_DIMENSIONED], _combine(by_rank[_ZERO_DIM], by_rank[_SCALAR]))
+    assert result is not None
+    return result

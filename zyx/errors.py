@@ -21,6 +21,14 @@ class DTypeError(ZyxError, TypeError):
     """A dtype that is unknown, not accepted, or not supported by the device."""
 
 
+class IntegerArithmeticError(ZyxError, ArithmeticError, RuntimeError):
+    """Integer arithmetic with no integer result: a negative integer power (also a RuntimeError, as in PyTorch)."""
+
+
+class DivisionByZeroError(IntegerArithmeticError, ZeroDivisionError):
+    """Integer ``//`` or ``%`` by zero (also a ZeroDivisionError and a RuntimeError)."""
+
+
 class ContractError(ZyxError, ValueError):
     """Input that a kernel contract does not accept, or a malformed contract document."""
 

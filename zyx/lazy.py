@@ -151,6 +151,22 @@ def pad(src: Src, pads: tuple[tuple[int, int], ...], value: Any, device: Any) ->
     return LazyNode("pad", (tuple(pads), value), (src,), src.dtype, shape, device)
 
 
+def choose_device(inputs: list[tuple[Any, int]], out_bytes: int) -> Any:
+    """The device a kernel runs on, given its ``(device, bytes read)`` inputs (DESIGN.md).
+
+    The device holding most of the input bytes that has room for the output (ties: the
+    first operand's); inputs elsewhere are copied over when the kernel is built.
+    """
+    held: dict[Any, int] = {}
+    for dev, nbytes in inputs:
+        held[dev] = held.get(dev, 0) + nbytes
+    ranked = sorted(held, key=lambda d: -held[d])  # stable: first operand first among equals
+    for dev in ranked:
+        if dev.global_mem_bytes - dev.pool.bytes_in_use >= out_bytes:
+            return dev
+    return ranked[0]
+
+
 # ------------------------------------------------------------------ scheduling
 
 def _identity(view: View, shape: tuple[int, ...]) -> bool:
@@ -191,6 +207,7 @@ class _KernelBuilder:
         self.red_shape: tuple[int, ...] | None = None
         self.in_reduce = False
         self.fusable: dict[int, bool] = {}
+        self.copies: dict[int, Buffer] = {}  # inputs from other devices, copied over
 
     def build(self) -> Kernel:
         coords = [out_var(i, d) for i, d in enumerate(self.root.shape)]
@@ -208,6 +225,8 @@ class _KernelBuilder:
         return Kernel(tuple(self.root.shape), self.red_shape or (), tuple(self.bufs), body)
 
     def buf_index(self, buf: Buffer, dtype: DType) -> int:
+        if buf.pool is not None and buf.pool.device is not self.root.device:
+            buf = self.copied_over(buf)
         key = (id(buf), dtype.name)
         i = self.index.get(key)
         if i is None:
@@ -215,6 +234,16 @@ class _KernelBuilder:
             self.bufs.append(dtype)
             self.args.append(buf)
         return i
+
+    def copied_over(self, buf: Buffer) -> Buffer:
+        """An input living on another device, copied to the kernel's device (once per kernel)."""
+        from zyx.backend import transfer
+
+        got = self.copies.get(id(buf))
+        if got is None:
+            got = transfer.upload(self.root.device, transfer.read(buf, buf.nbytes))
+            self.copies[id(buf)] = got
+        return got
 
     def can_inline(self, n: LazyNode, view: View, valid: sym.Node) -> bool:
         if n.op == "copy" and n.arg:
@@ -312,21 +341,165 @@ class _KernelBuilder:
         raise ZyxError(f"internal: unknown lazy op {op!r}")
 
 
+# ------------------------------------------------------------------ schedule cache
+#
+# Realizing a graph whose structure was seen before replays its recorded schedule: the
+# same launches (compiled kernels, sizes) on this graph's buffers, with no fusion
+# decisions, symbolic simplification or codegen. The key is the pending graph's
+# structure: per pending node (post-order) its op, arg, dtype, shape and sources; a
+# source is a constant (dtype, value), a realized buffer (position of first use, view,
+# dtype) or a pending node (position, view, dtype). Buffers are positional arguments,
+# so the key never holds one. ``schedule_stats`` counts builds (codegen runs) and hits.
+
+SCHEDULE_CACHE_SIZE = 4096
+_schedules: dict[tuple, tuple] = {}
+schedule_stats = {"builds": 0, "hits": 0}
+_allocs: list[tuple[LazyNode, Buffer]] | None = None  # outputs allocated while recording
+
+
+class _NotCacheable(Exception):
+    pass
+
+
+def _value_key(v: Any) -> Any:
+    # -0.0 == 0.0 and nan != nan, but they are different literals
+    return repr(v) if isinstance(v, float) else v
+
+
+def _graph_key(root: LazyNode) -> tuple[tuple, list[LazyNode], list[Buffer]] | None:
+    """(structural key, pending nodes in key order, input buffers by position); None when not cacheable."""
+    device = root.device
+    nodes: list[LazyNode] = []
+    bufs: list[Buffer] = []
+    items: list[tuple] = []
+    try:
+        _visit(root, device, nodes, bufs, {}, {}, items)
+    except _NotCacheable:
+        return None
+    return (device, tuple(items)), nodes, bufs
+
+
+def _visit(n: LazyNode, device: Any, nodes: list, bufs: list, npos: dict, bpos: dict, items: list) -> int:
+    # a module-level function, not a closure: a recursive closure is a reference cycle
+    # that would keep the graph's buffers alive until the garbage collector runs
+    srcs = []
+    for s in n.srcs:
+        b = s.base
+        if b is None:
+            srcs.append((s.dtype, _value_key(s.value)))
+            continue
+        v = s.view
+        if b.buffer is not None:
+            buf = b.buffer
+            i = bpos.get(id(buf))
+            if i is None:
+                if buf.pool is None or buf.pool.device is not device:
+                    raise _NotCacheable
+                i = bpos[id(buf)] = len(bufs)
+                bufs.append(buf)
+            srcs.append((-1 - i, v.shape, v.strides, v.offset, s.dtype))
+        else:
+            i = npos.get(id(b))
+            if i is None:
+                i = _visit(b, device, nodes, bufs, npos, bpos, items)
+            srcs.append((i, v.shape, v.strides, v.offset, s.dtype))
+    arg = n.arg
+    if n.op == "pad":
+        arg = (arg[0], _value_key(arg[1]))
+    items.append((n.op, arg, n.dtype, n.shape, n.device is device, tuple(srcs)))
+    npos[id(n)] = len(nodes)
+    nodes.append(n)
+    return len(nodes) - 1
+
+
+def _record(key: tuple, nodes: list[LazyNode], bufs: list[Buffer], launches: list, allocs: list) -> None:
+    """Store the schedule of a finished build (when every launch argument can be named)."""
+    from zyx.backend import arith_flags
+
+    device = key[0]
+    npos = {id(n): i for i, n in enumerate(nodes)}
+    where: dict[int, tuple[int, int]] = {id(b.cl): (0, i) for i, b in enumerate(bufs) if b.cl is not None}
+    outs = []
+    for j, (node, buf) in enumerate(allocs):
+        if id(node) not in npos or buf.pool is None or buf.pool.device is not device:
+            return
+        outs.append((npos[id(node)], buf.nbytes))
+        if buf.cl is not None:
+            where[id(buf.cl)] = (1, j)
+    flag = arith_flags._flags.get(device)
+    steps = []
+    for ck, glob, local, args in launches:
+        spec = []
+        for a in args:
+            if flag is not None and a is flag:
+                spec.append((2, 0))
+            elif id(a) in where:
+                spec.append(where[id(a)])
+            else:
+                return
+        steps.append((ck, glob, local, tuple(spec)))
+    if len(_schedules) >= SCHEDULE_CACHE_SIZE:
+        del _schedules[next(iter(_schedules))]
+    _schedules[key] = (tuple(outs), tuple(steps))
+
+
+def _replay(schedule: tuple, nodes: list[LazyNode], bufs: list[Buffer], device: Any) -> None:
+    from zyx.backend.launch import launch
+
+    outs_spec, steps = schedule
+    pool = device.pool
+    outs = [pool.allocate(nbytes) for _, nbytes in outs_spec]
+    for ck, glob, local, spec in steps:
+        args = []
+        for kind, i in spec:
+            if kind == 0:
+                args.append(bufs[i].cl)
+            elif kind == 1:
+                args.append(outs[i].cl)
+            else:
+                from zyx.backend import arith_flags
+
+                args.append(arith_flags.buffer(device))
+                arith_flags.arm(device)
+        launch(ck, glob, local, args)
+    for (p, _), out in zip(outs_spec, outs):
+        _set_buffer(nodes[p], out)
+
+
 _counts_stack: list[dict[int, int]] = []
 
 
 def realize(node: LazyNode) -> Buffer:
     """Run the pending work producing ``node`` (asynchronously) and return its buffer."""
+    global _allocs
     if node.buffer is not None:
         return node.buffer
-    top = not _counts_stack
-    if top:
-        _counts_stack.append(_count_parents(node))
+    if _counts_stack:  # a store inside a build: part of the schedule being built
+        _realize_one(node, _counts_stack[0])
+        return node.buffer  # type: ignore[return-value]
+    from zyx.backend import launch as launch_mod
+
+    got = _graph_key(node)
+    if got is not None:
+        key, nodes, bufs = got
+        schedule = _schedules.get(key)
+        if schedule is not None:
+            schedule_stats["hits"] += 1
+            _replay(schedule, nodes, bufs, node.device)
+            return node.buffer  # type: ignore[return-value]
+    recording = got is not None and launch_mod.recorder is None
+    if recording:
+        launch_mod.recorder, _allocs = [], []
+    schedule_stats["builds"] += 1
+    _counts_stack.append(_count_parents(node))
     try:
         _realize_one(node, _counts_stack[0])
+        if recording:
+            _record(key, nodes, bufs, launch_mod.recorder, _allocs)  # type: ignore[arg-type]
     finally:
-        if top:
-            _counts_stack.pop()
+        _counts_stack.pop()
+        if recording:
+            launch_mod.recorder, _allocs = None, None
     return node.buffer  # type: ignore[return-value]
 
 
@@ -336,10 +509,12 @@ def _realize_one(node: LazyNode, counts: dict[int, int]) -> None:
     device = node.device
     numel = math.prod(node.shape)
     out = device.pool.allocate(numel * node.dtype.itemsize)
+    if _allocs is not None:
+        _allocs.append((node, out))
     if numel:
         kb = _KernelBuilder(node, counts)
         kernel = kb.build()
-        opts = default_opts(kernel, device.info.max_work_group_size)
+        opts = default_opts(kernel, device.info.max_work_group_size, device.info)
         args = [out.cl] + [b.cl for b in kb.args[1:]]  # type: ignore[union-attr]
         launch_kernel(device, kernel, opts, args)
     _set_buffer(node, out)

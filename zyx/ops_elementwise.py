@@ -7,6 +7,7 @@ attaches the methods and operators to ``Tensor``.
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Sequence
 
 import numpy as np
@@ -14,16 +15,22 @@ import numpy as np
 from zyx import dtype as dtypes
 from zyx import lazy
 from zyx.dtype import DType, to_dtype
-from zyx.errors import DTypeError, ShapeError
+from zyx.errors import DivisionByZeroError, DTypeError, IntegerArithmeticError, ShapeError
 from zyx.ir.view import View
 
 Scalar = (bool, int, float, np.bool_, np.integer, np.floating)
 
 
-def _tensor_cls():
-    from zyx.tensor import Tensor
+_Tensor: Any = None  # zyx.tensor.Tensor, set by ``install`` (this module is imported by it)
 
-    return Tensor
+
+def _tensor_cls():
+    global _Tensor
+    if _Tensor is None:
+        from zyx.tensor import Tensor
+
+        _Tensor = Tensor
+    return _Tensor
 
 
 def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:
@@ -68,13 +75,17 @@ def _scalar_value(v: Any, d: DType) -> Any:
     raise DTypeError(f"unsupported operand {v!r} of type {type(v).__name__}; expected a Tensor or a Python number")
 
 
-def _device_of(*xs: Any):
+def _device_of(*xs: Any, out_bytes: int = 0):
+    """The device of a kernel on ``xs``: theirs, or for mixed devices ``lazy.choose_device``."""
     Tensor = _tensor_cls()
-    devs = [x.device for x in xs if isinstance(x, Tensor)]
-    for d in devs[1:]:
-        if d is not devs[0]:
-            raise ShapeError(f"operands live on different devices ({devs[0]} and {d}); move one with .to()")
-    return devs[0]
+    ts = [x for x in xs if isinstance(x, Tensor)]
+    first = ts[0].device
+    if all(t.device is first for t in ts):
+        return first
+    # bytes an operand brings: its elements without broadcast repeats
+    held = [(t.device, math.prod(d for d, st in zip(t.shape, t._view.strides) if st) * t.dtype.itemsize)
+            for t in ts]
+    return lazy.choose_device(held, out_bytes)
 
 
 def _shape_of(x: Any) -> tuple[int, ...]:
@@ -83,7 +94,7 @@ def _shape_of(x: Any) -> tuple[int, ...]:
 
 def _node(op: str, xs: Sequence[Any], compute: DType, result: DType | None = None):
     shape = broadcast_shapes(*(_shape_of(x) for x in xs))
-    device = _device_of(*xs)
+    device = _device_of(*xs, out_bytes=math.prod(shape) * compute.itemsize)
     srcs = [src_of(x, shape, compute) for x in xs]
     from zyx.ir.ops import alu_dtype
 
@@ -113,6 +124,8 @@ def binary(op: str, a: Any, b: Any):
         if dt.is_float:
             raise DTypeError(f"bitwise {op} needs bool or integer tensors, got {dt.name}")
         return _node(op, (a, b), dt)
+    if not dt.is_float:
+        _check_int_scalar(op, b)
     if dt.is_bool:
         if op == "add" or op == "maximum":
             return _node("or", (a, b), dt)
@@ -124,11 +137,26 @@ def binary(op: str, a: Any, b: Any):
     return _node(op, (a, b), dt)
 
 
+def _check_int_scalar(op: str, b: Any) -> None:
+    """Integer ``//``/``%`` by a scalar 0 and ``**`` a negative scalar raise now, like PyTorch.
+
+    Tensor divisors and exponents are checked by the kernel (``backend/arith_flags``).
+    """
+    if isinstance(b, _tensor_cls()):
+        return
+    if op in ("floordiv", "mod") and b == 0:
+        raise DivisionByZeroError("ZeroDivisionError: integer division or modulo by zero (expected a non-zero "
+                                  "divisor)")
+    if op == "pow" and b < 0:
+        raise IntegerArithmeticError(f"Integers to negative integer powers are not allowed (exponent {b})")
+
+
 def where(cond: Any, a: Any, b: Any):
     """``a`` where ``cond`` else ``b`` (broadcast; a/b promoted together)."""
     Tensor = _tensor_cls()
-    if not isinstance(cond, Tensor):
-        raise DTypeError("where: the condition must be a bool tensor")
+    if not isinstance(cond, Tensor) or not cond.dtype.is_bool:
+        got = cond.dtype.name if isinstance(cond, Tensor) else type(cond).__name__
+        raise DTypeError(f"where: expected the condition to be a bool tensor, got {got}")
     dt = dtypes.result_type(a, b) if (isinstance(a, Tensor) or isinstance(b, Tensor)) else \
         dtypes.result_type(dtypes.scalar_dtype(a), b)
     shape = broadcast_shapes(cond.shape, _shape_of(a), _shape_of(b))
@@ -240,6 +268,8 @@ def _binop(op: str, reverse: bool = False):
 
 def install(Tensor: type) -> None:
     """Attach the elementwise methods and operators to ``Tensor``."""
+    global _Tensor
+    _Tensor = Tensor
     for op in ("add", "sub", "mul", "floordiv", "mod", "pow", "and", "or", "xor"):
         name = {"div": "truediv"}.get(op, op)
         setattr(Tensor, f"__{name}__", _binop(op))

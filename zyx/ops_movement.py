@@ -80,8 +80,11 @@ def chunk(x: Any, chunks: int, dim: int = 0) -> tuple:
     """``chunks`` (at most) nearly equal views along ``dim``."""
     if chunks <= 0:
         raise ShapeError(f"chunk: chunks must be positive, got {chunks}")
-    size = x.shape[normalize_dim(dim, x.ndim)]
-    return split(x, max(-(-size // chunks), 1), dim)
+    d = normalize_dim(dim, x.ndim)
+    size = x.shape[d]
+    if size == 0:  # like PyTorch: ``chunks`` empty pieces
+        return tuple(x.narrow(d, 0, 0) for _ in range(chunks))
+    return split(x, -(-size // chunks), dim)
 
 
 def install(Tensor: type) -> None:

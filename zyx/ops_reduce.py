@@ -121,6 +121,8 @@ def _nonempty(x: Any, dim: Any, name: str) -> None:
 
 
 def _arg(x: Any, op: str, dim: Any, keepdim: bool):
+    if x.dtype.is_bool:
+        raise DTypeError(f"{op}(): does not support bool input (expected a numeric tensor; cast it first)")
     _nonempty(x, dim, op)
     if dim is None:
         flat = x.reshape(-1)

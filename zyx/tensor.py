@@ -117,12 +117,13 @@ class Tensor:
         """This tensor's elements, dense row-major, as raw bytes on the host."""
         from zyx.backend import sync_hooks  # device-side error flags surface at readback
 
+        buf = self._realized()  # launch pending work first: its flags are checked before reading
         sync_hooks.run(self._device)
         v = self._view
         size = self._dtype.itemsize
         if v.is_dense:
-            return transfer.read(self._realized(), v.numel * size, v.offset * size)
-        dense = basic_kernels.copy_cast(self._device, self._realized(), v, self._dtype, self._dtype)
+            return transfer.read(buf, v.numel * size, v.offset * size)
+        dense = basic_kernels.copy_cast(self._device, buf, v, self._dtype, self._dtype)
         return transfer.read(dense, v.numel * size)
 
     def numpy(self) -> np.ndarray:

@@ -10,8 +10,9 @@ strategy "blocks" (a parallel scan; each lane cut into `chunks` >= 2 blocks of w
                        (Hillis-Steele in local memory) and stores the block total.
   (host)               the (lanes, chunks) block totals are scanned by this same kernel
                        family, giving each block's carry-in.
-  zyx_cumsum_scan      recomputes the same work-group scan, adds the block's carry-in and
-                       stores each running sum rounded to the dtype.
+  zyx_cumsum_scan      recomputes the same work-group scan, adds the block's carry-in,
+                       re-reads its elements and stores each running sum rounded to
+                       the dtype.
 strategy "lanes": zyx_cumsum_lanes, one work-item per lane scanning it in order (for many
   short or strided lanes). Both orders are fixed by the sizes and tunables: the same input
   gives the same bits on every run on one device.
@@ -61,16 +62,13 @@ void zyx_cumsum_scan(__global ${S} *restrict zyx_out, __global const ${S} *restr
     const ${I} zyx_block = get_group_id(0);
     const int zyx_t = get_local_id(0);
     const ${I} zyx_j0 = zyx_block * ${wg * items} + (${I})zyx_t * ${items};
-    ${acc} zyx_x[${items}];
+    /* this work-item's elements j0 .. j0 + items - 1, summed in order */
     ${acc} zyx_sum = 0;
     for (int zyx_k = 0; zyx_k < ${items}; ++zyx_k) {
         const ${I} zyx_j = zyx_j0 + zyx_k;
-        zyx_x[zyx_k] = 0;
-        if (zyx_j < zyx_dim) {
-            const ${I} zyx_at = ${at("zyx_lane", "zyx_j")};
-            zyx_x[zyx_k] = ${dt.load(dtype, "zyx_in", "zyx_at")};
-        }
-        zyx_sum += zyx_x[zyx_k];
+        if (zyx_j >= zyx_dim) break;
+        const ${I} zyx_at = ${at("zyx_lane", "zyx_j")};
+        zyx_sum += ${dt.load(dtype, "zyx_in", "zyx_at")};
     }
     /* inclusive Hillis-Steele scan of the work-items' sums, in local memory */
     zyx_tmp[zyx_t] = zyx_sum;
@@ -88,11 +86,12 @@ void zyx_cumsum_scan(__global ${S} *restrict zyx_out, __global const ${S} *restr
 %   else:
     ${acc} zyx_run = zyx_t > 0 ? zyx_tmp[zyx_t - 1] : (${acc})0;
     if (zyx_block > 0) zyx_run = zyx_carry[zyx_lane * zyx_chunks + zyx_block - 1] + zyx_run;
+    /* the same elements again (cache-hot; nothing private lives across the barriers) */
     for (int zyx_k = 0; zyx_k < ${items}; ++zyx_k) {
         const ${I} zyx_j = zyx_j0 + zyx_k;
         if (zyx_j >= zyx_dim) break;
-        zyx_run += zyx_x[zyx_k];
         const ${I} zyx_at = ${at("zyx_lane", "zyx_j")};
+        zyx_run += ${dt.load(dtype, "zyx_in", "zyx_at")};
         ${dt.store(dtype, "zyx_out", "zyx_at", "zyx_run")}
     }
 }

@@ -7,6 +7,8 @@ vector is done element by element. Parameters: itemsize, vw, per_item.
 <%namespace name="ix" file="/contracts/index.mako"/>\
 <%
     T = ix.attr.bits(itemsize)
+    VT = ix.attr.vtype(itemsize, vw)
+    MT = {1: "char", 2: "short", 4: "int", 8: "long"}[itemsize] + str(vw)  # select()'s mask type
 %>\
 /* zyx contract kernel masked_fill: ${itemsize}-byte elements (any ${itemsize}-byte dtype), bool mask; vector ${vw}, ${per_item} per work-item */
 __kernel void zyx_masked_fill(__global ${T} *restrict zyx_out, __global const ${T} *restrict zyx_in,
@@ -17,12 +19,10 @@ ${ix.loop_head("long", per_item, f"(zyx_n + {vw - 1}) / {vw}" if vw > 1 else "zy
         zyx_out[zyx_i] = zyx_mask[zyx_i] ? zyx_fill : zyx_in[zyx_i];
 % else:
         if (zyx_i + ${vw} <= zyx_n) {
-            ${ix.attr.vtype(itemsize, vw)} zyx_x = vload${vw}(0, zyx_in + zyx_i);
-            const uchar${vw} zyx_m = vload${vw}(0, zyx_mask + zyx_i);
-%   for l in range(vw):
-            if (zyx_m${ix.attr.lane(l)}) zyx_x${ix.attr.lane(l)} = zyx_fill;
-%   endfor
-            vstore${vw}(zyx_x, 0, zyx_out + zyx_i);
+            const ${VT} zyx_x = vload${vw}(0, zyx_in + zyx_i);
+            /* lanes whose mask byte is non-zero get all bits set: select() takes the fill there */
+            const ${MT} zyx_take = convert_${MT}(vload${vw}(0, zyx_mask + zyx_i)) != (${MT})0;
+            vstore${vw}(select(zyx_x, (${VT})zyx_fill, zyx_take), 0, zyx_out + zyx_i);
         } else {
             for (long zyx_j = zyx_i; zyx_j < zyx_n; ++zyx_j) {
                 zyx_out[zyx_j] = zyx_mask[zyx_j] ? zyx_fill : zyx_in[zyx_j];

@@ -72,3 +72,60 @@ def test_opt_actions_are_pure():
     o2 = apply_opt(o, "upcast", (1, 4))
     assert o.upcast == () and o2.upcast == (1, 4)
     assert apply_opt(o2, "local", 32).local == 32 and o2.local == o.local
+
+
+def _cpu_info(pref=8):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(kind="cpu", preferred_vector_width={"float": pref, "double": pref // 2})
+
+
+def test_vector_plan_falls_back_when_it_does_not_fit():
+    from zyx.ir.kernel import vector_plan
+
+    k = _matmul_kernel(8, 12, 16)
+    assert vector_plan(k, Opts(vec=4, vec_axis=1)) == (4, 1)
+    assert vector_plan(k, Opts(vec=8, vec_axis=1)) == (1, 0)  # 8 does not divide 12
+    assert vector_plan(k, Opts(vec=8, vec_axis=2)) == (8, 2)  # the innermost reduce axis
+    assert vector_plan(k, Opts(vec=3, vec_axis=1)) == (1, 0)
+    i = out_var(0, 16)
+    ik = Kernel((16,), (), (dt.int32, dt.int32), ops.Load(1, dt.int32, i))
+    assert vector_plan(ik, Opts(vec=4, vec_axis=0)) == (1, 0)  # ints have no vector path
+
+
+def test_vector_reduce_lowers_to_hreduce_after_the_loop():
+    k = _matmul_kernel(2, 2, 32)
+    prog = linearize(k, Opts(local=1, unroll=2, vec=8, vec_axis=2))
+    seq = [ins.op for ins in prog.instrs]
+    assert prog.vec == 8 and prog.vec_reduce
+    assert seq.index("endloop") < seq.index("hreduce") < seq.index("store")
+    loop = next(ins for ins in prog.instrs if ins.op == "loop")
+    assert loop.arg == ("r0", 2)  # 32 = 2 steps x unroll 2 x 8 lanes
+
+
+def test_cpu_heuristics_pick_vectors_and_register_tiles():
+    mm = _matmul_kernel(64, 64, 64)
+    i, j, r = out_var(0, 64), out_var(1, 64), red_var(0, 64)
+    keep = Kernel((64, 64, 1), (64,), mm.bufs, mm.body)  # keepdim output: a trailing 1 axis
+    assert is_matmul_like(keep)
+    o = default_opts(keep, 256, _cpu_info())
+    assert o.vec == 8 and o.vec_axis == 1 and o.upcast[0] == 4 and o.unroll > 1
+    row = Kernel((4, 1), (1024,), (dt.float32, dt.float32),
+                 ops.Reduce("max", ops.Load(1, dt.float32, sym.add(sym.mul(out_var(0, 4), 1024), red_var(0, 1024))),
+                            dt.float32))
+    o = default_opts(row, 256, _cpu_info())
+    assert o.vec_axis == 2 and o.vec in (8, 16)
+    x = ops.Load(1, dt.float32, i)
+    simple = Kernel((64,), (), (dt.float32, dt.float32), ops.Alu("add", (x, x), dt.float32))
+    assert default_opts(simple, 256, _cpu_info()).vec == 1  # plain arithmetic: PoCL vectorizes it itself
+    ex = Kernel((64,), (), (dt.float32, dt.float32), ops.Alu("exp", (x,), dt.float32))
+    assert default_opts(ex, 256, _cpu_info()).vec == 8
+    assert default_opts(ex).vec == 1  # no device: the generic (GPU-shaped) heuristic
+
+
+def test_cpu_column_reduce_vectorizes_the_output_axis():
+    col = Kernel((1, 64), (300,), (dt.float32, dt.float32),
+                 ops.Reduce("sum", ops.Load(1, dt.float32, sym.add(sym.mul(red_var(0, 300), 64), out_var(1, 64))),
+                            dt.float32))
+    o = default_opts(col, 256, _cpu_info())
+    assert o.vec == 8 and o.vec_axis == 1  # the reduce axis is strided: lanes go along the output

@@ -225,8 +225,8 @@ VIEW_CASES = [
     ("r8-slices", R8, lambda a: a[::-1, :, 1:, ..., ::-2], lambda x: x[::-1, :, 1:, ..., ::-2], True),
     ("r8-squeeze", R8, lambda a: a.squeeze(), lambda x: x.squeeze(), True),
     ("r8-flatten", R8[:, :, ::2], lambda a: a.reshape(2, 1, 2 * 1 * 2 * 2, 1, 3), lambda x: x.flatten(2, 5), True),
-    ("r8-expand", R8, lambda a: np.broadcast_to(a, (2, 4, 3, 2, 2, 2, 3, 3)), lambda x: x.expand(2, 4, 3, 2, 2, 2, 3, 3),
-     True),
+    ("r8-expand", R8, lambda a: np.broadcast_to(a, (2, 4, 3, 2, 2, 2, 3, 3)),
+     lambda x: x.expand(2, 4, 3, 2, 2, 2, 3, 3), True),
     ("r8-transpose-copy", R8, lambda a: a.swapaxes(0, 7).reshape(-1), lambda x: x.transpose(0, 7).reshape(-1), False),
     # empty
     ("empty-T", np.zeros((0, 3), np.float32), lambda a: a.T, lambda x: x.T, True),

@@ -13,6 +13,9 @@ if TYPE_CHECKING:
     from zyx.backend.device import Device
 
 _launches = 0
+# set to a list by the lazy scheduler while it records a schedule: every launch appends
+# (kernel, global size, local size, args) so the schedule can be replayed without codegen
+recorder: list | None = None
 
 
 def kernel_count() -> int:
@@ -37,12 +40,12 @@ class CompiledKernel:
         return int(self.cl_kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, self.device.cl_device))
 
 
-_kernels: dict[tuple[str, str, str, str], CompiledKernel] = {}
+_kernels: dict[tuple[str, str, str, str, Any], CompiledKernel] = {}
 
 
 def compile_kernel(device: "Device", source: str, name: str, options: str = "") -> CompiledKernel:
     """The kernel ``name`` of ``source`` built for ``device`` (cached)."""
-    key = (device.id, source, options, name)
+    key = (device.id, source, options, name, device)  # the Device object too: kernels belong to its context
     ck = _kernels.get(key)
     if ck is None:
         prg = build_program(device, source, options, name)
@@ -77,6 +80,8 @@ def launch(
             f"local {local_size}): {exc}"
         ) from None
     _launches += 1
+    if recorder is not None:
+        recorder.append((kernel, tuple(global_size), None if local_size is None else tuple(local_size), tuple(args)))
     if settings.DEBUG >= 1:
         event.wait()
         ms = (event.profile.end - event.profile.start) * 1e-6

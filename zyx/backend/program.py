@@ -108,7 +108,7 @@ def _store_binary(prg: Any, key: str) -> None:
 
 def build_program(device: "Device", source: str, options: str = "", name: str = "") -> Any:
     """A built ``pyopencl.Program`` for ``source`` on ``device``, from the fastest cache."""
-    mem_key = (device.id, source, options)
+    mem_key = (device.id, source, options, device)  # the Device object too: each has its own context
     prg = _programs.get(mem_key)
     if prg is not None:
         BuildStats.memory_hits += 1

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from zyx import dtype as dtypes
 from zyx.backend.device import Device
 from zyx.backend.launch import compile_kernel, launch
 from zyx.backend.pool import Buffer
 from zyx.codegen.render import render
-from zyx import dtype as dtypes
 from zyx.dtype import DType
 from zyx.ir.view import View
 
@@ -55,7 +55,7 @@ def fill(device: Device, dtype: DType, n: int, value_bits: np.ndarray) -> Buffer
     out = device.pool.allocate(n * dtype.itemsize)
     if n == 0:
         return out
-    bits = np.ascontiguousarray(value_bits).view({1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[dtype.itemsize])
+    bits = np.ascontiguousarray(value_bits).view(_BITS_DTYPE[dtype.itemsize].numpy)
     source = render("fill.cl.mako", name="zyx_fill", itemsize=dtype.itemsize, n=n, index_t=index_type(n))
     launch_1d(device, source, "zyx_fill", n, [out.cl, bits.reshape(())[()]])
     return out

@@ -17,9 +17,10 @@ from zyx.dtype import DType
 from zyx.ir import ops
 from zyx.ir import symbolic as sym
 from zyx.ir.kernel import Kernel, Opts
-from zyx.ir.linearize import Program, linearize
+from zyx.ir.linearize import LANE, Program, linearize
 
 BUILD_OPTIONS = "-cl-fp32-correctly-rounded-divide-sqrt"
+ERR_FLAG = "zyx_err"  # the error-flag parameter (backend/arith_flags.py), present when a statement uses it
 
 
 def ctype(d: DType) -> str:
@@ -87,15 +88,16 @@ def _int_expr(op: str, a: str, b: str | None, d: DType) -> str:
     ct = ctype(d)
     signed = d.kind == "int"
     guard = f"{b} == -1 ? " if signed else ""
+    fail = f"(atomic_or({ERR_FLAG}, {{}}), ({ct})0)"  # set a bit of the error flag (arith_flags), yield 0
     table = {
         "add": f"({ct})({a} + {b})", "sub": f"({ct})({a} - {b})", "mul": f"({ct})({a} * {b})",
-        "floordiv": f"({b} == 0 ? ({ct})0 : " + (f"{guard}({ct})(-{a}) : " if signed else "")
+        "floordiv": f"({b} == 0 ? {fail.format(1)} : " + (f"{guard}({ct})(-{a}) : " if signed else "")
                     + (f"({ct})({a} / {b} - ((({a} % {b}) != 0 && (({a} < 0) != ({b} < 0))) ? 1 : 0)))"
                        if signed else f"({ct})({a} / {b}))"),
-        "mod": f"({b} == 0 ? ({ct})0 : " + (f"{guard}({ct})0 : " if signed else "")
+        "mod": f"({b} == 0 ? {fail.format(1)} : " + (f"{guard}({ct})0 : " if signed else "")
                + (f"({ct})((({a} % {b}) != 0 && (({a} % {b} < 0) != ({b} < 0))) ? {a} % {b} + {b} : {a} % {b}))"
                   if signed else f"({ct})({a} % {b}))"),
-        "pow": f"({ct})zyx_ipow((long){a}, (long){b})",
+        "pow": (f"({b} < 0 ? {fail.format(2)} : " if signed else "(") + f"({ct})zyx_ipow((long){a}, (long){b}))",
         "maximum": f"max({a}, {b})", "minimum": f"min({a}, {b})",
         "and": f"({ct})({a} & {b})", "or": f"({ct})({a} | {b})", "xor": f"({ct})({a} ^ {b})",
         "neg": f"({ct})(-{a})", "abs": f"({ct})abs({a})" if signed else a,
@@ -157,19 +159,105 @@ def _index_name(v: sym.Var) -> str:
     return v.name
 
 
+_LANES = "0123456789abcdef"
+
+
+def vtype(d: DType, w: int) -> str:
+    """The compute type of ``d`` with ``w`` lanes."""
+    return ctype(d) if w == 1 else f"{ctype(d)}{w}"
+
+
+def _vector_alu(op: str, ct: str, vt: str, names: list[str]) -> str:
+    """An ALU op on vector operands (every operand already a ``vt`` vector)."""
+    a = names[0]
+    b = names[1] if len(names) > 1 else None
+    if op == "relu":  # a vector ?: (not select(): PoCL compiles it faster) needs vector operands
+        return f"(({a} > ({vt})(0) || isnan({a})) ? {a} : ({vt})(0))"
+    return _float_expr(op, a, b, ct)
+
+
+def _lanes(node: sym.Node, w: int) -> list[sym.Node]:
+    lane = sym.var(LANE, 0, w - 1)
+    return [sym.substitute(node, {lane: sym.num(j)}) for j in range(w)]
+
+
+def _contiguous(node: sym.Node, w: int) -> sym.Node | None:
+    """The base index when lane ``j`` of ``node`` is ``base + j``, else None."""
+    idx = _lanes(node, w)
+    return idx[0] if all(x == sym.add(idx[0], j) for j, x in enumerate(idx)) else None
+
+
+def _mentions_lane(*nodes: sym.Node) -> bool:
+    return any(v.name == LANE for n in nodes for v in sym.variables(n))
+
+
+def _widths(prog: Program) -> list[int]:
+    """Lanes of each instruction's value (1 or ``prog.vec``)."""
+    w = [1] * len(prog.instrs)
+    if prog.vec == 1:
+        return w
+    for i, ins in enumerate(prog.instrs):
+        if ins.op == "load":
+            w[i] = prog.vec if _mentions_lane(ins.arg[1], ins.arg[2]) else 1
+        elif ins.op in ("alu", "cast"):
+            w[i] = max(w[s] for s in ins.srcs)
+        elif ins.op == "acc":
+            w[i] = prog.vec if prog.vec_reduce else 1
+        elif ins.op == "accum":
+            w[ins.srcs[0]] = max(w[ins.srcs[0]], w[ins.srcs[1]])
+    return w
+
+
+def _hreduce_lines(op: str, name: str, acc: str, w: int, d: DType) -> list[str]:
+    """Combine the lanes of ``acc`` into ``name`` in lane order (the same bits every run)."""
+    lines = []
+    for j in range(1, w):
+        x = f"{acc}.s{_LANES[j]}"
+        if op == "sum":
+            lines.append(f"{name} += {x};")
+        elif op == "prod":
+            lines.append(f"{name} *= {x};")
+        else:
+            cmp = ">" if op == "max" else "<"
+            lines.append(f"{name} = ({x} {cmp} {name} || isnan({x})) ? {x} : {name};")
+    return lines
+
+
 def statements(prog: Program, k: Kernel) -> tuple[tuple, ...]:
     """The template's statement list for a program."""
     out: list[tuple] = []
     names: dict[int, str] = {}
     dts: dict[int, DType] = {}
+    width = _widths(prog)
+
+    def operand(s: int, w: int) -> str:
+        return names[s] if width[s] == w else f"({vtype(dts[s], w)})({names[s]})"
+
     for i, ins in enumerate(prog.instrs):
         name = f"v{i}"
+        w = width[i]
         if ins.op == "define":
             vname, expr = ins.arg
             out.append(("define", vname, sym.render(expr, _index_name)))
             continue
         if ins.op == "const":
             out.append(("expr", ctype(ins.dtype), name, literal(ins.arg, ins.dtype)))
+        elif ins.op == "load" and w > 1:
+            buf, index, valid, other = ins.arg
+            vt, oth = vtype(ins.dtype, w), literal(other, ins.dtype)
+            base = _contiguous(index, w)
+            if base is not None and not _mentions_lane(valid):
+                expr = f"vload{w}(0, in{buf} + {sym.render(base, _index_name)})"
+                if valid != sym.ONE:
+                    expr = f"({sym.render(valid, _index_name)}) ? {expr} : ({vt})({oth})"
+            else:  # a gather, lane by lane
+                parts = []
+                for ix, ok in zip(_lanes(index, w), _lanes(valid, w)):
+                    ld = f"in{buf}[{sym.render(ix, _index_name)}]"
+                    parts.append(ld if ok == sym.ONE else (oth if ok == sym.ZERO else
+                                                          f"(({sym.render(ok, _index_name)}) ? {ld} : {oth})"))
+                expr = f"({vt})({', '.join(parts)})"
+            out.append(("expr", vt, name, expr))
         elif ins.op == "load":
             buf, index, valid, other = ins.arg
             v = None if valid == sym.ONE else sym.render(valid, _index_name)
@@ -179,6 +267,10 @@ def statements(prog: Program, k: Kernel) -> tuple[tuple, ...]:
             out.append(("expr", "uchar", name, f"(uchar)({sym.render(ins.arg, _index_name)})"))
         elif ins.op == "cast":
             out.append(("cast", ctype(ins.dtype), name, ins.arg, ins.dtype, names[ins.srcs[0]]))
+        elif ins.op == "alu" and w > 1:
+            op, src_dts = ins.arg
+            expr = _vector_alu(op, ctype(ins.dtype), vtype(ins.dtype, w), [operand(s, w) for s in ins.srcs])
+            out.append(("expr", vtype(ins.dtype, w), name, expr))
         elif ins.op == "alu":
             op, src_dts = ins.arg
             expr = alu_expr(op, src_dts, ins.dtype, [names[s] for s in ins.srcs])
@@ -192,14 +284,25 @@ def statements(prog: Program, k: Kernel) -> tuple[tuple, ...]:
             if rop in ("argmax", "argmin"):
                 out.append(("acc", ctype(src_dt), f"{name}_v", literal(init, src_dt)))
                 out.append(("acc", "long", name, "0L"))
+            elif w > 1:
+                out.append(("acc", vtype(ins.dtype, w), name, f"({vtype(ins.dtype, w)})({literal(init, ins.dtype)})"))
             else:
                 out.append(("acc", ctype(ins.dtype), name, literal(init, ins.dtype)))
         elif ins.op == "accum":
             rop, pos = ins.arg
             acc_i, v_i = ins.srcs
             src_dt = dts[v_i]
-            for line in _accum_line(rop, names[acc_i], names[v_i], ins.dtype, src_dt,
-                                    None if pos is None else f"(long)({sym.render(pos, _index_name)})"):
+            aw = width[acc_i]
+            lines = _accum_line(rop, names[acc_i], operand(v_i, aw), ins.dtype, src_dt,
+                                None if pos is None else f"(long)({sym.render(pos, _index_name)})")
+            for line in lines:
+                out.append(("line", line))
+        elif ins.op == "hreduce":
+            acc_i = ins.srcs[0]
+            aw = width[acc_i]
+            acc = names[acc_i]
+            out.append(("acc", ctype(ins.dtype), name, f"{acc}.s0" if aw > 1 else acc))
+            for line in _hreduce_lines(ins.arg, name, acc, aw, ins.dtype):
                 out.append(("line", line))
         elif ins.op == "loop":
             out.append(("loop", ins.arg[0], ins.arg[1]))
@@ -207,7 +310,20 @@ def statements(prog: Program, k: Kernel) -> tuple[tuple, ...]:
             out.append(("endloop",))
         elif ins.op == "store":
             v = ins.srcs[0]
-            out.append(("store", "out", sym.render(ins.arg, _index_name), dts[v], ins.dtype, names[v]))
+            if prog.vec > 1 and _mentions_lane(ins.arg):
+                vw = prog.vec
+                base = _contiguous(ins.arg, vw)
+                val = operand(v, vw)
+                if base is not None:
+                    out.append(("line", f"vstore{vw}({val}, 0, out + {sym.render(base, _index_name)});"))
+                else:
+                    if width[v] == 1:
+                        out.append(("expr", vtype(dts[v], vw), f"{names[v]}_b", val))
+                        val = f"{names[v]}_b"
+                    for j, ix in enumerate(_lanes(ins.arg, vw)):
+                        out.append(("line", f"out[{sym.render(ix, _index_name)}] = {val}.s{_LANES[j]};"))
+            else:
+                out.append(("store", "out", sym.render(ins.arg, _index_name), dts[v], ins.dtype, names[v]))
         names[i] = name
         dts[i] = ins.dtype
     return tuple(out)
@@ -224,25 +340,31 @@ def source(k: Kernel, opts: Opts) -> tuple[str, str, Program]:
               + (f", reduce over {list(k.red_shape)}" if k.red_shape else "")
               + f"; ops: {', '.join(k.op_names()) or 'copy'}",
               "inputs: " + (", ".join(f"in{i} {d.name}" for i, d in enumerate(k.bufs) if i) or "none"),
-              f"opts: local {opts.local}, upcast {list(opts.upcast)}, unroll {opts.unroll}")
+              f"opts: local {opts.local}, upcast {list(opts.upcast)}, unroll {opts.unroll}"
+              + (f", vec {prog.vec} on {'the reduce' if prog.vec_reduce else 'the output'}" if prog.vec > 1 else ""))
     src = render("kernel.cl.mako", name=name, header=header, bufs=bufs, dtypes=all_dtypes, index_t=prog.index_t,
                  items=prog.global_items, stmts=stmts, uses_ipow=any("zyx_ipow" in str(s) for s in stmts),
-                 fp32=dtypes.float32)
+                 err_flag=ERR_FLAG if any(ERR_FLAG in str(s) for s in stmts) else None, fp32=dtypes.float32)
     return name, src, prog
 
 
 @lru_cache(maxsize=4096)
-def _cached_source(k: Kernel, opts: Opts) -> tuple[str, str, int]:
+def _cached_source(k: Kernel, opts: Opts) -> tuple[str, str, int, bool]:
     name, src, prog = source(k, opts)
-    return name, src, prog.global_items
+    return name, src, prog.global_items, f"*{ERR_FLAG}" in src
 
 
 def launch_kernel(device: Any, k: Kernel, opts: Opts, args: list) -> Any:
     """Build (cached) and enqueue ``k`` with buffer ``args`` (output first); returns the event."""
     from zyx.backend.launch import compile_kernel, launch
 
-    name, src, items = _cached_source(k, opts)
+    name, src, items, uses_flag = _cached_source(k, opts)
     ck = compile_kernel(device, src, name, BUILD_OPTIONS)
+    if uses_flag:  # integer division/pow checks report through the device's error flag
+        from zyx.backend import arith_flags
+
+        args = [*args, arith_flags.buffer(device)]
+        arith_flags.arm(device)
     local = max(1, min(opts.local, device.info.max_work_group_size))
     glob = -(-items // local) * local
     return launch(ck, (glob,), (local,), args)

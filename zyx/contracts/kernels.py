@@ -74,8 +74,11 @@ def default_tunables(device: Device) -> Tunables:
     """The device-derived defaults.
 
     GPUs: 256-wide work-groups, one 16-byte vector per work-item (coalesced), scan blocks
-    of 256 x 8. CPUs (PoCL): the vector width the device prefers for bytes, several
-    vectors per work-item to amortize the work-item loop, scan blocks of 64 x 16.
+    of 256 x 8. CPUs (PoCL): vectors as wide as the SIMD registers (4 x the preferred int
+    width in bytes: 32 on AVX2; wider ones make the compiler warn about the ABI without
+    AVX-512), 4 vectors per work-item, and small scan work-groups (16 x 16: PoCL runs a
+    work-group's items in a loop, so barriers are cheap only for small groups).
+    Measured on PoCL 3.0 / 2-core EPYC with ``bench/bench_contracts.py`` and tune sweeps.
     Every size is clamped to the device's maximum work-group size.
     """
     cached = _defaults.get(device.id)
@@ -87,8 +90,8 @@ def default_tunables(device: Device) -> Tunables:
         tun = Tunables(local_size=256, per_item=1, vector_bytes=16, scan_local=256, scan_items=8,
                        scan_lanes_min=4096)
     else:
-        vec = max(4, min(64, info.preferred_vector_width.get("char", 16) or 16))
-        tun = Tunables(local_size=256, per_item=8, vector_bytes=vec, scan_local=64, scan_items=16,
+        vec = max(16, min(64, 4 * (info.preferred_vector_width.get("int", 4) or 4)))
+        tun = Tunables(local_size=256, per_item=4, vector_bytes=vec, scan_local=16, scan_items=16,
                        scan_lanes_min=max(16, 4 * info.compute_units))
     scan_local = 1 << (min(tun.scan_local, max_wg).bit_length() - 1)
     tun = replace(tun, local_size=min(tun.local_size, max_wg), scan_local=scan_local)

@@ -5,8 +5,12 @@ row-major), a body expression per output element over the index variables
 ``o0..`` (output coordinates) and ``r0..`` (reduce coordinates over ``red_shape``),
 and the dtypes of its buffers (index 0 is the output). ``Opts`` says *how*: work-group
 size, upcast (several outputs per work item, per output axis; on two axes this is
-register tiling for matmul-like reduces), reduce unroll, and split (grouped) reduction.
+register tiling for matmul-like reduces), reduce unroll, explicit vector lanes (``vec``
+on one axis: vloadN/vstoreN where contiguous, vector ALU ops, a vector accumulator
+combined lane by lane in a fixed order after the loop) and split (grouped) reduction.
 ``apply_opt`` returns a new Opts (pure); ``default_opts`` gives the heuristic choice.
+An opt that does not fit a kernel (a factor not dividing its axis, a vector width on a
+kernel with ops that have no vector form) falls back to 1, so every Opts is valid.
 """
 from __future__ import annotations
 
@@ -69,10 +73,13 @@ class Opts:
     upcast: tuple[int, ...] = ()  # per output axis, outputs per work item (divides the axis)
     unroll: int = 1  # reduce loop unroll on the innermost reduce axis (divides it)
     split: int = 1  # work items sharing one output's reduce through local memory
+    vec: int = 1  # explicit vector width (1, 2, 4, 8, 16) on axis ``vec_axis``
+    vec_axis: int = 0  # an axis of out_shape + red_shape: the last output axis or the innermost reduce axis
 
 
 def apply_opt(opts: Opts, action: str, value: Any) -> Opts:
-    """A new Opts with one action applied: ``local``, ``upcast`` (axis, factor), ``unroll``, ``split``."""
+    """A new Opts with one action applied: ``local``, ``upcast`` (axis, factor), ``unroll``, ``split``,
+    ``vec``, ``vec_axis``."""
     if action == "upcast":
         axis, factor = value
         up = list(opts.upcast)
@@ -80,28 +87,147 @@ def apply_opt(opts: Opts, action: str, value: Any) -> Opts:
             up.append(1)
         up[axis] *= factor
         return replace(opts, upcast=tuple(up))
-    if action in ("local", "unroll", "split"):
+    if action in ("local", "unroll", "split", "vec", "vec_axis"):
         return replace(opts, **{action: int(value)})
     raise ValueError(f"unknown opt action {action!r}")
 
 
-def is_matmul_like(k: Kernel) -> bool:
-    """A sum reduce of a product whose operands each ignore one of the last two output axes."""
-    if len(k.out_shape) < 2 or len(k.red_shape) != 1:
-        return False
+def matmul_axes(k: Kernel) -> tuple[int, int] | None:
+    """(row, column) output axes of a matmul-like kernel: a sum reduce of a product whose loads
+    each ignore one of the last two output axes longer than 1; None when ``k`` is not one."""
+    if len(k.red_shape) != 1:
+        return None
+    axes = [i for i, s in enumerate(k.out_shape) if s > 1]
+    if len(axes) < 2:
+        return None
     red = [e for e in ops.walk(k.body) if isinstance(e, ops.Reduce)]
     if len(red) != 1 or red[0].op != "sum":
-        return False
+        return None
     loads = [e for e in ops.walk(red[0].src) if isinstance(e, ops.Load)]
     if len(loads) < 2:
-        return False
-    n = len(k.out_shape)
-    a_row, a_col = f"o{n - 2}", f"o{n - 1}"
+        return None
+    row, col = axes[-2], axes[-1]
+    a_row, a_col = f"o{row}", f"o{col}"
     mentions = [{v.name for v in sym.variables(ld.index)} for ld in loads]
-    return any(a_row in m and a_col not in m for m in mentions) and any(a_col in m and a_row not in m for m in mentions)
+    if any(a_row in m and a_col not in m for m in mentions) and any(a_col in m and a_row not in m for m in mentions):
+        return row, col
+    return None
 
 
-def default_opts(k: Kernel, max_local: int = 256) -> Opts:
+def is_matmul_like(k: Kernel) -> bool:
+    """A sum reduce of a product whose operands each ignore one of the last two (non-1) output axes."""
+    return matmul_axes(k) is not None
+
+
+# ops with an elementwise OpenCL vector form (float32/float64 compute types)
+VECTOR_OPS = frozenset({
+    "neg", "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "tan", "tanh", "sigmoid", "relu",
+    "gelu", "gelu_tanh", "silu", "erf", "reciprocal", "floor", "ceil", "round", "trunc", "square",
+    "add", "sub", "mul", "div", "floordiv", "pow", "maximum", "minimum",
+})
+VECTOR_DTYPES = frozenset({"float32", "float64"})
+
+
+def vectorizable(k: Kernel) -> bool:
+    """Whether every value of ``k`` has a vector form: float32/float64 only, ops in ``VECTOR_OPS``."""
+    if any(d.name not in VECTOR_DTYPES for d in k.bufs):
+        return False
+    for e in ops.walk(k.body):
+        if e.dtype.name not in VECTOR_DTYPES or isinstance(e, (ops.Cast, ops.Cond)):
+            return False
+        if isinstance(e, ops.Alu) and e.op not in VECTOR_OPS:
+            return False
+        if isinstance(e, ops.Reduce) and e.op not in ("sum", "prod", "max", "min"):
+            return False
+    return True
+
+
+def vector_plan(k: Kernel, opts: Opts) -> tuple[int, int]:
+    """The (width, axis) of ``opts.vec`` that fits ``k``, or (1, 0) when it does not."""
+    v, axis = opts.vec, opts.vec_axis
+    n, m = len(k.out_shape), len(k.red_shape)
+    if v not in (2, 4, 8, 16) or not vectorizable(k):
+        return 1, 0
+    if 0 <= axis < n:
+        up = opts.upcast[axis] if axis < len(opts.upcast) else 1
+        size = k.out_shape[axis]
+        if size % (v * up) != 0 and size % v == 0:
+            up = 1  # the upcast falls back, the vector stays
+        return (v, axis) if size % (v * up) == 0 else (1, 0)
+    if m and axis == n + m - 1:
+        return (v, axis) if k.red_shape[-1] % v == 0 else (1, 0)
+    return 1, 0
+
+
+def default_opts(k: Kernel, max_local: int = 256, device: Any = None) -> Opts:
+    """Heuristic opts (see ``_cpu_opts`` for CPU devices, given a ``DeviceInfo``)."""
+    if device is not None and getattr(device, "kind", "gpu") == "cpu" and vectorizable(k):
+        return _cpu_opts(k, max_local, device)
+    return _generic_opts(k, max_local)
+
+
+def _unit_stride(k: Kernel, v: sym.Node) -> bool:
+    """Whether some load of ``k`` reads consecutive elements along the variable ``v``."""
+    if not isinstance(v, sym.Var):
+        return False
+    step = {v: sym.add(v, 1)}
+    return any(isinstance(e, ops.Load) and v in sym.variables(e.index)
+               and sym.substitute(e.index, step) == sym.add(e.index, 1) for e in ops.walk(k.body))
+
+
+_SIMPLE_OPS = frozenset({"add", "sub", "mul", "div", "neg"})
+
+
+def _vec_width(size: int, pref: int) -> int:
+    for v in (16, 8, 4, 2):
+        if v <= max(pref, 4) and size % v == 0:
+            return v
+    return 1
+
+
+def _cpu_opts(k: Kernel, max_local: int, device: Any) -> Opts:
+    """CPU (PoCL-like): explicit vectors on the contiguous axis, since math builtins are not
+    vectorized across work items; small work-groups; register tiles for matmul-like reduces."""
+    n, m = len(k.out_shape), len(k.red_shape)
+    pref = int(device.preferred_vector_width.get("double" if k.out_dtype.name == "float64" else "float", 4) or 4)
+    upcast = [1] * n
+    if not m:
+        v = _vec_width(k.out_shape[-1], pref) if n else 1
+        simple = all(not isinstance(e, ops.Alu) or e.op in _SIMPLE_OPS for e in ops.walk(k.body))
+        if v == 1 or simple:  # PoCL vectorizes plain arithmetic across work items by itself
+            return _generic_opts(k, max_local)
+        items = k.numel // v
+        local = 1
+        while local * 2 <= min(max_local, 16) and local * 2 <= items:
+            local *= 2
+        return Opts(local=local, upcast=tuple(upcast), vec=v, vec_axis=n - 1)
+    mm = matmul_axes(k)
+    if mm is not None:
+        row, col = mm
+        v = next((f for f in (pref, 8, 4) if k.out_shape[col] % f == 0 and f <= k.out_shape[col]), 1)
+        for f in (4, 2):
+            if k.out_shape[row] % f == 0 and k.out_shape[row] >= 2 * f:
+                upcast[row] = f
+                break
+        if v > 1 and k.out_shape[col] % (2 * v) == 0:
+            upcast[col] = 2
+        unroll = next((f for f in (4, 2) if k.red_shape[-1] % f == 0), 1)
+        return Opts(local=1, upcast=tuple(upcast), unroll=unroll, vec=v, vec_axis=col if v > 1 else 0)
+    v = _vec_width(k.red_shape[-1], 2 * pref)  # two registers a step: loads in flight
+    if v == 1 or not _unit_stride(k, red_var(m - 1, k.red_shape[-1])):
+        v = _vec_width(k.out_shape[-1], pref) if n else 1
+        if v > 1 and _unit_stride(k, out_var(n - 1, k.out_shape[-1])):  # e.g. a column reduce
+            return Opts(local=1, upcast=tuple(upcast), vec=v, vec_axis=n - 1)
+        return _generic_opts(k, max_local)
+    unroll = 2 if k.red_shape[-1] % (v * 2) == 0 and k.red_shape[-1] >= v * 8 else 1
+    items = k.numel
+    local = 1
+    while local * 2 <= min(max_local, 4) and local * 2 <= items:
+        local *= 2
+    return Opts(local=local, upcast=tuple(upcast), unroll=unroll, vec=v, vec_axis=n + m - 1)
+
+
+def _generic_opts(k: Kernel, max_local: int = 256) -> Opts:
     """Heuristic opts: vectorizable upcast for elementwise, register tiles for matmul-like reduces."""
     n = len(k.out_shape)
     upcast = [1] * n
@@ -111,8 +237,8 @@ def default_opts(k: Kernel, max_local: int = 256) -> Opts:
             if last % f == 0 and k.numel >= 4096:
                 upcast[-1] = f
                 break
-    elif n >= 2 and is_matmul_like(k):
-        for axis in (n - 2, n - 1):
+    elif matmul_axes(k) is not None:
+        for axis in matmul_axes(k):
             for f in (4, 2):
                 if k.out_shape[axis] % f == 0 and k.out_shape[axis] >= 2 * f:
                     upcast[axis] = f

@@ -4,7 +4,11 @@ The linear program is a tuple of ``Instr`` in SSA form (an instruction's value i
 named by its position). Work items are numbered by one global id ``gid`` over the
 grid of output tiles; ``g0..`` are the tile coordinates, ``o_i = g_i * U_i + u_i``
 the output coordinates of upcast copy ``u``, and ``r0..`` the reduce loop variables
-(the innermost one unrolled ``unroll`` times). Instructions fall into three sections
+(the innermost one unrolled ``unroll`` times). With a vector width ``V`` (``Opts.vec``)
+the vectorized axis gets ``V`` more elements per work item (or per loop step), named by
+the symbolic variable ``lane`` (0..V-1): values whose index mentions it are vectors, and
+a reduce over a vectorized reduce axis ends with an ``hreduce`` that combines the lanes
+of its vector accumulator in lane order (deterministic). Instructions fall into three sections
 in program order: before the reduce loops (loop-invariant work, accumulators),
 inside them, and after them (the work after a reduce, the stores).
 
@@ -24,14 +28,15 @@ from zyx import dtype as dtypes
 from zyx.dtype import DType
 from zyx.ir import ops
 from zyx.ir import symbolic as sym
-from zyx.ir.kernel import Kernel, Opts, out_var, red_var
+from zyx.ir.kernel import Kernel, Opts, out_var, red_var, vector_plan
 
-PURE = frozenset({"const", "load", "alu", "cast", "cond"})
+PURE = frozenset({"const", "load", "alu", "cast", "cond", "hreduce"})
+LANE = "lane"
 
 
 @dataclass(frozen=True)
 class Instr:
-    """One statement. ``op``: define | const | load | alu | cast | acc | accum | loop | endloop | store."""
+    """One statement. ``op``: define | const | load | alu | cast | acc | accum | hreduce | loop | endloop | store."""
 
     op: str
     dtype: DType | None
@@ -44,6 +49,8 @@ class Program:
     instrs: tuple[Instr, ...]
     global_items: int  # work items needed (the launch rounds up to whole work-groups)
     index_t: str  # "int" or "long"
+    vec: int = 1  # vector width of the ``lane`` variable (1: none)
+    vec_reduce: bool = False  # whether the lanes run along the reduce (vector accumulators)
 
 
 # ------------------------------------------------------------------ lowering
@@ -70,7 +77,8 @@ def _subst_expr(e: ops.Expr, mapping: dict, memo: dict) -> ops.Expr:
 
 
 class _Builder:
-    def __init__(self, reduce_vars: set[str]) -> None:
+    def __init__(self, reduce_vars: set[str], vec_reduce: bool = False) -> None:
+        self.vec_reduce = vec_reduce
         self.instrs: list[tuple[int, Instr]] = []  # (section, instr with provisional ids)
         self.reduce_vars = reduce_vars
         self.memo: dict[ops.Expr, tuple[int, int]] = {}
@@ -114,7 +122,7 @@ class _Builder:
                 v, _ = self.emit(src)
                 pos = copy.get("__pos__", sym.ZERO) if e.op in ("argmax", "argmin") else None
                 self.push(1, Instr("accum", e.dtype, (acc, v), (e.op, pos)))
-            res = (acc, 2)
+            res = (self.push(2, Instr("hreduce", e.dtype, (acc,), e.op)), 2) if self.vec_reduce else (acc, 2)
         else:  # pragma: no cover
             raise TypeError(f"unknown expression {e!r}")
         self.memo[e] = res
@@ -124,13 +132,19 @@ class _Builder:
 def linearize(k: Kernel, opts: Opts) -> Program:
     """The kernel lowered to a linear program (constant-folded, CSE'd, dead code removed)."""
     n = len(k.out_shape)
+    vec, vaxis = vector_plan(k, opts)
+    lane = sym.var(LANE, 0, vec - 1) if vec > 1 else sym.ZERO
+    vout = vec > 1 and vaxis < n  # lanes along an output axis
+    vred = vec > 1 and vaxis >= n  # lanes along the innermost reduce axis
+    vsz = [vec if vout and i == vaxis else 1 for i in range(n)]
+    shape = tuple(s // v for s, v in zip(k.out_shape, vsz))  # the output in vector units
     up = tuple(opts.upcast) + (1,) * (n - len(opts.upcast))
-    grid = tuple(s // u if u > 1 and s % u == 0 else s for s, u in zip(k.out_shape, up))
-    up = tuple(u if u > 1 and s % u == 0 else 1 for s, u in zip(k.out_shape, up))
+    grid = tuple(s // u if u > 1 and s % u == 0 else s for s, u in zip(shape, up))
+    up = tuple(u if u > 1 and s % u == 0 else 1 for s, u in zip(shape, up))
     items = math.prod(grid)
     gid = sym.var("gid", 0, max(items - 1, 0))
     reduce_vars = {f"r{j}" for j in range(len(k.red_shape))}
-    b = _Builder(reduce_vars)
+    b = _Builder(reduce_vars, vred)
 
     # tile coordinates g_i from the global id
     gvars: list[sym.Node] = []
@@ -152,7 +166,8 @@ def linearize(k: Kernel, opts: Opts) -> Program:
         b.push(0, d)
 
     # reduce loops, the innermost unrolled
-    unroll = opts.unroll if k.red_shape and opts.unroll > 1 and k.red_shape[-1] % opts.unroll == 0 else 1
+    rv = vec if vred else 1
+    unroll = opts.unroll if k.red_shape and opts.unroll > 1 and k.red_shape[-1] % (opts.unroll * rv) == 0 else 1
     loops = []
     copies: list[dict] = [{}]
     if k.red_shape:
@@ -160,16 +175,18 @@ def linearize(k: Kernel, opts: Opts) -> Program:
         rstrides = [math.prod(k.red_shape[j + 1:]) for j in range(len(k.red_shape))]
         pos_terms = []
         for j, size in enumerate(k.red_shape):
-            steps = size // unroll if j == last else size
+            steps = size // (unroll * rv) if j == last else size
             lv = sym.var(f"r{j}", 0, max(steps - 1, 0)) if steps > 0 else sym.var(f"r{j}", 0, 0)
             loops.append((f"r{j}", steps))
             if j != last:
                 pos_terms.append(sym.mul(lv, rstrides[j]))
         copies = []
         last_orig = red_var(last, k.red_shape[last])
-        last_loop = sym.var(f"r{last}", 0, max(k.red_shape[last] // unroll - 1, 0))
+        last_loop = sym.var(f"r{last}", 0, max(k.red_shape[last] // (unroll * rv) - 1, 0))
         for uu in range(unroll):
             value = sym.add(sym.mul(last_loop, unroll), uu) if unroll > 1 else last_loop
+            if rv > 1:
+                value = sym.add(sym.mul(value, rv), lane)
             m: dict[Any, Any] = {last_orig: value} if last_orig != value else {}
             m["__pos__"] = sym.add(*pos_terms, value)
             copies.append(m)
@@ -187,7 +204,8 @@ def linearize(k: Kernel, opts: Opts) -> Program:
     stores = []
     ostrides = [math.prod(k.out_shape[i + 1:]) for i in range(n)]
     for u in itertools.product(*(range(x) for x in up)):
-        mapping = {out_var(i, k.out_shape[i]): sym.add(sym.mul(gvars[i], up[i]), u[i]) for i in range(n)}
+        mapping = {out_var(i, k.out_shape[i]): sym.add(sym.mul(sym.add(sym.mul(gvars[i], up[i]), u[i]), vsz[i]),
+                                                       lane if vsz[i] > 1 else 0) for i in range(n)}
         mapping = {kk: vv for kk, vv in mapping.items() if isinstance(kk, sym.Var)}
         body = _subst_expr(k.body, mapping, {}) if mapping else k.body
         v, _ = b.emit(body)
@@ -217,7 +235,7 @@ def linearize(k: Kernel, opts: Opts) -> Program:
         if ins.op in ("load", "store"):
             node = ins.arg[1] if ins.op == "load" else ins.arg
             biggest = max(biggest, abs(node.vmax), abs(node.vmin))
-    return Program(prog, items, "int" if biggest < 2**31 - 1 else "long")
+    return Program(prog, items, "int" if biggest < 2**31 - 1 else "long", vec, vred)
 
 
 # ------------------------------------------------------------------ passes

@@ -43,6 +43,17 @@ class Const(Expr):
     value: Any
     dtype: DType
 
+    # -0.0 == 0.0 and nan != nan in Python, but they are different literals: compare floats by repr
+    def _key(self) -> tuple:
+        v = self.value
+        return (repr(v) if isinstance(v, float) else v, self.dtype)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Const) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
 
 @dataclass(frozen=True)
 class Load(Expr):
