@@ -36,7 +36,8 @@ from zyx.dtype import DType
 from zyx.errors import ZyxError
 from zyx.ir import ops
 from zyx.ir import symbolic as sym
-from zyx.ir.kernel import Kernel, default_opts, out_var, red_var
+from zyx.ir.kernel import Kernel, out_var, red_var
+from zyx.tune.ir import choose_opts
 from zyx.ir.view import View, contiguous_strides
 
 _BITS = {1: dtypes.uint8, 2: dtypes.uint16, 4: dtypes.uint32, 8: dtypes.uint64}
@@ -514,8 +515,8 @@ def _realize_one(node: LazyNode, counts: dict[int, int]) -> None:
     if numel:
         kb = _KernelBuilder(node, counts)
         kernel = kb.build()
-        opts = default_opts(kernel, device.info.max_work_group_size, device.info)
         args = [out.cl] + [b.cl for b in kb.args[1:]]  # type: ignore[union-attr]
+        opts = choose_opts(kernel, device, args)
         launch_kernel(device, kernel, opts, args)
     _set_buffer(node, out)
 

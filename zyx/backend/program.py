@@ -13,6 +13,7 @@ import os
 import sys
 import tempfile
 import threading
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -136,7 +137,12 @@ def _build_from_source(device: "Device", source: str, options: str, name: str) -
 
     prg = cl.Program(device.context, source)
     try:
-        return prg.build(options=options.split() if options else [], cache_dir=False)
+        with warnings.catch_warnings():
+            # Build logs of successful builds (e.g. LLVM's AVX ABI notes on PoCL) are noise
+            # to users; ZYX_DEBUG=2 shows them.
+            if settings.DEBUG < 2:
+                warnings.simplefilter("ignore", cl.CompilerWarning)
+            return prg.build(options=options.split() if options else [], cache_dir=False)
     except cl.Error as exc:
         try:
             log = prg.get_build_info(device.cl_device, cl.program_build_info.LOG)

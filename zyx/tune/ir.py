@@ -1,0 +1,130 @@
+"""Tuning IR kernels: their opt actions searched on real buffers, results kept per device.
+
+With ``ZYX_TUNE=0`` (the default) ``choose_opts`` is the heuristic ``default_opts`` and
+costs nothing more. Otherwise the kernel's structural key (its ops, dtypes and index
+structure with sizes abstracted away) and the size class of its shapes look up the
+tuning database; an unseen kernel is searched: each candidate ``Opts`` is built, run on
+the kernel's real input buffers into a scratch output, timed with profiling events and
+checked against the heuristic kernel's output before it may win.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import asdict
+from typing import Any
+
+import numpy as np
+
+from zyx import settings
+from zyx.backend import launch as launch_mod
+from zyx.backend import transfer
+from zyx.benchmarks import median_event_seconds
+from zyx.ir.kernel import Kernel, Opts, default_opts
+from zyx.tune.search import Param, Space
+from zyx.tune.tuner import choose
+
+
+def structural_key(k: Kernel) -> str:
+    """A hash of the kernel's structure with every size and stride abstracted away."""
+    shape_free = re.sub(r"\d+", "#", repr(k.body))
+    text = f"{[d.name for d in k.bufs]}|{len(k.out_shape)}|{len(k.red_shape)}|{shape_free}"
+    return "ir:" + hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def _pow2_upto(limit: int, start: int = 1) -> tuple[int, ...]:
+    out, v = [], start
+    while v <= limit:
+        out.append(v)
+        v *= 2
+    return tuple(out)
+
+
+def opts_space(k: Kernel, max_local: int) -> Space:
+    """The opt actions worth searching for ``k`` (sizes that do not fit fall back safely)."""
+    n_out = len(k.out_shape)
+    params = [Param("local", _pow2_upto(min(max_local, 256))),
+              Param("vec", (1, 2, 4, 8, 16))]
+    if n_out:
+        params.append(Param("up_last", (1, 2, 4, 8)))
+    if n_out >= 2:
+        params.append(Param("up_row", (1, 2, 4, 8)))
+    if k.red_shape:
+        params += [Param("unroll", (1, 2, 4, 8)), Param("split", (1, 2, 4, 8, 16, 32))]
+    return Space(tuple(params))
+
+
+def to_config(k: Kernel, opts: Opts) -> dict[str, int]:
+    """An ``Opts`` as a flat, JSON-friendly search configuration."""
+    n = len(k.out_shape)
+    up = list(opts.upcast) + [1] * (n - len(opts.upcast))
+    cfg = {"local": opts.local, "vec": opts.vec, "vec_axis": opts.vec_axis}
+    if n:
+        cfg["up_last"] = up[n - 1]
+    if n >= 2:
+        cfg["up_row"] = up[n - 2]
+    if k.red_shape:
+        cfg["unroll"], cfg["split"] = opts.unroll, opts.split
+    return cfg
+
+
+def from_config(k: Kernel, base: Opts, cfg: dict[str, Any]) -> Opts:
+    """The ``Opts`` a search configuration describes (other fields from ``base``)."""
+    n = len(k.out_shape)
+    up = list(base.upcast) + [1] * (n - len(base.upcast))
+    if n:
+        up[n - 1] = int(cfg.get("up_last", up[n - 1]))
+    if n >= 2:
+        up[n - 2] = int(cfg.get("up_row", up[n - 2]))
+    fields = {key: int(cfg[key]) for key in ("local", "unroll", "split", "vec", "vec_axis") if key in cfg}
+    return Opts(**{**asdict(base), **fields, "upcast": tuple(up)})
+
+
+def _same_output(k: Kernel):
+    exact = not (k.out_dtype.is_float and k.red_shape)
+
+    def same(ref: np.ndarray, got: np.ndarray) -> bool:
+        if exact:
+            return np.array_equal(ref, got)
+        a = ref.view(k.out_dtype.numpy).astype(np.float64)
+        b = got.view(k.out_dtype.numpy).astype(np.float64)
+        if not np.array_equal(np.isnan(a), np.isnan(b)):
+            return False
+        finite = np.isfinite(a)
+        if not np.array_equal(a[~finite & ~np.isnan(a)], b[~finite & ~np.isnan(b)]):
+            return False
+        scale = float(np.abs(a[finite]).max()) if finite.any() else 0.0
+        return bool(np.allclose(a[finite], b[finite], rtol=1e-4, atol=1e-6 * max(scale, 1.0)))
+
+    return same
+
+
+def _read_output(buf: Any, nbytes: int) -> np.ndarray:
+    """A candidate's output bytes (a seam for tests that inject wrong candidates)."""
+    return transfer.read(buf, nbytes)
+
+
+def choose_opts(k: Kernel, device: Any, args: list) -> Opts:
+    """The opts to launch ``k`` with on ``device``; ``args`` are its buffers (output first)."""
+    base = default_opts(k, device.info.max_work_group_size, device.info)
+    if settings.TUNE <= 0:
+        return base
+    from zyx.codegen.kernel import launch_kernel
+
+    out_bytes = k.numel * k.out_dtype.itemsize
+    scratch = device.pool.allocate(out_bytes)
+    inputs = list(args[1:])
+
+    def measure(cfg: dict[str, Any]) -> tuple[float, np.ndarray]:
+        opts = from_config(k, base, cfg)
+        saved, launch_mod.recorder = launch_mod.recorder, None  # never record tuning launches
+        try:
+            seconds = median_event_seconds(lambda: launch_kernel(device, k, opts, [scratch.cl, *inputs]),
+                                           warmup=1, runs=3)
+        finally:
+            launch_mod.recorder = saved
+        return seconds, _read_output(scratch, out_bytes)
+
+    cfg = choose(device, structural_key(k), (*k.out_shape, *k.red_shape), opts_space(k, device.info.max_work_group_size),
+                 to_config(k, base), measure, _same_output(k), label=k.name())
+    return from_config(k, base, cfg)
