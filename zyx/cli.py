@@ -183,6 +183,13 @@ def cmd_contracts(args: argparse.Namespace) -> int:
     return int(main(args) or 0)
 
 
+def cmd_tune(args: argparse.Namespace) -> int:
+    """Tune a workload and print a before/after table (or show / clear stored results)."""
+    from zyx.tune import cli as tune_cli
+
+    return tune_cli.run(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``zyx`` command."""
     parser = argparse.ArgumentParser(prog="zyx", description="zyx: lazy tensors fused into OpenCL kernels")
@@ -194,6 +201,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quick", action="store_true", help="small sizes, for a fast check")
     p.add_argument("--bench-dir", default=os.environ.get("ZYX_BENCH_DIR"), help=argparse.SUPPRESS)
     p.set_defaults(fn=cmd_bench)
+    p = sub.add_parser("tune", help="autotune kernels on this device (a script or the built-in set)")
+    from zyx.tune import cli as tune_cli
+
+    tune_cli.add_arguments(p)
+    p.set_defaults(fn=cmd_tune)
     p = sub.add_parser("contracts", help="list kernel contracts, with costs")
     p.add_argument("--calibrate", action="store_true", help="measure each contract kernel on the device")
     p.set_defaults(fn=cmd_contracts)

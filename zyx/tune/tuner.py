@@ -19,6 +19,10 @@ if TYPE_CHECKING:
 BUDGET_S = {1: 3.0, 2: 30.0}  # per kernel and size class
 
 
+#: Called with (kernel label, candidates measured so far) during searches (the CLI's progress line).
+progress_hook: Callable[[str, int], None] | None = None
+
+
 class TuneStats:
     """Counters for tests and reports: searches run, candidates measured, database hits."""
 
@@ -50,7 +54,9 @@ def choose(
     if entry is not None and space.allowed(entry.config) and set(entry.config) == set(default):
         TuneStats.db_hits += 1
         return dict(entry.config)
-    result = run_search(space, default, measure, same_output, mode, budget_s)
+    hook = progress_hook
+    result = run_search(space, default, measure, same_output, mode, budget_s,
+                        progress=(lambda n: hook(label or kernel_key, n)) if hook else None)
     db.put(Entry(device.info.signature, kernel_key, sc, result.best, result.best_s, result.baseline_s,
                  result.elapsed_s, len(result.trials), label))
     return dict(result.best)

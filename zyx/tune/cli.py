@@ -1,0 +1,124 @@
+"""``python -m zyx tune``: tune a workload (a script, or the built-in set), show or clear results."""
+from __future__ import annotations
+
+import argparse
+import runpy
+import sys
+import time
+from typing import Any
+
+from zyx import settings
+from zyx.tune import tuner
+from zyx.tune.db import Entry, default_db
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The ``tune`` subcommand's arguments."""
+    p.add_argument("script", nargs="?", help="a Python script to run with tuning on (default: the built-in set)")
+    p.add_argument("--wide", action="store_true", help="a wide search (ZYX_TUNE=2) instead of the default one")
+    p.add_argument("--budget", type=float, default=None,
+                   help="search seconds per kernel and size class (default: 20, or 60 with --wide)")
+    p.add_argument("--quick", action="store_true", help="built-in set at small sizes")
+    p.add_argument("--show", action="store_true", help="list the stored tuning results for this device")
+    p.add_argument("--clear", action="store_true", help="remove the stored tuning results for this device")
+    p.add_argument("--all-devices", action="store_true", help="with --show/--clear: every device signature")
+
+
+def _table(entries: list[Entry]) -> str:
+    lines = ["| kernel | sizes | heuristic ms | tuned ms | speedup | search s | candidates | config |",
+             "|---|---|---|---|---|---|---|---|"]
+    for e in entries:
+        speed = e.baseline_s / e.tuned_s if e.tuned_s > 0 else float("inf")
+        cfg = " ".join(f"{k}={v}" for k, v in sorted(e.config.items()))
+        lines.append(f"| {e.label or e.kernel[:16]} | {e.size_class} | {e.baseline_s * 1e3:.3f} | "
+                     f"{e.tuned_s * 1e3:.3f} | {speed:.2f}x | {e.search_s:.1f} | {e.candidates} | {cfg} |")
+    return "\n".join(lines)
+
+
+class _Progress:
+    """One status line on stderr: workload i/n, the kernel being searched, candidates, elapsed."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.index = 0
+        self.name = ""
+        self.start = time.perf_counter()
+
+    def workload(self, index: int, name: str) -> None:
+        self.index, self.name = index, name
+        self._print("")
+
+    def candidate(self, label: str, n: int) -> None:
+        self._print(f"{label}: {n} candidates")
+
+    def _print(self, detail: str) -> None:
+        done = int(20 * (self.index - 1) / max(self.total, 1))
+        bar = "#" * done + "-" * (20 - done)
+        line = f"\r[{bar}] {self.index}/{self.total} {self.name} {detail} ({time.perf_counter() - self.start:.0f} s)"
+        sys.stderr.write(line[:150].ljust(150))
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        sys.stderr.write("\n")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Entry point of ``python -m zyx tune``."""
+    import zyx
+
+    device = zyx.default_device()
+    db = default_db()
+    sig = None if args.all_devices else device.info.signature
+    if args.clear:
+        print(f"removed {db.clear(sig)} tuning result(s) from {db.path}")
+        return 0
+    if args.show:
+        entries = db.entries(sig)
+        print(f"{len(entries)} tuning result(s) in {db.path}" + ("" if sig is None else f" for {device}"))
+        if entries:
+            print(_table(entries))
+        return 0
+    mode = 2 if args.wide else 1
+    budget = args.budget if args.budget is not None else (60.0 if mode == 2 else 20.0)
+    saved = (settings.TUNE, dict(tuner.BUDGET_S), tuner.progress_hook)
+    settings.TUNE = mode
+    tuner.BUDGET_S[mode] = budget
+    before = {(e.kernel, e.size_class) for e in db.entries(device.info.signature)}
+    searches0, cands0 = tuner.TuneStats.searches, tuner.TuneStats.candidates
+    t0 = time.perf_counter()
+    try:
+        if args.script:
+            print(f"tuning {args.script} on {device} (search budget {budget:.0f} s per kernel)")
+            tuner.progress_hook = lambda label, n: sys.stderr.write(f"\r  searching {label}: {n} candidates   ")
+            runpy.run_path(args.script, run_name="__main__")
+            sys.stderr.write("\n")
+        else:
+            _run_builtin(device, budget, args.quick)
+    finally:
+        settings.TUNE, tuner.progress_hook = saved[0], saved[2]
+        tuner.BUDGET_S.clear()
+        tuner.BUDGET_S.update(saved[1])
+    zyx.synchronize()
+    new = [e for e in db.entries(device.info.signature) if (e.kernel, e.size_class) not in before]
+    print(f"\n{tuner.TuneStats.searches - searches0} kernel(s) searched, "
+          f"{tuner.TuneStats.candidates - cands0} candidate(s) measured in {time.perf_counter() - t0:.0f} s; "
+          f"results in {db.path}\n")
+    print(_table(new) if new else "nothing new to tune: every kernel already has a result (see --show)")
+    return 0
+
+
+def _run_builtin(device: Any, budget: float, quick: bool) -> None:
+    from zyx.tune.workloads import BUILTIN
+
+    print(f"tuning the built-in set on {device} (search budget {budget:.0f} s per kernel)")
+    progress = _Progress(len(BUILTIN))
+    tuner.progress_hook = progress.candidate
+    try:
+        for i, w in enumerate(BUILTIN, 1):
+            progress.workload(i, w.name)
+            try:
+                w.run(quick)
+            except Exception as exc:  # noqa: BLE001 - one broken workload must not stop the others
+                sys.stderr.write(f"\n  {w.name} failed: {type(exc).__name__}: {exc}\n")
+    finally:
+        progress.close()
