@@ -2,7 +2,8 @@
 An IR kernel (zyx.codegen.kernel): one statement per line, values in compute types.
 Parameters: name, header (comment lines), bufs ((name, dtype, is_output) ...), dtypes
 (every dtype used, for the conversion preamble), index_t, items (work items needed),
-stmts (see zyx.codegen.kernel.statements), uses_ipow, err_flag (the error-flag parameter's name
+split (work items per output tile, sharing its reduce through local memory), stmts (see
+zyx.codegen.kernel.statements), uses_ipow, err_flag (the error-flag parameter's name
 or None: an int the kernel atomic_or's error bits into), fp32 (the float32 DType).
 </%doc>\
 <%namespace name="dt" file="/common/dtypes.mako"/>\
@@ -36,8 +37,15 @@ __kernel void ${name}(
 % endif
 )
 {
+% if split > 1:
+    const ${index_t} zyx_tile = get_global_id(0) / ${split};  // ${split} items share a tile's reduce
+    const int zyx_lid = get_local_id(0);
+    const int zyx_sid = zyx_lid % ${split};
+    const ${index_t} gid = zyx_tile < ${items} ? zyx_tile : ${items - 1};  // past the end: reach the barriers
+% else:
     const ${index_t} gid = get_global_id(0);
     if (gid >= ${items}) return;
+% endif
 <% depth = 1 %>\
 % for s in stmts:
 <% pad = "    " * depth %>\
@@ -59,6 +67,14 @@ ${pad}const ${s[1]} ${s[2]} = ${dt.convert(s[3], s[4], s[5])};
 ${pad}${s[1]} ${s[2]} = ${s[3]};
 % elif s[0] == "line":
 ${pad}${s[1]}
+% elif s[0] == "local":
+${pad}__local ${s[1]} ${s[2]}[${s[3]}];
+% elif s[0] == "open":
+${pad}${s[1]} {
+<% depth += 1 %>\
+% elif s[0] == "close":
+<% depth -= 1 %>\
+${"    " * depth}}
 % elif s[0] == "loop":
 ${pad}for (${index_t} ${s[1]} = 0; ${s[1]} < ${s[2]}; ${s[1]}++) {
 <% depth += 1 %>\

@@ -33,20 +33,21 @@
 %>
 
 ## Statements: decompose linear element index `var` of a dense array of `shape` into
-## coordinates `prefix0 .. prefixN-1` (size-1 axes get the constant 0).
+## coordinates `prefix0 .. prefixN-1` (size-1 axes get the constant 0); indented for the
+## body of `loop_head`.
 <%def name="coords(index_t, var, shape, prefix)">\
 % for k, size in enumerate(shape):
 <%  inner = prod(shape[k + 1:]) %>\
 %   if size == 1:
-    const ${index_t} ${prefix}${k} = 0;
+        const ${index_t} ${prefix}${k} = 0;
 %   elif k == 0 and inner == 1:
-    const ${index_t} ${prefix}${k} = ${var};
+        const ${index_t} ${prefix}${k} = ${var};
 %   elif k == 0:
-    const ${index_t} ${prefix}${k} = ${var} / ${inner};
+        const ${index_t} ${prefix}${k} = ${var} / ${inner};
 %   elif inner == 1:
-    const ${index_t} ${prefix}${k} = ${var} % ${size};
+        const ${index_t} ${prefix}${k} = ${var} % ${size};
 %   else:
-    const ${index_t} ${prefix}${k} = (${var} / ${inner}) % ${size};
+        const ${index_t} ${prefix}${k} = (${var} / ${inner}) % ${size};
 %   endif
 % endfor
 </%def>

@@ -15,7 +15,7 @@ from contract_data import DTYPE_IDS, DTYPES, LAYOUTS, make, on_device, raw
 from zyx.contracts import kernels
 
 RANK_SHAPES = {1: (13,), 2: (3, 5), 3: (2, 3, 5), 4: (2, 1, 3, 5), 5: (2, 3, 1, 2, 3),
-               6: (1, 2, 3, 2, 1, 3), 7: (2, 1, 2, 3, 1, 2, 3), 8: (2, 1, 3, 2, 1, 2, 3, 2)}
+               6: (3, 2, 1, 2, 1, 3), 7: (2, 1, 2, 3, 1, 2, 3), 8: (2, 1, 3, 2, 1, 2, 3, 2)}
 
 
 # ---------------------------------------------------------------- contiguize
@@ -234,6 +234,10 @@ def test_masked_fill_views_and_sizes(device, bits_equal):
     a = raw((n,), zyx.uint8, seed=23)
     mm = np.arange(n) % 5 == 0
     bits_equal(on_device(a, device).masked_fill(on_device(mm, device), 9).numpy(), np.where(mm, np.uint8(9), a))
+    a8 = raw(RANK_SHAPES[8], zyx.float8_e5m2, seed=24)
+    m8 = np.random.default_rng(25).random(RANK_SHAPES[8][-3:]) < 0.5  # broadcast over the leading axes
+    out8 = on_device(a8, device).masked_fill(on_device(m8, device), -2.0)
+    bits_equal(out8.numpy(), np.where(np.broadcast_to(m8, a8.shape), np.array(-2.0).astype(a8.dtype), a8))
     e = zyx.zeros(0, 4, device=device)
     assert e.masked_fill(zyx.zeros(4, dtype=zyx.bool, device=device), 1.0).shape == (0, 4)
     s = zyx.tensor(2.0, device=device)

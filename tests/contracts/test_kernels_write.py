@@ -108,8 +108,8 @@ def test_write_slice_reused_position_shares_kernel(device):
 def test_write_slice_rotating_bits(device, bits_equal, dtype):
     d = sentinel((7, 3, 4), dtype)
     dest = on_device(d, device)
-    for position in (5, 13, -2, 0):  # wraps, reduces, Python modulo for negatives
-        s = raw((4, 3, 4), dtype, seed=position + 50)
+    for position in (5, 13, -2, 0, -(2 ** 70) + 3):  # wraps, reduces, Python modulo for negatives
+        s = raw((4, 3, 4), dtype, seed=abs(position) % 1000)
         zyx.write_slice_rotating(dest, on_device(s, device), 0, position)
         for r in range(4):
             d[(position % 7 + r) % 7] = s[r]
@@ -287,3 +287,15 @@ def test_setitem_matches_torch(device, torch):
         x[index] = value
         t[index] = value
     assert (x.numpy() == t.numpy()).all()
+
+
+def test_writes_order_with_lazy_work(device, values_equal):
+    """Pending lazy readers of dest see the old values; lazy sources and offsets are realized first."""
+    x = zyx.zeros(3, device=device)
+    y = x + 1  # pending: reads x when realized
+    x[0] = 5.0
+    values_equal(y.numpy(), np.ones(3, np.float32))
+    values_equal(x.numpy(), np.array([5, 0, 0], np.float32))
+    d = zyx.zeros(4, 2, device=device)
+    zyx.write_slice_doff(d, zyx.ones(2, 2, device=device) * 3, 0, zyx.tensor([1], device=device) + 1)
+    values_equal(d.numpy(), np.array([[0, 0], [0, 0], [3, 3], [3, 3]], np.float32))

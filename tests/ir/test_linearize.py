@@ -80,13 +80,15 @@ def _cpu_info(pref=8):
     return SimpleNamespace(kind="cpu", preferred_vector_width={"float": pref, "double": pref // 2})
 
 
-def test_vector_plan_falls_back_when_it_does_not_fit():
+def test_vector_plan_masks_or_falls_back():
     from zyx.ir.kernel import vector_plan
 
     k = _matmul_kernel(8, 12, 16)
     assert vector_plan(k, Opts(vec=4, vec_axis=1)) == (4, 1)
-    assert vector_plan(k, Opts(vec=8, vec_axis=1)) == (1, 0)  # 8 does not divide 12
+    assert vector_plan(k, Opts(vec=8, vec_axis=1)) == (8, 1)  # 8 does not divide 12: a masked last vector
+    assert vector_plan(k, Opts(vec=16, vec_axis=1)) == (1, 0)  # longer than the axis
     assert vector_plan(k, Opts(vec=8, vec_axis=2)) == (8, 2)  # the innermost reduce axis
+    assert vector_plan(k, Opts(vec=16, vec_axis=2)) == (16, 2)
     assert vector_plan(k, Opts(vec=3, vec_axis=1)) == (1, 0)
     i = out_var(0, 16)
     ik = Kernel((16,), (), (dt.int32, dt.int32), ops.Load(1, dt.int32, i))

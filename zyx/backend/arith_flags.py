@@ -17,10 +17,11 @@ from typing import Any, Optional
 import numpy as np
 
 from zyx.backend import sync_hooks
-from zyx.errors import DivisionByZeroError, IntegerArithmeticError
+from zyx.errors import DivisionByZeroError, IndexOutOfRange, IntegerArithmeticError
 
 DIV_ZERO = 1
 NEG_POW = 2
+INDEX_OOB = 4  # a gathered index (embedding) outside its table; the kernel read row 0 instead
 
 # Keyed by the Device object (each has its own context). Outside the buffer pool on
 # purpose: a fixed per-device resource like the queue, never counted as a live buffer.
@@ -60,6 +61,9 @@ def check(device: Optional[Any] = None) -> None:
         cl.enqueue_copy(dev.queue, host, _flags[dev], is_blocking=True)
         if host[0]:
             cl.enqueue_copy(dev.queue, _flags[dev], np.zeros(1, np.int32), is_blocking=True)
+            if host[0] & INDEX_OOB:
+                raise IndexOutOfRange(f"IndexError: index out of range in a gather (embedding) kernel on {dev} "
+                                      "(expected indices in [0, rows of the table))")
             if host[0] & DIV_ZERO:
                 raise DivisionByZeroError("ZeroDivisionError: integer division or modulo by zero in a kernel "
                                           f"on {dev} (expected non-zero integer divisors)")

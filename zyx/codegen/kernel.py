@@ -14,6 +14,7 @@ from typing import Any
 from zyx import dtype as dtypes
 from zyx.codegen.render import render
 from zyx.dtype import DType
+from zyx.errors import ZyxError
 from zyx.ir import ops
 from zyx.ir import symbolic as sym
 from zyx.ir.kernel import Kernel, Opts
@@ -21,6 +22,7 @@ from zyx.ir.linearize import LANE, Program, linearize
 
 BUILD_OPTIONS = "-cl-fp32-correctly-rounded-divide-sqrt"
 ERR_FLAG = "zyx_err"  # the error-flag parameter (backend/arith_flags.py), present when a statement uses it
+INDEX_OOB = 4  # arith_flags.INDEX_OOB: a gathered index outside its table
 
 
 def ctype(d: DType) -> str:
@@ -203,9 +205,56 @@ def _widths(prog: Program) -> list[int]:
             w[i] = max(w[s] for s in ins.srcs)
         elif ins.op == "acc":
             w[i] = prog.vec if prog.vec_reduce else 1
+        elif ins.op == "combine":
+            w[i] = w[ins.srcs[0]]
         elif ins.op == "accum":
             w[ins.srcs[0]] = max(w[ins.srcs[0]], w[ins.srcs[1]])
     return w
+
+
+def _all_lanes(valid: sym.Node, w: int) -> sym.Node | None:
+    """A lane-free condition that holds iff ``valid`` holds on every lane, when each of its lane-dependent
+    terms is ``a < c`` with ``a`` linear in the lane (checking the first and last lane suffices); else None."""
+    terms = valid.terms if isinstance(valid, sym.And) else (valid,)
+    out = []
+    for t in terms:
+        if not _mentions_lane(t):
+            out.append(t)
+            continue
+        if not isinstance(t, sym.Lt):
+            return None
+        a = _lanes(t.a, w)
+        step = sym.add(a[1], sym.mul(a[0], -1))
+        if not isinstance(step, sym.Num) or any(x != sym.add(a[0], sym.mul(step, j)) for j, x in enumerate(a)):
+            return None
+        out += [sym.lt(a[0], t.c), sym.lt(a[-1], t.c)]
+    return sym.land(*out)
+
+
+def _combine_lines(op: str, x: str, part: str, ct: str, split: int, arg: bool) -> list[str]:
+    """Item 0 of a split group folds the partials of items 1..split-1 into ``x``, in item order."""
+    lines = [f"{part}[zyx_lid] = {x};"] + ([f"{part}_v[zyx_lid] = {x}_v;"] if arg else [])
+    lines += ["barrier(CLK_LOCAL_MEM_FENCE);", "if (zyx_sid == 0) {",
+              f"    for (int zyx_j = 1; zyx_j < {split}; zyx_j++) {{",
+              f"        const {ct} zyx_y = {part}{'_v' if arg else ''}[zyx_lid + zyx_j];"]
+    if arg:  # the extreme value wins; among equal values (or NaNs) the first position
+        cmp = ">" if op == "argmax" else "<"
+        nan = "isnan(zyx_y)" if ct in ("float", "double") else "0"
+        xnan = f"isnan({x}_v)" if ct in ("float", "double") else "0"
+        lines += [f"        const long zyx_p = {part}[zyx_lid + zyx_j];",
+                  f"        if (zyx_y {cmp} {x}_v || ({nan} && !{xnan}) || "
+                  f"((zyx_y == {x}_v || ({nan} && {xnan})) && zyx_p < {x})) {{ {x}_v = zyx_y; {x} = zyx_p; }}"]
+    elif op == "sum":
+        lines.append(f"        {x} += zyx_y;")
+    elif op == "prod":
+        lines.append(f"        {x} *= zyx_y;")
+    else:
+        cmp = ">" if op == "max" else "<"
+        if ct.startswith(("float", "double")):
+            lines.append(f"        {x} = (zyx_y {cmp} {x} || isnan(zyx_y)) ? zyx_y : {x};")
+        else:
+            lines.append(f"        {x} = {'max' if op == 'max' else 'min'}({x}, zyx_y);")
+    return lines + ["    }", "}"]
 
 
 def _hreduce_lines(op: str, name: str, acc: str, w: int, d: DType) -> list[str]:
@@ -229,6 +278,7 @@ def statements(prog: Program, k: Kernel) -> tuple[tuple, ...]:
     names: dict[int, str] = {}
     dts: dict[int, DType] = {}
     width = _widths(prog)
+    split_open = False
 
     def operand(s: int, w: int) -> str:
         return names[s] if width[s] == w else f"({vtype(dts[s], w)})({names[s]})"
@@ -243,25 +293,36 @@ def statements(prog: Program, k: Kernel) -> tuple[tuple, ...]:
         if ins.op == "const":
             out.append(("expr", ctype(ins.dtype), name, literal(ins.arg, ins.dtype)))
         elif ins.op == "load" and w > 1:
-            buf, index, valid, other = ins.arg
+            buf, index, valid, other = ins.arg[:4]
             vt, oth = vtype(ins.dtype, w), literal(other, ins.dtype)
             base = _contiguous(index, w)
+            full = _all_lanes(valid, w) if base is not None and _mentions_lane(valid) else None
             if base is not None and not _mentions_lane(valid):
                 expr = f"vload{w}(0, in{buf} + {sym.render(base, _index_name)})"
                 if valid != sym.ONE:
                     expr = f"({sym.render(valid, _index_name)}) ? {expr} : ({vt})({oth})"
-            else:  # a gather, lane by lane
+            else:  # a gather, lane by lane (behind a whole-vector load when every lane is valid)
                 parts = []
                 for ix, ok in zip(_lanes(index, w), _lanes(valid, w)):
                     ld = f"in{buf}[{sym.render(ix, _index_name)}]"
                     parts.append(ld if ok == sym.ONE else (oth if ok == sym.ZERO else
                                                           f"(({sym.render(ok, _index_name)}) ? {ld} : {oth})"))
                 expr = f"({vt})({', '.join(parts)})"
+                if full is not None and full != sym.ZERO:
+                    whole = f"vload{w}(0, in{buf} + {sym.render(base, _index_name)})"
+                    expr = f"({sym.render(full, _index_name)}) ? {whole} : {expr}"
             out.append(("expr", vt, name, expr))
         elif ins.op == "load":
-            buf, index, valid, other = ins.arg
-            v = None if valid == sym.ONE else sym.render(valid, _index_name)
-            out.append(("load", ctype(ins.dtype), name, ins.dtype, f"in{buf}", sym.render(index, _index_name), v,
+            buf, index, valid, other, gather = ins.arg
+            gnames: dict[str, str] = {}
+            for j, ((gv, size), s) in enumerate(zip(gather, ins.srcs)):  # bounds-checked gathered indices
+                x, gn = f"(long){names[s]}", f"{name}_x{j}"
+                out.append(("expr", "long", gn, f"({x} < 0 || {x} >= {size}L) ? "
+                                                f"(atomic_or({ERR_FLAG}, {INDEX_OOB}), 0L) : {x}"))
+                gnames[gv] = gn
+            rn = (lambda var: gnames.get(var.name, var.name)) if gnames else _index_name
+            v = None if valid == sym.ONE else sym.render(valid, rn)
+            out.append(("load", ctype(ins.dtype), name, ins.dtype, f"in{buf}", sym.render(index, rn), v,
                         literal(other, ins.dtype)))
         elif ins.op == "cond":
             out.append(("expr", "uchar", name, f"(uchar)({sym.render(ins.arg, _index_name)})"))
@@ -289,12 +350,15 @@ def statements(prog: Program, k: Kernel) -> tuple[tuple, ...]:
             else:
                 out.append(("acc", ctype(ins.dtype), name, literal(init, ins.dtype)))
         elif ins.op == "accum":
-            rop, pos = ins.arg
             acc_i, v_i = ins.srcs
             src_dt = dts[v_i]
+            rop, pos, guard, lane0 = ins.arg
             aw = width[acc_i]
-            lines = _accum_line(rop, names[acc_i], operand(v_i, aw), ins.dtype, src_dt,
+            target, val = (f"{names[acc_i]}.s0", names[v_i]) if lane0 and aw > 1 else (names[acc_i], operand(v_i, aw))
+            lines = _accum_line(rop, target, val, ins.dtype, src_dt,
                                 None if pos is None else f"(long)({sym.render(pos, _index_name)})")
+            if guard != sym.ONE:
+                lines = [f"if ({sym.render(guard, _index_name)}) {{ {' '.join(lines)} }}"]
             for line in lines:
                 out.append(("line", line))
         elif ins.op == "hreduce":
@@ -304,28 +368,63 @@ def statements(prog: Program, k: Kernel) -> tuple[tuple, ...]:
             out.append(("acc", ctype(ins.dtype), name, f"{acc}.s0" if aw > 1 else acc))
             for line in _hreduce_lines(ins.arg, name, acc, aw, ins.dtype):
                 out.append(("line", line))
+        elif ins.op == "combine":
+            rop, split = ins.arg
+            src_i = ins.srcs[0]
+            name = names[src_i]
+            arg = rop in ("argmax", "argmin")
+            part = f"zyx_part{i}"
+            if arg:
+                src_dt = prog.instrs[src_i].arg[2]
+                out.append(("local", "long", part, prog.local))
+                out.append(("local", ctype(src_dt), f"{part}_v", prog.local))
+                ct = ctype(src_dt)
+            else:
+                ct = vtype(ins.dtype, w)
+                out.append(("local", ct, part, prog.local))
+            for line in _combine_lines(rop, name, part, ct, split, arg):
+                out.append(("line", line))
         elif ins.op == "loop":
             out.append(("loop", ins.arg[0], ins.arg[1]))
         elif ins.op == "endloop":
             out.append(("endloop",))
         elif ins.op == "store":
             v = ins.srcs[0]
-            if prog.vec > 1 and _mentions_lane(ins.arg):
+            flat, mask = ins.arg
+            if prog.split > 1 and not split_open:  # the group's first item stores (the others hold partials)
+                out.append(("open", f"if (zyx_sid == 0 && zyx_tile < {prog.global_items})"))
+                split_open = True
+            if prog.vec > 1 and _mentions_lane(flat):
                 vw = prog.vec
-                base = _contiguous(ins.arg, vw)
+                base = _contiguous(flat, vw)
                 val = operand(v, vw)
-                if base is not None:
-                    out.append(("line", f"vstore{vw}({val}, 0, out + {sym.render(base, _index_name)});"))
-                else:
-                    if width[v] == 1:
-                        out.append(("expr", vtype(dts[v], vw), f"{names[v]}_b", val))
-                        val = f"{names[v]}_b"
-                    for j, ix in enumerate(_lanes(ins.arg, vw)):
-                        out.append(("line", f"out[{sym.render(ix, _index_name)}] = {val}.s{_LANES[j]};"))
+                if width[v] == 1 and (base is None or mask != sym.ONE):
+                    out.append(("expr", vtype(dts[v], vw), f"{names[v]}_b", val))
+                    val = f"{names[v]}_b"
+                full = _all_lanes(mask, vw) if base is not None else None
+                vstore = f"vstore{vw}({val}, 0, out + {sym.render(base, _index_name)});" if base is not None else ""
+                if full == sym.ONE:
+                    out.append(("line", vstore))
+                else:  # lane by lane (a scatter, or the masked last vector behind a whole-vector test)
+                    if full is not None and full != sym.ZERO:
+                        out += [("open", f"if ({sym.render(full, _index_name)})"), ("line", vstore), ("close",),
+                                ("open", "else")]
+                    for j, (ix, ok) in enumerate(zip(_lanes(flat, vw), _lanes(mask, vw))):
+                        line = f"out[{sym.render(ix, _index_name)}] = {val}.s{_LANES[j]};"
+                        if ok != sym.ZERO:
+                            out.append(("line", line if ok == sym.ONE else f"if ({sym.render(ok, _index_name)}) {line}"))
+                    if full is not None and full != sym.ZERO:
+                        out.append(("close",))
             else:
-                out.append(("store", "out", sym.render(ins.arg, _index_name), dts[v], ins.dtype, names[v]))
+                if mask != sym.ONE:
+                    out.append(("open", f"if ({sym.render(mask, _index_name)})"))
+                out.append(("store", "out", sym.render(flat, _index_name), dts[v], ins.dtype, names[v]))
+                if mask != sym.ONE:
+                    out.append(("close",))
         names[i] = name
         dts[i] = ins.dtype
+    if split_open:
+        out.append(("close",))
     return tuple(out)
 
 
@@ -340,32 +439,39 @@ def source(k: Kernel, opts: Opts) -> tuple[str, str, Program]:
               + (f", reduce over {list(k.red_shape)}" if k.red_shape else "")
               + f"; ops: {', '.join(k.op_names()) or 'copy'}",
               "inputs: " + (", ".join(f"in{i} {d.name}" for i, d in enumerate(k.bufs) if i) or "none"),
-              f"opts: local {opts.local}, upcast {list(opts.upcast)}, unroll {opts.unroll}"
+              f"opts: local {prog.local or opts.local}, upcast {list(opts.upcast)}, unroll {opts.unroll}"
+              + (f", split {prog.split}" if prog.split > 1 else "")
               + (f", vec {prog.vec} on {'the reduce' if prog.vec_reduce else 'the output'}" if prog.vec > 1 else ""))
     src = render("kernel.cl.mako", name=name, header=header, bufs=bufs, dtypes=all_dtypes, index_t=prog.index_t,
-                 items=prog.global_items, stmts=stmts, uses_ipow=any("zyx_ipow" in str(s) for s in stmts),
+                 items=prog.global_items, split=prog.split, stmts=stmts, uses_ipow=any("zyx_ipow" in str(s) for s in stmts),
                  err_flag=ERR_FLAG if any(ERR_FLAG in str(s) for s in stmts) else None, fp32=dtypes.float32)
     return name, src, prog
 
 
 @lru_cache(maxsize=4096)
-def _cached_source(k: Kernel, opts: Opts) -> tuple[str, str, int, bool]:
+def _cached_source(k: Kernel, opts: Opts) -> tuple[str, str, int, bool, int, int]:
     name, src, prog = source(k, opts)
-    return name, src, prog.global_items, f"*{ERR_FLAG}" in src
+    return name, src, prog.global_items, f"*{ERR_FLAG}" in src, prog.split, prog.local
 
 
 def launch_kernel(device: Any, k: Kernel, opts: Opts, args: list) -> Any:
     """Build (cached) and enqueue ``k`` with buffer ``args`` (output first); returns the event."""
     from zyx.backend.launch import compile_kernel, launch
 
-    name, src, items, uses_flag = _cached_source(k, opts)
+    name, src, items, uses_flag, split, need_local = _cached_source(k, opts)
     ck = compile_kernel(device, src, name, BUILD_OPTIONS)
     if uses_flag:  # integer division/pow checks report through the device's error flag
         from zyx.backend import arith_flags
 
         args = [*args, arith_flags.buffer(device)]
         arith_flags.arm(device)
-    local = max(1, min(opts.local, device.info.max_work_group_size))
+    if split > 1:  # whole split groups per work-group (their partials meet in local memory)
+        if need_local > device.info.max_work_group_size:
+            raise ZyxError(f"{name}: split {split} needs work-groups of {need_local} items; "
+                           f"the device allows {device.info.max_work_group_size}")
+        local, items = need_local, items * split
+    else:
+        local = max(1, min(opts.local, device.info.max_work_group_size))
     glob = -(-items // local) * local
     return launch(ck, (glob,), (local,), args)
 

@@ -3,8 +3,8 @@
 Every contract's cost is ``provenance: judge_measured``: its expressions give the bytes a
 call moves, and this module supplies the device-specific constants. ``calibrate`` runs each
 kernel on a few sizes of a representative workload, times it with OpenCL profiling events
-(median of several runs after a warm-up), fits overhead and bandwidth by least squares and
-stores the fits as JSON per device signature under ``<cache dir>/contracts/``. Once stored,
+(median of several runs after a warm-up), fits overhead and bandwidth by least squares,
+checks the fit on one held-out size (predicted against measured time) and stores the fits as JSON per device signature under ``<cache dir>/contracts/``. Once stored,
 ``Contract.cost(...)`` reports ``predicted_s`` for the default device. A corrupt or stale
 file is ignored (as if absent), never fatal.
 
@@ -28,7 +28,6 @@ import numpy as np
 from zyx import settings
 from zyx.backend import transfer
 from zyx.backend.device import Device, default_device, resolve
-from zyx.backend.pool import Buffer
 from zyx.contracts import cost as costexpr
 from zyx.contracts import errorflag, kernels
 from zyx.contracts.model import Contract, Fit, Operand
@@ -37,8 +36,9 @@ from zyx.dtype import DType, bool_, float32, float64, int32
 from zyx.ir.view import View
 
 FORMAT_VERSION = 1
-DEFAULT_SIZES = (1 << 16, 1 << 20, 1 << 23)  # bytes of the data operand
+DEFAULT_SIZES = (1 << 16, 1 << 20, 1 << 23)  # bytes of the data operand, for the fit
 QUICK_SIZES = (1 << 14, 1 << 18)
+CHECK_SIZE, QUICK_CHECK_SIZE = 3 << 20, 96 << 10  # held out: predicted vs measured
 
 
 # ---------------------------------------------------------------- workloads
@@ -310,16 +310,23 @@ def calibrate(device: Any = None, quick: bool = False, names: Optional[list[str]
             points.append((w.bytes_moved, seconds, w.describe))
             del w
         f = fit([(b, s) for b, s, _ in points])
+        w = workload(dev, contract.name, QUICK_CHECK_SIZE if quick else CHECK_SIZE)
+        check_s = time_workload(dev, w, repeats=3 if quick else repeats)
+        check = {"bytes_moved": w.bytes_moved, "measured_s": check_s,
+                 "predicted_s": f.overhead_s + w.bytes_moved / f.bytes_per_s, "workload": w.describe}
+        del w
         records[contract.name] = {
             "overhead_s": f.overhead_s,
             "bytes_per_s": f.bytes_per_s,
             "dtype": (contract.dtypes[0] if contract.name.startswith("cumsum") else float32).name,
             "points": [{"bytes_moved": b, "measured_s": s, "predicted_s": f.overhead_s + b / f.bytes_per_s,
                         "workload": d} for b, s, d in points],
+            "check": check,
         }
         if log:
-            log(f"{contract.name:<22} overhead {f.overhead_s * 1e6:8.1f} us  {f.bytes_per_s / 1e9:7.2f} GB/s "
-                f"({time.perf_counter() - started:.1f} s)")
+            log(f"{contract.name:<22} overhead {f.overhead_s * 1e6:8.1f} us  {f.bytes_per_s / 1e9:7.2f} GB/s  "
+                f"held-out {check['workload']}: predicted {check['predicted_s'] * 1e3:.3f} ms, measured "
+                f"{check['measured_s'] * 1e3:.3f} ms ({time.perf_counter() - started:.1f} s)")
     previous = load(dev) or {}
     kernels_rec = dict(previous.get("kernels", {}))
     kernels_rec.update(records)

@@ -3,7 +3,7 @@
 The call returns a list of ``Contract`` objects (``.name``, ``.op_kind``, ``.dtypes``,
 ``.cost(**params)``); printing it shows each contract with its dtypes, cost formula and,
 once ``zyx.contracts.calibrate`` has measured the device, the fitted overhead and
-bandwidth and the predicted against the measured time of the largest calibration run.
+bandwidth and the predicted against the measured time of a held-out run.
 
 ``zyx.contracts`` is also the package ``zyx/contracts/``; ``install()`` makes that module
 object callable so both ``zyx.contracts()`` and ``zyx.contracts.ops`` work.
@@ -57,14 +57,14 @@ def report(items: Optional[list[Contract]] = None, device: Any = None) -> str:
     if fits:
         lines.append(f"calibrated on {data.get('device', '?')}")
     else:
-        lines.append("not calibrated on this device (run `python -m zyx.contracts.calibrate`)")
+        lines.append("not calibrated on this device (run `python -m zyx contracts --calibrate`)")
     lines.append("")
-    lines.append("| contract | op kinds | dtypes | bytes_moved | overhead | bandwidth | workload | predicted | measured |")
+    lines.append("| contract | op kinds | dtypes | bytes_moved | overhead | bandwidth | held-out workload | predicted | measured |")
     lines.append("|---|---|---|---|---|---|---|---|---|")
     for c in items:
         rec = fits.get(c.name)
         if rec and rec.get("points"):
-            last = rec["points"][-1]
+            last = rec.get("check") or rec["points"][-1]
             cal = (f"{rec['overhead_s'] * 1e6:.1f} us | {rec['bytes_per_s'] / 1e9:.2f} GB/s | {last['workload']} | "
                    f"{last['predicted_s'] * 1e3:.3f} ms | {last['measured_s'] * 1e3:.3f} ms")
         else:
@@ -73,11 +73,27 @@ def report(items: Optional[list[Contract]] = None, device: Any = None) -> str:
     return "\n".join(lines)
 
 
+def cli_main(args: Any) -> int:
+    """``python -m zyx contracts [--calibrate]``: print the table (measuring first if asked)."""
+    from zyx.backend.device import default_device
+
+    if getattr(args, "calibrate", False):
+        dev = default_device()
+        print(f"calibrating contract kernels on {dev}")
+        calibrate.calibrate(dev, quick=getattr(args, "quick", False), log=print)
+        print()
+    print(report())
+    return 0
+
+
 class _CallablePackage(types.ModuleType):
-    """The ``zyx.contracts`` package, callable as ``zyx.contracts()``."""
+    """The ``zyx.contracts`` package, callable as ``zyx.contracts()``; ``cli_main`` serves the CLI."""
 
     def __call__(self, device: Any = None) -> ContractList:
         return contracts(device)
+
+    def cli_main(self, args: Any) -> int:
+        return cli_main(args)
 
 
 def install() -> None:

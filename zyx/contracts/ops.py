@@ -46,6 +46,11 @@ def _tensor(x: Any, contract: str, field: str) -> Tensor:
     return x.realize()
 
 
+def _rd(t: Tensor) -> Any:
+    """The realized buffer of a tensor a kernel only reads (its pending readers keep fusing)."""
+    return t._realized()
+
+
 def _on(t: Tensor, device: Device) -> Tensor:
     return t if t.device is device else t.to(device)
 
@@ -85,7 +90,7 @@ def contiguize(x: Tensor) -> Tensor:
     if x._view.is_contiguous:
         return x
     out = _new(x.shape, x.dtype, x.device)
-    kernels.contiguize(x.device, out._buf, x._buf, x._view, x.dtype.itemsize)
+    kernels.contiguize(x.device, out._buf, _rd(x), x._view, x.dtype.itemsize)
     return out
 
 
@@ -99,7 +104,7 @@ def flip(x: Tensor, dims: Any) -> Tensor:
     params = validate(c, [operand(x)], {"dims": _int_or_tuple(dims, c.name, "dims")})
     x = _dense(c, x)
     out = _new(x.shape, x.dtype, x.device)
-    kernels.flip(x.device, out._buf, x._buf, x.shape, params["dims"], x.dtype.itemsize)
+    kernels.flip(x.device, out._buf, _rd(x), x.shape, params["dims"], x.dtype.itemsize)
     return out
 
 
@@ -117,7 +122,7 @@ def roll(x: Tensor, shifts: Any, dims: Any = None) -> Tensor:
         x = _dense(c, x)
         out = _new(x.shape, x.dtype, x.device)
         if n:
-            kernels.roll(x.device, out._buf, x._buf, 1, n, 1, shift_t[0], x.dtype.itemsize)
+            kernels.roll(x.device, out._buf, _rd(x), 1, n, 1, shift_t[0], x.dtype.itemsize)
         return out
     dim_t = _int_or_tuple(dims, c.name, "dims")
     if not dim_t:
@@ -140,7 +145,7 @@ def roll(x: Tensor, shifts: Any, dims: Any = None) -> Tensor:
     for s, (o, d, i) in steps:
         out = _new(x.shape, x.dtype, x.device)
         if o * d * i:
-            kernels.roll(x.device, out._buf, x._buf, o, d, i, s, x.dtype.itemsize)
+            kernels.roll(x.device, out._buf, _rd(x), o, d, i, s, x.dtype.itemsize)
         x = out
     return x
 
@@ -170,7 +175,7 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     col = 0
     for t in ts:
         width = t.shape[axis] * inner
-        kernels.concat_part(device, out._buf, t._buf, outer, width, total * inner, col, result.itemsize)
+        kernels.concat_part(device, out._buf, _rd(t), outer, width, total * inner, col, result.itemsize)
         col += width
     return out
 
@@ -187,7 +192,7 @@ def _triangular(x: Tensor, diagonal: int, kind: str) -> Tensor:
     x = _dense(c, x)
     out = _new(x.shape, x.dtype, x.device)
     batch = math.prod(x.shape[:-2])
-    kernels.triangular(x.device, out._buf, x._buf, batch, x.shape[-2], x.shape[-1], params["upper"],
+    kernels.triangular(x.device, out._buf, _rd(x), batch, x.shape[-2], x.shape[-1], params["upper"],
                        params["diagonal"], x.dtype.itemsize)
     return out
 
@@ -230,7 +235,7 @@ def masked_fill(x: Tensor, mask: Tensor, value: Any) -> Tensor:
     mask = _on(mask, x.device)
     x, mask = _dense(c, x, 0), _dense(c, mask, 1)
     out = _new(x.shape, x.dtype, x.device)
-    kernels.masked_fill(x.device, out._buf, x._buf, mask._buf, x.numel(), fill_bits(params["fill"], x.dtype),
+    kernels.masked_fill(x.device, out._buf, _rd(x), _rd(mask), x.numel(), fill_bits(params["fill"], x.dtype),
                         x.dtype.itemsize)
     return out
 
@@ -243,7 +248,7 @@ def cumsum(x: Tensor, dim: int) -> Tensor:
     x = _dense(c, x)
     out = _new(x.shape, x.dtype, x.device)
     o, d, i = _split(x.shape if x.ndim else (1,), params["dim"])
-    kernels.cumsum(x.device, out._buf, x._buf, x.dtype, o, d, i)
+    kernels.cumsum(x.device, out._buf, _rd(x), x.dtype, o, d, i)
     return out
 
 
@@ -261,7 +266,7 @@ def _check_dest(name: str, dest: Tensor) -> None:
 def _source_for(name: str, contract: Contract, dest: Tensor, source: Any) -> Tensor:
     """The source on dest's device, dense, and never sharing dest's storage."""
     src = _on(_tensor(source, name, "source"), dest.device)
-    if src._buf is dest._buf:  # reading while writing the same memory: copy first
+    if _rd(src) is _rd(dest):  # reading while writing the same memory: copy first
         return contiguize(src) if not src._view.is_contiguous else src.clone()
     return _dense(contract, src)
 
@@ -281,7 +286,7 @@ def write_slice(dest: Tensor, source: Tensor, ranges: Sequence[Sequence[int]]) -
     _check_dest(c.name, dest)
     src = _source_for(c.name, c, dest, source)
     starts = [r[0] for r in params["ranges"]]
-    kernels.write_slice(dest.device, dest._buf, src._buf, src.shape, dest._view.strides,
+    kernels.write_slice(dest.device, dest._buf, _rd(src), src.shape, dest._view.strides,
                         _box_base(dest, starts), dest.dtype.itemsize)
     return dest
 
@@ -302,10 +307,10 @@ def write_slice_rotating(dest: Tensor, source: Tensor, axis: int, position: Any,
     pos = params["position"]
     if isinstance(pos, Tensor):
         pos = _on(pos.realize(), dest.device)
-        pos_arg: Any = (pos._buf, pos._view.offset, pos.dtype)
+        pos_arg: Any = (_rd(pos), pos._view.offset, pos.dtype)
     else:
-        pos_arg = int(pos)
-    kernels.write_slice_rotating(dest.device, dest._buf, src._buf, src.shape, dest._view.strides,
+        pos_arg = int(pos) % params["modulus"]  # Python modulo; any int fits the kernel argument
+    kernels.write_slice_rotating(dest.device, dest._buf, _rd(src), src.shape, dest._view.strides,
                                  params["axis"], dest._view.offset, params["modulus"], pos_arg,
                                  dest.dtype.itemsize)
     return dest
@@ -334,8 +339,8 @@ def write_slice_doff(dest: Tensor, source: Tensor, axis: int, offset: Tensor,
     flags = errorflag.reserve(dest.device, f"{c.name}: offset = {{offset}} (read on the device) is out of range "
                                            f"on axis {ax}: expected 0 <= offset <= dest_shape[{ax}] - width = "
                                            f"{extent} - {width} = {extent - width}; nothing was written")
-    kernels.write_slice_doff(dest.device, dest._buf, src._buf, src.shape, dest._view.strides, ax,
-                             _box_base(dest, starts), extent, (off._buf, off._view.offset), flags,
+    kernels.write_slice_doff(dest.device, dest._buf, _rd(src), src.shape, dest._view.strides, ax,
+                             _box_base(dest, starts), extent, (_rd(off), off._view.offset), flags,
                              dest.dtype.itemsize)
     return dest
 
@@ -366,7 +371,7 @@ def setitem(x: Tensor, index: Any, value: Any) -> None:
     # Fold the box to as few axes as dest's strides allow (rank 0 becomes rank 1).
     shape, strides, _ = kernels.fold_axes(target.shape, target._view.strides)
     box = x._with_view(View(shape, strides, target._view.offset))
-    if v._buf is x._buf or not v._view.is_contiguous:
+    if _rd(v) is _rd(x) or not v._view.is_contiguous:
         v = contiguize(v) if not v._view.is_contiguous else v.clone()
     write_slice(box, v.reshape(*shape), [(0, d) for d in shape])
 
@@ -374,3 +379,27 @@ def setitem(x: Tensor, index: Any, value: Any) -> None:
 def value_shape(value: Any) -> tuple[int, ...]:
     """The shape of an assigned value (``()`` for a scalar)."""
     return tuple(value.shape) if isinstance(value, Tensor) else ()
+
+
+def demo(zyx: Any) -> None:
+    """The contract ops' section of ``python -m zyx demo``: a few ops checked against NumPy."""
+    import time
+
+    t0 = time.perf_counter()
+    a = np.arange(24, dtype=np.float32).reshape(4, 6)
+    x = zyx.tensor(a)
+    checks = {
+        "flip/roll/cat": np.array_equal(zyx.cat([x.flip(1), x.roll(2, 0)], 0).numpy(),
+                                        np.concatenate([np.flip(a, 1), np.roll(a, 2, 0)], 0)),
+        "triu/masked_fill": np.array_equal(x.triu(1).masked_fill(zyx.tensor(np.eye(4, 6, dtype=bool)), -1.0).numpy(),
+                                           np.where(np.eye(4, 6, dtype=bool), np.float32(-1), np.triu(a, 1))),
+        "cumsum": np.allclose(x.cumsum(1).numpy(), np.cumsum(a, 1)),
+    }
+    ring = zyx.zeros(4, 2)
+    write_slice_rotating(ring, zyx.ones(3, 2), 0, zyx.tensor([3], dtype=zyx.int32))
+    checks["write_slice_rotating"] = ring.numpy()[:, 0].tolist() == [1.0, 1.0, 0.0, 1.0]
+    ok = all(checks.values())
+    print(f"  contract ops ({', '.join(checks)}): {'ok' if ok else 'MISMATCH'}  "
+          f"({(time.perf_counter() - t0) * 1e3:.1f} ms incl. compile)")
+    if not ok:
+        raise RuntimeError(f"contract ops demo mismatch: {checks}")

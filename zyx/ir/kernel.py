@@ -9,8 +9,16 @@ register tiling for matmul-like reduces), reduce unroll, explicit vector lanes (
 on one axis: vloadN/vstoreN where contiguous, vector ALU ops, a vector accumulator
 combined lane by lane in a fixed order after the loop) and split (grouped) reduction.
 ``apply_opt`` returns a new Opts (pure); ``default_opts`` gives the heuristic choice.
-An opt that does not fit a kernel (a factor not dividing its axis, a vector width on a
-kernel with ops that have no vector form) falls back to 1, so every Opts is valid.
+Sizes need not divide: a partial last tile or vector along an output axis is masked
+(guarded loads and stores; whole-vector loads/stores behind one test), and reduce elements
+past the last whole step (unroll x lanes x split) run in a scalar tail loop. ``split``
+(grouped reduction): ``split`` consecutive work items of a work-group share one output
+tile's innermost reduce axis (item ``s`` takes every ``split``-th block of ``vec`` elements),
+their partials meet in local memory and the group's first item folds them in item order
+(same bits every run), finishes the work after the reduce and stores. An opt that does not
+fit a kernel (a vector width on a kernel with ops that have no vector form, a width longer
+than its axis, a split that is not a power of two up to 256) falls back to 1, so every
+Opts is valid.
 """
 from __future__ import annotations
 
@@ -72,7 +80,7 @@ class Opts:
     local: int = 64  # work-group size
     upcast: tuple[int, ...] = ()  # per output axis, outputs per work item (divides the axis)
     unroll: int = 1  # reduce loop unroll on the innermost reduce axis (divides it)
-    split: int = 1  # work items sharing one output's reduce through local memory
+    split: int = 1  # work items sharing one output's reduce through local memory (1 or 2..256, a power of 2)
     vec: int = 1  # explicit vector width (1, 2, 4, 8, 16) on axis ``vec_axis``
     vec_axis: int = 0  # an axis of out_shape + red_shape: the last output axis or the innermost reduce axis
 
@@ -139,6 +147,8 @@ def vectorizable(k: Kernel) -> bool:
             return False
         if isinstance(e, ops.Reduce) and e.op not in ("sum", "prod", "max", "min"):
             return False
+        if isinstance(e, ops.Load) and e.gather:
+            return False
     return True
 
 
@@ -148,22 +158,47 @@ def vector_plan(k: Kernel, opts: Opts) -> tuple[int, int]:
     n, m = len(k.out_shape), len(k.red_shape)
     if v not in (2, 4, 8, 16) or not vectorizable(k):
         return 1, 0
-    if 0 <= axis < n:
-        up = opts.upcast[axis] if axis < len(opts.upcast) else 1
-        size = k.out_shape[axis]
-        if size % (v * up) != 0 and size % v == 0:
-            up = 1  # the upcast falls back, the vector stays
-        return (v, axis) if size % (v * up) == 0 else (1, 0)
-    if m and axis == n + m - 1:
-        return (v, axis) if k.red_shape[-1] % v == 0 else (1, 0)
+    if 0 <= axis < n:  # a last partial vector is masked lane by lane
+        return (v, axis) if k.out_shape[axis] >= v else (1, 0)
+    if m and axis == n + m - 1:  # elements past the last whole vector run in a scalar tail loop
+        return (v, axis) if k.red_shape[-1] >= v else (1, 0)
     return 1, 0
 
 
 def default_opts(k: Kernel, max_local: int = 256, device: Any = None) -> Opts:
-    """Heuristic opts (see ``_cpu_opts`` for CPU devices, given a ``DeviceInfo``)."""
-    if device is not None and getattr(device, "kind", "gpu") == "cpu" and vectorizable(k):
-        return _cpu_opts(k, max_local, device)
-    return _generic_opts(k, max_local)
+    """Heuristic opts (see ``_cpu_opts`` for CPU devices, given a ``DeviceInfo``), then ``_split_opts``."""
+    cpu = device is not None and getattr(device, "kind", "gpu") == "cpu"
+    opts = _cpu_opts(k, max_local, device) if cpu and vectorizable(k) else _generic_opts(k, max_local)
+    return _split_opts(k, opts, max_local, device)
+
+
+# CPU (PoCL, measured on 2 cores): a work-group runs on one core and PoCL vectorizes across its
+# work items, so ``split`` only pays when there are fewer outputs than cores: 16 items striding the
+# row (scalar loads) reach ~0.85x the copy ceiling on a 16M sum, 32+ are much slower. With many
+# outputs (softmax/layer_norm rows) the per-row vector loop is as fast or faster.
+CPU_SPLIT, CPU_SPLIT_MIN = 16, 1 << 15
+# GPU: few outputs and a long reduce leave the device idle unless work items share each reduce.
+GPU_SPLIT_MIN, GPU_FEW_OUTPUTS = 256, 1 << 14
+
+
+def _split_opts(k: Kernel, opts: Opts, max_local: int, device: Any) -> Opts:
+    """Grouped reduction for kernels with few outputs and a long innermost reduce axis."""
+    if not k.red_shape or matmul_axes(k) is not None:
+        return opts
+    last = k.red_shape[-1]
+    if device is not None and getattr(device, "kind", "gpu") == "cpu":
+        few = k.numel < max(int(getattr(device, "compute_units", 2) or 2), 2)
+        if few and last >= CPU_SPLIT_MIN and CPU_SPLIT <= max_local:
+            return replace(opts, local=CPU_SPLIT, split=CPU_SPLIT, vec=1, vec_axis=0, unroll=1, upcast=())
+        return opts
+    if last < GPU_SPLIT_MIN or k.numel > GPU_FEW_OUTPUTS:
+        return opts
+    split = 256
+    while split > 32 and (split > last // 8 or split > max_local):
+        split //= 2
+    if split > max_local:
+        return opts
+    return replace(opts, local=split, split=split, unroll=1, upcast=())
 
 
 def _unit_stride(k: Kernel, v: sym.Node) -> bool:
@@ -179,10 +214,16 @@ _SIMPLE_OPS = frozenset({"add", "sub", "mul", "div", "neg"})
 
 
 def _vec_width(size: int, pref: int) -> int:
-    for v in (16, 8, 4, 2):
-        if v <= max(pref, 4) and size % v == 0:
+    """A vector width for an axis of ``size``: the widest dividing one, else the widest that leaves a short
+    tail (a masked last vector / a scalar tail loop), else 2 when it divides."""
+    widths = [v for v in (16, 8, 4) if v <= max(pref, 4)]
+    for v in widths:
+        if size % v == 0:
             return v
-    return 1
+    for v in widths:
+        if size >= 4 * v:
+            return v
+    return 2 if size % 2 == 0 else 1
 
 
 def _cpu_opts(k: Kernel, max_local: int, device: Any) -> Opts:
@@ -204,14 +245,15 @@ def _cpu_opts(k: Kernel, max_local: int, device: Any) -> Opts:
     mm = matmul_axes(k)
     if mm is not None:
         row, col = mm
-        v = next((f for f in (pref, 8, 4) if k.out_shape[col] % f == 0 and f <= k.out_shape[col]), 1)
+        v = next((f for f in (pref, 8, 4) if k.out_shape[col] % f == 0 and f <= k.out_shape[col]), 0) or \
+            (pref if k.out_shape[col] >= 4 * pref and pref in (4, 8, 16) else 1)  # else a masked last vector
         for f in (4, 2):
             if k.out_shape[row] % f == 0 and k.out_shape[row] >= 2 * f:
                 upcast[row] = f
                 break
         if v > 1 and k.out_shape[col] % (2 * v) == 0:
             upcast[col] = 2
-        unroll = next((f for f in (4, 2) if k.red_shape[-1] % f == 0), 1)
+        unroll = next((f for f in (4, 2) if k.red_shape[-1] % f == 0), 1 if k.red_shape[-1] < 16 else 4)
         return Opts(local=1, upcast=tuple(upcast), unroll=unroll, vec=v, vec_axis=col if v > 1 else 0)
     v = _vec_width(k.red_shape[-1], 2 * pref)  # two registers a step: loads in flight
     if v == 1 or not _unit_stride(k, red_var(m - 1, k.red_shape[-1])):
@@ -219,7 +261,7 @@ def _cpu_opts(k: Kernel, max_local: int, device: Any) -> Opts:
         if v > 1 and _unit_stride(k, out_var(n - 1, k.out_shape[-1])):  # e.g. a column reduce
             return Opts(local=1, upcast=tuple(upcast), vec=v, vec_axis=n - 1)
         return _generic_opts(k, max_local)
-    unroll = 2 if k.red_shape[-1] % (v * 2) == 0 and k.red_shape[-1] >= v * 8 else 1
+    unroll = 2 if k.red_shape[-1] >= v * 8 else 1  # a scalar tail loop takes what does not divide
     items = k.numel
     local = 1
     while local * 2 <= min(max_local, 4) and local * 2 <= items:

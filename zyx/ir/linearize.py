@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -32,11 +32,15 @@ from zyx.ir.kernel import Kernel, Opts, out_var, red_var, vector_plan
 
 PURE = frozenset({"const", "load", "alu", "cast", "cond", "hreduce"})
 LANE = "lane"
+SID = "zyx_sid"  # a work item's place in its split group (0..split-1)
+TAIL = "rt"  # the scalar tail loop of the innermost reduce axis
 
 
 @dataclass(frozen=True)
 class Instr:
-    """One statement. ``op``: define | const | load | alu | cast | acc | accum | hreduce | loop | endloop | store."""
+    """One statement. ``op``: define | const | load | alu | cast | acc | accum | hreduce | combine | loop |
+    endloop | store. A load's ``arg`` is (buf, index, valid, other, gather (name, size) pairs); its ``srcs``
+    are the gathered values, in that order."""
 
     op: str
     dtype: DType | None
@@ -51,6 +55,8 @@ class Program:
     index_t: str  # "int" or "long"
     vec: int = 1  # vector width of the ``lane`` variable (1: none)
     vec_reduce: bool = False  # whether the lanes run along the reduce (vector accumulators)
+    split: int = 1  # work items sharing one output tile's reduce (a group of consecutive local ids)
+    local: int = 0  # the work-group size the program needs (0: any)
 
 
 # ------------------------------------------------------------------ lowering
@@ -61,7 +67,7 @@ def _subst_expr(e: ops.Expr, mapping: dict, memo: dict) -> ops.Expr:
         return got[1]
     if isinstance(e, ops.Load):
         out: ops.Expr = ops.Load(e.buf, e.dtype, sym.substitute(e.index, mapping), sym.substitute(e.valid, mapping),
-                                 e.other)
+                                 e.other, tuple((nm, _subst_expr(x, mapping, memo), sz) for nm, x, sz in e.gather))
     elif isinstance(e, ops.Cond):
         out = ops.Cond(sym.substitute(e.valid, mapping))
     elif isinstance(e, ops.Alu):
@@ -82,7 +88,10 @@ class _Builder:
         self.instrs: list[tuple[int, Instr]] = []  # (section, instr with provisional ids)
         self.reduce_vars = reduce_vars
         self.memo: dict[ops.Expr, tuple[int, int]] = {}
-        self.loop_copies: list[dict] = [{}]  # substitutions of the unrolled reduce variable
+        self.loop_copies: list[dict] = [{}]  # substitutions of the unrolled reduce variable (main loop)
+        self.tail_copy: dict | None = None  # the substitution of the scalar tail loop (with "__guard__")
+        self.loop_section = 1  # where values that depend on the reduce variables go (1 main, 2 tail)
+        self.split = 1
 
     def push(self, section: int, ins: Instr) -> int:
         self.instrs.append((section, ins))
@@ -90,8 +99,8 @@ class _Builder:
 
     def _section_of_index(self, *nodes: sym.Node) -> int:
         for n in nodes:
-            if any(v.name in self.reduce_vars for v in sym.variables(n)):
-                return 1
+            if any(v.name in self.reduce_vars or v.name == TAIL for v in sym.variables(n)):
+                return self.loop_section
         return 0
 
     def emit(self, e: ops.Expr) -> tuple[int, int]:
@@ -101,8 +110,11 @@ class _Builder:
         if isinstance(e, ops.Const):
             res = (self.push(0, Instr("const", e.dtype, (), e.value)), 0)
         elif isinstance(e, ops.Load):
-            sec = self._section_of_index(e.index, e.valid)
-            res = (self.push(sec, Instr("load", e.dtype, (), (e.buf, e.index, e.valid, e.other))), sec)
+            gathered = [self.emit(x) for _, x, _ in e.gather]  # the values a gather's index uses
+            sec = max([self._section_of_index(e.index, e.valid)] + [s for _, s in gathered])
+            res = (self.push(sec, Instr("load", e.dtype, tuple(i for i, _ in gathered),
+                                        (e.buf, e.index, e.valid, e.other, tuple((nm, sz) for nm, _, sz in e.gather)))),
+                   sec)
         elif isinstance(e, ops.Cond):
             sec = self._section_of_index(e.valid)
             res = (self.push(sec, Instr("cond", e.dtype, (), e.valid)), sec)
@@ -117,30 +129,80 @@ class _Builder:
         elif isinstance(e, ops.Reduce):
             acc = self.push(0, Instr("acc", e.dtype, (), (e.op, ops.reduce_identity(e.op, e.src.dtype if e.op in (
                 "argmax", "argmin") else e.dtype), e.src.dtype)))
+            arg = e.op in ("argmax", "argmin")
             for copy in self.loop_copies:
-                src = _subst_expr(e.src, copy, {}) if copy else e.src
+                sub = {kk: vv for kk, vv in copy.items() if not isinstance(kk, str)}
+                v, _ = self.emit(_subst_expr(e.src, sub, {}) if sub else e.src)
+                pos = copy["__pos__"] if arg else None
+                self.push(1, Instr("accum", e.dtype, (acc, v), (e.op, pos, sym.ONE, False)))
+            if self.tail_copy is not None:  # scalar elements past the last whole step, into lane 0
+                tc = self.tail_copy
+                guard = tc["__guard__"]
+                sub = {kk: vv for kk, vv in tc.items() if not isinstance(kk, str)}
+                src = _subst_expr(e.src, sub, {})
+                if guard != sym.ONE:
+                    src = _guard_loads(src, lambda ld: guard, {})
+                saved, self.memo = self.memo, {kk: vv for kk, vv in self.memo.items() if vv[1] == 0}
+                self.loop_section = 2
                 v, _ = self.emit(src)
-                pos = copy.get("__pos__", sym.ZERO) if e.op in ("argmax", "argmin") else None
-                self.push(1, Instr("accum", e.dtype, (acc, v), (e.op, pos)))
-            res = (self.push(2, Instr("hreduce", e.dtype, (acc,), e.op)), 2) if self.vec_reduce else (acc, 2)
+                self.loop_section, self.memo = 1, saved
+                self.push(2, Instr("accum", e.dtype, (acc, v), (e.op, tc["__pos__"] if arg else None, guard,
+                                                               self.vec_reduce)))
+            res = (self.push(3, Instr("hreduce", e.dtype, (acc,), e.op)), 3) if self.vec_reduce else (acc, 3)
+            if self.split > 1:  # partials of the split group combined by its first item, in item order
+                res = (self.push(3, Instr("combine", e.dtype, (res[0],), (e.op, self.split))), 3)
         else:  # pragma: no cover
             raise TypeError(f"unknown expression {e!r}")
         self.memo[e] = res
         return res
 
 
+def split_plan(k: Kernel, opts: Opts) -> tuple[int, int]:
+    """(split, work-group size) of ``opts`` for ``k``: ``split`` is a power of two from 2 to 256 on a kernel
+    with a reduce (else 1); the work-group holds whole groups of ``split`` items (0: any size)."""
+    s = opts.split
+    if not k.red_shape or s < 2 or s > 256 or s & (s - 1) or k.red_shape[-1] < 2:
+        return 1, 0
+    return s, s * max(1, min(opts.local, 256) // s)
+
+
+def _guard_loads(e: ops.Expr, guard_of: Any, memo: dict) -> ops.Expr:
+    """``e`` with ``guard_of(load)`` ANDed into the validity of each load (masked lanes, tails)."""
+    got = memo.get(id(e))
+    if got is not None:
+        return got[1]
+    if isinstance(e, ops.Load):
+        g = guard_of(e)
+        gather = tuple((nm, _guard_loads(x, guard_of, memo), sz) for nm, x, sz in e.gather)
+        out: ops.Expr = ops.Load(e.buf, e.dtype, e.index, sym.land(e.valid, g), e.other, gather)
+    elif isinstance(e, ops.Alu):
+        out = ops.Alu(e.op, tuple(_guard_loads(s, guard_of, memo) for s in e.srcs), e.dtype)
+    elif isinstance(e, (ops.Cast, ops.Reduce)):
+        out = replace(e, src=_guard_loads(e.src, guard_of, memo))
+    else:
+        out = e
+    memo[id(e)] = (e, out)
+    return out
+
+
+def _mentions(e: ops.Load, names: set[str]) -> bool:
+    return any(v.name in names for v in sym.variables(e.index) | sym.variables(e.valid))
+
+
 def linearize(k: Kernel, opts: Opts) -> Program:
     """The kernel lowered to a linear program (constant-folded, CSE'd, dead code removed)."""
     n = len(k.out_shape)
     vec, vaxis = vector_plan(k, opts)
+    split, local = split_plan(k, opts)
     lane = sym.var(LANE, 0, vec - 1) if vec > 1 else sym.ZERO
+    sid = sym.var(SID, 0, split - 1)
     vout = vec > 1 and vaxis < n  # lanes along an output axis
     vred = vec > 1 and vaxis >= n  # lanes along the innermost reduce axis
     vsz = [vec if vout and i == vaxis else 1 for i in range(n)]
-    shape = tuple(s // v for s, v in zip(k.out_shape, vsz))  # the output in vector units
+    shape = tuple(-(-s // v) for s, v in zip(k.out_shape, vsz))  # the output in vector units (a masked last one)
     up = tuple(opts.upcast) + (1,) * (n - len(opts.upcast))
-    grid = tuple(s // u if u > 1 and s % u == 0 else s for s, u in zip(shape, up))
-    up = tuple(u if u > 1 and s % u == 0 else 1 for s, u in zip(shape, up))
+    up = tuple(max(1, min(u, s)) for s, u in zip(shape, up[:n]))
+    grid = tuple(-(-s // u) for s, u in zip(shape, up))  # a partly masked last tile when u does not divide
     items = math.prod(grid)
     gid = sym.var("gid", 0, max(items - 1, 0))
     reduce_vars = {f"r{j}" for j in range(len(k.red_shape))}
@@ -165,77 +227,106 @@ def linearize(k: Kernel, opts: Opts) -> Program:
     for d in reversed(defs):
         b.push(0, d)
 
-    # reduce loops, the innermost unrolled
+    # reduce loops: outer axes whole; the innermost in main steps of unroll x lanes x split elements
+    # (item ``sid`` of a split group takes every ``split``-th block), then a scalar tail loop
     rv = vec if vred else 1
-    unroll = opts.unroll if k.red_shape and opts.unroll > 1 and k.red_shape[-1] % (opts.unroll * rv) == 0 else 1
-    loops = []
-    copies: list[dict] = [{}]
+    loops: list[tuple[str, int]] = []
+    tail_loop = None
     if k.red_shape:
         last = len(k.red_shape) - 1
+        size = k.red_shape[last]
+        unroll = max(1, opts.unroll)
+        while unroll > 1 and size < unroll * rv * split:
+            unroll //= 2
+        chunk = unroll * rv * split
+        steps, rem = size // chunk, size % chunk
         rstrides = [math.prod(k.red_shape[j + 1:]) for j in range(len(k.red_shape))]
         pos_terms = []
-        for j, size in enumerate(k.red_shape):
-            steps = size // (unroll * rv) if j == last else size
-            lv = sym.var(f"r{j}", 0, max(steps - 1, 0)) if steps > 0 else sym.var(f"r{j}", 0, 0)
-            loops.append((f"r{j}", steps))
-            if j != last:
-                pos_terms.append(sym.mul(lv, rstrides[j]))
-        copies = []
-        last_orig = red_var(last, k.red_shape[last])
-        last_loop = sym.var(f"r{last}", 0, max(k.red_shape[last] // (unroll * rv) - 1, 0))
-        for uu in range(unroll):
-            value = sym.add(sym.mul(last_loop, unroll), uu) if unroll > 1 else last_loop
-            if rv > 1:
-                value = sym.add(sym.mul(value, rv), lane)
-            m: dict[Any, Any] = {last_orig: value} if last_orig != value else {}
-            m["__pos__"] = sym.add(*pos_terms, value)
-            copies.append(m)
-    b.loop_copies = [{kk: vv for kk, vv in c.items()} for c in copies]
-    # _subst_expr must not see the "__pos__" key as a variable
-    for c in b.loop_copies:
-        pos = c.pop("__pos__", None)
-        c_sub = dict(c)
-        c.clear()
-        c.update(c_sub)
-        if pos is not None:
-            c["__pos__"] = pos
+        for j, sz in enumerate(k.red_shape[:last]):
+            loops.append((f"r{j}", sz))
+            pos_terms.append(sym.mul(sym.var(f"r{j}", 0, max(sz - 1, 0)), rstrides[j]))
+        last_orig = red_var(last, size)
+        copies: list[dict] = []
+        if steps:
+            loops.append((f"r{last}", steps))
+            last_loop = sym.var(f"r{last}", 0, steps - 1)
+            for uu in range(unroll):
+                value = sym.add(sym.mul(sym.add(sym.mul(last_loop, unroll), uu), split), sid)
+                if rv > 1:
+                    value = sym.add(sym.mul(value, rv), lane)
+                copies.append({last_orig: value, "__pos__": sym.add(*pos_terms, value)})
+        b.loop_copies = [{kk: vv for kk, vv in c.items() if kk != "__pos__" and kk != vv} | {"__pos__": c["__pos__"]}
+                         for c in copies]
+        if rem:
+            tsteps = -(-rem // split)
+            tail_var = sym.var(TAIL, 0, tsteps - 1)
+            rel = sym.add(sym.mul(tail_var, split), sid)
+            value = sym.add(rel, steps * chunk)
+            tail_loop = (TAIL, tsteps)
+            b.tail_copy = {last_orig: value, "__pos__": sym.add(*pos_terms, value), "__guard__": sym.lt(rel, rem)}
+    b.split = split
 
-    # one body per upcast copy
+    # one body per upcast copy; copies past the end of a non-dividing axis are masked
     stores = []
     ostrides = [math.prod(k.out_shape[i + 1:]) for i in range(n)]
     for u in itertools.product(*(range(x) for x in up)):
         mapping = {out_var(i, k.out_shape[i]): sym.add(sym.mul(sym.add(sym.mul(gvars[i], up[i]), u[i]), vsz[i]),
                                                        lane if vsz[i] > 1 else 0) for i in range(n)}
+        masks = {f"o{i}": sym.lt(mapping[out_var(i, k.out_shape[i])], k.out_shape[i])
+                 for i in range(n) if isinstance(out_var(i, k.out_shape[i]), sym.Var)}
+        masks = {kk: vv for kk, vv in masks.items() if vv != sym.ONE}
         mapping = {kk: vv for kk, vv in mapping.items() if isinstance(kk, sym.Var)}
-        body = _subst_expr(k.body, mapping, {}) if mapping else k.body
+        body = k.body
+        if masks:  # guard the original loads (the masks are already in tile/lane terms), then substitute
+            body = _guard_loads(body, lambda ld: sym.land(*(m for o, m in masks.items() if _mentions(ld, {o}))), {})
+        body = _subst_expr(body, mapping, {}) if mapping else body
         v, _ = b.emit(body)
         flat = sym.add(*(sym.mul(mapping.get(out_var(i, k.out_shape[i]), sym.ZERO), ostrides[i]) for i in range(n)))
-        stores.append((v, flat))
-    for v, flat in stores:
-        b.push(2, Instr("store", k.out_dtype, (v,), flat))
+        stores.append((v, flat, sym.land(*masks.values())))
+    for v, flat, mask in stores:
+        b.push(3, Instr("store", k.out_dtype, (v,), (flat, mask)))
 
-    # order by section: before loops, loop body, after loops
+    # order by section: before loops, main loop body, tail loop body, after loops
     order = sorted(range(len(b.instrs)), key=lambda i: b.instrs[i][0])
+    inner = 1 if loops and loops[-1][0] == f"r{len(k.red_shape) - 1}" else 0
+    outer = loops[:len(loops) - inner]
     remap: dict[int, int] = {}
     out: list[Instr] = []
     section = 0
+    reduce_open = bool(loops) or tail_loop is not None
+
+    def enter(sec: int) -> None:
+        nonlocal section
+        while section < sec:
+            section += 1
+            if section == 1 and reduce_open:
+                out.extend(Instr("loop", None, (), lp) for lp in loops)
+            elif section == 2:
+                if inner:
+                    out.append(Instr("endloop", None, (), None))
+                if tail_loop is not None:
+                    out.append(Instr("loop", None, (), tail_loop))
+            elif section == 3:
+                if tail_loop is not None:
+                    out.append(Instr("endloop", None, (), None))
+                out.extend(Instr("endloop", None, (), None) for _ in outer)
+
     for old in order:
         sec, ins = b.instrs[old]
-        if loops and section == 0 and sec >= 1:
-            out.extend(Instr("loop", None, (), (name, steps)) for name, steps in loops)
-        if loops and section <= 1 and sec == 2:
-            out.extend(Instr("endloop", None, (), None) for _ in loops)
-        section = sec
+        if sec > section and k.red_shape:
+            enter(sec)
         remap[old] = len(out)
         out.append(Instr(ins.op, ins.dtype, tuple(remap[s] for s in ins.srcs), ins.arg))
+    if k.red_shape:
+        enter(3)
     prog = tuple(out)
     prog = dce(cse(fold_constants(prog)))
-    biggest = items
+    biggest = items * split
     for ins in prog:
         if ins.op in ("load", "store"):
-            node = ins.arg[1] if ins.op == "load" else ins.arg
+            node = ins.arg[1] if ins.op == "load" else ins.arg[0]
             biggest = max(biggest, abs(node.vmax), abs(node.vmin))
-    return Program(prog, items, "int" if biggest < 2**31 - 1 else "long", vec, vred)
+    return Program(prog, items, "int" if biggest < 2**31 - 1 else "long", vec, vred, split, local)
 
 
 # ------------------------------------------------------------------ passes

@@ -3,7 +3,8 @@
 A kernel's body is a tree of immutable expression nodes over the kernel's index
 variables (``o0..`` for output coordinates, ``r0..`` for reduce coordinates):
 ``Const``, ``Load`` (a buffer element at a symbolic index, guarded by a validity
-condition for pads), ``Cast``, ``Alu`` (unary/binary/ternary ops, by name) and
+condition for pads; a gather's index also uses values loaded from other buffers),
+``Cast``, ``Alu`` (unary/binary/ternary ops, by name) and
 ``Reduce`` (an accumulation over every reduce coordinate). Equality and hashing are
 structural, so a kernel is its own cache key.
 """
@@ -57,13 +58,21 @@ class Const(Expr):
 
 @dataclass(frozen=True)
 class Load(Expr):
-    """``bufs[buf][index]`` when ``valid`` holds, else ``other``."""
+    """``bufs[buf][index]`` when ``valid`` holds, else ``other``.
+
+    A gather: ``gather`` holds ``(name, value, size)`` triples; ``index`` may use the variable
+    ``name`` (``sym.var(name, 0, size - 1)``), which stands for the integer expression ``value``
+    (e.g. a load of an index buffer) computed per element. A value outside ``[0, size)`` never
+    reads out of bounds: the kernel uses 0 instead and raises the device error flag
+    (``IndexOutOfRange`` at readback).
+    """
 
     buf: int
     dtype: DType
     index: sym.Node
     valid: sym.Node = sym.ONE
     other: Any = 0
+    gather: tuple[tuple[str, "Expr", int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -110,6 +119,8 @@ def walk(e: Expr):
             stack.extend(reversed(x.srcs))
         elif isinstance(x, (Cast, Reduce)):
             stack.append(x.src)
+        elif isinstance(x, Load) and x.gather:
+            stack.extend(v for _, v, _ in reversed(x.gather))
 
 
 def reduce_identity(op: str, d: DType) -> Any:

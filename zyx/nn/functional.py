@@ -11,6 +11,7 @@ from typing import Any, Sequence
 from zyx import dtype as dtypes
 from zyx import ops_reduce as R
 from zyx.errors import DTypeError, ShapeError
+from zyx.ir.kernel import default_opts
 from zyx.ir.view import normalize_dim
 from zyx.ops_elementwise import binary, unary, where
 
@@ -81,18 +82,44 @@ def layer_norm(x: Any, normalized_shape: Sequence[int] | int, weight: Any = None
 
 
 def embedding(indices: Any, weight: Any):
-    """Rows of ``weight`` selected by integer ``indices`` (a one-hot contraction, fused)."""
-    if not (indices.dtype.is_int):
-        raise DTypeError(f"embedding: indices must be an integer tensor, got {indices.dtype.name}")
-    from zyx.creation import arange
+    """Rows of ``weight`` (V, D) selected by integer ``indices`` of any shape: (..., D).
 
-    vocab = weight.shape[0]
-    ids = arange(vocab, device=indices.device)
-    onehot = binary("eq", indices.unsqueeze(-1), ids)  # (..., V)
-    w = weight if weight.dtype.itemsize >= 4 else weight.cast(dtypes.float32)
-    picked = where(onehot.unsqueeze(-1), w, 0.0)  # (..., V, D)
-    out = R.reduce(picked, "sum", picked.ndim - 2, keepdim=False)
-    return out if out.dtype is weight.dtype else out.cast(weight.dtype)
+    One gather kernel (``n x D`` work, not a one-hot contraction over the vocabulary); an index
+    outside ``[0, V)`` never reads out of bounds and raises ``IndexOutOfRange`` (an ``IndexError``)
+    when values are next read (device error flag).
+    """
+    if not indices.dtype.is_int:
+        raise DTypeError(f"embedding: indices must be an integer tensor, got {indices.dtype.name}")
+    if weight.ndim != 2:
+        raise ShapeError(f"embedding: weight must be 2-D (num_embeddings, embedding_dim), got shape {weight.shape}")
+    from zyx import lazy
+    from zyx.codegen.kernel import launch_kernel
+    from zyx.ops_elementwise import from_node
+
+    vocab, dim = weight.shape
+    shape = (*indices.shape, dim)
+    n = indices.numel()
+    device = weight.device
+    out = device.pool.allocate(n * dim * weight.dtype.itemsize)
+    if n and dim:
+        idx, table = indices.contiguous(), weight.contiguous()
+        k = _gather_rows_kernel(n, vocab, dim, idx.dtype, table.dtype)
+        args = [out.cl, lazy.realize(idx._data).cl, lazy.realize(table._data).cl]
+        launch_kernel(device, k, default_opts(k, device.info.max_work_group_size, device.info), args)
+    return from_node(lazy.LazyNode("buffer", None, (), weight.dtype, (n * dim,), device, out), shape)
+
+
+def _gather_rows_kernel(n: int, vocab: int, dim: int, idx_dt: Any, dt: Any):
+    """``out[i, j] = table[ids[i], j]``: the row index is a gathered (bounds-checked) value."""
+    from zyx.ir import ops
+    from zyx.ir import symbolic as sym
+    from zyx.ir.kernel import Kernel, out_var
+
+    i, j = out_var(0, n), out_var(1, dim)
+    row = sym.var("zyx_row", 0, vocab - 1)
+    ids = ops.Load(1, idx_dt, i)
+    body = ops.Load(2, dt, sym.add(sym.mul(row, dim), j), gather=(("zyx_row", ids, vocab),))
+    return Kernel((n, dim), (), (dt, idx_dt, dt), body)
 
 
 def scaled_dot_product_attention(q: Any, k: Any, v: Any, attn_mask: Any = None, is_causal: bool = False,
