@@ -4,9 +4,16 @@ Run: python examples/contracts_tour.py
 """
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import numpy as np
 
-import zyx
+try:
+    import zyx
+except ImportError:  # run from a checkout without installing
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    import zyx
 
 
 def show(title: str, value: object) -> None:

@@ -11,10 +11,15 @@ The result is checked against a NumPy ring buffer; the script exits non-zero on 
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import numpy as np
 
-import zyx
+try:
+    import zyx
+except ImportError:  # run from a checkout without installing
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    import zyx
 
 WINDOW, HEADS, HEAD_DIM = 8, 2, 4
 PREFILL, DECODE = 5, 19
