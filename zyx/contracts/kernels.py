@@ -34,6 +34,7 @@ from zyx.backend.device import Device
 from zyx.backend.launch import compile_kernel, launch
 from zyx.backend.pool import Buffer
 from zyx.codegen.render import render
+from zyx.contracts.tuning import tuned
 from zyx.dtype import DType, float32, float64
 from zyx.ir.view import View
 
@@ -177,6 +178,7 @@ def fold_axes(shape: Sequence[int], strides: Sequence[int],
 # ---------------------------------------------------------------- byte kernels
 
 
+@tuned("contiguize", DECLARED["contiguize"], tunables)
 def contiguize(device: Device, out: Buffer, src: Buffer, view: View, itemsize: int,
                tun: Optional[Tunables] = None) -> Any:
     """Copy ``view`` of ``src`` densely into ``out`` (returns the event; None if empty)."""
@@ -208,6 +210,7 @@ def flip_groups(shape: Sequence[int], dims: Sequence[int]) -> tuple[tuple[int, b
     return tuple((g[0], g[1]) for g in groups) or ((1, False),)
 
 
+@tuned("flip", DECLARED["flip"], tunables)
 def flip(device: Device, out: Buffer, src: Buffer, shape: Sequence[int], dims: Sequence[int],
          itemsize: int, tun: Optional[Tunables] = None) -> Any:
     """Dense ``src`` of ``shape`` reversed along ``dims`` (non-negative) into ``out``."""
@@ -222,6 +225,7 @@ def flip(device: Device, out: Buffer, src: Buffer, shape: Sequence[int], dims: S
     return _start(device, "flip.cl.mako", "zyx_flip", params, n // vw, tun.per_item, [out.cl, src.cl], tun)
 
 
+@tuned("roll", DECLARED["roll"], tunables)
 def roll(device: Device, out: Buffer, src: Buffer, outer: int, dim_size: int, inner: int, shift: int,
          itemsize: int, tun: Optional[Tunables] = None) -> Any:
     """Dense ``src`` folded to (outer, dim_size, inner) rolled by ``shift`` on the middle axis."""
@@ -238,6 +242,7 @@ def roll(device: Device, out: Buffer, src: Buffer, outer: int, dim_size: int, in
                   [out.cl, src.cl, shift_arg], tun)
 
 
+@tuned("concat", DECLARED["concat"], tunables)
 def concat_part(device: Device, out: Buffer, src: Buffer, outer: int, row_in: int, row_out: int, col0: int,
                 itemsize: int, tun: Optional[Tunables] = None) -> Any:
     """Copy dense ``src`` (outer x row_in) into columns ``col0..col0+row_in`` of ``out`` rows."""
@@ -258,6 +263,7 @@ def _dest_extent(dest: Buffer, itemsize: int) -> int:
     return dest.nbytes // itemsize + 1
 
 
+@tuned("write_slice", DECLARED["write_slice"], tunables)
 def write_slice(device: Device, dest: Buffer, src: Buffer, shape: Sequence[int], strides: Sequence[int],
                 base: int, itemsize: int, tun: Optional[Tunables] = None) -> Any:
     """Scatter dense ``src`` of ``shape`` into ``dest`` at element ``base`` with ``strides``."""
@@ -282,6 +288,7 @@ def _axis_vector(itemsize: int, shape: Sequence[int], strides: Sequence[int], ax
     return vector_width(itemsize, shape[-1], tun)
 
 
+@tuned("write_slice_rotating", DECLARED["write_slice_rotating"], tunables)
 def write_slice_rotating(device: Device, dest: Buffer, src: Buffer, shape: Sequence[int],
                          strides: Sequence[int], axis: int, base: int, modulus: int,
                          position: "int | tuple[Buffer, int, DType]", itemsize: int,
@@ -306,6 +313,7 @@ def write_slice_rotating(device: Device, dest: Buffer, src: Buffer, shape: Seque
                   tun.per_item, [dest.cl, src.cl, np.int64(base), *pos_args], tun)
 
 
+@tuned("write_slice_doff", DECLARED["write_slice_doff"], tunables)
 def write_slice_doff(device: Device, dest: Buffer, src: Buffer, shape: Sequence[int], strides: Sequence[int],
                      axis: int, base: int, dest_extent: int, offset: tuple[Buffer, int], flags: tuple[Buffer, int],
                      itemsize: int, tun: Optional[Tunables] = None) -> Any:
@@ -328,6 +336,7 @@ def write_slice_doff(device: Device, dest: Buffer, src: Buffer, shape: Sequence[
                   tun)
 
 
+@tuned("triangular", DECLARED["triangular"], tunables)
 def triangular(device: Device, out: Buffer, src: Buffer, batch: int, rows: int, cols: int, upper: bool,
                diagonal: int, itemsize: int, tun: Optional[Tunables] = None) -> Any:
     """triu (``upper``) or tril of dense ``src`` (batch x rows x cols) into ``out``."""
@@ -343,6 +352,7 @@ def triangular(device: Device, out: Buffer, src: Buffer, batch: int, rows: int, 
                   [out.cl, src.cl, diag], tun)
 
 
+@tuned("masked_fill", DECLARED["masked_fill"], tunables)
 def masked_fill(device: Device, out: Buffer, src: Buffer, mask: Buffer, n: int, fill_bits: np.ndarray,
                 itemsize: int, tun: Optional[Tunables] = None) -> Any:
     """``out = mask ? fill : src`` over ``n`` dense elements; ``fill_bits`` is one element's bits."""
@@ -374,6 +384,7 @@ def cumsum_strategy(outer: int, dim_size: int, inner: int, tun: Tunables) -> str
     return "blocks"
 
 
+@tuned("cumsum", DECLARED["cumsum"], tunables)
 def cumsum(device: Device, out: Buffer, src: Buffer, dtype: DType, outer: int, dim_size: int, inner: int,
            tun: Optional[Tunables] = None) -> list[Any]:
     """Inclusive prefix sum of dense ``src`` (outer, dim_size, inner) along the middle axis.
