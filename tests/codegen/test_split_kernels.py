@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import zyx
+from ir_run import run_kernel as _run
 from zyx import dtype as dt
 from zyx.codegen.kernel import kernel_source, launch_kernel
 from zyx.ir import ops
@@ -20,16 +21,6 @@ from zyx.ir.kernel import Kernel, Opts, default_opts, out_var, red_var
 from zyx.ir.linearize import linearize
 
 
-def _run(k: Kernel, opts: Opts, *inputs: np.ndarray) -> np.ndarray:
-    import pyopencl as cl
-
-    dev = zyx.default_device()
-    ins = [zyx.tensor(np.ascontiguousarray(a)).realize() for a in inputs]
-    out = zyx.zeros(*k.out_shape, dtype=k.out_dtype).realize()
-    launch_kernel(dev, k, opts, [out._data.buffer.cl] + [t._data.buffer.cl for t in ins])
-    res = np.empty(k.out_shape, k.out_dtype.numpy)
-    cl.enqueue_copy(dev.queue, res, out._data.buffer.cl)
-    return res
 
 
 def _bits(a: np.ndarray) -> np.ndarray:

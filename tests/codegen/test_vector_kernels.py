@@ -10,25 +10,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import zyx
+from ir_run import run_kernel as _run
 from zyx import dtype as dt
-from zyx.backend.launch import event_seconds
-from zyx.codegen.kernel import kernel_source, launch_kernel
+from zyx.codegen.kernel import kernel_source
 from zyx.ir import ops
 from zyx.ir import symbolic as sym
 from zyx.ir.kernel import Kernel, Opts, out_var, red_var
 
 
-def _run(k: Kernel, opts: Opts, *inputs: np.ndarray) -> np.ndarray:
-    import pyopencl as cl
-
-    dev = zyx.default_device()
-    ins = [zyx.tensor(np.ascontiguousarray(a)).realize() for a in inputs]
-    out = zyx.zeros(*k.out_shape, dtype=k.out_dtype).realize()
-    launch_kernel(dev, k, opts, [out._data.buffer.cl] + [t._data.buffer.cl for t in ins])
-    res = np.empty(k.out_shape, k.out_dtype.numpy)
-    cl.enqueue_copy(dev.queue, res, out._data.buffer.cl)
-    return res
 
 
 def _ld(buf: int, index: sym.Node, d=dt.float32, valid: sym.Node = sym.ONE) -> ops.Load:

@@ -22,7 +22,6 @@ from zyx.backend import launch as launch_mod
 from zyx.backend import transfer
 from zyx.backend.launch import event_seconds
 from zyx.dtype import DType
-from zyx.tune.db import size_class
 from zyx.tune.search import Param, Space
 from zyx.tune.tuner import choose
 
