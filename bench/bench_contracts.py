@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import statistics
 import sys
-import time
 from pathlib import Path
 from typing import Any, Callable, Optional
 
@@ -29,21 +28,12 @@ except ImportError:  # run from a checkout without installing
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     import zyx
 
+from zyx.benchmarks import median_wall_seconds
 from zyx.contracts import calibrate, errorflag
 
 MIB = 1 << 20
 KERNELS = ("contiguize", "flip", "roll", "concat", "write_slice", "write_slice_rotating", "write_slice_doff",
            "triangular", "masked_fill", "cumsum_f32", "cumsum_f64", "cumsum_bf16", "cumsum_f16")
-
-
-def _median_host(fn: Callable[[], Any], repeats: int) -> float:
-    fn()
-    samples = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - t0)
-    return statistics.median(samples)
 
 
 def _median_markers(queue: Any, fn: Callable[[], Any], repeats: int) -> float:
@@ -227,10 +217,10 @@ def run(quick: bool = False) -> list[dict]:
                    "zyx_ms": zyx_s * 1e3, "zyx_gbs": _gbs(w.bytes_moved, zyx_s),
                    "copy_ceiling_gbs": ceiling[nbytes] / 1e9,
                    "copy_ratio": (w.bytes_moved / zyx_s) / ceiling[nbytes]}
-            row["numpy_ms"] = _median_host(numpy_op(w), repeats) * 1e3
+            row["numpy_ms"] = median_wall_seconds(numpy_op(w), warmup=1, runs=repeats) * 1e3
             row["numpy_gbs"] = _gbs(w.bytes_moved, row["numpy_ms"] / 1e3)
             t_op = torch_op(torch, w) if torch is not None else None
-            row["torch_ms"] = _median_host(t_op, repeats) * 1e3 if t_op else None
+            row["torch_ms"] = median_wall_seconds(t_op, warmup=1, runs=repeats) * 1e3 if t_op else None
             row["torch_gbs"] = _gbs(w.bytes_moved, row["torch_ms"] / 1e3) if t_op else None
             p_op = pyopencl_op(device, w)
             try:

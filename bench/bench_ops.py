@@ -33,13 +33,10 @@ def _best(fn: Callable[[], Any], reps: int, sync: Callable[[], None] = lambda: N
 
 
 def _copy_ceiling(nbytes: int, reps: int) -> float:
-    import pyopencl as cl
+    """The device's enqueue_copy bandwidth (GB/s, read + write), from zyx.benchmarks."""
+    from zyx.benchmarks import copy_ceiling
 
-    dev = zyx.default_device()
-    a = cl.Buffer(dev.context, cl.mem_flags.READ_WRITE, nbytes)
-    b = cl.Buffer(dev.context, cl.mem_flags.READ_WRITE, nbytes)
-    t = _best(lambda: cl.enqueue_copy(dev.queue, b, a, byte_count=nbytes), reps, dev.queue.finish)
-    return 2 * nbytes / t / 1e9
+    return copy_ceiling(zyx.default_device(), nbytes, runs=reps)[0]["GB/s"]
 
 
 def run(quick: bool = False) -> list[dict]:
