@@ -14,37 +14,33 @@
     expmask = (1 << E) - 1
     mmask = (1 << M) - 1
     shift = 23 - M
+    magmask = (expmask << M) + mmask
     maxbits = ((expmask << M) - 1) if ieee else ((expmask << M) | (mmask - 1))
     nanbits = ((expmask << M) | (1 << (M - 1))) if ieee else ((expmask << M) | mmask)
 %>\
-/* ${fmt}: ${E} exponent bits, ${M} mantissa bits, bias ${bias}${'' if ieee else ', no infinities'} */
+/* ${fmt}: ${E} exponent bits, ${M} mantissa bits, bias ${bias}${'' if ieee else ', no infinities'}.
+   Branch-free: every path is computed and picked with selects; all intermediate
+   float values are normal or zero (no reliance on denormal arithmetic). */
 inline uint zyx_f32_to_${fmt}(float f) {
     uint x = as_uint(f);
     uint sign = (x >> 31) << ${E + M};
     uint ax = x & 0x7fffffffu;
-    if (ax > 0x7f800000u) {  /* NaN: keep the top payload bits, stay a NaN */
+% if E < 8:
+    /* normal range: round-to-nearest-even on the bit pattern, then rebias */
+    uint r = ((ax + ${(1 << (shift - 1)) - 1}u + ((ax >> ${shift}) & 1u)) >> ${shift}) - ${(127 - bias) << M}u;
+    /* below the smallest normal: adding 2^${1 - bias - M + 23} puts the subnormal ulp at the
+       float32 ulp, so the FPU's round-to-nearest-even does the rounding */
+    uint rs = as_uint(as_float(ax) + ${float(2.0 ** (1 - bias - M + 23))}f) - ${(127 + 1 - bias - M + 23) << 23}u;
+    r = (ax < ${(127 - bias + 1) << 23}u) ? rs : r;
+% else:
+    uint r = (ax + ${(1 << (shift - 1)) - 1}u + ((ax >> ${shift}) & 1u)) >> ${shift};
+% endif
+    r = (r > ${maxbits}u) ? ${(expmask << M) if ieee else nanbits}u : r;  /* overflow (and inf) -> ${'infinity' if ieee else 'NaN (no infinity)'} */
 % if ieee:
-        return sign | ${nanbits}u | ((ax >> ${shift}) & ${mmask}u);
+    r = (ax > 0x7f800000u) ? (${nanbits}u | ((ax >> ${shift}) & ${mmask}u)) : r;  /* NaN: keep top payload bits */
 % else:
-        return sign | ${nanbits}u;
+    r = (ax > 0x7f800000u) ? ${nanbits}u : r;  /* NaN */
 % endif
-    }
-% if E < 8:
-    if (ax < ${(127 - bias + 1) << 23}u) {  /* below the smallest normal: subnormal or zero */
-        float scaled = as_float(ax) * ${float(2 ** (M + bias - 1))}f;
-        return sign | (uint)rint(scaled);
-    }
-% endif
-    uint r = ax + ${(1 << (shift - 1)) - 1}u + ((ax >> ${shift}) & 1u);
-% if E < 8:
-    if (ax >= 0x7f800000u) r = 0xffffffffu;  /* infinity: force the overflow path */
-    else r = (r >> ${shift}) - ${(127 - bias) << M}u;
-% else:
-    r >>= ${shift};
-% endif
-    if (r > ${maxbits}u) {
-        return sign | ${(expmask << M) if ieee else nanbits}u;  /* ${'infinity' if ieee else 'NaN (no infinity)'} */
-    }
     return sign | r;
 }
 
@@ -52,22 +48,19 @@ inline float zyx_${fmt}_to_f32(uint h) {
 % if E == 8:
     return as_float(h << 16);
 % else:
-    uint sign = (h >> ${E + M}) & 1u;
     uint e = (h >> ${M}) & ${expmask}u;
     uint m = h & ${mmask}u;
-    float mag;
-    if (e == 0u) {
-        mag = (float)m * ${float(2.0 ** (1 - bias - M))}f;
-    } else if (${'e == %du' % expmask if ieee else 'e == %du && m == %du' % (expmask, mmask)}) {
+    /* normal: shift exponent/mantissa into place and rebias in the integer domain */
+    uint bits = (((h & ${magmask}u) << ${shift}) + ${(127 - bias) << 23}u);
+    /* subnormal (e == 0): 2^${1 - bias} * 1.m - 2^${1 - bias} = m * 2^${1 - bias - M}, exact */
+    uint sub = as_uint(as_float(bits + 0x00800000u) - ${float(2.0 ** (1 - bias))}f);
+    bits = (e == 0u) ? sub : bits;
 % if ieee:
-        mag = as_float(0x7f800000u | (m << ${shift}) | (m ? 0x00400000u : 0u));
+    bits = (e == ${expmask}u) ? (0x7f800000u | (m << ${shift}) | (m ? 0x00400000u : 0u)) : bits;
 % else:
-        mag = as_float(0x7fc00000u);
+    bits = ((h & ${magmask}u) == ${magmask}u) ? 0x7fc00000u : bits;
 % endif
-    } else {
-        mag = as_float(((e + ${127 - bias}u) << 23) | (m << ${shift}));
-    }
-    return sign ? -mag : mag;
+    return as_float(bits | ((h >> ${E + M}) << 31));
 % endif
 }
 </%def>
