@@ -4,7 +4,9 @@ Parameters: name, header (comment lines), bufs ((name, dtype, is_output) ...), d
 (every dtype used, for the conversion preamble), index_t, items (work items needed),
 split (work items per output tile, sharing its reduce through local memory), stmts (see
 zyx.codegen.kernel.statements), uses_ipow, err_flag (the error-flag parameter's name
-or None: an int the kernel atomic_or's error bits into), fp32 (the float32 DType).
+or None: an int the kernel atomic_or's error bits into), fp32 (the float32 DType), vec_types
+((vector type, element alignment) pairs: each gets a typedef ``zyx_<type>_u`` with that alignment,
+for unaligned whole-vector loads and stores).
 </%doc>\
 <%namespace name="dt" file="/common/dtypes.mako"/>\
 /*
@@ -27,6 +29,9 @@ inline long zyx_ipow(long a, long b) {
     return r;
 }
 % endif
+% for vt, align in vec_types:
+typedef ${vt} zyx_${vt}_u __attribute__((aligned(${align})));
+% endfor
 
 __kernel void ${name}(
 % for i, (bname, bd, is_out) in enumerate(bufs):

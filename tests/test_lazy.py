@@ -41,6 +41,20 @@ def test_fusion_kernel_counts(abc):
     assert _count(lambda: F.layer_norm(a, (24,)))[0] <= 4
 
 
+def test_row_fusion_kernel_counts(abc):
+    """A reduce broadcast back along the last axis fuses with its consumer (one row kernel)."""
+    a, _, c = abc
+    assert _count(lambda: a.softmax(1))[0] == 1
+    assert _count(lambda: F.log_softmax(a, -1))[0] == 1
+    assert _count(lambda: F.layer_norm(a, (24,), a[0], a[1]))[0] == 1
+    n, out = _count(lambda: (a - a.max(1, keepdim=True)) / (a.max(1, keepdim=True) + 2))
+    assert n == 1  # the same row reduce read twice is computed once per row
+    an = a.numpy()
+    np.testing.assert_allclose(out.numpy(), (an - an.max(1, keepdims=True)) / (an.max(1, keepdims=True) + 2),
+                               rtol=1e-6)
+    assert _count(lambda: a.softmax(0))[0] <= 3  # a reduce over the first axis: not a row kernel
+
+
 def test_fused_values(abc):
     a, b, c = abc
     an, bn, cn = a.numpy(), b.numpy(), c.numpy()
@@ -131,7 +145,8 @@ def test_second_run_of_same_graph_structure_does_no_codegen(monkeypatch):
     rng = np.random.default_rng(5)
 
     def graph(a, b):
-        return ((a * b + 1.5).exp().sum(1, keepdim=True) + a.softmax(1)) / (b - -0.0)
+        # softmax over dim 0 is three kernels (dim 1 would make the whole graph one row kernel)
+        return ((a * b + 1.5).exp().sum(1, keepdim=True) + a.softmax(0)) / (b - -0.0)
 
     a, b = (zyx.tensor(rng.uniform(-1, 1, (5, 37)).astype(np.float32)) for _ in range(2))
     want = graph(a, b).numpy()
@@ -145,12 +160,12 @@ def test_second_run_of_same_graph_structure_does_no_codegen(monkeypatch):
     assert zyx.kernel_count() - n_kernels >= 3  # softmax + sum + final, all replayed
     np.testing.assert_array_equal(got, want)
     an, bn = a.numpy(), b.numpy()
-    e = np.exp(an - an.max(1, keepdims=True))
-    np.testing.assert_allclose(want, (np.exp(an * bn + 1.5).sum(1, keepdims=True) + e / e.sum(1, keepdims=True)) / bn,
+    e = np.exp(an - an.max(0, keepdims=True))
+    np.testing.assert_allclose(want, (np.exp(an * bn + 1.5).sum(1, keepdims=True) + e / e.sum(0, keepdims=True)) / bn,
                                rtol=1e-4, atol=1e-5)
     cn, dn = c.numpy(), d.numpy()
-    e = np.exp(cn - cn.max(1, keepdims=True))
-    np.testing.assert_allclose(want2, (np.exp(cn * dn + 1.5).sum(1, keepdims=True) + e / e.sum(1, keepdims=True)) / dn,
+    e = np.exp(cn - cn.max(0, keepdims=True))
+    np.testing.assert_allclose(want2, (np.exp(cn * dn + 1.5).sum(1, keepdims=True) + e / e.sum(0, keepdims=True)) / dn,
                                rtol=1e-4, atol=1e-5)
 
 

@@ -15,6 +15,11 @@ storing those where inlining would recompute work:
 * a reduce fuses into its consumer when read through an identity view (same flat
   index: keepdim reshapes), with no pad above it, not inside another reduce, and with
   the kernel's reduce shape; so ``(a*b).sum(1) + c`` is one kernel;
+* a reduce read through a view that broadcasts it back along the output's last axis
+  (``x - x.max(-1, keepdim=True)``) fuses as a *row* reduce when it reads only the outer
+  coordinates and reduces as many elements as that axis holds: each row's reduces are
+  computed once, then its outputs (``ir.kernel.row_kernel``), so softmax and layer_norm over
+  the last dim are one kernel each;
 * ``copy`` nodes from ``clone``/``contiguous`` are always stored (explicit breaks).
 
 Stored sources are realized first (their kernels are enqueued first on the in-order
@@ -42,6 +47,9 @@ from zyx.ir.view import View, contiguous_strides
 
 _BITS = {1: dtypes.uint8, 2: dtypes.uint16, 4: dtypes.uint32, 8: dtypes.uint64}
 SHARED_RECOMPUTE_LIMIT = 6  # a shared pending value costing more ALU ops than this is stored
+# a row kernel runs a row in one work item: rows longer than this fuse only when there are many rows
+# (a few long rows reduce faster with work items sharing each reduce, then an elementwise kernel)
+ROW_SERIAL_MAX, ROW_MANY = 1 << 15, 64
 
 
 class Src:
@@ -207,6 +215,9 @@ class _KernelBuilder:
         self.index: dict[tuple[int, str], int] = {}
         self.red_shape: tuple[int, ...] | None = None
         self.in_reduce = False
+        self.row = False  # a reduce broadcast along the output's last axis was fused (a row kernel)
+        self.plain = False  # a reduce reading the output's last axis was fused (no row kernel)
+        self.outer = {f"o{i}" for i in range(len(root.shape) - 1)}
         self.fusable: dict[int, bool] = {}
         self.copies: dict[int, Buffer] = {}  # inputs from other devices, copied over
 
@@ -246,16 +257,40 @@ class _KernelBuilder:
             self.copies[id(buf)] = got
         return got
 
-    def can_inline(self, n: LazyNode, view: View, valid: sym.Node) -> bool:
+    def can_inline(self, n: LazyNode, view: View, valid: sym.Node, inner: list[sym.Node]) -> bool:
         if n.op == "copy" and n.arg:
             return False
         if self.fusable_reduce(n):
-            if self.in_reduce or valid != sym.ONE or self.counts.get(id(n), 0) > 1 or not _identity(view, n.shape):
+            if not _identity(view, n.shape):
+                return self.row_fusable(n, valid, inner)
+            if self.in_reduce or valid != sym.ONE or self.counts.get(id(n), 0) > 1:
+                return False
+            if self.row and not self.row_coords(inner):
                 return False
             return self.red_shape is None or self.red_shape == self.red_sizes(n)
         if n.cost > 0 and _broadcasts(view):
             return False
         return not (self.counts.get(id(n), 0) > 1 and n.cost > SHARED_RECOMPUTE_LIMIT)
+
+    def row_coords(self, coords: list[sym.Node]) -> bool:
+        """Whether ``coords`` use only the outer output coordinates (not the last output axis, no reduce)."""
+        return all(v.name in self.outer for c in coords for v in sym.variables(c))
+
+    def row_fusable(self, n: LazyNode, valid: sym.Node, inner: list[sym.Node]) -> bool:
+        """Row fusion: a reduce read through a view that broadcasts it back along the output's last axis
+        (``x - x.max(-1, keepdim=True)``), reducing as many elements as that axis holds and reading only
+        the outer coordinates: each row's reduce is computed once per kernel (``ir.kernel.row_kernel``)
+        instead of being stored, so softmax and layer_norm are one kernel each."""
+        shape = self.root.shape
+        if not shape or shape[-1] < 2 or valid != sym.ONE or self.plain:
+            return False
+        if shape[-1] > ROW_SERIAL_MAX and math.prod(shape[:-1]) < ROW_MANY:
+            return False
+        sizes = self.red_sizes(n)
+        if sizes != (shape[-1],) or self.red_shape not in (None, sizes) or not self.row_coords(inner):
+            return False
+        self.row = True
+        return True
 
     def fusable_reduce(self, n: LazyNode) -> bool:
         """Whether ``n`` contains a pending reduce that inlining it would fuse (not one that gets stored)."""
@@ -284,12 +319,18 @@ class _KernelBuilder:
             return ops.Const(s.value, s.dtype)
         v = s.view
         if n.buffer is None:
-            if self.can_inline(n, v, valid):
-                if v.shape == n.shape and _identity(v, n.shape):
-                    inner = coords
-                else:
-                    flat = sym.add(v.offset, *(sym.mul(c, st) for c, st, d in zip(coords, v.strides, v.shape) if d != 1))
-                    inner = sym.unravel(flat, n.shape)
+            if v.shape == n.shape and _identity(v, n.shape):
+                inner = coords
+            else:
+                flat = sym.add(v.offset, *(sym.mul(c, st) for c, st, d in zip(coords, v.strides, v.shape) if d != 1))
+                inner = sym.unravel(flat, n.shape)
+            if self.can_inline(n, v, valid, inner):
+                if self.row and self.in_reduce and self.row_coords(inner):  # a hoisted row reduce: not inside
+                    saved, self.in_reduce = self.in_reduce, False
+                    try:
+                        return self.node_expr(n, inner, valid)
+                    finally:
+                        self.in_reduce = saved
                 return self.node_expr(n, inner, valid)
             realize(n)
         if valid == sym.ZERO:
@@ -330,6 +371,8 @@ class _KernelBuilder:
             sizes = tuple(src.view.shape[a] for a in axes)
             if self.red_shape is None:
                 self.red_shape = sizes
+            if not self.row_coords(coords):
+                self.plain = True
             inner = list(coords)
             for j, a in enumerate(axes):
                 inner[a] = red_var(j, sizes[j])

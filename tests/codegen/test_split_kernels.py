@@ -175,7 +175,7 @@ def test_masked_last_vector_elementwise(shape, vec, up):
     a = np.random.default_rng(7).normal(size=shape).astype(np.float32)
     np.testing.assert_allclose(_run(k, opts, a), np.exp(a), rtol=1e-6)
     src = kernel_source(k, opts)
-    assert f"vload{vec}" in src and f"vstore{vec}" in src  # whole vectors stay vectors
+    assert f"(__global const zyx_float{vec}_u *)" in src and f"(__global zyx_float{vec}_u *)" in src  # whole vectors
 
 
 def test_masked_register_tiles_matmul():

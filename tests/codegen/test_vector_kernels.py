@@ -1,4 +1,4 @@
-"""Explicit vector lanes (``Opts.vec``): vloadN/vstoreN, gathers, vector accumulators.
+"""Explicit vector lanes (``Opts.vec``): whole-vector loads/stores, gathers, vector accumulators.
 
 Each kernel is built from the IR, run with vector opts on the device and compared with
 NumPy, on shapes where the vector divides the axis and where it does not (fallback), with
@@ -41,7 +41,7 @@ def test_elementwise_exp_max_with_broadcast(shape, vec, up):
     want = np.maximum(np.exp(a - r[:, None]), np.where(np.isnan(a) | (a > 0), a, 0))
     np.testing.assert_allclose(got, want, rtol=1e-6, equal_nan=True)
     if m % vec == 0:
-        assert f"vload{vec}" in kernel_source(k, Opts(local=4, upcast=(1, up), vec=vec, vec_axis=1))
+        assert f"const zyx_float{vec}_u *" in kernel_source(k, Opts(local=4, upcast=(1, up), vec=vec, vec_axis=1))
 
 
 def test_transposed_read_gathers_and_pad_guards():
@@ -55,7 +55,7 @@ def test_transposed_read_gathers_and_pad_guards():
     b = np.arange(n * 8, dtype=np.float32).reshape(n, 8) + 0.5
     opts = Opts(local=2, vec=4, vec_axis=1)
     src = kernel_source(k, opts)
-    assert "(float4)(" in src and "vstore4" in src
+    assert "(float4)(" in src and "(__global zyx_float4_u *)" in src
     np.testing.assert_array_equal(_run(k, opts, a, b), a.T + np.pad(b, ((0, 0), (2, 2))))
 
 
@@ -88,7 +88,7 @@ def test_float64_reduce_and_matmul_tile():
     x, y = rng.normal(size=(n, kk)), rng.normal(size=(kk, m))
     opts = Opts(local=1, upcast=(4, 2, 1), unroll=4, vec=8, vec_axis=1)
     src = kernel_source(k, opts)
-    assert "double8 acc" in src and src.count("vload8") >= 2
+    assert "double8 acc" in src and src.count("const zyx_double8_u *") >= 2
     got = _run(k, opts, x, y)
     np.testing.assert_allclose(got[..., 0], x @ y, rtol=1e-12)
 
@@ -97,6 +97,6 @@ def test_unfit_vector_falls_back():
     i = out_var(0, 10)
     k = Kernel((10,), (), (dt.int32, dt.int32), ops.Alu("add", (_ld(1, i, dt.int32), ops.Const(1, dt.int32)), dt.int32))
     src = kernel_source(k, Opts(local=2, vec=8, vec_axis=0))
-    assert "vload" not in src
+    assert "zyx_int8_u" not in src and "int8" not in src
     np.testing.assert_array_equal(_run(k, Opts(local=2, vec=8, vec_axis=0), np.arange(10, dtype=np.int32)),
                                   np.arange(1, 11, dtype=np.int32))

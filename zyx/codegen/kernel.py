@@ -8,6 +8,7 @@ dtype (``dt.convert``), so a fused kernel gives the bits of PyTorch's op-by-op r
 """
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from typing import Any
 
@@ -65,19 +66,20 @@ def literal(value: Any, d: DType) -> str:
 
 
 def _float_expr(op: str, a: str, b: str | None, ct: str) -> str:
+    # NaN tests are written ``x != x``: PoCL calls (never inlines) its isnan(), with spills around each call
     one = "1.0f" if ct == "float" else "1.0"
     half = "0.5f" if ct == "float" else "0.5"
     f = "f" if ct == "float" else ""
     table = {
         "add": f"{a} + {b}", "sub": f"{a} - {b}", "mul": f"{a} * {b}", "div": f"{a} / {b}",
         "floordiv": f"floor({a} / {b})", "mod": f"zyx_fmod_py{'' if ct == 'float' else '_d'}({a}, {b})", "pow": f"pow({a}, {b})",
-        "maximum": f"(({a} > {b} || isnan({a})) ? {a} : {b})",
-        "minimum": f"(({a} < {b} || isnan({a})) ? {a} : {b})",
+        "maximum": f"(({a} > {b} || ({a} != {a})) ? {a} : {b})",
+        "minimum": f"(({a} < {b} || ({a} != {a})) ? {a} : {b})",
         "neg": f"-{a}", "abs": f"fabs({a})", "exp": f"exp({a})", "exp2": f"exp2({a})", "log": f"log({a})",
         "log2": f"log2({a})", "sqrt": f"sqrt({a})", "rsqrt": f"{one} / sqrt({a})", "sin": f"sin({a})",
         "cos": f"cos({a})", "tan": f"tan({a})", "tanh": f"tanh({a})", "erf": f"erf({a})",
         "sigmoid": f"{one} / ({one} + exp(-{a}))", "silu": f"{a} / ({one} + exp(-{a}))",
-        "relu": f"(({a} > 0 || isnan({a})) ? {a} : 0)",
+        "relu": f"(({a} > 0 || ({a} != {a})) ? {a} : 0)",
         "gelu": f"{half} * {a} * ({one} + erf({a} * 0.7071067811865476{f}))",
         "gelu_tanh": f"{half} * {a} * ({one} + tanh(0.7978845608028654{f} * ({a} + 0.044715{f} * {a} * {a} * {a})))",
         "reciprocal": f"{one} / {a}", "floor": f"floor({a})", "ceil": f"ceil({a})", "round": f"rint({a})",
@@ -123,7 +125,7 @@ def alu_expr(op: str, srcs: tuple[DType, ...], out: DType, names: list[str]) -> 
     if op == "not":
         return f"(uchar)(!{a})"
     if op == "isnan":
-        return f"(uchar)isnan({a})" if s.is_float else "(uchar)0"
+        return f"(uchar)({a} != {a})" if s.is_float else "(uchar)0"
     if op == "isinf":
         return f"(uchar)isinf({a})" if s.is_float else "(uchar)0"
     if s.is_bool:
@@ -150,11 +152,23 @@ def _accum_line(op: str, acc: str, v: str, d: DType, src: DType, pos: str | None
     if op in ("max", "min"):
         cmp = ">" if op == "max" else "<"
         if d.is_float:
-            return [f"{acc} = ({v} {cmp} {acc} || isnan({v})) ? {v} : {acc};"]
+            return [f"{acc} = ({v} {cmp} {acc} || ({v} != {v})) ? {v} : {acc};"]
         return [f"{acc} = {'max' if op == 'max' else 'min'}({acc}, {v});"]
     cmp = ">" if op == "argmax" else "<"
-    nan = f" || (isnan({v}) && !isnan({acc}_v))" if src.is_float else ""
+    nan = f" || (({v} != {v}) && !({acc}_v != {acc}_v))" if src.is_float else ""
     return [f"if ({v} {cmp} {acc}_v{nan}) {{ {acc}_v = {v}; {acc} = {pos}; }}"]
+
+
+def _vector_at(vt: str, const: bool, ptr: str) -> str:
+    """The ``vt`` vector at element pointer ``ptr`` (a load or a store target), through a pointer type with the
+    element's alignment (``zyx_<vt>_u``, declared by the template): PoCL does not inline ``vloadN``/``vstoreN``
+    (a call, with spills, per vector), while this is one unaligned vector move."""
+    return f"(*(__global {'const ' if const else ''}zyx_{vt}_u *)({ptr}))"
+
+
+def _buf(i: int) -> str:
+    """A buffer parameter's name: ``out`` (a row kernel may read back what it stored) or ``in<N>``."""
+    return "out" if i == 0 else f"in{i}"
 
 
 def _index_name(v: sym.Var) -> str:
@@ -174,7 +188,7 @@ def _vector_alu(op: str, ct: str, vt: str, names: list[str]) -> str:
     a = names[0]
     b = names[1] if len(names) > 1 else None
     if op == "relu":  # a vector ?: (not select(): PoCL compiles it faster) needs vector operands
-        return f"(({a} > ({vt})(0) || isnan({a})) ? {a} : ({vt})(0))"
+        return f"(({a} > ({vt})(0) || ({a} != {a})) ? {a} : ({vt})(0))"
     return _float_expr(op, a, b, ct)
 
 
@@ -239,8 +253,8 @@ def _combine_lines(op: str, x: str, part: str, ct: str, split: int, arg: bool) -
               f"        const {ct} zyx_y = {part}{'_v' if arg else ''}[zyx_lid + zyx_j];"]
     if arg:  # the extreme value wins; among equal values (or NaNs) the first position
         cmp = ">" if op == "argmax" else "<"
-        nan = "isnan(zyx_y)" if ct in ("float", "double") else "0"
-        xnan = f"isnan({x}_v)" if ct in ("float", "double") else "0"
+        nan = "(zyx_y != zyx_y)" if ct in ("float", "double") else "0"
+        xnan = f"({x}_v != {x}_v)" if ct in ("float", "double") else "0"
         lines += [f"        const long zyx_p = {part}[zyx_lid + zyx_j];",
                   f"        if (zyx_y {cmp} {x}_v || ({nan} && !{xnan}) || "
                   f"((zyx_y == {x}_v || ({nan} && {xnan})) && zyx_p < {x})) {{ {x}_v = zyx_y; {x} = zyx_p; }}"]
@@ -251,7 +265,7 @@ def _combine_lines(op: str, x: str, part: str, ct: str, split: int, arg: bool) -
     else:
         cmp = ">" if op == "max" else "<"
         if ct.startswith(("float", "double")):
-            lines.append(f"        {x} = (zyx_y {cmp} {x} || isnan(zyx_y)) ? zyx_y : {x};")
+            lines.append(f"        {x} = (zyx_y {cmp} {x} || (zyx_y != zyx_y)) ? zyx_y : {x};")
         else:
             lines.append(f"        {x} = {'max' if op == 'max' else 'min'}({x}, zyx_y);")
     return lines + ["    }", "}"]
@@ -268,7 +282,7 @@ def _hreduce_lines(op: str, name: str, acc: str, w: int, d: DType) -> list[str]:
             lines.append(f"{name} *= {x};")
         else:
             cmp = ">" if op == "max" else "<"
-            lines.append(f"{name} = ({x} {cmp} {name} || isnan({x})) ? {x} : {name};")
+            lines.append(f"{name} = ({x} {cmp} {name} || ({x} != {x})) ? {x} : {name};")
     return lines
 
 
@@ -298,18 +312,18 @@ def statements(prog: Program, k: Kernel) -> tuple[tuple, ...]:
             base = _contiguous(index, w)
             full = _all_lanes(valid, w) if base is not None and _mentions_lane(valid) else None
             if base is not None and not _mentions_lane(valid):
-                expr = f"vload{w}(0, in{buf} + {sym.render(base, _index_name)})"
+                expr = _vector_at(vt, True, f"{_buf(buf)} + {sym.render(base, _index_name)}")
                 if valid != sym.ONE:
                     expr = f"({sym.render(valid, _index_name)}) ? {expr} : ({vt})({oth})"
             else:  # a gather, lane by lane (behind a whole-vector load when every lane is valid)
                 parts = []
                 for ix, ok in zip(_lanes(index, w), _lanes(valid, w)):
-                    ld = f"in{buf}[{sym.render(ix, _index_name)}]"
+                    ld = f"{_buf(buf)}[{sym.render(ix, _index_name)}]"
                     parts.append(ld if ok == sym.ONE else (oth if ok == sym.ZERO else
                                                           f"(({sym.render(ok, _index_name)}) ? {ld} : {oth})"))
                 expr = f"({vt})({', '.join(parts)})"
                 if full is not None and full != sym.ZERO:
-                    whole = f"vload{w}(0, in{buf} + {sym.render(base, _index_name)})"
+                    whole = _vector_at(vt, True, f"{_buf(buf)} + {sym.render(base, _index_name)}")
                     expr = f"({sym.render(full, _index_name)}) ? {whole} : {expr}"
             out.append(("expr", vt, name, expr))
         elif ins.op == "load":
@@ -322,7 +336,7 @@ def statements(prog: Program, k: Kernel) -> tuple[tuple, ...]:
                 gnames[gv] = gn
             rn = (lambda var: gnames.get(var.name, var.name)) if gnames else _index_name
             v = None if valid == sym.ONE else sym.render(valid, rn)
-            out.append(("load", ctype(ins.dtype), name, ins.dtype, f"in{buf}", sym.render(index, rn), v,
+            out.append(("load", ctype(ins.dtype), name, ins.dtype, _buf(buf), sym.render(index, rn), v,
                         literal(other, ins.dtype)))
         elif ins.op == "cond":
             out.append(("expr", "uchar", name, f"(uchar)({sym.render(ins.arg, _index_name)})"))
@@ -402,7 +416,9 @@ def statements(prog: Program, k: Kernel) -> tuple[tuple, ...]:
                     out.append(("expr", vtype(dts[v], vw), f"{names[v]}_b", val))
                     val = f"{names[v]}_b"
                 full = _all_lanes(mask, vw) if base is not None else None
-                vstore = f"vstore{vw}({val}, 0, out + {sym.render(base, _index_name)});" if base is not None else ""
+                target = None if base is None else _vector_at(vtype(k.out_dtype, vw), False,
+                                                              f"out + {sym.render(base, _index_name)}")
+                vstore = f"{target} = {val};" if target is not None else ""
                 if full == sym.ONE:
                     out.append(("line", vstore))
                 else:  # lane by lane (a scatter, or the masked last vector behind a whole-vector test)
@@ -442,7 +458,10 @@ def source(k: Kernel, opts: Opts) -> tuple[str, str, Program]:
               f"opts: local {prog.local or opts.local}, upcast {list(opts.upcast)}, unroll {opts.unroll}"
               + (f", split {prog.split}" if prog.split > 1 else "")
               + (f", vec {prog.vec} on {'the reduce' if prog.vec_reduce else 'the output'}" if prog.vec > 1 else ""))
+    vec_types = tuple(sorted({(vt, 8 if vt.startswith("double") else 4) for st in stmts
+                              for vt in re.findall(r"zyx_(\w+?)_u \*", str(st))}))
     src = render("kernel.cl.mako", name=name, header=header, bufs=bufs, dtypes=all_dtypes, index_t=prog.index_t,
+                 vec_types=vec_types,
                  items=prog.global_items, split=prog.split, stmts=stmts, uses_ipow=any("zyx_ipow" in str(s) for s in stmts),
                  err_flag=ERR_FLAG if any(ERR_FLAG in str(s) for s in stmts) else None, fp32=dtypes.float32)
     return name, src, prog

@@ -18,7 +18,8 @@ their partials meet in local memory and the group's first item folds them in ite
 (same bits every run), finishes the work after the reduce and stores. An opt that does not
 fit a kernel (a vector width on a kernel with ops that have no vector form, a width longer
 than its axis, a split that is not a power of two up to 256) falls back to 1, so every
-Opts is valid.
+Opts is valid. A row kernel (``row_kernel``) uses ``vec`` (on any axis) and ``unroll`` for
+both its reduce loops and its output loop, ``local`` as given, and no upcast or split.
 """
 from __future__ import annotations
 
@@ -165,9 +166,48 @@ def vector_plan(k: Kernel, opts: Opts) -> tuple[int, int]:
     return 1, 0
 
 
+def row_kernel(k: Kernel) -> bool:
+    """Whether ``k`` is a row kernel: a reduce over one axis whose every ``Reduce`` reads only the outer
+    output coordinates (``o0..o{n-2}``), so each row's reduces are computed once, before a loop over the
+    row's ``out_shape[-1]`` outputs (e.g. softmax: ``exp(x - max) / sum(exp(x - max))`` in one kernel)."""
+    n = len(k.out_shape)
+    if len(k.red_shape) != 1 or not n or k.out_shape[-1] < 2:
+        return False
+    last = f"o{n - 1}"
+    found = False
+    for r in ops.walk(k.body):
+        if not isinstance(r, ops.Reduce):
+            continue
+        found = True
+        for e in ops.walk(r.src):
+            idx = (e.index, e.valid) if isinstance(e, ops.Load) else (e.valid,) if isinstance(e, ops.Cond) else ()
+            if any(v.name == last for x in idx for v in sym.variables(x)):
+                return False
+    return found
+
+
+def row_vec(k: Kernel, opts: Opts) -> int:
+    """The vector width of a row kernel's loops (both the reduces and the outputs): ``opts.vec`` when it fits."""
+    v = opts.vec
+    if v not in (2, 4, 8, 16) or not vectorizable(k) or min(k.out_shape[-1], k.red_shape[-1]) < v:
+        return 1
+    return v
+
+
 def default_opts(k: Kernel, max_local: int = 256, device: Any = None) -> Opts:
     """Heuristic opts (see ``_cpu_opts`` for CPU devices, given a ``DeviceInfo``), then ``_split_opts``."""
     cpu = device is not None and getattr(device, "kind", "gpu") == "cpu"
+    if row_kernel(k):  # one row per work item; vector lanes along the row on a CPU
+        items = k.numel // k.out_shape[-1]
+        local = 1
+        while local * 2 <= min(max_local, 4 if cpu else 64) and local * 2 <= items:
+            local *= 2
+        if not cpu or not vectorizable(k):
+            return Opts(local=local)
+        pref = int(device.preferred_vector_width.get("double" if k.out_dtype.name == "float64" else "float", 4) or 4)
+        row = min(k.out_shape[-1], k.red_shape[-1])
+        v = _vec_width(row, 2 * pref)
+        return Opts(local=local, unroll=2 if row >= 8 * v else 1, vec=v, vec_axis=len(k.out_shape))
     opts = _cpu_opts(k, max_local, device) if cpu and vectorizable(k) else _generic_opts(k, max_local)
     return _split_opts(k, opts, max_local, device)
 

@@ -12,6 +12,10 @@ of its vector accumulator in lane order (deterministic). Instructions fall into 
 in program order: before the reduce loops (loop-invariant work, accumulators),
 inside them, and after them (the work after a reduce, the stores).
 
+A row kernel (``ir.kernel.row_kernel``: reduces broadcast back along the output's last axis)
+is lowered by ``_linearize_row`` instead: one work item per row, the row's reduces hoisted
+into loops of their own (in dependency order), then a loop over the row's outputs.
+
 Passes are pure functions ``Program -> Program``: ``fold_constants``, ``cse`` and
 ``dce``; ``linearize`` runs them in that order.
 """
@@ -28,7 +32,7 @@ from zyx import dtype as dtypes
 from zyx.dtype import DType
 from zyx.ir import ops
 from zyx.ir import symbolic as sym
-from zyx.ir.kernel import Kernel, Opts, out_var, red_var, vector_plan
+from zyx.ir.kernel import Kernel, Opts, out_var, red_var, row_kernel, row_vec, vector_plan
 
 PURE = frozenset({"const", "load", "alu", "cast", "cond", "hreduce"})
 LANE = "lane"
@@ -112,6 +116,8 @@ class _Builder:
         elif isinstance(e, ops.Load):
             gathered = [self.emit(x) for _, x, _ in e.gather]  # the values a gather's index uses
             sec = max([self._section_of_index(e.index, e.valid)] + [s for _, s in gathered])
+            if e.buf == 0:  # a row kernel reading back its output: after the store, never hoisted above it
+                sec = max(sec, self.loop_section)
             res = (self.push(sec, Instr("load", e.dtype, tuple(i for i, _ in gathered),
                                         (e.buf, e.index, e.valid, e.other, tuple((nm, sz) for nm, _, sz in e.gather)))),
                    sec)
@@ -191,6 +197,8 @@ def _mentions(e: ops.Load, names: set[str]) -> bool:
 
 def linearize(k: Kernel, opts: Opts) -> Program:
     """The kernel lowered to a linear program (constant-folded, CSE'd, dead code removed)."""
+    if row_kernel(k):
+        return _linearize_row(k, opts)
     n = len(k.out_shape)
     vec, vaxis = vector_plan(k, opts)
     split, local = split_plan(k, opts)
@@ -327,6 +335,206 @@ def linearize(k: Kernel, opts: Opts) -> Program:
             node = ins.arg[1] if ins.op == "load" else ins.arg[0]
             biggest = max(biggest, abs(node.vmax), abs(node.vmin))
     return Program(prog, items, "int" if biggest < 2**31 - 1 else "long", vec, vred, split, local)
+
+
+# ------------------------------------------------------------------ row kernels
+
+_RED = "__zyx_row_reduce"  # placeholder constants standing for a row kernel's hoisted reduces
+ROW = "rc"  # the loop over a row's outputs
+
+
+def _hoist_reduces(e: ops.Expr, table: dict, memo: dict) -> ops.Expr:
+    """``e`` with every ``Reduce`` (innermost first) replaced by a placeholder ``Const((_RED, i))``;
+    ``table`` maps each distinct reduce (its placeholders inside) to (i, level): level 0 reads no other
+    reduce, level L reads one of level L-1."""
+    got = memo.get(id(e))
+    if got is not None:
+        return got[1]
+    if isinstance(e, ops.Reduce):
+        src = _hoist_reduces(e.src, table, memo)
+        key = ops.Reduce(e.op, src, e.dtype)
+        if key not in table:
+            level_of = dict(table.values())
+            level = max((level_of[x.value[1]] + 1 for x in ops.walk(src)
+                         if isinstance(x, ops.Const) and isinstance(x.value, tuple) and x.value[:1] == (_RED,)),
+                        default=0)
+            table[key] = (len(table), level)
+        out: ops.Expr = ops.Const((_RED, table[key][0]), e.dtype)
+    elif isinstance(e, ops.Load) and e.gather:
+        out = replace(e, gather=tuple((nm, _hoist_reduces(x, table, memo), sz) for nm, x, sz in e.gather))
+    elif isinstance(e, ops.Alu):
+        out = ops.Alu(e.op, tuple(_hoist_reduces(x, table, memo) for x in e.srcs), e.dtype)
+    elif isinstance(e, ops.Cast):
+        out = ops.Cast(_hoist_reduces(e.src, table, memo), e.dtype)
+    else:
+        out = e
+    memo[id(e)] = (e, out)
+    return out
+
+
+_COSTLY = frozenset({"exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "tan", "tanh", "sigmoid", "gelu",
+                     "gelu_tanh", "silu", "erf", "pow"})
+
+
+def _replace(e: ops.Expr, old: ops.Expr, new: ops.Expr, memo: dict) -> ops.Expr:
+    got = memo.get(id(e))
+    if got is not None:
+        return got[1]
+    if e == old:
+        out: ops.Expr = new
+    elif isinstance(e, ops.Alu):
+        out = ops.Alu(e.op, tuple(_replace(x, old, new, memo) for x in e.srcs), e.dtype)
+    elif isinstance(e, ops.Cast):
+        out = ops.Cast(_replace(e.src, old, new, memo), e.dtype)
+    else:
+        out = e
+    memo[id(e)] = (e, out)
+    return out
+
+
+def _reused(k: Kernel, body: ops.Expr, srcs: list[ops.Expr], ov: sym.Node, rv: sym.Node) -> ops.Expr | None:
+    """The largest costly value (a transcendental op) of the outputs that the last reduce level also computes
+    element by element (``exp(x - max)`` in softmax), in terms of ``rv``: that loop stores it into the output
+    and the output loop reads it back instead of recomputing it. Only for a float32/float64 output of the
+    value's dtype (stored exactly) with as many reduce elements as outputs in a row."""
+    if k.red_shape[0] != k.out_shape[-1] or k.out_dtype.name not in ("float32", "float64"):
+        return None
+    inside = {e for s in srcs for e in ops.walk(s)}
+    for e in ops.walk(_subst_expr(body, {ov: rv}, {})):  # parents first: the largest such value wins
+        if e not in inside or e.dtype != k.out_dtype or not isinstance(e, (ops.Alu, ops.Cast)):
+            continue
+        parts = list(ops.walk(e))
+        loads = [x for x in parts if isinstance(x, ops.Load)]
+        if any(isinstance(x, ops.Alu) and x.op in _COSTLY for x in parts) and not any(x.gather for x in loads) \
+                and any(rv in sym.variables(x.index) for x in loads):
+            return e
+    return None
+
+
+def _linearize_row(k: Kernel, opts: Opts) -> Program:
+    """A row kernel (``row_kernel``): one work item per row (the outer output coordinates); its reduces
+    run first, one loop per dependency level (``sum(exp(x - max(x)))`` after ``max(x)``), each computed
+    once, then a loop over the row's outputs; the row stays in cache between the loops. Loops step by
+    ``row_vec`` lanes (vector accumulators combined in lane order), with a scalar tail loop.
+    Sections: 0 before the loops; for phase p (the reduce levels, then the outputs) 4p+1 its main loop,
+    4p+2 its tail loop, 4p+3 after it."""
+    n = len(k.out_shape)
+    size, rsize = k.out_shape[-1], k.red_shape[0]
+    vec = row_vec(k, opts)
+    lane = sym.var(LANE, 0, vec - 1) if vec > 1 else sym.ZERO
+    outer = k.out_shape[:-1]
+    items = math.prod(outer)
+    gid = sym.var("gid", 0, max(items - 1, 0))
+    table: dict[ops.Reduce, tuple[int, int]] = {}
+    body = _hoist_reduces(k.body, table, {})
+    levels = max((lv for _, lv in table.values()), default=-1) + 1
+    b = _Builder(set(), vec > 1)
+    acc = 1
+    defs = []
+    for i in reversed(range(n - 1)):  # the row's outer coordinates from the global id
+        ov = out_var(i, outer[i])
+        if isinstance(ov, sym.Var):
+            defs.append(Instr("define", dtypes.int64, (), (ov.name, sym.mod(sym.floordiv(gid, acc), outer[i]))))
+        acc *= outer[i]
+    for d in reversed(defs):
+        b.push(0, d)
+
+    unroll = max(1, opts.unroll)
+    while unroll > 1 and min(size, rsize) < unroll * vec:
+        unroll //= 2
+    loops: dict[int, tuple] = {}
+
+    def phase_copies(p: int, var: sym.Node, sz: int, name: str) -> tuple[list[dict], list[dict]]:
+        """The substitutions of ``var`` in phase ``p``'s main loop (one per unrolled copy) and tail loop."""
+        chunk = unroll * vec
+        steps, rem = sz // chunk, sz % chunk
+        loops[p] = ((name, steps) if steps else None, (TAIL, rem) if rem else None)
+        step = sym.var(name, 0, steps - 1)
+        main = [{var: sym.add(sym.mul(sym.add(sym.mul(step, unroll), u), vec), lane)} for u in range(unroll)] \
+            if steps else []
+        tail = [{var: sym.add(sym.var(TAIL, 0, rem - 1), steps * chunk)}] if rem else []
+        return main, tail
+
+    def emit_in(sec: int, e: ops.Expr, sub: dict) -> int:
+        b.loop_section = sec
+        b.memo = {kk: vv for kk, vv in b.memo.items() if vv[1] % 4 in (0, 3)}  # nothing from another loop
+        v, _ = b.emit(_subst_expr(e, sub, {}) if sub else e)
+        return v
+
+    rv = red_var(0, rsize)
+    ov = out_var(n - 1, size)
+    by_index = {i: (r, lv) for r, (i, lv) in table.items()}
+    ostrides = [math.prod(k.out_shape[i + 1:]) for i in range(n)]
+
+    def flat_of(sub: dict) -> sym.Node:
+        return sym.add(*(sym.mul(sub[ov] if i == n - 1 else out_var(i, k.out_shape[i]), ostrides[i]) for i in range(n)))
+
+    reuse = _reused(k, body, [r.src for r, lv in by_index.values() if lv == levels - 1], ov, rv) if levels else None
+    for p in range(levels):
+        b.reduce_vars = {"r0"}
+        main, tail = phase_copies(p, rv, rsize, "r0")
+        for i in sorted(by_index):
+            r, lv = by_index[i]
+            if lv != p:
+                continue
+            arg = r.op in ("argmax", "argmin")
+            a = b.push(0, Instr("acc", r.dtype, (), (r.op, ops.reduce_identity(r.op, r.src.dtype if arg else r.dtype),
+                                                     r.src.dtype)))
+            for sec, sub in [(4 * p + 1, c) for c in main] + [(4 * p + 2, c) for c in tail]:
+                v = emit_in(sec, r.src, sub)
+                b.push(sec, Instr("accum", r.dtype, (a, v), (r.op, sub[rv] if arg else None, sym.ONE,
+                                                            vec > 1 and sec == 4 * p + 2)))
+                if reuse is not None and reuse in set(ops.walk(r.src)):  # kept in the output for the last loop
+                    keep, _ = b.emit(_subst_expr(reuse, sub, {}))
+                    b.push(sec, Instr("store", k.out_dtype, (keep,), (flat_of({ov: sub[rv]}), sym.ONE)))
+            if reuse is not None and reuse in set(ops.walk(r.src)):
+                body = _replace(body, _subst_expr(reuse, {rv: ov}, {}), ops.Load(0, k.out_dtype, flat_of({ov: ov})), {})
+                reuse = None
+            res = b.push(4 * p + 3, Instr("hreduce", r.dtype, (a,), r.op)) if vec > 1 else a
+            b.memo[ops.Const((_RED, i), r.dtype)] = (res, 4 * p + 3)
+    p = levels
+    b.reduce_vars = {ROW}
+    main, tail = phase_copies(p, ov, size, ROW)
+    for sec, sub in [(4 * p + 1, c) for c in main] + [(4 * p + 2, c) for c in tail]:
+        v = emit_in(sec, body, sub)
+        b.push(sec, Instr("store", k.out_dtype, (v,), (flat_of(sub), sym.ONE)))
+
+    order = sorted(range(len(b.instrs)), key=lambda i: b.instrs[i][0])
+    out: list[Instr] = []
+    remap: dict[int, int] = {}
+    section = 0
+
+    def enter(sec: int) -> None:
+        nonlocal section
+        while section < sec:
+            section += 1
+            ph, kind = divmod(section - 1, 4)
+            if ph not in loops:
+                continue
+            main_lp, tail_lp = loops[ph]
+            if kind == 0 and main_lp:
+                out.append(Instr("loop", None, (), main_lp))
+            elif kind == 1:
+                if main_lp:
+                    out.append(Instr("endloop", None, (), None))
+                if tail_lp:
+                    out.append(Instr("loop", None, (), tail_lp))
+            elif kind == 2 and tail_lp:
+                out.append(Instr("endloop", None, (), None))
+
+    for old in order:
+        sec, ins = b.instrs[old]
+        enter(sec)
+        remap[old] = len(out)
+        out.append(Instr(ins.op, ins.dtype, tuple(remap[s] for s in ins.srcs), ins.arg))
+    enter(4 * p + 3)
+    prog = dce(cse(fold_constants(tuple(out))))
+    biggest = items
+    for ins in prog:
+        if ins.op in ("load", "store"):
+            node = ins.arg[1] if ins.op == "load" else ins.arg[0]
+            biggest = max(biggest, abs(node.vmax), abs(node.vmin))
+    return Program(prog, items, "int" if biggest < 2**31 - 1 else "long", vec, vec > 1, 1, 0)
 
 
 # ------------------------------------------------------------------ passes

@@ -1,7 +1,8 @@
 """``zyx.nn.functional``: softmax family, linear, layer_norm, embedding, attention, dropout, loss.
 
 Everything is composed from lazy elementwise ops, reductions and matmul, so it fuses:
-softmax is three kernels (max, sum of exp, normalize), layer_norm four or fewer.
+softmax, log_softmax and layer_norm over the last dim are one row kernel each (the row's reduces,
+then its outputs, in one work item: ``ir.kernel.row_kernel``); over another dim softmax is three.
 """
 from __future__ import annotations
 
