@@ -206,3 +206,19 @@ def test_reduce_tail_loop_and_column_reduce(dtype):
     np.testing.assert_array_equal(_run(col, copts, a)[0], a.max(axis=0))
     if zyx.default_device().info.kind == "cpu":
         assert copts.vec > 1  # 1001 columns: vectors with a masked last one, not scalar
+
+
+def test_split_shrinks_to_the_kernels_own_work_group_limit(monkeypatch):
+    # A kernel whose CL_KERNEL_WORK_GROUP_SIZE (register pressure on a GPU) is below the
+    # work-group a split needs runs with a smaller split instead of failing to launch.
+    from zyx.backend import launch as launch_mod
+
+    monkeypatch.setattr(launch_mod.CompiledKernel, "work_group_size", property(lambda self: 4))
+    launched = []
+    real = launch_mod.launch
+    monkeypatch.setattr(launch_mod, "launch", lambda ck, g, l, a: launched.append(l) or real(ck, g, l, a))
+    a = np.random.default_rng(5).standard_normal((3, 777)).astype(np.float32)
+    k = _row_reduce("sum", 3, 777, dt.float32, dt.float32)
+    got = _run(k, Opts(local=16, split=16), a)
+    np.testing.assert_allclose(got, _want("sum", a), rtol=1e-5)
+    assert launched and launched[-1][0] <= 4

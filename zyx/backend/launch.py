@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, Sequence
 
 from zyx import settings
@@ -32,9 +33,9 @@ class CompiledKernel:
     cl_kernel: Any
     source: str
 
-    @property
+    @cached_property
     def work_group_size(self) -> int:
-        """``CL_KERNEL_WORK_GROUP_SIZE``: the largest local size this kernel allows."""
+        """``CL_KERNEL_WORK_GROUP_SIZE``: the largest local size this kernel allows (read once)."""
         import pyopencl as cl
 
         return int(self.cl_kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, self.device.cl_device))

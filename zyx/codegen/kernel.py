@@ -9,13 +9,13 @@ dtype (``dt.convert``), so a fused kernel gives the bits of PyTorch's op-by-op r
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from functools import lru_cache
 from typing import Any
 
 from zyx import dtype as dtypes
 from zyx.codegen.render import render
 from zyx.dtype import DType
-from zyx.errors import ZyxError
 from zyx.ir import ops
 from zyx.ir import symbolic as sym
 from zyx.ir.kernel import Kernel, Opts
@@ -479,18 +479,19 @@ def launch_kernel(device: Any, k: Kernel, opts: Opts, args: list) -> Any:
 
     name, src, items, uses_flag, split, need_local = _cached_source(k, opts)
     ck = compile_kernel(device, src, name, BUILD_OPTIONS)
+    # The device's limit and this kernel's own CL_KERNEL_WORK_GROUP_SIZE (register pressure).
+    limit = max(1, min(device.info.max_work_group_size, ck.work_group_size))
+    if split > 1 and need_local > limit:  # fewer items share each reduce; same results' shape
+        return launch_kernel(device, k, replace(opts, split=split // 2), args)
     if uses_flag:  # integer division/pow checks report through the device's error flag
         from zyx.backend import arith_flags
 
         args = [*args, arith_flags.buffer(device)]
         arith_flags.arm(device)
     if split > 1:  # whole split groups per work-group (their partials meet in local memory)
-        if need_local > device.info.max_work_group_size:
-            raise ZyxError(f"{name}: split {split} needs work-groups of {need_local} items; "
-                           f"the device allows {device.info.max_work_group_size}")
         local, items = need_local, items * split
     else:
-        local = max(1, min(opts.local, device.info.max_work_group_size))
+        local = max(1, min(opts.local, limit))
     glob = -(-items // local) * local
     return launch(ck, (glob,), (local,), args)
 
