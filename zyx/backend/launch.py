@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import sys
+import threading
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Sequence
@@ -14,6 +15,12 @@ if TYPE_CHECKING:
     from zyx.backend.device import Device
 
 _launches = 0
+
+#: One re-entrant lock serializes zyx's runtime state across Python threads: graph
+#: realization, kernel argument setting + enqueue, and the contract ops. Lock order is
+#: always this lock before a pool's own lock; nothing that runs while a pool lock is held
+#: (buffer release from ``__del__``) takes this one, so dropping tensors cannot deadlock.
+runtime_lock = threading.RLock()
 # set to a list by the lazy scheduler while it records a schedule: every launch appends
 # (kernel, global size, local size, args) so the schedule can be replayed without codegen
 recorder: list | None = None
@@ -49,9 +56,14 @@ def compile_kernel(device: "Device", source: str, name: str, options: str = "") 
     key = (device.id, source, options, name, device)  # the Device object too: kernels belong to its context
     ck = _kernels.get(key)
     if ck is None:
-        prg = build_program(device, source, options, name)
-        ck = CompiledKernel(device, name, getattr(prg, name), source)
-        _kernels[key] = ck
+        with runtime_lock:  # one kernel object per (device, source, name), even across threads
+            ck = _kernels.get(key)
+            if ck is None:
+                import pyopencl as cl
+
+                prg = build_program(device, source, options, name)
+                ck = CompiledKernel(device, name, cl.Kernel(prg, name), source)
+                _kernels[key] = ck
     return ck
 
 
@@ -68,11 +80,12 @@ def launch(
     global _launches
     device = kernel.device
     try:
-        kernel.cl_kernel.set_args(*args)
-        event = cl.enqueue_nd_range_kernel(
-            device.queue, kernel.cl_kernel, tuple(global_size),
-            tuple(local_size) if local_size is not None else None, wait_for=wait_for,
-        )
+        with runtime_lock:  # a kernel object's arguments are shared state until enqueued
+            kernel.cl_kernel.set_args(*args)
+            event = cl.enqueue_nd_range_kernel(
+                device.queue, kernel.cl_kernel, tuple(global_size),
+                tuple(local_size) if local_size is not None else None, wait_for=wait_for,
+            )
     except cl.MemoryError as exc:
         raise AllocationError(f"launch of {kernel.name} on {device} ran out of memory: {exc}") from None
     except cl.Error as exc:

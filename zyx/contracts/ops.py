@@ -8,13 +8,15 @@ their destination, whose storage (seen through its view's strides) is the output
 """
 from __future__ import annotations
 
+import functools
 import math
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
 from zyx import dtype as dtypes
 from zyx.backend.device import Device
+from zyx.backend.launch import runtime_lock
 from zyx.contracts import errorflag, kernels
 from zyx.contracts.model import Contract, Operand
 from zyx.contracts.registry import get, lookup
@@ -25,6 +27,18 @@ from zyx.ir.view import View
 from zyx.tensor import Tensor, basic_index
 
 # ---------------------------------------------------------------- helpers
+
+
+
+def _locked(fn: Callable) -> Callable:
+    """Run a contract op under the runtime lock (validate, contiguize, launch as one step)."""
+
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        with runtime_lock:
+            return fn(*args, **kwargs)
+
+    return call
 
 
 def operand(t: Tensor) -> Operand:
@@ -83,6 +97,7 @@ def _int_or_tuple(value: Any, contract: str, field: str) -> tuple[int, ...]:
 # ---------------------------------------------------------------- contiguize
 
 
+@_locked
 def contiguize(x: Tensor) -> Tensor:
     """A dense row-major copy of any view (strided, broadcast, offset, reversed); ``x`` if dense."""
     x = _tensor(x, "contiguize", "input")
@@ -97,6 +112,7 @@ def contiguize(x: Tensor) -> Tensor:
 # ---------------------------------------------------------------- flip / roll / concat
 
 
+@_locked
 def flip(x: Tensor, dims: Any) -> Tensor:
     """``x`` reversed along each axis in ``dims`` (an int or a tuple)."""
     x = _tensor(x, "flip", "input")
@@ -108,6 +124,7 @@ def flip(x: Tensor, dims: Any) -> Tensor:
     return out
 
 
+@_locked
 def roll(x: Tensor, shifts: Any, dims: Any = None) -> Tensor:
     """``x`` shifted cyclically by ``shifts`` along ``dims`` (PyTorch's roll; no dims: flattened)."""
     x = _tensor(x, "roll", "input")
@@ -150,6 +167,7 @@ def roll(x: Tensor, shifts: Any, dims: Any = None) -> Tensor:
     return x
 
 
+@_locked
 def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     """Join ``tensors`` along ``dim`` (dtypes promote as in PyTorch; 1-D empty inputs are skipped)."""
     if isinstance(tensors, Tensor) or not isinstance(tensors, (tuple, list)):
@@ -197,11 +215,13 @@ def _triangular(x: Tensor, diagonal: int, kind: str) -> Tensor:
     return out
 
 
+@_locked
 def triu(x: Tensor, diagonal: int = 0) -> Tensor:
     """The upper triangle of the last two axes (``j >= i + diagonal``), zeros elsewhere."""
     return _triangular(x, diagonal, "Triu")
 
 
+@_locked
 def tril(x: Tensor, diagonal: int = 0) -> Tensor:
     """The lower triangle of the last two axes (``j <= i + diagonal``), zeros elsewhere."""
     return _triangular(x, diagonal, "Tril")
@@ -216,6 +236,7 @@ def fill_bits(value: Any, dtype: DType) -> np.ndarray:
     return np.array(float(value), dtype=np.float64).astype(dtype.numpy)
 
 
+@_locked
 def masked_fill(x: Tensor, mask: Tensor, value: Any) -> Tensor:
     """``value`` where ``mask`` (bool, broadcastable to ``x``) is True, ``x`` elsewhere."""
     x = _tensor(x, "masked_fill", "input")
@@ -240,6 +261,7 @@ def masked_fill(x: Tensor, mask: Tensor, value: Any) -> Tensor:
     return out
 
 
+@_locked
 def cumsum(x: Tensor, dim: int) -> Tensor:
     """Running sum along ``dim`` (16-bit floats accumulate in float32, rounded once on store)."""
     x = _tensor(x, "cumsum", "input")
@@ -276,6 +298,7 @@ def _box_base(dest: Tensor, starts: Sequence[int]) -> int:
     return v.offset + sum(s * st for s, st in zip(starts, v.strides))
 
 
+@_locked
 def write_slice(dest: Tensor, source: Tensor, ranges: Sequence[Sequence[int]]) -> Tensor:
     """Copy ``source`` into the half-open box ``ranges`` of ``dest``, in place; returns ``dest``."""
     dest = _tensor(dest, "write_slice", "dest")
@@ -291,6 +314,7 @@ def write_slice(dest: Tensor, source: Tensor, ranges: Sequence[Sequence[int]]) -
     return dest
 
 
+@_locked
 def write_slice_rotating(dest: Tensor, source: Tensor, axis: int, position: Any,
                          modulus: Optional[int] = None) -> Tensor:
     """Ring-buffer write: source row r lands at ``(position % modulus + r) % modulus`` on ``axis``.
@@ -316,6 +340,7 @@ def write_slice_rotating(dest: Tensor, source: Tensor, axis: int, position: Any,
     return dest
 
 
+@_locked
 def write_slice_doff(dest: Tensor, source: Tensor, axis: int, offset: Tensor,
                      ranges: Optional[Sequence[Sequence[int]]] = None) -> Tensor:
     """Write ``source`` into ``dest`` starting on ``axis`` at the int64 device value ``offset``.
@@ -345,6 +370,7 @@ def write_slice_doff(dest: Tensor, source: Tensor, axis: int, offset: Tensor,
     return dest
 
 
+@_locked
 def setitem(x: Tensor, index: Any, value: Any) -> None:
     """``x[index] = value`` in place, through write_slice on the indexed view of ``x``."""
     x = x.realize()
