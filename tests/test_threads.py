@@ -1,6 +1,7 @@
 """Several Python threads creating, computing and reading tensors at once."""
 from __future__ import annotations
 
+import gc
 import threading
 
 import numpy as np
@@ -35,6 +36,7 @@ def _worker(seed: int, errors: list[str]) -> None:
 
 
 def test_threads_compute_correct_results_without_deadlock() -> None:
+    gc.collect()  # garbage cycles left by earlier tests (pytest.raises tracebacks) would free buffers mid-test
     start = zyx.memory_stats()["live_buffers"]
     errors: list[str] = []
     threads = [threading.Thread(target=_worker, args=(s, errors), daemon=True) for s in range(THREADS)]

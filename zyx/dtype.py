@@ -214,6 +214,43 @@ def result_type(a: Any, b: Any) -> DType:
     category (bool < integer < float) than the tensors with dims: ``int8_tensor + 1000``
     and ``int8_tensor + zyx.tensor(1000)`` stay int8, ``int_tensor + 1.5`` becomes float32.
     """
+    ka = _operand_key(a)
+    kb = _operand_key(b)
+    if ka is not None and kb is not None:
+        key = (ka[0], id(ka[1]), kb[0], id(kb[1]))
+        hit = _RESULT_CACHE.get(key)
+        if hit is not None and hit[1] is ka[1] and hit[2] is kb[1]:
+            return hit[0]
+        result = _result_type_slow(a, b)
+        if len(_RESULT_CACHE) >= 4096:
+            _RESULT_CACHE.clear()
+        _RESULT_CACHE[key] = (result, ka[1], kb[1])  # keeps the keyed dtypes alive (ids stay unique)
+        return result
+    return _result_type_slow(a, b)
+
+
+# (rank, id(dtype)) pairs -> (result, dtype a, dtype b): promotion depends only on ranks and dtypes
+_RESULT_CACHE: dict[tuple, tuple] = {}
+_SCALAR_TYPES = {bool: bool_, int: int64, float: float32}
+
+
+def _operand_key(x: Any) -> tuple[int, DType] | None:
+    """``_operand`` for the common cases (exact Python scalars, DTypes, tensors with a DType); None otherwise."""
+    t = type(x)
+    d = _SCALAR_TYPES.get(t)
+    if d is not None:
+        return _SCALAR, d
+    if t is DType:
+        return _DIMENSIONED, x
+    if t in TENSOR_TYPES:
+        return (_ZERO_DIM if not x._view.shape else _DIMENSIONED), x._dtype
+    return None
+
+
+TENSOR_TYPES: set = set()  # zyx.tensor.Tensor registers itself (it cannot be imported here)
+
+
+def _result_type_slow(a: Any, b: Any) -> DType:
     by_rank: list[DType | None] = [None, None, None]
     for x in (a, b):
         rank, d = _operand(x)

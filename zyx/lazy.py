@@ -36,6 +36,7 @@ import weakref
 from typing import Any
 
 from zyx import dtype as dtypes
+from zyx.backend.launch import runtime_lock
 from zyx.backend.pool import Buffer
 from zyx.dtype import DType
 from zyx.errors import ZyxError
@@ -79,21 +80,30 @@ class LazyNode:
         self.shape = shape
         self.device = device
         self.buffer = buffer
-        self.readers: weakref.WeakSet | None = None
+        self.readers: list[weakref.ref] | None = None  # weak refs to pending nodes reading this one
         cost = 1 if op == "alu" else 0
         has_reduce = op == "reduce"
         for s in srcs:
             b = s.base
             if b is None:
                 continue
-            if b.buffer is not None:
-                _register_reader(b.buffer, self)
+            buf = b.buffer
+            if buf is not None:
+                _register_reader(buf, self)
             else:
                 cost += b.cost
-                has_reduce = has_reduce or b.has_reduce
-                if b.readers is None:
-                    b.readers = weakref.WeakSet()
-                b.readers.add(self)
+                if b.has_reduce:
+                    has_reduce = True
+                readers = b.readers
+                if readers is None:
+                    b.readers = [_ref(self)]
+                else:
+                    readers.append(_ref(self))
+                    n = len(readers)
+                    if n >= 64 and not (n & (n - 1)):  # at powers of two: drop dead readers (amortized O(1))
+                        live = [r for r in readers if r() is not None]
+                        if len(live) <= n // 2:
+                            readers[:] = live
         self.cost = cost
         self.has_reduce = has_reduce
 
@@ -106,6 +116,7 @@ class LazyNode:
         return f"<LazyNode {state} {self.dtype.name}{list(self.shape)}>"
 
 
+_ref = weakref.ref
 _readers: "weakref.WeakKeyDictionary[Buffer, weakref.WeakSet]" = weakref.WeakKeyDictionary()
 
 
@@ -515,6 +526,13 @@ _counts_stack: list[dict[int, int]] = []
 
 def realize(node: LazyNode) -> Buffer:
     """Run the pending work producing ``node`` (asynchronously) and return its buffer."""
+    if node.buffer is not None:
+        return node.buffer
+    with runtime_lock:  # scheduling state (schedule cache, recording) is process-wide
+        return _realize_locked(node)
+
+
+def _realize_locked(node: LazyNode) -> Buffer:
     global _allocs
     if node.buffer is not None:
         return node.buffer
@@ -574,8 +592,9 @@ def _set_buffer(node: LazyNode, buf: Buffer) -> None:
     readers = node.readers
     node.readers = None
     if readers:
-        for r in readers:
-            if r.buffer is None:
+        for ref in readers:
+            r = ref()
+            if r is not None and r.buffer is None:
                 _register_reader(buf, r)
 
 

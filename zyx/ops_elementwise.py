@@ -16,9 +16,14 @@ from zyx import dtype as dtypes
 from zyx import lazy
 from zyx.dtype import DType, to_dtype
 from zyx.errors import DivisionByZeroError, DTypeError, IntegerArithmeticError, ShapeError
+from zyx.ir.ops import COMPARISONS
 from zyx.ir.view import View
 
 Scalar = (bool, int, float, np.bool_, np.integer, np.floating)
+_OPERAND: tuple = Scalar  # (Tensor, *Scalar) once ``install`` ran
+_contiguous = View.contiguous
+_LazyNode = lazy.LazyNode
+_LSrc = lazy.Src
 
 
 _Tensor: Any = None  # zyx.tensor.Tensor, set by ``install`` (this module is imported by it)
@@ -35,6 +40,23 @@ def _tensor_cls():
 
 def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:
     """The broadcast of several shapes (PyTorch/NumPy rules)."""
+    if len(shapes) == 2:  # fast path: two shapes
+        a, b = shapes
+        if len(a) != len(b):
+            if len(a) < len(b):
+                a = (1,) * (len(b) - len(a)) + tuple(a)
+            else:
+                b = (1,) * (len(a) - len(b)) + tuple(b)
+        fast = []
+        for x, y in zip(a, b):
+            if x == y or y == 1:
+                fast.append(x)
+            elif x == 1:
+                fast.append(y)
+            else:
+                break  # not broadcastable: the general path raises
+        else:
+            return tuple(fast)
     n = max((len(s) for s in shapes), default=0)
     out = [1] * n
     for s in shapes:
@@ -51,7 +73,7 @@ def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:
 def from_node(node: lazy.LazyNode, shape: tuple[int, ...] | None = None):
     """A tensor viewing a lazy node (reshaped to ``shape`` if given, same element count)."""
     shape = node.shape if shape is None else tuple(shape)
-    return _tensor_cls()(node, View.contiguous(shape), node.dtype, node.device)
+    return (_Tensor or _tensor_cls())(node, _contiguous(shape), node.dtype, node.device)
 
 
 def src_of(x: Any, shape: tuple[int, ...], dtype: DType) -> lazy.Src:
@@ -66,6 +88,13 @@ def src_of(x: Any, shape: tuple[int, ...], dtype: DType) -> lazy.Src:
 
 
 def _scalar_value(v: Any, d: DType) -> Any:
+    t = type(v)
+    if t is float or t is int or t is bool:
+        if d.kind == "float":
+            return float(v)
+        if d.kind == "bool":
+            return bool(v)
+        return int(v)
     if isinstance(v, Scalar):
         if d.is_float:
             return float(v)
@@ -93,17 +122,45 @@ def _shape_of(x: Any) -> tuple[int, ...]:
 
 
 def _node(op: str, xs: Sequence[Any], compute: DType, result: DType | None = None):
-    shape = broadcast_shapes(*(_shape_of(x) for x in xs))
-    device = _device_of(*xs, out_bytes=math.prod(shape) * compute.itemsize)
-    srcs = [src_of(x, shape, compute) for x in xs]
-    from zyx.ir.ops import alu_dtype
-
-    out = result or alu_dtype(op, tuple(s.dtype for s in srcs))
-    return from_node(lazy.alu(op, srcs, out, shape, device))
+    Tensor = _Tensor or _tensor_cls()
+    shape = device = None
+    same = True  # every tensor operand has the same shape (no broadcasting views)
+    one_device = True
+    for x in xs:
+        if isinstance(x, Tensor):
+            if shape is None:
+                shape, device = x._view.shape, x._device
+            else:
+                if x._view.shape != shape:
+                    same = False
+                if x._device is not device:
+                    one_device = False
+    if shape is None:
+        shape = broadcast_shapes(*(_shape_of(x) for x in xs))
+    elif not same:
+        shape = broadcast_shapes(*[x._view.shape for x in xs if isinstance(x, Tensor)])
+    if not one_device:
+        device = _device_of(*xs, out_bytes=math.prod(shape) * compute.itemsize)
+    elif device is None:  # no tensor operand (as before: an error from _device_of)
+        device = _device_of(*xs)
+    srcs = []
+    for x in xs:
+        if isinstance(x, Tensor):
+            if x._dtype is not compute:
+                x = x.cast(compute)
+            view = x._view
+            if view.shape != shape:
+                view = view.expand(shape)
+            srcs.append(_LSrc(x._data, view, compute))
+        else:
+            srcs.append(_LSrc(None, None, compute, _scalar_value(x, compute)))
+    # alu_dtype on operands all cast to ``compute``
+    out = result or (dtypes.bool_ if op in COMPARISONS else compute)
+    return Tensor(_LazyNode("alu", op, tuple(srcs), out, shape, device), _contiguous(shape), out, device)
 
 
 def _check_operand(x: Any) -> None:
-    if not isinstance(x, (_tensor_cls(), *Scalar)):
+    if not isinstance(x, _OPERAND) and not isinstance(x, _tensor_cls()):
         raise DTypeError(f"unsupported operand {x!r} of type {type(x).__name__}; expected a Tensor or a Python number")
 
 
@@ -111,14 +168,28 @@ def _check_operand(x: Any) -> None:
 
 def binary(op: str, a: Any, b: Any):
     """``a op b`` with PyTorch type promotion and broadcasting (either side may be a scalar)."""
-    _check_operand(a)
-    _check_operand(b)
-    dt = dtypes.result_type(a, b)
+    Tensor = _Tensor
+    ta, tb = type(a), type(b)
+    # fast paths of result_type: equal tensor dtypes, or a float tensor with a Python number
+    if ta is Tensor and tb is Tensor and a._dtype is b._dtype:
+        dt = a._dtype
+    elif ta is Tensor and tb in _PY_SCALARS and a._dtype.kind == "float":
+        dt = a._dtype
+    elif tb is Tensor and ta in _PY_SCALARS and b._dtype.kind == "float":
+        dt = b._dtype
+    else:
+        if not isinstance(a, _OPERAND):
+            _check_operand(a)
+        if not isinstance(b, _OPERAND):
+            _check_operand(b)
+        dt = dtypes.result_type(a, b)
     if op == "div":
-        if not dt.is_float:
+        if dt.kind != "float":
             dt = dtypes.float32
         return _node("div", (a, b), dt)
-    if op in ("eq", "ne", "lt", "le", "gt", "ge"):
+    if dt.kind == "float" and op in _PLAIN_FLOAT_BINARY:
+        return _node(op, (a, b), dt)
+    if op in _CMP_OPS:
         return _node(op, (a, b), dt)
     if op in ("and", "or", "xor"):
         if dt.is_float:
@@ -135,6 +206,12 @@ def binary(op: str, a: Any, b: Any):
             raise DTypeError("subtraction of bool tensors is not supported; use logical ops (^ or logical_not)")
         dt = dtypes.int64 if op != "pow" else dtypes.int64
     return _node(op, (a, b), dt)
+
+
+_PY_SCALARS = frozenset((float, int, bool))
+_CMP_OPS = frozenset(("eq", "ne", "lt", "le", "gt", "ge"))
+# float operands: these record ``op`` itself with no further checks (see ``binary``)
+_PLAIN_FLOAT_BINARY = frozenset(("add", "sub", "mul", "maximum", "minimum", "pow", "floordiv", "mod"))
 
 
 def _check_int_scalar(op: str, b: Any) -> None:
@@ -185,14 +262,15 @@ def pow(a: Any, b: Any):  # noqa: A001 - the API name
 _FLOAT_FNS = ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "tan", "tanh", "sigmoid", "silu", "erf",
               "reciprocal")
 _SAME_DTYPE_FNS = ("neg", "abs", "floor", "ceil", "round", "trunc", "sign", "square", "relu")
+_FLOAT_FN_SET = frozenset(_FLOAT_FNS + ("gelu", "gelu_tanh"))
 
 
 def unary(op: str, x: Any):
-    Tensor = _tensor_cls()
+    Tensor = _Tensor or _tensor_cls()
     if not isinstance(x, Tensor):
         raise DTypeError(f"{op}: expected a Tensor, got {type(x).__name__}")
-    dt = x.dtype
-    if op in _FLOAT_FNS or op in ("gelu", "gelu_tanh"):
+    dt = x._dtype
+    if op in _FLOAT_FN_SET:
         if not dt.is_float:
             dt = dtypes.float32
         return _node(op, (x,), dt)
@@ -255,12 +333,12 @@ def _method(op: str):
 def _binop(op: str, reverse: bool = False):
     if reverse:
         def f(self, other):
-            if not isinstance(other, (_tensor_cls(), *Scalar)):
+            if not isinstance(other, _OPERAND) and not isinstance(other, _tensor_cls()):
                 return NotImplemented
             return binary(op, other, self)
     else:
         def f(self, other):
-            if not isinstance(other, (_tensor_cls(), *Scalar)):
+            if not isinstance(other, _OPERAND) and not isinstance(other, _tensor_cls()):
                 return NotImplemented
             return binary(op, self, other)
     return f
@@ -268,8 +346,10 @@ def _binop(op: str, reverse: bool = False):
 
 def install(Tensor: type) -> None:
     """Attach the elementwise methods and operators to ``Tensor``."""
-    global _Tensor
+    global _Tensor, _OPERAND
     _Tensor = Tensor
+    _OPERAND = (Tensor, *Scalar)
+    dtypes.TENSOR_TYPES.add(Tensor)
     for op in ("add", "sub", "mul", "floordiv", "mod", "pow", "and", "or", "xor"):
         name = {"div": "truediv"}.get(op, op)
         setattr(Tensor, f"__{name}__", _binop(op))

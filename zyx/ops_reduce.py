@@ -22,6 +22,10 @@ SPLIT_MIN = 1 << 15  # reductions at least this long with few outputs run in two
 
 
 def _dims(x: Any, dim: Any) -> tuple[int, ...]:
+    if type(dim) is int:
+        ndim = len(x._view.shape)
+        if -ndim <= dim < ndim:  # fast path (normalize_dim handles the rest and its errors)
+            return (dim % ndim,)
     if dim is None:
         return tuple(range(x.ndim))
     if isinstance(dim, (list, tuple)):
@@ -51,12 +55,17 @@ def _finish(node: lazy.LazyNode, x: Any, dims: tuple[int, ...], keepdim: bool):
 def reduce(x: Any, op: str, dim: Any = None, keepdim: bool = False, acc: DType | None = None):
     """``op`` (sum/prod/max/min) over ``dim``; returns the accumulator dtype (callers cast)."""
     dims = _dims(x, dim)
-    acc = acc or _acc_dtype(op, x.dtype)
-    if x.ndim == 0:
+    acc = acc or _acc_dtype(op, x._dtype)
+    shape = x._view.shape
+    if not shape:
         return x.cast(acc)
-    red = math.prod(x.shape[d] for d in dims)
-    outs = math.prod(s for i, s in enumerate(x.shape) if i not in dims)
-    src = x if x.dtype is acc else x.cast(acc)
+    red = outs = 1
+    for i, s in enumerate(shape):
+        if i in dims:
+            red *= s
+        else:
+            outs *= s
+    src = x if x._dtype is acc else x.cast(acc)
     if red >= SPLIT_MIN and outs <= 16:
         split = _two_stage(src, op, dims, acc)
         if split is not None:

@@ -11,8 +11,27 @@ from dataclasses import dataclass
 from zyx.errors import IndexOutOfRange, ShapeError
 
 
+_STRIDES_CACHE: dict[tuple[int, ...], tuple[int, ...]] = {}
+_CONTIGUOUS_CACHE: dict[tuple[int, ...], "View"] = {}
+_CACHE_LIMIT = 4096
+
+
 def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     """Row-major strides of a dense tensor of ``shape``."""
+    try:
+        got = _STRIDES_CACHE.get(shape)
+    except TypeError:  # an unhashable shape (a list)
+        return _contiguous_strides(shape)
+    if got is None:
+        got = _contiguous_strides(shape)
+        if type(shape) is tuple and all(type(d) is int for d in shape):
+            if len(_STRIDES_CACHE) >= _CACHE_LIMIT:
+                _STRIDES_CACHE.clear()
+            _STRIDES_CACHE[shape] = got
+    return got
+
+
+def _contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     strides, acc = [], 1
     for dim in reversed(shape):
         strides.append(acc if dim != 1 else 0)
@@ -41,7 +60,17 @@ class View:
 
     @staticmethod
     def contiguous(shape: tuple[int, ...]) -> "View":
-        return View(tuple(shape), contiguous_strides(tuple(shape)), 0)
+        # views are immutable: one shared instance per (int) shape
+        v = _CONTIGUOUS_CACHE.get(shape) if type(shape) is tuple else None
+        if v is not None:
+            return v
+        shape = tuple(shape)
+        v = View(shape, contiguous_strides(shape), 0)
+        if all(type(d) is int for d in shape):
+            if len(_CONTIGUOUS_CACHE) >= _CACHE_LIMIT:
+                _CONTIGUOUS_CACHE.clear()
+            _CONTIGUOUS_CACHE[shape] = v
+        return v
 
     @property
     def ndim(self) -> int:
@@ -91,6 +120,19 @@ class View:
         return View(tuple(self.shape[d] for d in norm), tuple(self.strides[d] for d in norm), self.offset)
 
     def expand(self, shape: tuple[int, ...]) -> "View":
+        if len(shape) == len(self.shape):  # fast path: same rank, no -1
+            fast_shape, fast_strides = [], []
+            for size, stride, want in zip(self.shape, self.strides, shape):
+                if want == size:
+                    fast_shape.append(size)
+                    fast_strides.append(stride)
+                elif size == 1 and want >= 0:
+                    fast_shape.append(want)
+                    fast_strides.append(0)
+                else:
+                    break  # -1 or an error: the general path below
+            else:
+                return View(tuple(fast_shape), tuple(fast_strides), self.offset)
         if len(shape) < self.ndim:
             raise ShapeError(f"expand: target shape {shape} has fewer dims than the tensor's shape {self.shape}")
         lead = len(shape) - self.ndim
