@@ -8,6 +8,7 @@ nothing on drivers that do not cache. pyopencl's own cache is disabled to keep o
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import sys
@@ -15,7 +16,7 @@ import tempfile
 import threading
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Iterator
 
 from zyx import settings
 from zyx.errors import CompileError
@@ -81,7 +82,8 @@ def _load_binary(device: "Device", key: str) -> Any | None:
     if binary is not None:  # never hand a truncated binary to the driver: PoCL segfaults on one
         try:
             prg = cl.Program(device.context, [device.cl_device], [binary])
-            prg.build()
+            with _quiet_build_log():
+                prg.build()
         except Exception:  # noqa: BLE001 - a foreign or stale entry is dropped
             prg = None
     if prg is None:
@@ -105,6 +107,18 @@ def _store_binary(prg: Any, key: str) -> None:
         os.replace(tmp, path)
     except Exception:  # noqa: BLE001 - an unwritable cache only costs speed
         pass
+
+
+@contextlib.contextmanager
+def _quiet_build_log() -> Iterator[None]:
+    """Hide the build log of a successful build (e.g. LLVM's AVX ABI notes on PoCL): noise to
+    users; ``ZYX_DEBUG=2`` shows it. A failed build's log travels in the CompileError."""
+    import pyopencl as cl
+
+    with warnings.catch_warnings():
+        if settings.DEBUG < 2:
+            warnings.simplefilter("ignore", cl.CompilerWarning)
+        yield
 
 
 def build_program(device: "Device", source: str, options: str = "", name: str = "") -> Any:
@@ -137,11 +151,7 @@ def _build_from_source(device: "Device", source: str, options: str, name: str) -
 
     prg = cl.Program(device.context, source)
     try:
-        with warnings.catch_warnings():
-            # Build logs of successful builds (e.g. LLVM's AVX ABI notes on PoCL) are noise
-            # to users; ZYX_DEBUG=2 shows them.
-            if settings.DEBUG < 2:
-                warnings.simplefilter("ignore", cl.CompilerWarning)
+        with _quiet_build_log():
             return prg.build(options=options.split() if options else [], cache_dir=False)
     except cl.Error as exc:
         try:
