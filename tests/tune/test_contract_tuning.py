@@ -4,20 +4,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import pytest
-
 import zyx
-from zyx import settings
 from zyx.contracts import tuning as ctuning
-from zyx.tune import TuneStats, TuningDB, tuner
-
-
-@pytest.fixture()
-def tuning(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    monkeypatch.setenv("ZYX_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(settings, "TUNE", 1)
-    monkeypatch.setitem(tuner.BUDGET_S, 1, 2.0)
-    return tmp_path
+from zyx.tune import TuneStats, TuningDB
 
 
 def _entries(path: Path, prefix: str) -> list:
@@ -52,19 +41,8 @@ def test_cumsum_tuned_matches_reference(tuning: Path) -> None:
     assert _entries(tuning, "cumsum")
 
 
-def test_wrong_candidate_never_wins(tuning: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    real = ctuning._read_output
-    calls = {"n": 0}
-
-    def corrupting(buf, nbytes):
-        data = real(buf, nbytes)
-        calls["n"] += 1
-        if calls["n"] > 1:
-            data = data.copy()
-            data[0] ^= 0x1
-        return data
-
-    monkeypatch.setattr(ctuning, "_read_output", corrupting)
+def test_wrong_candidate_never_wins(tuning: Path, corrupt_candidates) -> None:
+    corrupt_candidates(ctuning)
     a = np.random.default_rng(2).standard_normal((64, 64)).astype(np.float32)
     assert np.array_equal(zyx.tensor(a).triu(1).numpy(), np.triu(a, 1))
     (entry,) = _entries(tuning, "triangular")

@@ -10,17 +10,8 @@ import numpy as np
 import pytest
 
 import zyx
-from zyx import settings
-from zyx.tune import TuneStats, TuningDB, tuner
+from zyx.tune import TuneStats, TuningDB
 from zyx.tune import ir as tune_ir
-
-
-@pytest.fixture()
-def tuning(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    monkeypatch.setenv("ZYX_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(settings, "TUNE", 1)
-    monkeypatch.setitem(tuner.BUDGET_S, 1, 2.0)
-    return tmp_path
 
 
 def _matmul(n: int = 48, seed: int = 3) -> tuple[np.ndarray, np.ndarray]:
@@ -66,19 +57,8 @@ def test_new_process_finds_the_result_and_builds_nothing(tuning: Path) -> None:
     assert (searches, builds) == (0, 0) and hits >= 1
 
 
-def test_wrong_candidates_never_win(tuning: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    real_read = tune_ir._read_output
-    calls = {"n": 0}
-
-    def corrupting_read(buf, nbytes):
-        data = real_read(buf, nbytes)
-        calls["n"] += 1
-        if calls["n"] > 1:  # every candidate after the heuristic baseline returns wrong values
-            data = data.copy()
-            data[:4] ^= 0xFF
-        return data
-
-    monkeypatch.setattr(tune_ir, "_read_output", corrupting_read)
+def test_wrong_candidates_never_win(tuning: Path, corrupt_candidates) -> None:
+    corrupt_candidates(tune_ir)
     got, ref = _matmul(40, seed=5)
     np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
     (entry,) = TuningDB(tuning / "tuning.sqlite3").entries()
