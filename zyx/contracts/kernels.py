@@ -13,9 +13,12 @@ arguments, so they never cause a rebuild.
 Tunables (declared per kernel in ``DECLARED``; defaults derived from the device):
 
 ``local_size``    work-group size of the byte kernels
-``per_item``      vectors each work-item handles (grid-stride loop)
+``per_item``      vectors each work-item handles (grid-stride loop); on CPUs, rows for
+                  triangular, tiles for the transposed contiguize
 ``vector_bytes``  target bytes per load/store; the vector width is the largest power of
-                  two <= vector_bytes / itemsize (and <= 16) that divides the contiguous run
+                  two <= vector_bytes / itemsize (and <= 16) that divides the contiguous run;
+                  the tiled transpose of ``contiguize`` (CPUs) uses it for its register
+                  blocks (at least 2 x 2)
 ``scan_local``    cumsum work-group size (a power of two)
 ``scan_items``    cumsum elements per work-item; a scan block is scan_local * scan_items
 ``scan_lanes_min`` cumsum runs one work-item per lane (strategy "lanes") when the scanned
@@ -188,12 +191,48 @@ def contiguize(device: Device, out: Buffer, src: Buffer, view: View, itemsize: i
     tun = tun or tunables(device)
     shape, strides, _ = fold_axes(view.shape, view.strides)
     lo, hi = view.span()
+    index_t = index_type(n, lo, hi + 1)
+    unit = transpose_axis(shape, strides) if device.info.kind != "gpu" else None
+    if unit is not None:
+        tv = max(2, min(16, tun.vector_bytes // itemsize))
+        tv = 1 << (tv.bit_length() - 1)
+        tile = max(tv, TRANSPOSE_TILE_BYTES // itemsize)
+        params = dict(itemsize=itemsize, shape=shape, strides=strides, offset=view.offset, n=n, vw=1,
+                      per_item=tun.per_item, index_t=index_t, tile=tile, unit=unit, tv=tv)
+        outer = math.prod(d for k, d in enumerate(shape) if k not in (unit, len(shape) - 1))
+        n_tiles = outer * -(-shape[unit] // tile) * -(-shape[-1] // tile)
+        return _start(device, "contiguize.cl.mako", "zyx_contiguize", params, n_tiles, tun.per_item,
+                      [out.cl, src.cl], tun)
     run = shape[-1] if strides[-1] == 1 else 1
     vw = vector_width(itemsize, run, tun)
     params = dict(itemsize=itemsize, shape=shape, strides=strides, offset=view.offset, n=n, vw=vw,
-                  per_item=tun.per_item, index_t=index_type(n, lo, hi + 1))
+                  per_item=tun.per_item, index_t=index_t, tile=0, unit=None, tv=1)
     return _start(device, "contiguize.cl.mako", "zyx_contiguize", params, n // vw, tun.per_item,
                   [out.cl, src.cl], tun)
+
+
+#: Tile side of the transposed contiguize in bytes (CPUs; 128 x 128 float32 tiles measured
+#: best of 32..1024 bytes on PoCL / 2-core EPYC: every row visit of either side moves 512 bytes).
+TRANSPOSE_TILE_BYTES = 512
+
+#: Smallest extents of the unit-stride axis and of the last axis for the tiled transpose.
+TRANSPOSE_MIN = 4
+
+
+def transpose_axis(shape: Sequence[int], strides: Sequence[int]) -> Optional[int]:
+    """The innermost axis of unit stride when it is not the last one (a transposed view), else None.
+
+    On CPUs such a view is copied by tiles (``contiguize.cl.mako``, ``tile``): each
+    work-item copies TILE x TILE blocks of (that axis, the last axis) with vector loads
+    along the source's unit stride and vector stores along the output's rows, so both
+    sides move whole cache lines; GPUs keep the elementwise copy.
+    """
+    if len(shape) < 2 or strides[-1] == 1 or shape[-1] < TRANSPOSE_MIN:
+        return None
+    for k in range(len(shape) - 2, -1, -1):
+        if strides[k] == 1:
+            return k if shape[k] >= TRANSPOSE_MIN else None
+    return None
 
 
 def flip_groups(shape: Sequence[int], dims: Sequence[int]) -> tuple[tuple[int, bool], ...]:
@@ -336,6 +375,10 @@ def write_slice_doff(device: Device, dest: Buffer, src: Buffer, shape: Sequence[
                   tun)
 
 
+#: CPUs: whole rows per work-item (copy the kept vectors, store zeros without reading the rest).
+TRIANGULAR_ROWWISE = True
+
+
 @tuned("triangular", DECLARED["triangular"], tunables)
 def triangular(device: Device, out: Buffer, src: Buffer, batch: int, rows: int, cols: int, upper: bool,
                diagonal: int, itemsize: int, tun: Optional[Tunables] = None) -> Any:
@@ -345,11 +388,12 @@ def triangular(device: Device, out: Buffer, src: Buffer, batch: int, rows: int, 
         return None
     tun = tun or tunables(device)
     vw = vector_width(itemsize, cols, tun)
+    rowwise = TRIANGULAR_ROWWISE and device.info.kind != "gpu"
     params = dict(itemsize=itemsize, batch=batch, rows=rows, cols=cols, upper=bool(upper), n=n, vw=vw,
-                  per_item=tun.per_item, index_t=index_type(n))
+                  per_item=tun.per_item, index_t=index_type(n), rowwise=rowwise)
     diag = np.int64(max(min(diagonal, 2**62), -(2**62)))
-    return _start(device, "triangular.cl.mako", "zyx_triangular", params, n // vw, tun.per_item,
-                  [out.cl, src.cl, diag], tun)
+    return _start(device, "triangular.cl.mako", "zyx_triangular", params,
+                  batch * rows if rowwise else n // vw, tun.per_item, [out.cl, src.cl, diag], tun)
 
 
 @tuned("masked_fill", DECLARED["masked_fill"], tunables)
