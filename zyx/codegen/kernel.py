@@ -258,32 +258,28 @@ def _combine_lines(op: str, x: str, part: str, ct: str, split: int, arg: bool) -
         lines += [f"        const long zyx_p = {part}[zyx_lid + zyx_j];",
                   f"        if (zyx_y {cmp} {x}_v || ({nan} && !{xnan}) || "
                   f"((zyx_y == {x}_v || ({nan} && {xnan})) && zyx_p < {x})) {{ {x}_v = zyx_y; {x} = zyx_p; }}"]
-    elif op == "sum":
-        lines.append(f"        {x} += zyx_y;")
-    elif op == "prod":
-        lines.append(f"        {x} *= zyx_y;")
     else:
-        cmp = ">" if op == "max" else "<"
-        if ct.startswith(("float", "double")):
-            lines.append(f"        {x} = (zyx_y {cmp} {x} || (zyx_y != zyx_y)) ? zyx_y : {x};")
-        else:
-            lines.append(f"        {x} = {'max' if op == 'max' else 'min'}({x}, zyx_y);")
+        lines.append("        " + _fold(op, x, "zyx_y", ct.startswith(("float", "double"))))
     return lines + ["    }", "}"]
+
+
+def _fold(op: str, target: str, value: str, is_float: bool) -> str:
+    """One statement folding ``value`` into ``target`` for a sum/prod/max/min reduce
+    (float max/min: NaN wins, as in PyTorch)."""
+    if op == "sum":
+        return f"{target} += {value};"
+    if op == "prod":
+        return f"{target} *= {value};"
+    if is_float:
+        cmp = ">" if op == "max" else "<"
+        return f"{target} = ({value} {cmp} {target} || ({value} != {value})) ? {value} : {target};"
+    return f"{target} = {op}({target}, {value});"
 
 
 def _hreduce_lines(op: str, name: str, acc: str, w: int, d: DType) -> list[str]:
     """Combine the lanes of ``acc`` into ``name`` in lane order (the same bits every run)."""
-    lines = []
-    for j in range(1, w):
-        x = f"{acc}.s{_LANES[j]}"
-        if op == "sum":
-            lines.append(f"{name} += {x};")
-        elif op == "prod":
-            lines.append(f"{name} *= {x};")
-        else:
-            cmp = ">" if op == "max" else "<"
-            lines.append(f"{name} = ({x} {cmp} {name} || ({x} != {x})) ? {x} : {name};")
-    return lines
+    return [_fold(op, name, f"{acc}.s{_LANES[j]}", d.is_float or ctype(d) in ("float", "double"))
+            for j in range(1, w)]
 
 
 def statements(prog: Program, k: Kernel) -> tuple[tuple, ...]:

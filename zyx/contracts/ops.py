@@ -293,6 +293,17 @@ def _source_for(name: str, contract: Contract, dest: Tensor, source: Any) -> Ten
     return _dense(contract, src)
 
 
+
+def _prepare_write(name: str, dest: Any, source: Any, params: dict[str, Any]) -> tuple[Tensor, dict[str, Any], Tensor]:
+    """The shared first steps of the in-place writers: check the operands against contract
+    ``name`` (nothing written yet), then give a dense source that does not alias ``dest``."""
+    dest = _tensor(dest, name, "dest")
+    source = _tensor(source, name, "source")
+    c = get(name)
+    checked = validate(c, [operand(source)], {"dest_shape": dest.shape, **params, "dest_dtype": dest.dtype})
+    _check_dest(c.name, dest)
+    return dest, checked, _source_for(c.name, c, dest, source)
+
 def _box_base(dest: Tensor, starts: Sequence[int]) -> int:
     v = dest._view
     return v.offset + sum(s * st for s, st in zip(starts, v.strides))
@@ -301,13 +312,7 @@ def _box_base(dest: Tensor, starts: Sequence[int]) -> int:
 @_locked
 def write_slice(dest: Tensor, source: Tensor, ranges: Sequence[Sequence[int]]) -> Tensor:
     """Copy ``source`` into the half-open box ``ranges`` of ``dest``, in place; returns ``dest``."""
-    dest = _tensor(dest, "write_slice", "dest")
-    source = _tensor(source, "write_slice", "source")
-    c = get("write_slice")
-    params = validate(c, [operand(source)], {"dest_shape": dest.shape, "ranges": ranges,
-                                             "dest_dtype": dest.dtype})
-    _check_dest(c.name, dest)
-    src = _source_for(c.name, c, dest, source)
+    dest, params, src = _prepare_write("write_slice", dest, source, {"ranges": ranges})
     starts = [r[0] for r in params["ranges"]]
     kernels.write_slice(dest.device, dest._buf, _rd(src), src.shape, dest._view.strides,
                         _box_base(dest, starts), dest.dtype.itemsize)
@@ -321,13 +326,8 @@ def write_slice_rotating(dest: Tensor, source: Tensor, axis: int, position: Any,
 
     ``position`` is an int or a one-element uint32/int32 tensor read when the kernel runs.
     """
-    dest = _tensor(dest, "write_slice_rotating", "dest")
-    source = _tensor(source, "write_slice_rotating", "source")
-    c = get("write_slice_rotating")
-    params = validate(c, [operand(source)], {"dest_shape": dest.shape, "axis": axis, "modulus": modulus,
-                                             "position": position, "dest_dtype": dest.dtype})
-    _check_dest(c.name, dest)
-    src = _source_for(c.name, c, dest, source)
+    dest, params, src = _prepare_write("write_slice_rotating", dest, source,
+                                       {"axis": axis, "modulus": modulus, "position": position})
     pos = params["position"]
     if isinstance(pos, Tensor):
         pos = _on(pos.realize(), dest.device)
@@ -348,20 +348,15 @@ def write_slice_doff(dest: Tensor, source: Tensor, axis: int, offset: Tensor,
     Off ``axis`` the box is ``ranges`` (default: all of dest). An offset out of range writes
     nothing and raises ``ContractError`` at the latest when values are next read.
     """
-    dest = _tensor(dest, "write_slice_doff", "dest")
-    source = _tensor(source, "write_slice_doff", "source")
-    c = get("write_slice_doff")
-    params = validate(c, [operand(source)], {"dest_shape": dest.shape, "axis": axis, "offset": offset,
-                                             "ranges": ranges, "dest_dtype": dest.dtype})
-    _check_dest(c.name, dest)
-    src = _source_for(c.name, c, dest, source)
+    dest, params, src = _prepare_write("write_slice_doff", dest, source,
+                                       {"axis": axis, "offset": offset, "ranges": ranges})
     if src.numel() == 0:
         return dest
     ax = params["axis"]
     off = _on(params["offset"].realize(), dest.device)
     width, extent = src.shape[ax], dest.shape[ax]
     starts = [0 if k == ax else r[0] for k, r in enumerate(params["ranges"])]
-    flags = errorflag.reserve(dest.device, f"{c.name}: offset = {{offset}} (read on the device) is out of range "
+    flags = errorflag.reserve(dest.device, f"write_slice_doff: offset = {{offset}} (read on the device) is out of range "
                                            f"on axis {ax}: expected 0 <= offset <= dest_shape[{ax}] - width = "
                                            f"{extent} - {width} = {extent - width}; nothing was written")
     kernels.write_slice_doff(dest.device, dest._buf, _rd(src), src.shape, dest._view.strides, ax,
