@@ -65,9 +65,10 @@ def literal(value: Any, d: DType) -> str:
     return f"(({ct}){v})" if d.itemsize < 4 else str(v)
 
 
-def _float_expr(op: str, a: str, b: str | None, ct: str) -> str:
+def _float_expr(op: str, a: str, b: str | None, ct: str, vt: str | None = None) -> str:
     # NaN tests are written ``x != x``: PoCL calls (never inlines) its isnan(), with spills around each call
     one = "1.0f" if ct == "float" else "1.0"
+    exp = f"zyx_exp_{vt or ct}" if ct == "float" else "exp"  # float32: templates/common/math.mako
     half = "0.5f" if ct == "float" else "0.5"
     f = "f" if ct == "float" else ""
     table = {
@@ -75,10 +76,10 @@ def _float_expr(op: str, a: str, b: str | None, ct: str) -> str:
         "floordiv": f"floor({a} / {b})", "mod": f"zyx_fmod_py{'' if ct == 'float' else '_d'}({a}, {b})", "pow": f"pow({a}, {b})",
         "maximum": f"(({a} > {b} || ({a} != {a})) ? {a} : {b})",
         "minimum": f"(({a} < {b} || ({a} != {a})) ? {a} : {b})",
-        "neg": f"-{a}", "abs": f"fabs({a})", "exp": f"exp({a})", "exp2": f"exp2({a})", "log": f"log({a})",
+        "neg": f"-{a}", "abs": f"fabs({a})", "exp": f"{exp}({a})", "exp2": f"exp2({a})", "log": f"log({a})",
         "log2": f"log2({a})", "sqrt": f"sqrt({a})", "rsqrt": f"{one} / sqrt({a})", "sin": f"sin({a})",
         "cos": f"cos({a})", "tan": f"tan({a})", "tanh": f"tanh({a})", "erf": f"erf({a})",
-        "sigmoid": f"{one} / ({one} + exp(-{a}))", "silu": f"{a} / ({one} + exp(-{a}))",
+        "sigmoid": f"{one} / ({one} + {exp}(-{a}))", "silu": f"{a} / ({one} + {exp}(-{a}))",
         "relu": f"(({a} > 0 || ({a} != {a})) ? {a} : 0)",
         "gelu": f"{half} * {a} * ({one} + erf({a} * 0.7071067811865476{f}))",
         "gelu_tanh": f"{half} * {a} * ({one} + tanh(0.7978845608028654{f} * ({a} + 0.044715{f} * {a} * {a} * {a})))",
@@ -189,7 +190,7 @@ def _vector_alu(op: str, ct: str, vt: str, names: list[str]) -> str:
     b = names[1] if len(names) > 1 else None
     if op == "relu":  # a vector ?: (not select(): PoCL compiles it faster) needs vector operands
         return f"(({a} > ({vt})(0) || ({a} != {a})) ? {a} : ({vt})(0))"
-    return _float_expr(op, a, b, ct)
+    return _float_expr(op, a, b, ct, vt)
 
 
 def _lanes(node: sym.Node, w: int) -> list[sym.Node]:
@@ -457,7 +458,7 @@ def source(k: Kernel, opts: Opts) -> tuple[str, str, Program]:
     vec_types = tuple(sorted({(vt, 8 if vt.startswith("double") else 4) for st in stmts
                               for vt in re.findall(r"zyx_(\w+?)_u \*", str(st))}))
     src = render("kernel.cl.mako", name=name, header=header, bufs=bufs, dtypes=all_dtypes, index_t=prog.index_t,
-                 vec_types=vec_types,
+                 vec_types=vec_types, exp_types=sorted(set(re.findall(r"zyx_exp_(float\d*)\(", str(stmts)))),
                  items=prog.global_items, split=prog.split, stmts=stmts, uses_ipow=any("zyx_ipow" in str(s) for s in stmts),
                  err_flag=ERR_FLAG if any(ERR_FLAG in str(s) for s in stmts) else None, fp32=dtypes.float32)
     return name, src, prog

@@ -1,0 +1,54 @@
+"""zyx's float32 exp (templates/common/math.mako) against a float64 reference."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import zyx
+
+SPECIAL = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-30, -1e-30, 88.72, 88.73, 89.5, -87.33, -87.4,
+                    -100.0, -103.9, -104.5, -150.0, 1.0, -1.0, 0.5], np.float32)
+
+
+def _ulp_error(got: np.ndarray, x: np.ndarray) -> np.ndarray:
+    ref = np.exp(x.astype(np.float64))
+    with np.errstate(over="ignore", invalid="ignore"):
+        unit = np.maximum(np.spacing(np.abs(ref.astype(np.float32))), np.float32(2.0**-149)).astype(np.float64)
+        err = np.abs(got.astype(np.float64) - ref) / unit
+    with np.errstate(over="ignore"):
+        rounded = ref.astype(np.float32)  # inf where the true value rounds past float32's largest
+    err[(got == rounded) | (np.isnan(got) & np.isnan(ref))] = 0.0
+    return err
+
+
+def _inputs() -> np.ndarray:
+    sweep = np.linspace(-110.0, 95.0, 200_003, dtype=np.float32)  # odd length: vector tails too
+    normal = np.random.default_rng(7).standard_normal(50_001).astype(np.float32) * 10
+    return np.concatenate([SPECIAL, sweep, normal])
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "strided"])
+def test_exp_within_one_ulp(layout: str) -> None:
+    x = _inputs()
+    if layout == "strided":  # every other element of a twice-as-long tensor: scalar loads
+        wide = np.zeros(2 * x.size, np.float32)
+        wide[::2] = x
+        got = zyx.tensor(wide)[::2].exp().numpy()
+    else:
+        got = zyx.tensor(x).exp().numpy()
+    err = _ulp_error(got, x)
+    assert err.max() <= 1.01, f"exp error {err.max():.3f} ulp at x = {x[err.argmax()]!r}"
+    assert np.array_equal(np.isnan(got), np.isnan(x))
+    special = got[: SPECIAL.size]
+    assert special[1] == np.inf and special[2] == 0.0 and special[3] == 1.0
+    assert 0.0 < special[12] < 1e-38  # exp(-100) is a denormal, not flushed to zero
+
+
+def test_sigmoid_and_silu_use_it_consistently() -> None:
+    x = _inputs()[np.isfinite(_inputs())]
+    z = zyx.tensor(x)
+    with np.errstate(over="ignore"):
+        ref = 1.0 / (1.0 + np.exp(-x.astype(np.float64)))
+    # below x = -88.7, exp(-x) overflows and 1 / (1 + inf) = 0, as in PyTorch
+    np.testing.assert_allclose(z.sigmoid().numpy(), ref, rtol=3e-7, atol=3e-38)
+    np.testing.assert_allclose(z.silu().numpy(), x * ref, rtol=3e-7, atol=4e-36)
