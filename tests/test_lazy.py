@@ -202,14 +202,24 @@ def _second_device():
     return d0, Device(d0.cl_device, d0.platform_index, d0.device_index)
 
 
+def _on_default(device, make):
+    """``make()`` run with ``device`` as the default device: tensors there, not pinned."""
+    before = zyx.default_device()
+    zyx.set_default_device(device)
+    try:
+        return make()
+    finally:
+        zyx.set_default_device(before)
+
+
 def test_mixed_devices_run_where_most_input_bytes_are():
     d0, d1 = _second_device()
     assert d1 is not d0 and d1.context is not d0.context
     an = np.arange(6, dtype=np.float32)
     bign = np.arange(24, dtype=np.float32).reshape(4, 6)
-    a = zyx.tensor(an, device=d0)
-    b = zyx.tensor(an * 10, device=d1)
-    big = zyx.tensor(bign, device=d1)
+    a = zyx.tensor(an)
+    b, big = _on_default(d1, lambda: (zyx.tensor(an * 10), zyx.tensor(bign)))
+    assert b.device is d1 and not (a.pinned or b.pinned or big.pinned)
     c = a + b  # equal bytes: the first operand's device
     assert c.device is d0
     np.testing.assert_array_equal(c.numpy(), an * 11)
@@ -225,6 +235,36 @@ def test_mixed_devices_run_where_most_input_bytes_are():
     h = (a.sum() + b.sum()) * 2  # a stored reduce on d0 copied over
     np.testing.assert_allclose(h.item(), (an.sum() + an.sum() * 10) * 2)
     assert zyx.memory_stats(d1)["live_buffers"] >= 2
+
+
+def test_a_pinned_device_wins_over_input_bytes():
+    d0, d1 = _second_device()
+    an = np.arange(6, dtype=np.float32)
+    bign = np.arange(24, dtype=np.float32).reshape(4, 6)
+    big = zyx.tensor(bign).to(d1)  # moved there: pinned to d1
+    assert big.pinned and big.device is d1
+    small = zyx.tensor(an)  # default device, not named: not pinned
+    assert not small.pinned
+    assert (small * big).device is d1
+    named = zyx.tensor(an, device=d0)  # the device named: pinned to d0
+    assert named.pinned
+    e = named * big  # both pinned: the first pinned operand's device, though d1 holds more bytes
+    assert e.device is d0 and e.pinned
+    np.testing.assert_array_equal(e.numpy(), an * bign)
+    derived = (named.exp() + 1).sum(0, keepdim=True)[None]  # computed from a pinned tensor: pinned
+    assert derived.pinned and not (small + 1).pinned
+    f = derived * _on_default(d1, lambda: zyx.tensor(bign))  # the derived pinned operand decides
+    assert f.device is d0
+    g = zyx.zeros_like(named) + big  # *_like keeps the pin of its model
+    assert g.device is d0
+    assert zyx.zeros(3, device=d1).pinned and zyx.randn(3, device=d1).pinned and not zyx.zeros(3).pinned
+    w = zyx.tensor(an).realize()
+    w[1:3] = 5.0  # an in-place write keeps the tensor's pin state
+    assert not w.pinned
+    v = zyx.tensor(an, device=d0)
+    v[1:3] = 5.0
+    assert v.pinned
+    np.testing.assert_array_equal(f.numpy(), (np.exp(an) + 1).sum(0, keepdims=True)[None] * bign)
 
 
 def test_mixed_devices_prefer_a_device_with_room(monkeypatch):

@@ -50,6 +50,13 @@ def _host_array(data: Any, keep_python_precision: bool = False) -> np.ndarray:
     return arr
 
 
+def _pinned_if(t: Tensor, explicit: bool) -> Tensor:
+    """``t``, pinned to its device when the caller named that device (see ``Tensor.pinned``)."""
+    if explicit:
+        t._data.pinned = True
+    return t
+
+
 def host_cast(arr: np.ndarray, dtype: DType) -> np.ndarray:
     """``arr`` converted to ``dtype`` on the host as a device cast would (and PyTorch does):
     float64 goes to 16/8-bit floats through float32, so there is one rounding rule."""
@@ -77,14 +84,14 @@ def tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
     """A tensor holding a copy of ``data`` (a scalar, nested lists or a NumPy array)."""
     dev = resolve(device)
     dt = None if dtype is None else to_dtype(dtype)
-    return from_host(_host_array(data, keep_python_precision=dt is not None), dt, dev)
+    return _pinned_if(from_host(_host_array(data, keep_python_precision=dt is not None), dt, dev), device is not None)
 
 
 def from_numpy(array: np.ndarray, device: Any = None) -> Tensor:
     """A tensor holding a copy of a NumPy array, its dtype kept."""
     if not isinstance(array, np.ndarray):
         raise DTypeError(f"from_numpy expects a numpy.ndarray, got {type(array).__name__}")
-    return from_host(array, None, resolve(device))
+    return _pinned_if(from_host(array, None, resolve(device)), device is not None)
 
 
 def _value_bits(value: Any, dtype: DType) -> np.ndarray:
@@ -112,7 +119,7 @@ def full(shape: Any, fill_value: Any, dtype: Any = None, device: Any = None) -> 
     dev.check_dtype(dt)
     n = math.prod(shape)
     buf = basic_kernels.fill(dev, dt, n, _value_bits(fill_value, dt))
-    return Tensor(buf, View.contiguous(shape), dt, dev)
+    return _pinned_if(Tensor(buf, View.contiguous(shape), dt, dev), device is not None)
 
 
 def zeros(*shape: Any, dtype: Any = None, device: Any = None) -> Tensor:
@@ -127,17 +134,17 @@ def ones(*shape: Any, dtype: Any = None, device: Any = None) -> Tensor:
 
 def zeros_like(x: Tensor, dtype: Any = None, device: Any = None) -> Tensor:
     """Zeros with the shape (and by default dtype and device) of ``x``."""
-    return full(x.shape, 0, dtype or x.dtype, device or x.device)
+    return _pinned_if(full(x.shape, 0, dtype or x.dtype, device or x.device), x.pinned)
 
 
 def ones_like(x: Tensor, dtype: Any = None, device: Any = None) -> Tensor:
     """Ones with the shape (and by default dtype and device) of ``x``."""
-    return full(x.shape, 1, dtype or x.dtype, device or x.device)
+    return _pinned_if(full(x.shape, 1, dtype or x.dtype, device or x.device), x.pinned)
 
 
 def full_like(x: Tensor, fill_value: Any, dtype: Any = None, device: Any = None) -> Tensor:
     """``fill_value`` everywhere, with the shape (and by default dtype and device) of ``x``."""
-    return full(x.shape, fill_value, dtype or x.dtype, device or x.device)
+    return _pinned_if(full(x.shape, fill_value, dtype or x.dtype, device or x.device), x.pinned)
 
 
 def arange(start: Any, stop: Any = None, step: Any = 1, dtype: Any = None, device: Any = None) -> Tensor:
@@ -152,7 +159,7 @@ def arange(start: Any, stop: Any = None, step: Any = 1, dtype: Any = None, devic
     dt = to_dtype(dtype)
     length = max(math.ceil((stop - start) / step), 0)
     values = start + np.arange(length, dtype=np.float64 if dt.is_float else np.int64) * step
-    return from_host(np.asarray(values), dt, resolve(device))
+    return _pinned_if(from_host(np.asarray(values), dt, resolve(device)), device is not None)
 
 
 def linspace(start: float, end: float, steps: int, dtype: Any = None, device: Any = None) -> Tensor:
@@ -160,7 +167,8 @@ def linspace(start: float, end: float, steps: int, dtype: Any = None, device: An
     if steps < 0:
         raise ShapeError(f"linspace: number of steps must be non-negative, got {steps}")
     dt = dtypes.float32 if dtype is None else to_dtype(dtype)
-    return from_host(np.linspace(start, end, steps, dtype=np.float64), dt, resolve(device))
+    return _pinned_if(from_host(np.linspace(start, end, steps, dtype=np.float64), dt, resolve(device)),
+                      device is not None)
 
 
 def eye(n: int, m: int | None = None, dtype: Any = None, device: Any = None) -> Tensor:
@@ -169,7 +177,7 @@ def eye(n: int, m: int | None = None, dtype: Any = None, device: Any = None) -> 
     if n < 0 or m < 0:
         raise ShapeError(f"eye: sizes must be non-negative, got n={n}, m={m}")
     dt = dtypes.float32 if dtype is None else to_dtype(dtype)
-    return from_host(np.eye(n, m, dtype=np.float64), dt, resolve(device))
+    return _pinned_if(from_host(np.eye(n, m, dtype=np.float64), dt, resolve(device)), device is not None)
 
 
 # ----------------------------------------------------------------- random numbers
@@ -210,7 +218,7 @@ def _random(shape: tuple[int, ...], dtype: DType, device: Any, distribution: str
     n = math.prod(shape)
     seed, counter = _generator.take(n)
     buf = basic_kernels.random_bits(dev, dtype, n, distribution, seed, counter, low, high)
-    return Tensor(buf, View.contiguous(shape), dtype, dev)
+    return _pinned_if(Tensor(buf, View.contiguous(shape), dtype, dev), device is not None)
 
 
 def _float_dtype(dtype: Any, fn: str) -> DType:

@@ -69,7 +69,7 @@ class LazyNode:
     """A value: a realized buffer or a pending op (see the module docstring)."""
 
     __slots__ = ("op", "arg", "srcs", "dtype", "shape", "device", "buffer", "readers", "cost", "has_reduce",
-                 "__weakref__")
+                 "pinned", "__weakref__")
 
     def __init__(self, op: str, arg: Any, srcs: tuple[Src, ...], dtype: DType, shape: tuple[int, ...],
                  device: Any, buffer: Buffer | None = None) -> None:
@@ -83,10 +83,13 @@ class LazyNode:
         self.readers: list[weakref.ref] | None = None  # weak refs to pending nodes reading this one
         cost = 1 if op == "alu" else 0
         has_reduce = op == "reduce"
+        pinned = False  # computed from a pinned value: kernels using it stay on its device
         for s in srcs:
             b = s.base
             if b is None:
                 continue
+            if b.pinned:
+                pinned = True
             buf = b.buffer
             if buf is not None:
                 _register_reader(buf, self)
@@ -106,6 +109,7 @@ class LazyNode:
                             readers[:] = live
         self.cost = cost
         self.has_reduce = has_reduce
+        self.pinned = pinned
 
     @property
     def realized(self) -> bool:
@@ -175,7 +179,8 @@ def choose_device(inputs: list[tuple[Any, int]], out_bytes: int) -> Any:
     """The device a kernel runs on, given its ``(device, bytes read)`` inputs (DESIGN.md).
 
     The device holding most of the input bytes that has room for the output (ties: the
-    first operand's); inputs elsewhere are copied over when the kernel is built.
+    first operand's); inputs elsewhere are copied over when the kernel is built. (A pinned
+    operand overrides this before it is called: ``ops_elementwise._device_of``.)
     """
     held: dict[Any, int] = {}
     for dev, nbytes in inputs:

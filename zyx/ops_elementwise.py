@@ -105,12 +105,16 @@ def _scalar_value(v: Any, d: DType) -> Any:
 
 
 def _device_of(*xs: Any, out_bytes: int = 0):
-    """The device of a kernel on ``xs``: theirs, or for mixed devices ``lazy.choose_device``."""
+    """The device of a kernel on ``xs``: theirs; for mixed devices the first pinned operand's
+    (``Tensor.pinned``), else ``lazy.choose_device``."""
     Tensor = _tensor_cls()
     ts = [x for x in xs if isinstance(x, Tensor)]
     first = ts[0].device
     if all(t.device is first for t in ts):
         return first
+    for t in ts:
+        if t._data.pinned:
+            return t.device
     # bytes an operand brings: its elements without broadcast repeats
     held = [(t.device, math.prod(d for d, st in zip(t.shape, t._view.strides) if st) * t.dtype.itemsize)
             for t in ts]

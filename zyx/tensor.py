@@ -61,7 +61,9 @@ class Tensor:
 
     @_buf.setter
     def _buf(self, buf: Buffer) -> None:
+        pinned = self._data.pinned
         self._data = lazy.from_buffer(buf, self._dtype, self._device)
+        self._data.pinned = pinned
 
     def _realized(self) -> Buffer:
         """The realized buffer for reading (pending readers of it keep fusing)."""
@@ -178,7 +180,8 @@ class Tensor:
 
     # -- conversion and copies --------------------------------------------------
     def to(self, target: Any) -> "Tensor":
-        """A copy on another device, or with another dtype (``self`` if nothing changes)."""
+        """A copy on another device (pinned there, see ``pinned``), or with another dtype (``self`` if
+        nothing changes)."""
         if isinstance(target, Device) or (isinstance(target, str) and target.lower().startswith("opencl:")):
             return self._to_device(resolve(target))
         try:
@@ -191,10 +194,24 @@ class Tensor:
 
     def _to_device(self, device: Device) -> "Tensor":
         if device is self._device:
+            self._data.pinned = True
             return self
         device.check_dtype(self._dtype)
         host = self._host_bytes()
-        return Tensor(transfer.upload(device, host), View.contiguous(self.shape), self._dtype, device)
+        moved = Tensor(transfer.upload(device, host), View.contiguous(self.shape), self._dtype, device)
+        moved._data.pinned = True
+        return moved
+
+    @property
+    def pinned(self) -> bool:
+        """Whether kernels using this tensor run on its device, whatever their other operands.
+
+        A tensor is pinned when its device was named (``device=`` at creation, ``.to(device)``)
+        or when it was computed from a pinned tensor. A kernel with operands on several devices
+        runs on its first pinned operand's device; with none pinned, on the device holding most
+        of its input bytes. Either way the other inputs are copied over.
+        """
+        return self._data.pinned
 
     def cast(self, dtype: Any) -> "Tensor":
         """This tensor converted to ``dtype`` (PyTorch conversion semantics; README lists edge cases)."""
