@@ -27,7 +27,7 @@ def _work(x: Any):
 
 
 def softmax(x: Any, dim: int = -1):
-    """``exp(x - max) / sum(exp(x - max))`` along ``dim``."""
+    """``exp(x - max) * (1 / sum(exp(x - max)))`` along ``dim`` (one reciprocal per row, as PyTorch does)."""
     w, out_dt = _work(x)
     if w.ndim == 0:
         return (w - w + 1.0).cast(out_dt)
@@ -35,7 +35,7 @@ def softmax(x: Any, dim: int = -1):
     m = R.reduce(w, "max", d, keepdim=True)
     e = unary("exp", w - m)
     s = R.reduce(e, "sum", d, keepdim=True)
-    out = e / s
+    out = e * unary("reciprocal", s)
     return out if out.dtype is out_dt else out.cast(out_dt)
 
 
