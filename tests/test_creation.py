@@ -169,8 +169,7 @@ def test_like_functions(device: zyx.Device) -> None:
 # ------------------------------------------------------------------ ranges
 
 @pytest.mark.parametrize("args,dtype", [
-    ((5,), zyx.int64), ((1, 10, 3), zyx.int64), ((10, 0, -3), zyx.int64), ((5, 0), zyx.int64),
-    ((-5,), zyx.int64), ((2, 2), zyx.int64), ((0, 1, 0.1), zyx.float32), ((1.5,), zyx.float32),
+    ((5,), zyx.int64), ((1, 10, 3), zyx.int64), ((10, 0, -3), zyx.int64), ((2, 2), zyx.int64), ((0, 1, 0.1), zyx.float32), ((1.5,), zyx.float32),
     ((-1.0, 1.0, 0.25), zyx.float32), ((3, -2.5, -0.5), zyx.float32), ((0.0,), zyx.float32),
 ])
 def test_arange(device: zyx.Device, args, dtype) -> None:
@@ -198,6 +197,18 @@ def test_arange_with_dtype(device: zyx.Device) -> None:
 def test_arange_zero_step(device: zyx.Device) -> None:
     with pytest.raises(zyx.ShapeError, match="step"):
         zyx.arange(0, 5, 0, device=device)
+
+
+@pytest.mark.parametrize("args", [(5, 0), (-5,), (0, 3, -1), (1.5, -1.0)])
+def test_arange_step_sign_inconsistent_with_bounds(device: zyx.Device, args) -> None:
+    with pytest.raises(zyx.ShapeError, match="inconsistent with the sign of step"):  # as PyTorch raises
+        zyx.arange(*args, device=device)
+
+
+def test_to_an_unknown_name_says_dtype_or_device(device: zyx.Device) -> None:
+    x = zyx.zeros(2, device=device)
+    with pytest.raises(zyx.DTypeError, match="neither a zyx dtype name nor a device"):
+        x.to("float128")
 
 
 @pytest.mark.parametrize("start,end,steps", [(0, 1, 5), (-1, 1, 7), (2, 2, 3), (0, 1, 0), (3, 9, 1), (1, -1, 4)])

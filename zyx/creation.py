@@ -153,6 +153,8 @@ def arange(start: Any, stop: Any = None, step: Any = 1, dtype: Any = None, devic
         start, stop = 0, start
     if step == 0:
         raise ShapeError("arange: step must be non-zero")
+    if (stop - start) * step < 0:
+        raise ShapeError(f"arange: start={start} and stop={stop} are inconsistent with the sign of step={step}")
     args = (start, stop, step)
     if dtype is None:
         dtype = dtypes.float32 if any(isinstance(a, (float, np.floating)) for a in args) else dtypes.int64

@@ -19,7 +19,7 @@ from zyx.backend.device import Device, resolve
 from zyx.backend.pool import Buffer
 from zyx.codegen import basic_kernels
 from zyx.dtype import DType, to_dtype
-from zyx.errors import DTypeError, IndexOutOfRange, ShapeError
+from zyx.errors import DeviceError, DTypeError, IndexOutOfRange, ShapeError
 from zyx.ir.view import View, normalize_dim
 
 
@@ -187,9 +187,14 @@ class Tensor:
         try:
             dt = to_dtype(target)
         except DTypeError:
-            if isinstance(target, str):
-                return self._to_device(resolve(target))
-            raise
+            if not isinstance(target, str):
+                raise
+            try:
+                device = resolve(target)
+            except DeviceError:
+                raise DTypeError(f"to({target!r}): neither a zyx dtype name nor a device; expected a dtype "
+                                 f"(e.g. 'float32') or a device ('opencl:P:D' or a name substring)") from None
+            return self._to_device(device)
         return self.cast(dt)
 
     def _to_device(self, device: Device) -> "Tensor":
