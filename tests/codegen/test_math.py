@@ -1,5 +1,7 @@
-"""zyx's float32 exp (templates/common/math.mako) against a float64 reference."""
+"""zyx's float32 exp and erf (templates/common/math.mako) against float64 references."""
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import pytest
@@ -10,8 +12,8 @@ SPECIAL = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-30, -1e-30, 88.72, 88
                     -100.0, -103.9, -104.5, -150.0, 1.0, -1.0, 0.5], np.float32)
 
 
-def _ulp_error(got: np.ndarray, x: np.ndarray) -> np.ndarray:
-    ref = np.exp(x.astype(np.float64))
+def _ulp_error(got: np.ndarray, x: np.ndarray, fn=np.exp) -> np.ndarray:
+    ref = fn(x.astype(np.float64))
     with np.errstate(over="ignore", invalid="ignore"):
         unit = np.maximum(np.spacing(np.abs(ref.astype(np.float32))), np.float32(2.0**-149)).astype(np.float64)
         err = np.abs(got.astype(np.float64) - ref) / unit
@@ -52,3 +54,27 @@ def test_sigmoid_and_silu_use_it_consistently() -> None:
     # below x = -88.7, exp(-x) overflows and 1 / (1 + inf) = 0, as in PyTorch
     np.testing.assert_allclose(z.sigmoid().numpy(), ref, rtol=3e-7, atol=3e-38)
     np.testing.assert_allclose(z.silu().numpy(), x * ref, rtol=3e-7, atol=4e-36)
+
+
+ERF_SPECIAL = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-30, -1e-38, 0.99999994, 1.0, -1.0, 3.9, 4.0, -4.5],
+                       np.float32)
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "strided"])
+def test_erf_within_one_and_a_quarter_ulp(layout: str) -> None:
+    sweep = np.linspace(-6.0, 6.0, 120_007, dtype=np.float32)
+    x = np.concatenate([ERF_SPECIAL, sweep])
+    z = zyx.tensor(np.repeat(x, 2))[::2] if layout == "strided" else zyx.tensor(x)
+    got = z.erf().numpy()
+    err = _ulp_error(got, x, np.vectorize(math.erf, otypes=[np.float64]))
+    assert err.max() <= 1.25, f"erf error {err.max():.3f} ulp at x = {x[err.argmax()]!r}"
+    assert np.isnan(got[0]) and got[1] == 1.0 and got[2] == -1.0 and got[11] == 1.0 and got[12] == -1.0
+    assert np.signbit(got[4]) and got[5] > 0
+    np.testing.assert_array_equal(got[ERF_SPECIAL.size:][::-1], -got[ERF_SPECIAL.size:])  # odd
+
+
+def test_gelu_uses_the_same_erf() -> None:
+    x = np.linspace(-8.0, 8.0, 10_001, dtype=np.float32)
+    ref = 0.5 * x.astype(np.float64) * (1 + np.vectorize(math.erf)(x.astype(np.float64) / math.sqrt(2)))
+    # far left, 1 + erf(x) cancels (as in PyTorch's float32 gelu): absolute error about |x| * 2^-24
+    np.testing.assert_allclose(zyx.tensor(x).gelu().numpy(), ref, rtol=4e-7, atol=5e-7)

@@ -68,7 +68,7 @@ def literal(value: Any, d: DType) -> str:
 def _float_expr(op: str, a: str, b: str | None, ct: str, vt: str | None = None) -> str:
     # NaN tests are written ``x != x``: PoCL calls (never inlines) its isnan(), with spills around each call
     one = "1.0f" if ct == "float" else "1.0"
-    exp = f"zyx_exp_{vt or ct}" if ct == "float" else "exp"  # float32: templates/common/math.mako
+    exp, erf = (f"zyx_exp_{vt or ct}", f"zyx_erf_{vt or ct}") if ct == "float" else ("exp", "erf")  # math.mako
     half = "0.5f" if ct == "float" else "0.5"
     f = "f" if ct == "float" else ""
     table = {
@@ -78,10 +78,10 @@ def _float_expr(op: str, a: str, b: str | None, ct: str, vt: str | None = None) 
         "minimum": f"(({a} < {b} || ({a} != {a})) ? {a} : {b})",
         "neg": f"-{a}", "abs": f"fabs({a})", "exp": f"{exp}({a})", "exp2": f"exp2({a})", "log": f"log({a})",
         "log2": f"log2({a})", "sqrt": f"sqrt({a})", "rsqrt": f"{one} / sqrt({a})", "sin": f"sin({a})",
-        "cos": f"cos({a})", "tan": f"tan({a})", "tanh": f"tanh({a})", "erf": f"erf({a})",
+        "cos": f"cos({a})", "tan": f"tan({a})", "tanh": f"tanh({a})", "erf": f"{erf}({a})",
         "sigmoid": f"{one} / ({one} + {exp}(-{a}))", "silu": f"{a} / ({one} + {exp}(-{a}))",
         "relu": f"(({a} > 0 || ({a} != {a})) ? {a} : 0)",
-        "gelu": f"{half} * {a} * ({one} + erf({a} * 0.7071067811865476{f}))",
+        "gelu": f"{half} * {a} * ({one} + {erf}({a} * 0.7071067811865476{f}))",
         "gelu_tanh": f"{half} * {a} * ({one} + tanh(0.7978845608028654{f} * ({a} + 0.044715{f} * {a} * {a} * {a})))",
         "reciprocal": f"{one} / {a}", "floor": f"floor({a})", "ceil": f"ceil({a})", "round": f"rint({a})",
         "trunc": f"trunc({a})", "sign": f"({a} > 0 ? {one} : ({a} < 0 ? -{one} : 0))", "square": f"{a} * {a}",
@@ -418,6 +418,8 @@ def statements(prog: Program, k: Kernel) -> tuple[tuple, ...]:
                 vstore = f"{target} = {val};" if target is not None else ""
                 if full == sym.ONE:
                     out.append(("line", vstore))
+                elif full is not None and full == _lanes(mask, vw)[0]:  # all lanes or none (a tile past the end)
+                    out += [("open", f"if ({sym.render(full, _index_name)})"), ("line", vstore), ("close",)]
                 else:  # lane by lane (a scatter, or the masked last vector behind a whole-vector test)
                     if full is not None and full != sym.ZERO:
                         out += [("open", f"if ({sym.render(full, _index_name)})"), ("line", vstore), ("close",),
@@ -441,6 +443,11 @@ def statements(prog: Program, k: Kernel) -> tuple[tuple, ...]:
     return tuple(out)
 
 
+def _helper_types(fn: str, stmts: tuple) -> list[str]:
+    """The float32 scalar/vector types whose ``zyx_<fn>_<type>`` (templates/common/math.mako) ``stmts`` call."""
+    return sorted(set(re.findall(rf"zyx_{fn}_(float\d*)\(", str(stmts))))
+
+
 def source(k: Kernel, opts: Opts) -> tuple[str, str, Program]:
     """(kernel name, OpenCL source, program) of a kernel with its opts."""
     prog = linearize(k, opts)
@@ -458,7 +465,7 @@ def source(k: Kernel, opts: Opts) -> tuple[str, str, Program]:
     vec_types = tuple(sorted({(vt, 8 if vt.startswith("double") else 4) for st in stmts
                               for vt in re.findall(r"zyx_(\w+?)_u \*", str(st))}))
     src = render("kernel.cl.mako", name=name, header=header, bufs=bufs, dtypes=all_dtypes, index_t=prog.index_t,
-                 vec_types=vec_types, exp_types=sorted(set(re.findall(r"zyx_exp_(float\d*)\(", str(stmts)))),
+                 vec_types=vec_types, exp_types=_helper_types("exp", stmts), erf_types=_helper_types("erf", stmts),
                  items=prog.global_items, split=prog.split, stmts=stmts, uses_ipow=any("zyx_ipow" in str(s) for s in stmts),
                  err_flag=ERR_FLAG if any(ERR_FLAG in str(s) for s in stmts) else None, fp32=dtypes.float32)
     return name, src, prog
