@@ -9,9 +9,13 @@
 ## exp(-inf) = 0, exp(+inf) = inf.
 ##
 ## Method: k = round(x * log2(e)) by the 1.5 * 2^23 magic-number trick, r = x - k*ln(2)
-## in two parts (Cody-Waite; k * 0.693359375 is exact), a degree-6 polynomial for e^r
-## (Cephes' expf coefficients), and 2^k applied as two power-of-two factors so that
-## k down to -150 (denormal results) and up to 129 (overflow to inf) scale correctly.
+## in two parts (Cody-Waite; k * 0.693359375 is exact), e^r = 1 + r + r^2 * Q(r) with Q of
+## degree 5 (zyx's own relative-error least-squares fit on [-ln2/2, ln2/2], 1.3e-10), and
+## 2^k applied as two power-of-two factors so that k down to -150 (denormal results) and
+## up to 129 (overflow to inf) scale correctly.
+##
+## All polynomial coefficients in this file are zyx's own float64 least-squares fits
+## (weighted for relative error), rounded to float32.
 <%def name="exp_fn(t)">\
 <% it = t.replace("float", "int") %>\
 inline ${t} zyx_exp_${t}(${t} x)
@@ -19,11 +23,11 @@ inline ${t} zyx_exp_${t}(${t} x)
     const ${t} xc = x < -104.0f ? -104.0f : (x > 89.0f ? 89.0f : x);
     const ${t} k = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
     const ${t} r = (xc - k * 0.693359375f) + k * 2.12194440e-4f;
-    ${t} p = 1.9875691500e-4f * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
+    ${t} p = 1.981821988010779e-04f * r + 1.3942172518000007e-03f;
+    p = p * r + 8.33343155682087e-03f;
+    p = p * r + 4.166632518172264e-02f;
+    p = p * r + 1.666666567325592e-01f;
+    p = p * r + 0.5f;
     p = p * (r * r) + r + 1.0f;
     const ${it} ki = convert_${it}(k);
     const ${it} k1 = ki >> 1;
@@ -39,8 +43,7 @@ inline ${t} zyx_exp_${t}(${t} x)
 ## rounds to 1).
 ## |x| < 1: erf(x) = x + x * P(x^2), with P = erf(x)/x - 1 as a degree-6 polynomial.
 ## 1 <= |x| < 4: erf(x) = 1 - exp(-x^2) * Q(t), t = (|x| - 2.5) / 1.5 in [-1, 1], Q a degree-12
-## polynomial for erfc(x) * exp(x^2). Both are zyx's own relative-error least-squares fits
-## in float64 (relative error 2.9e-9 and 1.9e-8), rounded to float32 coefficients.
+## polynomial for erfc(x) * exp(x^2) (fits with relative error 2.9e-9 and 1.9e-8).
 <%def name="erf_fn(t)">\
 inline ${t} zyx_erf_${t}(${t} x)
 {
@@ -70,5 +73,58 @@ inline ${t} zyx_erf_${t}(${t} x)
     const ${t} far = 1.0f - zyx_exp_${t}(-(b * b)) * q;
     const ${t} m = a < 1.0f ? near : (a < 4.0f ? far : 1.0f);
     return x < 0.0f ? -m : (x != x ? x : m);
+}
+</%def>
+
+## log_fn(t) defines ``zyx_log_<t>``: the natural log of float32 values, vectorizable (PoCL's
+## scalar log() is an out-of-line call). x = m * 2^e with m in [sqrt(1/2), sqrt(2)) found on
+## the bit pattern (denormals scaled by 2^23 first); with f = m - 1,
+## log(1 + f) = f - f^2/2 + f^3 * L(f), L of degree 8 (fit 2.3e-9), plus e * ln(2) in two
+## parts. log(0) = -inf, log(x < 0) = NaN, log(inf) = inf, NaN in, NaN out.
+<%def name="log_fn(t)">\
+<% it = t.replace("float", "int") %>\
+inline ${t} zyx_log_${t}(${t} x)
+{
+    const ${t} tiny = x < 1.17549435e-38f ? 8388608.0f : 1.0f;
+    const ${it} ix = as_${it}(x * tiny) - 0x3f3504f3;
+    const ${t} e = convert_${t}(ix >> 23) - (x < 1.17549435e-38f ? 23.0f : 0.0f);
+    const ${t} f = as_${t}((ix & 0x007fffff) + 0x3f3504f3) - 1.0f;
+    ${t} l = 6.60741850733757e-02f * f - 1.1506577581167221e-01f;
+    l = l * f + 1.1857413500547409e-01f;
+    l = l * f - 1.2429618090391159e-01f;
+    l = l * f + 1.42264723777771e-01f;
+    l = l * f - 1.66670024394989e-01f;
+    l = l * f + 2.000177949666977e-01f;
+    l = l * f - 2.500002086162567e-01f;
+    l = l * f + 3.3333316445350647e-01f;
+    const ${t} f2 = f * f;
+    const ${t} y = (e * -2.12194440e-4f + (f2 * f * l - 0.5f * f2)) + f + e * 0.693359375f;
+    return x > 0.0f ? (x < INFINITY ? y : x) : (x == 0.0f ? -INFINITY : (x != x ? x : NAN));
+}
+</%def>
+
+## sincos_turn_fn(t) defines ``zyx_sincos_turn_<t>(u, *c)``: sin(2 pi u), and cos(2 pi u)
+## into *c, for u in [0, 1) only (the Box-Muller angle of the random kernels). The quarter
+## turn k = round(4u) leaves theta = 2 pi (u - k/4) in [-pi/4, pi/4], where
+## sin = theta + theta^3 * S(theta^2) and cos = 1 - theta^2/2 + theta^4 * C(theta^2) with
+## S and C of degree 3 (fits 1.4e-11 and 3.4e-13); k mod 4 rotates the pair.
+<%def name="sincos_turn_fn(t)">\
+<% it = t.replace("float", "int") %>\
+inline ${t} zyx_sincos_turn_${t}(${t} u, ${t} *cos_out)
+{
+    const ${t} k = (u * 4.0f + 12582912.0f) - 12582912.0f;
+    const ${t} th = (u - k * 0.25f) * 6.283185307179586f;
+    const ${t} s2 = th * th;
+    ${t} sp = 2.719969643294462e-06f * s2 - 1.983950933208689e-04f;
+    sp = sp * s2 + 8.333330042660236e-03f;
+    sp = sp * s2 - 1.666666716337204e-01f;
+    const ${t} sn = th + th * s2 * sp;
+    ${t} cp = -2.721869805100141e-07f * s2 + 2.4799619495752268e-05f;
+    cp = cp * s2 - 1.3888884568586946e-03f;
+    cp = cp * s2 + 4.16666679084301e-02f;
+    const ${t} cs = 1.0f - 0.5f * s2 + s2 * s2 * cp;
+    const ${it} q = convert_${it}(k) & 3;
+    *cos_out = q == 0 ? cs : (q == 1 ? -sn : (q == 2 ? -cs : sn));
+    return q == 0 ? sn : (q == 1 ? cs : (q == 2 ? -sn : -cs));
 }
 </%def>

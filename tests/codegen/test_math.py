@@ -78,3 +78,21 @@ def test_gelu_uses_the_same_erf() -> None:
     ref = 0.5 * x.astype(np.float64) * (1 + np.vectorize(math.erf)(x.astype(np.float64) / math.sqrt(2)))
     # far left, 1 + erf(x) cancels (as in PyTorch's float32 gelu): absolute error about |x| * 2^-24
     np.testing.assert_allclose(zyx.tensor(x).gelu().numpy(), ref, rtol=4e-7, atol=5e-7)
+
+
+LOG_SPECIAL = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, -1.0, 1e-45, 1e-40, 1.17549435e-38, 1.0, 2.0, 0.5,
+                        3.4e38], np.float32)
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "strided"])
+def test_log_within_one_ulp(layout: str) -> None:
+    sweep = np.exp(np.linspace(-103.0, 88.0, 200_003)).astype(np.float32)  # denormals to near the largest
+    x = np.concatenate([LOG_SPECIAL, sweep, np.random.default_rng(3).random(50_001).astype(np.float32)])
+    z = zyx.tensor(np.repeat(x, 2))[::2] if layout == "strided" else zyx.tensor(x)
+    got = z.log().numpy()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        err = _ulp_error(got, x, np.log)
+    assert err.max() <= 1.0, f"log error {err.max():.3f} ulp at x = {x[err.argmax()]!r}"
+    special = got[: LOG_SPECIAL.size]
+    assert np.isnan(special[[0, 2, 5]]).all() and special[1] == np.inf
+    assert special[3] == -np.inf and special[4] == -np.inf and special[9] == 0.0

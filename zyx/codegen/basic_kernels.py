@@ -73,11 +73,18 @@ def random_bits(device: Device, dtype: DType, n: int, distribution: str, seed: i
     if n == 0:
         return out
     name = f"zyx_random_{distribution}"
-    source = render("random.cl.mako", name=name, dtype=dtype, distribution=distribution, n=n,
-                    index_t=index_type(n))
+    per_block = values_per_block(dtype, distribution)
+    source = render("random.cl.mako", name=name, dtype=dtype, distribution=distribution, n=n, per_block=per_block)
     # low as its two's complement bits (uint64 lows above 2**63 wrap back exactly in the kernel);
     # a range of 2**64 is passed as 0, meaning "every 64-bit value"
     args = [out.cl, np.uint32(seed & 0xFFFFFFFF), np.uint32((seed >> 32) & 0xFFFFFFFF), np.uint64(counter),
             np.int64((low + 2**63) % 2**64 - 2**63), np.uint64((high - low) % 2**64)]
-    launch_1d(device, source, name, n, args, local=local)
+    blocks = (counter % per_block + n + per_block - 1) // per_block
+    launch_1d(device, source, name, blocks, args, local=local)
     return out
+
+
+def values_per_block(dtype: DType, distribution: str) -> int:
+    """How many consecutive counters share one Philox block's four words (templates/random.cl.mako)."""
+    two_words = distribution == "integer" or (distribution == "uniform" and dtype.name == "float64")
+    return 2 if two_words else 4
