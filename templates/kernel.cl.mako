@@ -6,9 +6,9 @@ split (work items per output tile, sharing its reduce through local memory), stm
 zyx.codegen.kernel.statements), uses_ipow, err_flag (the error-flag parameter's name
 or None: an int the kernel atomic_or's error bits into), fp32 (the float32 DType), vec_types
 ((vector type, element alignment) pairs: each gets a typedef ``zyx_<type>_u`` with that alignment,
-for unaligned whole-vector loads and stores), exp_types, erf_types, log_types (float32
-scalar/vector types whose ``zyx_exp_<type>`` / ``zyx_erf_<type>`` / ``zyx_log_<type>`` the
-statements call; erf calls exp).
+for unaligned whole-vector loads and stores), exp_types, erf_types, log_types, log2_types
+(float32 scalar/vector types whose ``zyx_exp_<type>`` / ``zyx_erf_<type>`` / ``zyx_log_<type>``
+/ ``zyx_log2_<type>`` the statements call; erf calls exp).
 </%doc>\
 <%namespace name="dt" file="/common/dtypes.mako"/>\
 <%namespace name="fm" file="/common/math.mako"/>\
@@ -40,6 +40,9 @@ ${fm.erf_fn(t)}
 % endfor
 % for t in log_types:
 ${fm.log_fn(t)}
+% endfor
+% for t in log2_types:
+${fm.log_fn(t, base2=True)}
 % endfor
 % for vt, align in vec_types:
 typedef ${vt} zyx_${vt}_u __attribute__((aligned(${align})));

@@ -76,14 +76,15 @@ inline ${t} zyx_erf_${t}(${t} x)
 }
 </%def>
 
-## log_fn(t) defines ``zyx_log_<t>``: the natural log of float32 values, vectorizable (PoCL's
-## scalar log() is an out-of-line call). x = m * 2^e with m in [sqrt(1/2), sqrt(2)) found on
+## log_fn(t, base2) defines ``zyx_log_<t>`` (``zyx_log2_<t>`` with base2): the natural
+## (base-2) log of float32 values, vectorizable (PoCL's scalar log() is an out-of-line call). x = m * 2^e with m in [sqrt(1/2), sqrt(2)) found on
 ## the bit pattern (denormals scaled by 2^23 first); with f = m - 1,
 ## log(1 + f) = f - f^2/2 + f^3 * L(f), L of degree 8 (fit 2.3e-9), plus e * ln(2) in two
-## parts. log(0) = -inf, log(x < 0) = NaN, log(inf) = inf, NaN in, NaN out.
-<%def name="log_fn(t)">\
+## parts (log2: e + log(1 + f) / ln(2), exact at powers of two, at most 1 ulp). log(0) = -inf,
+## log(x < 0) = NaN, log(inf) = inf, NaN in, NaN out.
+<%def name="log_fn(t, base2=False)">\
 <% it = t.replace("float", "int") %>\
-inline ${t} zyx_log_${t}(${t} x)
+inline ${t} zyx_log${"2" if base2 else ""}_${t}(${t} x)
 {
     const ${t} tiny = x < 1.17549435e-38f ? 8388608.0f : 1.0f;
     const ${it} ix = as_${it}(x * tiny) - 0x3f3504f3;
@@ -98,7 +99,14 @@ inline ${t} zyx_log_${t}(${t} x)
     l = l * f - 2.500002086162567e-01f;
     l = l * f + 3.3333316445350647e-01f;
     const ${t} f2 = f * f;
+% if base2:
+    /* f / ln(2) with its rounding error kept (fma), so that the result rounds once */
+    const ${t} hi = f * 1.4426950216293335f;
+    const ${t} lo = fma(f, 1.4426950216293335f, -hi) + f * 1.925963033500935e-08f;
+    const ${t} y = e + (hi + (lo + (f2 * f * l - 0.5f * f2) * 1.4426950408889634f));
+% else:
     const ${t} y = (e * -2.12194440e-4f + (f2 * f * l - 0.5f * f2)) + f + e * 0.693359375f;
+% endif
     return x > 0.0f ? (x < INFINITY ? y : x) : (x == 0.0f ? -INFINITY : (x != x ? x : NAN));
 }
 </%def>

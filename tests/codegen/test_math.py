@@ -84,15 +84,18 @@ LOG_SPECIAL = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, -1.0, 1e-45, 1e-40, 
                         3.4e38], np.float32)
 
 
+@pytest.mark.parametrize("fn", ["log", "log2"])
 @pytest.mark.parametrize("layout", ["contiguous", "strided"])
-def test_log_within_one_ulp(layout: str) -> None:
+def test_log_within_one_ulp(layout: str, fn: str) -> None:
     sweep = np.exp(np.linspace(-103.0, 88.0, 200_003)).astype(np.float32)  # denormals to near the largest
     x = np.concatenate([LOG_SPECIAL, sweep, np.random.default_rng(3).random(50_001).astype(np.float32)])
     z = zyx.tensor(np.repeat(x, 2))[::2] if layout == "strided" else zyx.tensor(x)
-    got = z.log().numpy()
+    got = getattr(z, fn)().numpy()
     with np.errstate(divide="ignore", invalid="ignore"):
-        err = _ulp_error(got, x, np.log)
-    assert err.max() <= 1.0, f"log error {err.max():.3f} ulp at x = {x[err.argmax()]!r}"
+        err = _ulp_error(got, x, getattr(np, fn))
+    assert err.max() <= 1.0, f"{fn} error {err.max():.3f} ulp at x = {x[err.argmax()]!r}"
     special = got[: LOG_SPECIAL.size]
     assert np.isnan(special[[0, 2, 5]]).all() and special[1] == np.inf
     assert special[3] == -np.inf and special[4] == -np.inf and special[9] == 0.0
+    if fn == "log2":  # exact at powers of two
+        assert special[10] == 1.0 and special[11] == -1.0 and special[6] == -149.0

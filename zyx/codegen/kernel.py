@@ -71,7 +71,7 @@ def _float_expr(op: str, a: str, b: str | None, ct: str, vt: str | None = None) 
     # NaN tests are written ``x != x``: PoCL calls (never inlines) its isnan(), with spills around each call
     one = "1.0f" if ct == "float" else "1.0"
     # float32 exp, erf, log: zyx's own (templates/common/math.mako); float64: the built-ins
-    exp, erf, log = (f"zyx_{fn}_{vt or ct}" if ct == "float" else fn for fn in ("exp", "erf", "log"))
+    exp, erf, log, log2 = (f"zyx_{fn}_{vt or ct}" if ct == "float" else fn for fn in ("exp", "erf", "log", "log2"))
     half = "0.5f" if ct == "float" else "0.5"
     f = "f" if ct == "float" else ""
     table = {
@@ -80,7 +80,7 @@ def _float_expr(op: str, a: str, b: str | None, ct: str, vt: str | None = None) 
         "maximum": f"(({a} > {b} || ({a} != {a})) ? {a} : {b})",
         "minimum": f"(({a} < {b} || ({a} != {a})) ? {a} : {b})",
         "neg": f"-{a}", "abs": f"fabs({a})", "exp": f"{exp}({a})", "exp2": f"exp2({a})", "log": f"{log}({a})",
-        "log2": f"log2({a})", "sqrt": f"sqrt({a})", "rsqrt": f"{one} / sqrt({a})", "sin": f"sin({a})",
+        "log2": f"{log2}({a})", "sqrt": f"sqrt({a})", "rsqrt": f"{one} / sqrt({a})", "sin": f"sin({a})",
         "cos": f"cos({a})", "tan": f"tan({a})", "tanh": f"tanh({a})", "erf": f"{erf}({a})",
         "sigmoid": f"{one} / ({one} + {exp}(-{a}))", "silu": f"{a} / ({one} + {exp}(-{a}))",
         "relu": f"(({a} > 0 || ({a} != {a})) ? {a} : 0)",
@@ -469,7 +469,7 @@ def source(k: Kernel, opts: Opts) -> tuple[str, str, Program]:
                               for vt in re.findall(r"zyx_(\w+?)_u \*", str(st))}))
     src = render("kernel.cl.mako", name=name, header=header, bufs=bufs, dtypes=all_dtypes, index_t=prog.index_t,
                  vec_types=vec_types, exp_types=_helper_types("exp", stmts), erf_types=_helper_types("erf", stmts),
-                 log_types=_helper_types("log", stmts),
+                 log_types=_helper_types("log", stmts), log2_types=_helper_types("log2", stmts),
                  items=prog.global_items, split=prog.split, stmts=stmts, uses_ipow=any("zyx_ipow" in str(s) for s in stmts),
                  err_flag=ERR_FLAG if any(ERR_FLAG in str(s) for s in stmts) else None, fp32=dtypes.float32)
     return name, src, prog
