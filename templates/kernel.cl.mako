@@ -66,13 +66,21 @@ __kernel void ${name}(
     const ${index_t} gid = get_global_id(0);
     if (gid >= ${items}) return;
 % endif
-<% depth = 1 %>\
+<%
+    depth = 1
+    fmt = dt.attr._FMT  # minifloat dtypes: values rounded to them also keep their storage bits
+    kept_bits = set()   # names with a ``<name>_bits`` twin: a store of them writes the bits (no re-rounding)
+%>\
 % for s in stmts:
 <% pad = "    " * depth %>\
 % if s[0] == "define":
 ${pad}const ${index_t} ${s[1]} = ${s[2]};
 % elif s[0] == "expr":
 ${pad}const ${s[1]} ${s[2]} = ${s[3]};
+% elif s[0] == "round" and s[3].name in fmt:
+<% kept_bits.add(s[2]) %>\
+${pad}const ${s[3].cl_storage} ${s[2]}_bits = (${s[3].cl_storage})zyx_f32_to_${fmt[s[3].name]}(${s[4]});
+${pad}const ${s[1]} ${s[2]} = zyx_${fmt[s[3].name]}_to_f32(${s[2]}_bits);
 % elif s[0] == "round":
 ${pad}const ${s[1]} ${s[2]} = ${dt.convert(fp32, s[3], s[4])};
 % elif s[0] == "load":
@@ -81,6 +89,10 @@ ${pad}const ${s[1]} ${s[2]} = ${dt.load(s[3], s[4], s[5])};
 %   else:
 ${pad}const ${s[1]} ${s[2]} = (${s[6]}) ? ${dt.load(s[3], s[4], s[5])} : ${s[7]};
 %   endif
+% elif s[0] == "cast" and s[4].name in fmt and s[3].name != s[4].name:
+<% kept_bits.add(s[2]) %>\
+${pad}const ${s[4].cl_storage} ${s[2]}_bits = (${s[4].cl_storage})zyx_f32_to_${fmt[s[4].name]}(${'(float)' if s[3].name == 'bool' else 'convert_float'}(${s[5]}));
+${pad}const ${s[1]} ${s[2]} = zyx_${fmt[s[4].name]}_to_f32(${s[2]}_bits);
 % elif s[0] == "cast":
 ${pad}const ${s[1]} ${s[2]} = ${dt.convert(s[3], s[4], s[5])};
 % elif s[0] == "acc":
@@ -102,7 +114,9 @@ ${pad}for (${index_t} ${s[1]} = 0; ${s[1]} < ${s[2]}; ${s[1]}++) {
 <% depth -= 1 %>\
 ${"    " * depth}}
 % elif s[0] == "store":
-%   if s[3].name == s[4].name:
+%   if s[3].name == s[4].name and s[5] in kept_bits:
+${pad}${s[1]}[${s[2]}] = ${s[5]}_bits;
+%   elif s[3].name == s[4].name:
 ${pad}${dt.store(s[4], s[1], s[2], s[5])}
 %   else:
 ${pad}${dt.store_converted(s[3], s[4], s[1], s[2], s[5])}
