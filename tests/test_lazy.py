@@ -55,6 +55,25 @@ def test_row_fusion_kernel_counts(abc):
     assert _count(lambda: a.softmax(0))[0] <= 3  # a reduce over the first axis: not a row kernel
 
 
+def test_softmax_of_a_computed_value_is_one_row_kernel():
+    """A shared pending matmul (read by the max and by the exp) is stored first, then softmax is one row kernel,
+    not an exp kernel plus a normalizing kernel."""
+    rng = np.random.default_rng(5)
+    qn, kn, vn = (rng.standard_normal((2, 16, 8)).astype(np.float32) for _ in range(3))
+    q, k, v = (zyx.tensor(t).realize() for t in (qn, kn, vn))
+    n, out = _count(lambda: (q @ k.transpose(1, 2)).softmax(-1))
+    assert n == 2  # the matmul, then the row softmax
+    s = qn @ kn.transpose(0, 2, 1)
+    e = np.exp(s - s.max(-1, keepdims=True))
+    np.testing.assert_allclose(out.numpy(), e / e.sum(-1, keepdims=True), rtol=2e-6, atol=1e-7)
+    assert _count(lambda: F.scaled_dot_product_attention(q, k, v))[0] == 3  # scores, softmax, @ v
+    n, out = _count(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True))
+    assert n == 4  # the causal mask, masked scores, softmax, @ v
+    s = np.where(np.tril(np.ones((16, 16), bool)), s / np.sqrt(8), -np.inf)
+    e = np.exp(s - s.max(-1, keepdims=True))
+    np.testing.assert_allclose(out.numpy(), (e / e.sum(-1, keepdims=True)) @ vn, rtol=2e-5, atol=1e-6)
+
+
 def test_fused_values(abc):
     a, b, c = abc
     an, bn, cn = a.numpy(), b.numpy(), c.numpy()

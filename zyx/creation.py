@@ -57,6 +57,12 @@ def _pinned_if(t: Tensor, explicit: bool) -> Tensor:
     return t
 
 
+def pinned_as(t: Tensor, model: Tensor) -> Tensor:
+    """``t`` (a helper tensor zyx made on ``model``'s device) pinned exactly when ``model`` is."""
+    t._data.pinned = model.pinned
+    return t
+
+
 def host_cast(arr: np.ndarray, dtype: DType) -> np.ndarray:
     """``arr`` converted to ``dtype`` on the host as a device cast would (and PyTorch does):
     float64 goes to 16/8-bit floats through float32, so there is one rounding rule."""

@@ -205,6 +205,22 @@ def _broadcasts(view: View) -> bool:
     return any(s == 0 and d > 1 for s, d in zip(view.strides, view.shape))
 
 
+def _pending_cost_above(n: LazyNode, limit: int) -> bool:
+    """Whether more than ``limit`` ALU ops are still pending in ``n`` (``n.cost`` is fixed at creation
+    and also counts work realized since); stops as soon as the answer is known."""
+    cost, stack = 0, [n]
+    while stack:
+        m = stack.pop()
+        if m.buffer is not None:
+            continue
+        if m.op == "alu":
+            cost += 1
+            if cost > limit:
+                return True
+        stack.extend(s.base for s in m.srcs if s.base is not None)
+    return False
+
+
 def _count_parents(root: LazyNode) -> dict[int, int]:
     counts: dict[int, int] = {}
     stack = [root]
@@ -279,6 +295,8 @@ class _KernelBuilder:
         if self.fusable_reduce(n):
             if not _identity(view, n.shape):
                 return self.row_fusable(n, valid, inner)
+            if n.op != "reduce" and self.store_shared_reduces(n):
+                return self.can_inline(n, view, valid, inner)  # now plain elementwise work
             if self.in_reduce or valid != sym.ONE or self.counts.get(id(n), 0) > 1:
                 return False
             if self.row and not self.row_coords(inner):
@@ -286,7 +304,38 @@ class _KernelBuilder:
             return self.red_shape is None or self.red_shape == self.red_sizes(n)
         if n.cost > 0 and _broadcasts(view):
             return False
-        return not (self.counts.get(id(n), 0) > 1 and n.cost > SHARED_RECOMPUTE_LIMIT)
+        return not (self.counts.get(id(n), 0) > 1 and n.cost > SHARED_RECOMPUTE_LIMIT
+                    and _pending_cost_above(n, SHARED_RECOMPUTE_LIMIT))
+
+    def store_shared_reduces(self, n: LazyNode) -> bool:
+        """Store the pending reduces ``n`` would fuse when each is (or sits inside) a value read by several
+        nodes: such values are stored whichever kernel reaches them first, and storing them now lets ``n``
+        be judged as the elementwise work it then is (softmax of a matmul: one row kernel, not two)."""
+        found: list[LazyNode] = []
+        self.inner_reduces(n, found)
+        if not found or any(self.counts.get(id(r), 0) < 2 for r in found):
+            return False
+        for r in found:
+            realize(r)
+        self.fusable.clear()
+        return True
+
+    def inner_reduces(self, n: LazyNode, out: list[LazyNode]) -> None:
+        """The first nodes holding a pending reduce that inlining ``n`` would fuse (along the sources
+        ``fusable_reduce`` follows): each a reduce, or a shared value with a reduce inside."""
+        for s in n.srcs:
+            b = s.base
+            if b is None or b.buffer is not None or (b.op == "copy" and b.arg) or not _identity(s.view, b.shape):
+                continue
+            if not self.fusable_reduce(b):
+                continue
+            if b.op == "reduce":
+                out.append(b)
+            elif self.counts.get(id(b), 0) > 1:
+                if not self.store_shared_reduces(b):  # else b is reduce-free now: recomputing it is cheap
+                    out.append(b)
+            else:
+                self.inner_reduces(b, out)
 
     def row_coords(self, coords: list[sym.Node]) -> bool:
         """Whether ``coords`` use only the outer output coordinates (not the last output axis, no reduce)."""

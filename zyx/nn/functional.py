@@ -131,9 +131,10 @@ def scaled_dot_product_attention(q: Any, k: Any, v: Any, attn_mask: Any = None, 
     scores = R.matmul(q, k.transpose(-1, -2)) * scale
     L, S = scores.shape[-2], scores.shape[-1]
     if is_causal:
-        from zyx.creation import arange
+        from zyx.creation import arange, pinned_as
 
-        keep = binary("ge", arange(L, device=q.device).unsqueeze(1), arange(S, device=q.device).unsqueeze(0))
+        rows, cols = (pinned_as(arange(n, device=q.device), q) for n in (L, S))
+        keep = binary("ge", rows.unsqueeze(1), cols.unsqueeze(0))
         scores = where(keep, scores, float("-inf"))
     if attn_mask is not None:
         if attn_mask.dtype.is_bool:
@@ -151,9 +152,9 @@ def dropout(x: Any, p: float = 0.5, training: bool = True):
         return x
     if p == 1.0:
         return x * 0
-    from zyx.creation import rand
+    from zyx.creation import pinned_as, rand
 
-    keep = binary("ge", rand(*x.shape, device=x.device), p)
+    keep = binary("ge", pinned_as(rand(*x.shape, device=x.device), x), p)
     return where(keep, x * (1.0 / (1.0 - p)), 0.0).cast(x.dtype) if x.dtype.is_float else where(keep, x, 0)
 
 
@@ -161,9 +162,9 @@ def cross_entropy(logits: Any, target: Any, reduction: str = "mean"):
     """Cross entropy of (N, C) logits with int class targets (N,) or probability targets (N, C)."""
     logp = log_softmax(logits, -1)
     if target.dtype.is_int:
-        from zyx.creation import arange
+        from zyx.creation import arange, pinned_as
 
-        onehot = binary("eq", target.unsqueeze(-1), arange(logits.shape[-1], device=logits.device))
+        onehot = binary("eq", target.unsqueeze(-1), pinned_as(arange(logits.shape[-1], device=logits.device), logits))
         loss = -R.reduce(where(onehot, logp, 0.0), "sum", -1)
     else:
         loss = -R.reduce(logp * target, "sum", -1)
