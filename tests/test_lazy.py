@@ -284,6 +284,11 @@ def test_a_pinned_device_wins_over_input_bytes():
     v[1:3] = 5.0
     assert v.pinned
     np.testing.assert_array_equal(f.numpy(), (np.exp(an) + 1).sum(0, keepdims=True)[None] * bign)
+    # helper tensors zyx makes inside an op (causal mask, dropout draw, one-hot classes) pin nothing
+    q = zyx.tensor(np.ones((1, 4, 2), np.float32))
+    assert not F.scaled_dot_product_attention(q, q, q, is_causal=True).pinned
+    assert not F.dropout(q, 0.5).pinned and F.dropout(zyx.ones(4, device=d0), 0.5).pinned
+    assert not F.cross_entropy(zyx.tensor(np.ones((2, 3), np.float32)), zyx.tensor([0, 2])).pinned
 
 
 def test_mixed_devices_prefer_a_device_with_room(monkeypatch):
