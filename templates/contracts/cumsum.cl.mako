@@ -13,17 +13,23 @@ strategy "blocks" (a parallel scan; each lane cut into `chunks` >= 2 blocks of w
   zyx_cumsum_scan      recomputes the same work-group scan, adds the block's carry-in,
                        re-reads its elements and stores each running sum rounded to
                        the dtype.
-strategy "lanes": zyx_cumsum_lanes, one work-item per lane scanning it in order (for many
-  short or strided lanes). Both orders are fixed by the sizes and tunables: the same input
+strategy "lanes": zyx_cumsum_lanes, one work-item per `lv` neighbouring lanes (lv > 1
+  only when strided and lv divides inner, so the lv lanes sit side by side in memory)
+  scanning them in order (for many short or strided lanes). Where a work-item's elements
+  are all in range they are loaded (and converted) in one unrolled pass and summed after,
+  so the compiler can vectorize the loads and the 16-bit conversions, and (blocks, items a
+  multiple of 4) summed as 4 sub-runs side by side, so 4 add chains overlap their latency;
+  each sub-run is offset by the running total before it. Both orders are fixed by the sizes and tunables: the same input
   gives the same bits on every run on one device.
 
 Scan kernels compile slowly (barriers), so the sizes (dim_size, inner, lanes, chunks) are
 run-time arguments; the source is specialized only on the dtype and the code shape.
-Parameters: dtype, acc, strategy, strided (inner > 1), wg, items, index_t.
+Parameters: dtype, acc, strategy, strided (inner > 1), wg, items, lv, index_t.
 </%doc>\
 <%namespace name="dt" file="/common/dtypes.mako"/>\
 <%
     S = dtype.cl_storage
+    sub = 4 if items % 4 == 0 and items >= 8 else 1  # independent add chains in a work-item's full run
     I = index_t
     sizes = f"const {I} zyx_dim, const {I} zyx_inner"
     def at(lane, j):
@@ -37,6 +43,7 @@ ${dt.preamble([dtype])}
 __kernel void zyx_cumsum_lanes(__global ${S} *restrict zyx_out, __global const ${S} *restrict zyx_in,
                                ${sizes}, const ${I} zyx_lanes)
 {
+%   if lv == 1:
     const ${I} zyx_lane = get_global_id(0);
     if (zyx_lane >= zyx_lanes) return;
     ${acc} zyx_run = 0;
@@ -45,6 +52,18 @@ __kernel void zyx_cumsum_lanes(__global ${S} *restrict zyx_out, __global const $
         zyx_run += ${dt.load(dtype, "zyx_in", "zyx_at")};
         ${dt.store(dtype, "zyx_out", "zyx_at", "zyx_run")}
     }
+%   else:
+    /* lanes lane0 .. lane0 + ${lv - 1}: neighbours in memory (${lv} divides inner) */
+    const ${I} zyx_lane0 = (${I})get_global_id(0) * ${lv};
+    if (zyx_lane0 >= zyx_lanes) return;
+    ${acc} zyx_run[${lv}];
+    for (int zyx_q = 0; zyx_q < ${lv}; ++zyx_q) zyx_run[zyx_q] = 0;
+    for (${I} zyx_j = 0; zyx_j < zyx_dim; ++zyx_j) {
+        const ${I} zyx_at = ${at("zyx_lane0", "zyx_j")};
+        for (int zyx_q = 0; zyx_q < ${lv}; ++zyx_q) zyx_run[zyx_q] += ${dt.load(dtype, "zyx_in", "zyx_at + zyx_q")};
+        for (int zyx_q = 0; zyx_q < ${lv}; ++zyx_q) ${dt.store(dtype, "zyx_out", "zyx_at + zyx_q", "zyx_run[zyx_q]")}
+    }
+%   endif
 }
 % else:
 % for kind in ("partials", "scan"):
@@ -64,11 +83,25 @@ void zyx_cumsum_scan(__global ${S} *restrict zyx_out, __global const ${S} *restr
     const ${I} zyx_j0 = zyx_block * ${wg * items} + (${I})zyx_t * ${items};
     /* this work-item's elements j0 .. j0 + items - 1, summed in order */
     ${acc} zyx_sum = 0;
-    for (int zyx_k = 0; zyx_k < ${items}; ++zyx_k) {
-        const ${I} zyx_j = zyx_j0 + zyx_k;
-        if (zyx_j >= zyx_dim) break;
-        const ${I} zyx_at = ${at("zyx_lane", "zyx_j")};
-        zyx_sum += ${dt.load(dtype, "zyx_in", "zyx_at")};
+    if (zyx_j0 + ${items} <= zyx_dim) {
+        ${acc} zyx_e[${items}];
+        for (int zyx_k = 0; zyx_k < ${items}; ++zyx_k) zyx_e[zyx_k] = ${dt.load(dtype, "zyx_in", at("zyx_lane", "(zyx_j0 + zyx_k)"))};
+%   if sub == 1:
+        for (int zyx_k = 0; zyx_k < ${items}; ++zyx_k) zyx_sum += zyx_e[zyx_k];
+%   else:
+        ${acc} zyx_s[${sub}];
+        for (int zyx_c = 0; zyx_c < ${sub}; ++zyx_c) zyx_s[zyx_c] = 0;
+        for (int zyx_k = 0; zyx_k < ${items // sub}; ++zyx_k)
+            for (int zyx_c = 0; zyx_c < ${sub}; ++zyx_c) zyx_s[zyx_c] += zyx_e[zyx_c * ${items // sub} + zyx_k];
+        for (int zyx_c = 0; zyx_c < ${sub}; ++zyx_c) zyx_sum += zyx_s[zyx_c];
+%   endif
+    } else {
+        for (int zyx_k = 0; zyx_k < ${items}; ++zyx_k) {
+            const ${I} zyx_j = zyx_j0 + zyx_k;
+            if (zyx_j >= zyx_dim) break;
+            const ${I} zyx_at = ${at("zyx_lane", "zyx_j")};
+            zyx_sum += ${dt.load(dtype, "zyx_in", "zyx_at")};
+        }
     }
     /* inclusive Hillis-Steele scan of the work-items' sums, in local memory */
     zyx_tmp[zyx_t] = zyx_sum;
@@ -87,12 +120,34 @@ void zyx_cumsum_scan(__global ${S} *restrict zyx_out, __global const ${S} *restr
     ${acc} zyx_run = zyx_t > 0 ? zyx_tmp[zyx_t - 1] : (${acc})0;
     if (zyx_block > 0) zyx_run = zyx_carry[zyx_lane * zyx_chunks + zyx_block - 1] + zyx_run;
     /* the same elements again (cache-hot; nothing private lives across the barriers) */
-    for (int zyx_k = 0; zyx_k < ${items}; ++zyx_k) {
-        const ${I} zyx_j = zyx_j0 + zyx_k;
-        if (zyx_j >= zyx_dim) break;
-        const ${I} zyx_at = ${at("zyx_lane", "zyx_j")};
-        zyx_run += ${dt.load(dtype, "zyx_in", "zyx_at")};
-        ${dt.store(dtype, "zyx_out", "zyx_at", "zyx_run")}
+    if (zyx_j0 + ${items} <= zyx_dim) {
+        ${acc} zyx_e[${items}];
+        for (int zyx_k = 0; zyx_k < ${items}; ++zyx_k) zyx_e[zyx_k] = ${dt.load(dtype, "zyx_in", at("zyx_lane", "(zyx_j0 + zyx_k)"))};
+%   if sub == 1:
+        for (int zyx_k = 0; zyx_k < ${items}; ++zyx_k) { zyx_run += zyx_e[zyx_k]; zyx_e[zyx_k] = zyx_run; }
+%   else:
+        /* ${sub} sub-runs of ${items // sub} side by side (independent add chains), then each offset by the ones before */
+        ${acc} zyx_s[${sub}];
+        for (int zyx_c = 0; zyx_c < ${sub}; ++zyx_c) zyx_s[zyx_c] = 0;
+        for (int zyx_k = 0; zyx_k < ${items // sub}; ++zyx_k)
+            for (int zyx_c = 0; zyx_c < ${sub}; ++zyx_c) {
+                zyx_s[zyx_c] += zyx_e[zyx_c * ${items // sub} + zyx_k];
+                zyx_e[zyx_c * ${items // sub} + zyx_k] = zyx_s[zyx_c];
+            }
+        for (int zyx_c = 0; zyx_c < ${sub}; ++zyx_c) {
+            for (int zyx_k = 0; zyx_k < ${items // sub}; ++zyx_k) zyx_e[zyx_c * ${items // sub} + zyx_k] += zyx_run;
+            zyx_run += zyx_s[zyx_c];
+        }
+%   endif
+        for (int zyx_k = 0; zyx_k < ${items}; ++zyx_k) ${dt.store(dtype, "zyx_out", at("zyx_lane", "(zyx_j0 + zyx_k)"), "zyx_e[zyx_k]")}
+    } else {
+        for (int zyx_k = 0; zyx_k < ${items}; ++zyx_k) {
+            const ${I} zyx_j = zyx_j0 + zyx_k;
+            if (zyx_j >= zyx_dim) break;
+            const ${I} zyx_at = ${at("zyx_lane", "zyx_j")};
+            zyx_run += ${dt.load(dtype, "zyx_in", "zyx_at")};
+            ${dt.store(dtype, "zyx_out", "zyx_at", "zyx_run")}
+        }
     }
 }
 %   endif

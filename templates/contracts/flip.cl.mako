@@ -2,7 +2,7 @@
 flip: reverse the element order along some axes of a dense input.
 Parameters: itemsize, groups (tuple of (extent, flipped) after merging adjacent axes
 with the same flag and dropping extent-1 axes), n, vw (vector width; the last group's
-extent is a multiple of it), per_item, index_t. A flipped last group loads a vector
+extent is a multiple of it), per_item, index_t, stream (non-temporal stores). A flipped last group loads a vector
 ending at the mirrored element and reverses its lanes.
 </%doc>\
 <%namespace name="ix" file="/contracts/index.mako"/>\
@@ -19,18 +19,20 @@ ending at the mirrored element and reverses its lanes.
     last_flipped = bool(groups) and groups[-1][1]
 %>\
 /* zyx contract kernel flip: ${itemsize}-byte elements (any ${itemsize}-byte dtype), axis groups ${[f"{s}{'(flipped)' if f else ''}" for s, f in groups]}, ${n} elements; vector ${vw}, ${per_item} per work-item */
+${ix.stream_preamble(itemsize, vw, stream)}
 __kernel void zyx_flip(__global ${T} *restrict zyx_out, __global const ${T} *restrict zyx_in)
 {
-${ix.loop_head(index_t, per_item, n // vw, vw)}\
+${ix.loop_head(index_t, per_item, n // vw, vw, stream)}\
 ${ix.coords(index_t, "zyx_i", shape, "zyx_c")}\
         const ${index_t} zyx_src = ${src};
 % if vw == 1:
         zyx_out[zyx_i] = zyx_in[zyx_src];
 % elif last_flipped:
         const ${VT} zyx_x = vload${vw}(0, zyx_in + zyx_src - ${vw - 1});
-        vstore${vw}(zyx_x${ix.attr.reversed_lanes(vw)}, 0, zyx_out + zyx_i);
+        ${ix.store(vw, "zyx_out", "zyx_i", f"zyx_x{ix.attr.reversed_lanes(vw)}", stream)}
 % else:
-        ${ix.move(vw, "zyx_out", "zyx_i", "zyx_in", "zyx_src")}
+        ${ix.move(vw, "zyx_out", "zyx_i", "zyx_in", "zyx_src", stream)}
 % endif
     }
+${ix.stream_fence(vw, stream)}\
 }

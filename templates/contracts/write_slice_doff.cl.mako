@@ -7,7 +7,7 @@ checks at the next sync. Dest is a strided window of its storage starting at run
 element offset `zyx_base` (view offset plus the off-axis box origin).
 Parameters: itemsize, shape (source, size-1 axes dropped except `axis`, neighbours
 merged), strides (dest element strides), axis, width (= shape[axis]), dest_extent,
-n, vw, per_item, index_t.
+n, vw, per_item, index_t, stream (non-temporal stores).
 </%doc>\
 <%namespace name="ix" file="/contracts/index.mako"/>\
 <%
@@ -15,6 +15,7 @@ n, vw, per_item, index_t.
     off_axis = [s if k != axis else 0 for k, s in enumerate(strides)]
 %>\
 /* zyx contract kernel write_slice_doff: ${itemsize}-byte elements (any ${itemsize}-byte dtype), source ${list(shape)} into dest strides ${list(strides)}, device offset on axis ${axis} (width ${width}, dest extent ${dest_extent}); vector ${vw}, ${per_item} per work-item */
+${ix.stream_preamble(itemsize, vw, stream)}
 __kernel void zyx_write_slice_doff(__global ${T} *restrict zyx_dest, __global const ${T} *restrict zyx_src, const long zyx_base,
                                    __global const long *restrict zyx_off_buf, const long zyx_off_index,
                                    __global long *restrict zyx_flags, const int zyx_slot)
@@ -26,9 +27,10 @@ __kernel void zyx_write_slice_doff(__global ${T} *restrict zyx_dest, __global co
         zyx_flags[2 * zyx_slot + 1] = zyx_off;
     }
     if (zyx_bad) return;
-${ix.loop_head(index_t, per_item, n // vw, vw)}\
+${ix.loop_head(index_t, per_item, n // vw, vw, stream)}\
 ${ix.coords(index_t, "zyx_i", shape, "zyx_c")}\
         const long zyx_dst = zyx_base + (zyx_off + zyx_c${axis})${f" * {strides[axis]}" if strides[axis] != 1 else ""} + ${ix.dot("zyx_c", off_axis)};
-        ${ix.move(vw, "zyx_dest", "zyx_dst", "zyx_src", "zyx_i")}
+        ${ix.move(vw, "zyx_dest", "zyx_dst", "zyx_src", "zyx_i", stream)}
     }
+${ix.stream_fence(vw, stream)}\
 }

@@ -7,7 +7,7 @@ Source row r on axis `axis` lands on dest row (p + r) % modulus, p = position % 
 storage starting at run-time element offset `zyx_base`.
 Parameters: itemsize, shape (source, size-1 axes dropped except `axis`, neighbours
 merged), strides (dest element strides), axis, modulus, position_from, n, vw (1 unless
-the last axis is not `axis`, strides[-1] == 1 and shape[-1] % vw == 0), per_item, index_t.
+the last axis is not `axis`, strides[-1] == 1 and shape[-1] % vw == 0), per_item, index_t, stream (non-temporal stores).
 </%doc>\
 <%namespace name="ix" file="/contracts/index.mako"/>\
 <%
@@ -16,6 +16,7 @@ the last axis is not `axis`, strides[-1] == 1 and shape[-1] % vw == 0), per_item
     pos_t = {"int": "int", "uint": "uint"}.get(position_from)
 %>\
 /* zyx contract kernel write_slice_rotating: ${itemsize}-byte elements (any ${itemsize}-byte dtype), source ${list(shape)} into dest strides ${list(strides)}, ring axis ${axis} modulus ${modulus}, position from ${position_from}; vector ${vw}, ${per_item} per work-item */
+${ix.stream_preamble(itemsize, vw, stream)}
 % if pos_t is None:
 __kernel void zyx_write_slice_rotating(__global ${T} *restrict zyx_dest, __global const ${T} *restrict zyx_src, const long zyx_base, const long zyx_position)
 % else:
@@ -28,11 +29,12 @@ __kernel void zyx_write_slice_rotating(__global ${T} *restrict zyx_dest, __globa
     long zyx_p = (long)zyx_pos_buf[zyx_pos_index] % ${modulus};
 % endif
     if (zyx_p < 0) zyx_p += ${modulus};
-${ix.loop_head(index_t, per_item, n // vw, vw)}\
+${ix.loop_head(index_t, per_item, n // vw, vw, stream)}\
 ${ix.coords(index_t, "zyx_i", shape, "zyx_c")}\
         long zyx_row = zyx_p + zyx_c${axis};
         if (zyx_row >= ${modulus}) zyx_row -= ${modulus};
         const long zyx_dst = zyx_base + zyx_row${f" * {strides[axis]}" if strides[axis] != 1 else ""} + ${ix.dot("zyx_c", off_axis)};
-        ${ix.move(vw, "zyx_dest", "zyx_dst", "zyx_src", "zyx_i")}
+        ${ix.move(vw, "zyx_dest", "zyx_dst", "zyx_src", "zyx_i", stream)}
     }
+${ix.stream_fence(vw, stream)}\
 }

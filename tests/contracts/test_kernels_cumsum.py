@@ -101,3 +101,29 @@ def test_cumsum_matches_torch(device, torch):
     out = on_device(a, device).cumsum(1).numpy()
     expected = torch.cumsum(torch.from_numpy(a), 1).numpy()
     np.testing.assert_allclose(out, expected, rtol=2e-5)
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=IDS)
+@pytest.mark.parametrize("shape", [(50, 48), (33, 20), (9, 2, 6), (17, 1)], ids=str)
+def test_cumsum_lane_vectors(device, bits_equal, dtype, shape):
+    """A strided scan runs neighbouring lanes (16, 4, 2, 1 of them) in one work-item; each
+    lane is still summed in order, so the result is NumPy's float32 (or float64) cumsum."""
+    a = np.random.default_rng(6).standard_normal(shape).astype(dtype.numpy)
+    acc = np.float64 if dtype is zyx.float64 else np.float32
+    out = on_device(a, device).cumsum(0).numpy()
+    bits_equal(out, np.cumsum(a.astype(acc), axis=0, dtype=acc).astype(dtype.numpy))
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=IDS)
+@pytest.mark.parametrize("items", [8, 12, 2])
+def test_cumsum_sub_runs_and_tails(device, dtype, items):
+    """Full runs summed as 4 sub-runs (items a multiple of 4) and partial tail runs."""
+    a = (np.random.default_rng(7).random((3, 1003)) * 2 - 0.5).astype(dtype.numpy)
+    x = on_device(a, device)
+    try:
+        kernels.set_tunables(device, scan_local=4, scan_items=items)
+        assert kernels.cumsum_strategy(3, 1003, 1, kernels.tunables(device)) == "blocks"
+        out = x.cumsum(1).numpy()
+    finally:
+        kernels.set_tunables(device)
+    check_close(out, a, 1, dtype)

@@ -10,15 +10,21 @@ that change from call to call in real use (roll shift, write positions and offse
 concat column, triangular diagonal, masked_fill value and length) are run-time
 arguments, so they never cause a rebuild.
 
-Tunables (declared per kernel in ``DECLARED``; defaults derived from the device):
+Tunables (declared per kernel in ``DECLARED``, except ``stream_bytes``, a device-derived
+choice the tuner does not search; defaults derived from the device):
 
 ``local_size``    work-group size of the byte kernels
-``per_item``      vectors each work-item handles (grid-stride loop); on CPUs, rows for
-                  triangular, tiles for the transposed contiguize
+``per_item``      vectors each work-item handles (grid-stride loop, or consecutive ones
+                  when streaming); on CPUs, rows for triangular (the transposed
+                  contiguize runs one tile per work-item)
 ``vector_bytes``  target bytes per load/store; the vector width is the largest power of
                   two <= vector_bytes / itemsize (and <= 16) that divides the contiguous run;
                   the tiled transpose of ``contiguize`` (CPUs) uses it for its register
                   blocks (at least 2 x 2)
+``stream_bytes``  byte kernels whose output is at least this many bytes store whole
+                  vectors non-temporally (``index.mako``, ``stream_preamble``): the
+                  output bypasses the caches, which on CPUs moves ~1.3-1.5x the bytes of
+                  plain stores but leaves a small result out of cache for its reader
 ``scan_local``    cumsum work-group size (a power of two)
 ``scan_items``    cumsum elements per work-item; a scan block is scan_local * scan_items
 ``scan_lanes_min`` cumsum runs one work-item per lane (strategy "lanes") when the scanned
@@ -42,6 +48,7 @@ from zyx.dtype import DType, float32, float64
 from zyx.ir.view import View
 
 INT_MAX = 2**31 - 1
+NEVER = 2**62  # a stream_bytes no output reaches
 
 
 @dataclass(frozen=True)
@@ -51,6 +58,7 @@ class Tunables:
     local_size: int = 256
     per_item: int = 4
     vector_bytes: int = 16
+    stream_bytes: int = NEVER
     scan_local: int = 256
     scan_items: int = 8
     scan_lanes_min: int = 256
@@ -70,6 +78,10 @@ DECLARED: dict[str, tuple[str, ...]] = {
     "cumsum": ("scan_local", "scan_items", "scan_lanes_min"),
 }
 
+#: CPUs: outputs of this many bytes or more are streamed (non-temporal stores). Below it a
+#: result likely stays in the last-level cache for the kernel that reads it next.
+STREAM_BYTES_CPU = 4 << 20
+
 _defaults: dict[str, Tunables] = {}
 _overrides: dict[str, Tunables] = {}
 
@@ -80,8 +92,10 @@ def default_tunables(device: Device) -> Tunables:
     GPUs: 256-wide work-groups, one 16-byte vector per work-item (coalesced), scan blocks
     of 256 x 8. CPUs (PoCL): vectors as wide as the SIMD registers (4 x the preferred int
     width in bytes: 32 on AVX2; wider ones make the compiler warn about the ABI without
-    AVX-512), 4 vectors per work-item, and small scan work-groups (16 x 16: PoCL runs a
-    work-group's items in a loop, so barriers are cheap only for small groups).
+    AVX-512), 4 vectors per work-item, outputs of STREAM_BYTES_CPU or more written with
+    non-temporal stores, and scan blocks of few work-items with long runs (4 x 256: PoCL runs
+    a work-group's items in a loop, so barriers are cheap only for small groups, and each
+    work-group launch costs about a microsecond; a run of 256 is summed as 4 add chains).
     Measured on PoCL 3.0 / 2-core EPYC with ``bench/bench_contracts.py`` and tune sweeps.
     Every size is clamped to the device's maximum work-group size.
     """
@@ -95,8 +109,8 @@ def default_tunables(device: Device) -> Tunables:
                        scan_lanes_min=4096)
     else:
         vec = max(16, min(64, 4 * (info.preferred_vector_width.get("int", 4) or 4)))
-        tun = Tunables(local_size=256, per_item=4, vector_bytes=vec, scan_local=16, scan_items=16,
-                       scan_lanes_min=max(16, 4 * info.compute_units))
+        tun = Tunables(local_size=256, per_item=4, vector_bytes=vec, stream_bytes=STREAM_BYTES_CPU, scan_local=4,
+                       scan_items=256, scan_lanes_min=max(16, 4 * info.compute_units))
     scan_local = 1 << (min(tun.scan_local, max_wg).bit_length() - 1)
     tun = replace(tun, local_size=min(tun.local_size, max_wg), scan_local=scan_local)
     _defaults[device.id] = tun
@@ -141,6 +155,11 @@ def vector_width(itemsize: int, run: int, tun: Tunables) -> int:
     while vw * 2 <= limit and run % (vw * 2) == 0:
         vw *= 2
     return vw
+
+
+def streams(tun: Tunables, out_bytes: int, vw: int) -> bool:
+    """Whether a byte kernel writing ``out_bytes`` with ``vw``-wide vectors streams its stores."""
+    return vw > 1 and out_bytes >= tun.stream_bytes
 
 
 def _start(device: Device, template: str, name: str, params: dict[str, Any], n_vec: int,
@@ -197,23 +216,34 @@ def contiguize(device: Device, out: Buffer, src: Buffer, view: View, itemsize: i
         tv = max(2, min(16, tun.vector_bytes // itemsize))
         tv = 1 << (tv.bit_length() - 1)
         tile = max(tv, TRANSPOSE_TILE_BYTES // itemsize)
-        params = dict(itemsize=itemsize, shape=shape, strides=strides, offset=view.offset, n=n, vw=1,
-                      per_item=tun.per_item, index_t=index_t, tile=tile, unit=unit, tv=tv)
+        tile_l = max(tv, TRANSPOSE_TILE_L_BYTES // itemsize)
+        params = dict(itemsize=itemsize, stream=streams(tun, n * itemsize, tv), shape=shape, strides=strides,
+                      offset=view.offset, n=n, vw=1, per_item=1, index_t=index_t, tile=tile, tile_l=tile_l,
+                      unit=unit, tv=tv)
         outer = math.prod(d for k, d in enumerate(shape) if k not in (unit, len(shape) - 1))
-        n_tiles = outer * -(-shape[unit] // tile) * -(-shape[-1] // tile)
-        return _start(device, "contiguize.cl.mako", "zyx_contiguize", params, n_tiles, tun.per_item,
-                      [out.cl, src.cl], tun)
+        n_tiles = outer * -(-shape[unit] // tile) * -(-shape[-1] // tile_l)
+        tile_tun = replace(tun, local_size=min(tun.local_size, TRANSPOSE_LOCAL))
+        return _start(device, "contiguize.cl.mako", "zyx_contiguize", params, n_tiles, 1, [out.cl, src.cl], tile_tun)
     run = shape[-1] if strides[-1] == 1 else 1
     vw = vector_width(itemsize, run, tun)
-    params = dict(itemsize=itemsize, shape=shape, strides=strides, offset=view.offset, n=n, vw=vw,
-                  per_item=tun.per_item, index_t=index_t, tile=0, unit=None, tv=1)
+    params = dict(itemsize=itemsize, stream=streams(tun, n * itemsize, vw), shape=shape, strides=strides,
+                  offset=view.offset, n=n, vw=vw, per_item=tun.per_item, index_t=index_t, tile=0, tile_l=0, unit=None,
+                  tv=1)
     return _start(device, "contiguize.cl.mako", "zyx_contiguize", params, n // vw, tun.per_item,
                   [out.cl, src.cl], tun)
 
 
-#: Tile side of the transposed contiguize in bytes (CPUs; 128 x 128 float32 tiles measured
-#: best of 32..1024 bytes on PoCL / 2-core EPYC: every row visit of either side moves 512 bytes).
-TRANSPOSE_TILE_BYTES = 512
+#: Tile of the transposed contiguize in bytes (CPUs): TILE along the source's unit axis by
+#: TILE_L along the last axis (one output cache line). 64 x 16 float32 tiles measured best on
+#: PoCL / 2-core EPYC for 4096 x 4096 (1.7x the 128 x 128 tiles, streamed stores included):
+#: a tile keeps 16 source and 64 output lines live, where power-of-two row strides map them
+#: all to a few cache sets.
+TRANSPOSE_TILE_BYTES = 256
+TRANSPOSE_TILE_L_BYTES = 64
+
+#: Work-group size cap of the transposed contiguize (one tile per work-item): many small
+#: work-groups spread the tiles over the cores (measured 16 best of 4..256).
+TRANSPOSE_LOCAL = 16
 
 #: Smallest extents of the unit-stride axis and of the last axis for the tiled transpose.
 TRANSPOSE_MIN = 4
@@ -259,7 +289,8 @@ def flip(device: Device, out: Buffer, src: Buffer, shape: Sequence[int], dims: S
     tun = tun or tunables(device)
     groups = flip_groups(shape, dims)
     vw = vector_width(itemsize, groups[-1][0], tun)
-    params = dict(itemsize=itemsize, groups=groups, n=n, vw=vw, per_item=tun.per_item,
+    params = dict(itemsize=itemsize, stream=streams(tun, n * itemsize, vw),
+                  groups=groups, n=n, vw=vw, per_item=tun.per_item,
                   index_t=index_type(n))
     return _start(device, "flip.cl.mako", "zyx_flip", params, n // vw, tun.per_item, [out.cl, src.cl], tun)
 
@@ -274,7 +305,8 @@ def roll(device: Device, out: Buffer, src: Buffer, outer: int, dim_size: int, in
     tun = tun or tunables(device)
     vw = vector_width(itemsize, inner, tun)
     index_t = index_type(n)
-    params = dict(itemsize=itemsize, outer=outer, dim_size=dim_size, inner=inner, n=n, vw=vw,
+    params = dict(itemsize=itemsize, stream=streams(tun, n * itemsize, vw),
+                  outer=outer, dim_size=dim_size, inner=inner, n=n, vw=vw,
                   per_item=tun.per_item, index_t=index_t)
     shift_arg = (np.int32 if index_t == "int" else np.int64)(shift % dim_size)
     return _start(device, "roll.cl.mako", "zyx_roll", params, n // vw, tun.per_item,
@@ -291,7 +323,8 @@ def concat_part(device: Device, out: Buffer, src: Buffer, outer: int, row_in: in
     tun = tun or tunables(device)
     vw = vector_width(itemsize, row_in, tun)
     index_t = index_type(outer * row_out)
-    params = dict(itemsize=itemsize, outer=outer, row_in=row_in, row_out=row_out, n=n, vw=vw,
+    params = dict(itemsize=itemsize, stream=streams(tun, n * itemsize, vw),
+                  outer=outer, row_in=row_in, row_out=row_out, n=n, vw=vw,
                   per_item=tun.per_item, index_t=index_t)
     col_arg = (np.int32 if index_t == "int" else np.int64)(col0)
     return _start(device, "concat.cl.mako", "zyx_concat", params, n // vw, tun.per_item,
@@ -314,7 +347,8 @@ def write_slice(device: Device, dest: Buffer, src: Buffer, shape: Sequence[int],
     run = fshape[-1] if fstrides[-1] == 1 else 1
     vw = vector_width(itemsize, run, tun)
     index_t = index_type(n, _dest_extent(dest, itemsize))
-    params = dict(itemsize=itemsize, shape=fshape, strides=fstrides, n=n, vw=vw, per_item=tun.per_item,
+    params = dict(itemsize=itemsize, stream=streams(tun, n * itemsize, vw),
+                  shape=fshape, strides=fstrides, n=n, vw=vw, per_item=tun.per_item,
                   index_t=index_t)
     base_arg = (np.int32 if index_t == "int" else np.int64)(base)
     return _start(device, "write_slice.cl.mako", "zyx_write_slice", params, n // vw, tun.per_item,
@@ -346,7 +380,8 @@ def write_slice_rotating(device: Device, dest: Buffer, src: Buffer, shape: Seque
     else:
         position_from = "arg"
         pos_args = [np.int64(position)]
-    params = dict(itemsize=itemsize, shape=fshape, strides=fstrides, axis=faxis, modulus=modulus,
+    params = dict(itemsize=itemsize, stream=streams(tun, n * itemsize, vw),
+                  shape=fshape, strides=fstrides, axis=faxis, modulus=modulus,
                   position_from=position_from, n=n, vw=vw, per_item=tun.per_item, index_t=index_type(n))
     return _start(device, "write_slice_rotating.cl.mako", "zyx_write_slice_rotating", params, n // vw,
                   tun.per_item, [dest.cl, src.cl, np.int64(base), *pos_args], tun)
@@ -367,7 +402,8 @@ def write_slice_doff(device: Device, dest: Buffer, src: Buffer, shape: Sequence[
     vw = _axis_vector(itemsize, fshape, fstrides, faxis, tun) if n else 1
     off_buf, off_index = offset
     flag_buf, slot = flags
-    params = dict(itemsize=itemsize, shape=fshape, strides=fstrides, axis=faxis, width=shape[axis],
+    params = dict(itemsize=itemsize, stream=streams(tun, n * itemsize, vw),
+                  shape=fshape, strides=fstrides, axis=faxis, width=shape[axis],
                   dest_extent=dest_extent, n=n, vw=vw, per_item=tun.per_item, index_t=index_type(n))
     return _start(device, "write_slice_doff.cl.mako", "zyx_write_slice_doff", params, max(n // vw, 1),
                   tun.per_item,
@@ -389,7 +425,8 @@ def triangular(device: Device, out: Buffer, src: Buffer, batch: int, rows: int, 
     tun = tun or tunables(device)
     vw = vector_width(itemsize, cols, tun)
     rowwise = TRIANGULAR_ROWWISE and device.info.kind != "gpu"
-    params = dict(itemsize=itemsize, batch=batch, rows=rows, cols=cols, upper=bool(upper), n=n, vw=vw,
+    params = dict(itemsize=itemsize, stream=streams(tun, n * itemsize, vw),
+                  batch=batch, rows=rows, cols=cols, upper=bool(upper), n=n, vw=vw,
                   per_item=tun.per_item, index_t=index_type(n), rowwise=rowwise)
     diag = np.int64(max(min(diagonal, 2**62), -(2**62)))
     return _start(device, "triangular.cl.mako", "zyx_triangular", params,
@@ -407,7 +444,7 @@ def masked_fill(device: Device, out: Buffer, src: Buffer, mask: Buffer, n: int, 
     vw = 1 << (vw.bit_length() - 1)
     bits_np = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[itemsize]
     fill = np.ascontiguousarray(fill_bits).view(bits_np).reshape(())[()]
-    params = dict(itemsize=itemsize, vw=vw, per_item=tun.per_item)
+    params = dict(itemsize=itemsize, vw=vw, per_item=tun.per_item, stream=streams(tun, n * itemsize, vw))
     return _start(device, "masked_fill.cl.mako", "zyx_masked_fill", params, -(-n // vw), tun.per_item,
                   [out.cl, src.cl, mask.cl, fill, np.int64(n)], tun)
 
@@ -426,6 +463,18 @@ def cumsum_strategy(outer: int, dim_size: int, inner: int, tun: Tunables) -> str
     if dim_size <= tun.scan_local * tun.scan_items or (inner > 1 and lanes >= tun.scan_lanes_min):
         return "lanes"
     return "blocks"
+
+
+#: Strided cumsum lanes one work-item scans side by side (at most; CPUs: a 64-byte line of float32).
+SCAN_LANE_VECTOR = 16
+
+
+def scan_lane_vector(inner: int, tun: Tunables) -> int:
+    """Neighbouring lanes per work-item of a strided "lanes" scan: a power of two dividing ``inner``."""
+    lv = 1
+    while lv * 2 <= SCAN_LANE_VECTOR and inner % (lv * 2) == 0:
+        lv *= 2
+    return lv
 
 
 @tuned("cumsum", DECLARED["cumsum"], tunables)
@@ -448,13 +497,15 @@ def cumsum(device: Device, out: Buffer, src: Buffer, dtype: DType, outer: int, d
     sizes = [ity(dim_size), ity(inner)]
     base = dict(dtype=dtype, acc=acc.cl_storage, strategy=strategy, strided=inner > 1, index_t=index_t)
     if strategy == "lanes":
-        source = render("contracts/cumsum.cl.mako", wg=1, items=1, **base)
+        lv = scan_lane_vector(inner, tun) if inner > 1 else 1
+        source = render("contracts/cumsum.cl.mako", wg=1, items=1, lv=lv, **base)
         kernel = compile_kernel(device, source, "zyx_cumsum_lanes")
         local = max(1, min(tun.local_size, kernel.work_group_size))
-        return [launch(kernel, (-(-lanes // local) * local,), (local,), [out.cl, src.cl, *sizes, ity(lanes)])]
+        items = lanes // lv
+        return [launch(kernel, (-(-items // local) * local,), (local,), [out.cl, src.cl, *sizes, ity(lanes)])]
     local, items = tun.scan_local, tun.scan_items
     chunks = -(-dim_size // (local * items))  # >= 2: shorter axes take the "lanes" strategy
-    source = render("contracts/cumsum.cl.mako", wg=local, items=items, **base)
+    source = render("contracts/cumsum.cl.mako", wg=local, items=items, lv=1, **base)
     partials = device.pool.allocate(lanes * chunks * acc.itemsize)
     k_part = compile_kernel(device, source, "zyx_cumsum_partials")
     events = [launch(k_part, (local * chunks, lanes), (local, 1), [partials.cl, src.cl, *sizes, ity(chunks)])]

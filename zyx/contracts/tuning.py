@@ -30,8 +30,8 @@ CANDIDATES: dict[str, tuple[int, ...]] = {
     "local_size": (32, 64, 128, 256, 512),
     "per_item": (1, 2, 4, 8, 16),
     "vector_bytes": (4, 8, 16, 32),
-    "scan_local": (32, 64, 128, 256),
-    "scan_items": (4, 8, 16, 32),
+    "scan_local": (4, 16, 32, 64, 128, 256),
+    "scan_items": (4, 8, 16, 32, 64, 256),
     "scan_lanes_min": (16, 64, 256, 1024, 4096),
 }
 
