@@ -6,9 +6,9 @@ split (work items per output tile, sharing its reduce through local memory), stm
 zyx.codegen.kernel.statements), uses_ipow, err_flag (the error-flag parameter's name
 or None: an int the kernel atomic_or's error bits into), fp32 (the float32 DType), vec_types
 ((vector type, element alignment) pairs: each gets a typedef ``zyx_<type>_u`` with that alignment,
-for unaligned whole-vector loads and stores), exp_types, erf_types, log_types, log2_types
-(float32 scalar/vector types whose ``zyx_exp_<type>`` / ``zyx_erf_<type>`` / ``zyx_log_<type>``
-/ ``zyx_log2_<type>`` the statements call; erf calls exp).
+for unaligned whole-vector loads and stores), helpers ((fn, types) for each float32 function
+of common/math.mako: the scalar/vector types whose ``zyx_<fn>_<type>`` the statements call;
+erf calls exp).
 </%doc>\
 <%namespace name="dt" file="/common/dtypes.mako"/>\
 <%namespace name="fm" file="/common/math.mako"/>\
@@ -32,17 +32,23 @@ inline long zyx_ipow(long a, long b) {
     return r;
 }
 % endif
-% for t in sorted(set(exp_types) | set(erf_types)):
+<% math_types = dict(helpers) %>\
+% for t in sorted(set(math_types["exp"]) | set(math_types["erf"])):
 ${fm.exp_fn(t)}
 % endfor
-% for t in erf_types:
+% for t in math_types["erf"]:
 ${fm.erf_fn(t)}
 % endfor
-% for t in log_types:
+% for t in math_types["log"]:
 ${fm.log_fn(t)}
 % endfor
-% for t in log2_types:
+% for t in math_types["log2"]:
 ${fm.log_fn(t, base2=True)}
+% endfor
+% for which in ("sin", "cos"):
+%   for t in math_types[which]:
+${fm.trig_fn(t, which)}
+%   endfor
 % endfor
 % for vt, align in vec_types:
 typedef ${vt} zyx_${vt}_u __attribute__((aligned(${align})));

@@ -99,3 +99,28 @@ def test_log_within_one_ulp(layout: str, fn: str) -> None:
     assert special[3] == -np.inf and special[4] == -np.inf and special[9] == 0.0
     if fn == "log2":  # exact at powers of two
         assert special[10] == 1.0 and special[11] == -1.0 and special[6] == -149.0
+
+
+TRIG_SPECIAL = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-30, -1e-38, 65535.9, 65536.0, 1e10, -3e38],
+                        np.float32)
+
+
+@pytest.mark.parametrize("fn", ["sin", "cos"])
+@pytest.mark.parametrize("layout", ["contiguous", "strided"])
+def test_sin_cos_within_one_and_a_half_ulp(layout: str, fn: str) -> None:
+    sweep = np.linspace(-70000.0, 70000.0, 200_003, dtype=np.float32)  # past the fast path's 65536
+    small = np.random.default_rng(11).standard_normal(50_001).astype(np.float32) * 10
+    x = np.concatenate([TRIG_SPECIAL, sweep, small])
+    z = zyx.tensor(np.repeat(x, 2))[::2] if layout == "strided" else zyx.tensor(x)
+    got = getattr(z, fn)().numpy()
+    with np.errstate(invalid="ignore"):
+        err = _ulp_error(got, x, getattr(np, fn))
+    fast = np.abs(x) < 65536
+    assert err[fast].max() <= 1.5, f"{fn} error {err[fast].max():.3f} ulp at x = {x[fast][err[fast].argmax()]!r}"
+    assert err[~fast & np.isfinite(x)].max() <= 2.0  # the device's built-in function beyond
+    special = got[: TRIG_SPECIAL.size]
+    assert np.isnan(special[:3]).all()  # NaN and +-inf: NaN, even beside finite lanes of a vector
+    if fn == "sin":
+        assert special[3] == 0.0 and np.signbit(special[4]) and special[5] == np.float32(1e-30)
+    else:
+        assert special[3] == 1.0 and special[4] == 1.0 and special[5] == 1.0

@@ -70,8 +70,8 @@ def literal(value: Any, d: DType) -> str:
 def _float_expr(op: str, a: str, b: str | None, ct: str, vt: str | None = None) -> str:
     # NaN tests are written ``x != x``: PoCL calls (never inlines) its isnan(), with spills around each call
     one = "1.0f" if ct == "float" else "1.0"
-    # float32 exp, erf, log: zyx's own (templates/common/math.mako); float64: the built-ins
-    exp, erf, log, log2 = (f"zyx_{fn}_{vt or ct}" if ct == "float" else fn for fn in ("exp", "erf", "log", "log2"))
+    # float32 exp, erf, log, log2, sin, cos: zyx's own (templates/common/math.mako); float64: the built-ins
+    exp, erf, log, log2, sin, cos = (f"zyx_{fn}_{vt or ct}" if ct == "float" else fn for fn in MATH_HELPERS)
     half = "0.5f" if ct == "float" else "0.5"
     f = "f" if ct == "float" else ""
     table = {
@@ -80,8 +80,8 @@ def _float_expr(op: str, a: str, b: str | None, ct: str, vt: str | None = None) 
         "maximum": f"(({a} > {b} || ({a} != {a})) ? {a} : {b})",
         "minimum": f"(({a} < {b} || ({a} != {a})) ? {a} : {b})",
         "neg": f"-{a}", "abs": f"fabs({a})", "exp": f"{exp}({a})", "exp2": f"exp2({a})", "log": f"{log}({a})",
-        "log2": f"{log2}({a})", "sqrt": f"sqrt({a})", "rsqrt": f"{one} / sqrt({a})", "sin": f"sin({a})",
-        "cos": f"cos({a})", "tan": f"tan({a})", "tanh": f"tanh({a})", "erf": f"{erf}({a})",
+        "log2": f"{log2}({a})", "sqrt": f"sqrt({a})", "rsqrt": f"{one} / sqrt({a})", "sin": f"{sin}({a})",
+        "cos": f"{cos}({a})", "tan": f"tan({a})", "tanh": f"tanh({a})", "erf": f"{erf}({a})",
         "sigmoid": f"{one} / ({one} + {exp}(-{a}))", "silu": f"{a} / ({one} + {exp}(-{a}))",
         "relu": f"(({a} > 0 || ({a} != {a})) ? {a} : 0)",
         "gelu": f"{half} * {a} * ({one} + {erf}({a} * 0.7071067811865476{f}))",
@@ -446,9 +446,12 @@ def statements(prog: Program, k: Kernel) -> tuple[tuple, ...]:
     return tuple(out)
 
 
-def _helper_types(fn: str, stmts: tuple) -> list[str]:
+MATH_HELPERS = ("exp", "erf", "log", "log2", "sin", "cos")  # float32 functions of templates/common/math.mako
+
+
+def _helper_types(fn: str, stmts: tuple) -> tuple[str, ...]:
     """The float32 scalar/vector types whose ``zyx_<fn>_<type>`` (templates/common/math.mako) ``stmts`` call."""
-    return sorted(set(re.findall(rf"zyx_{fn}_(float\d*)\(", str(stmts))))
+    return tuple(sorted(set(re.findall(rf"zyx_{fn}_(float\d*)\(", str(stmts)))))
 
 
 def source(k: Kernel, opts: Opts) -> tuple[str, str, Program]:
@@ -468,8 +471,7 @@ def source(k: Kernel, opts: Opts) -> tuple[str, str, Program]:
     vec_types = tuple(sorted({(vt, 8 if vt.startswith("double") else 4) for st in stmts
                               for vt in re.findall(r"zyx_(\w+?)_u \*", str(st))}))
     src = render("kernel.cl.mako", name=name, header=header, bufs=bufs, dtypes=all_dtypes, index_t=prog.index_t,
-                 vec_types=vec_types, exp_types=_helper_types("exp", stmts), erf_types=_helper_types("erf", stmts),
-                 log_types=_helper_types("log", stmts), log2_types=_helper_types("log2", stmts),
+                 vec_types=vec_types, helpers=tuple((fn, _helper_types(fn, stmts)) for fn in MATH_HELPERS),
                  items=prog.global_items, split=prog.split, stmts=stmts, uses_ipow=any("zyx_ipow" in str(s) for s in stmts),
                  err_flag=ERR_FLAG if any(ERR_FLAG in str(s) for s in stmts) else None, fp32=dtypes.float32)
     return name, src, prog
