@@ -50,6 +50,9 @@ ${fm.log_fn(t, base2=True)}
 ${fm.trig_fn(t, which)}
 %   endfor
 % endfor
+% for t in math_types["tan"]:
+${fm.guarded_fn(t, "tan")}
+% endfor
 % for vt, align in vec_types:
 typedef ${vt} zyx_${vt}_u __attribute__((aligned(${align})));
 % endfor

@@ -177,3 +177,14 @@ ${_quarter_sincos(t, "th", "k")}\
 % endif
 }
 </%def>
+
+## guarded_fn(t, fn) defines ``zyx_<fn>_<t>``: the built-in ``fn`` with inf/NaN lanes fed in as
+## 0 and answered NaN. PoCL's vector tan (like its sin/cos) returns wrong values in every lane
+## of a vector that holds an inf or NaN (tan(1e-30) = 0.0099 next to an inf).
+<%def name="guarded_fn(t, fn)">\
+inline ${t} zyx_${fn}_${t}(${t} x)
+{
+    const ${t} finite = fabs(x) < INFINITY ? x : 0.0f;
+    return fabs(x) < INFINITY ? ${fn}(finite) : x - x;
+}
+</%def>

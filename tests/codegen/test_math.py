@@ -124,3 +124,14 @@ def test_sin_cos_within_one_and_a_half_ulp(layout: str, fn: str) -> None:
         assert special[3] == 0.0 and np.signbit(special[4]) and special[5] == np.float32(1e-30)
     else:
         assert special[3] == 1.0 and special[4] == 1.0 and special[5] == 1.0
+
+
+@pytest.mark.parametrize("fn", ["sin", "cos", "tan", "tanh", "exp2", "sqrt", "sigmoid", "erf", "exp", "log"])
+def test_an_inf_or_nan_lane_spoils_no_other_lane(fn: str) -> None:
+    """PoCL's vector sin/cos/tan returned wrong values in every lane of a vector holding an inf or NaN."""
+    x = np.tile(np.array([np.inf, 0.5, 1e-30, 2.0, -np.inf, np.nan, 3.0, 0.25], np.float32), 8)
+    got = getattr(zyx.tensor(x), fn)().numpy()
+    with np.errstate(all="ignore"):
+        special = {"sigmoid": lambda v: 1 / (1 + np.exp(-v)), "erf": np.vectorize(math.erf)}
+        ref = (special[fn] if fn in special else getattr(np, fn))(x.astype(np.float64))
+    np.testing.assert_allclose(got, ref, rtol=2e-6, atol=1e-37, equal_nan=True)

@@ -70,8 +70,9 @@ def literal(value: Any, d: DType) -> str:
 def _float_expr(op: str, a: str, b: str | None, ct: str, vt: str | None = None) -> str:
     # NaN tests are written ``x != x``: PoCL calls (never inlines) its isnan(), with spills around each call
     one = "1.0f" if ct == "float" else "1.0"
-    # float32 exp, erf, log, log2, sin, cos: zyx's own (templates/common/math.mako); float64: the built-ins
-    exp, erf, log, log2, sin, cos = (f"zyx_{fn}_{vt or ct}" if ct == "float" else fn for fn in MATH_HELPERS)
+    # float32 exp, erf, log, log2, sin, cos: zyx's own, tan: the built-in guarded (templates/common/math.mako);
+    # float64: the built-ins
+    exp, erf, log, log2, sin, cos, tan = (f"zyx_{fn}_{vt or ct}" if ct == "float" else fn for fn in MATH_HELPERS)
     half = "0.5f" if ct == "float" else "0.5"
     f = "f" if ct == "float" else ""
     table = {
@@ -81,7 +82,7 @@ def _float_expr(op: str, a: str, b: str | None, ct: str, vt: str | None = None) 
         "minimum": f"(({a} < {b} || ({a} != {a})) ? {a} : {b})",
         "neg": f"-{a}", "abs": f"fabs({a})", "exp": f"{exp}({a})", "exp2": f"exp2({a})", "log": f"{log}({a})",
         "log2": f"{log2}({a})", "sqrt": f"sqrt({a})", "rsqrt": f"{one} / sqrt({a})", "sin": f"{sin}({a})",
-        "cos": f"{cos}({a})", "tan": f"tan({a})", "tanh": f"tanh({a})", "erf": f"{erf}({a})",
+        "cos": f"{cos}({a})", "tan": f"{tan}({a})", "tanh": f"tanh({a})", "erf": f"{erf}({a})",
         "sigmoid": f"{one} / ({one} + {exp}(-{a}))", "silu": f"{a} / ({one} + {exp}(-{a}))",
         "relu": f"(({a} > 0 || ({a} != {a})) ? {a} : 0)",
         "gelu": f"{half} * {a} * ({one} + {erf}({a} * 0.7071067811865476{f}))",
@@ -446,7 +447,7 @@ def statements(prog: Program, k: Kernel) -> tuple[tuple, ...]:
     return tuple(out)
 
 
-MATH_HELPERS = ("exp", "erf", "log", "log2", "sin", "cos")  # float32 functions of templates/common/math.mako
+MATH_HELPERS = ("exp", "erf", "log", "log2", "sin", "cos", "tan")  # float32 functions of templates/common/math.mako
 
 
 def _helper_types(fn: str, stmts: tuple) -> tuple[str, ...]:
