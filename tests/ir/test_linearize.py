@@ -111,7 +111,7 @@ def test_cpu_heuristics_pick_vectors_and_register_tiles():
     keep = Kernel((64, 64, 1), (64,), mm.bufs, mm.body)  # keepdim output: a trailing 1 axis
     assert is_matmul_like(keep)
     o = default_opts(keep, 256, _cpu_info())
-    assert o.vec == 8 and o.vec_axis == 1 and o.upcast[0] == 4 and o.unroll > 1
+    assert o.vec == 8 and o.vec_axis == 1 and o.upcast[:2] == (8, 2) and o.unroll == 2  # the 8x2 register tile
     row = Kernel((4, 1), (1024,), (dt.float32, dt.float32),
                  ops.Reduce("max", ops.Load(1, dt.float32, sym.add(sym.mul(out_var(0, 4), 1024), red_var(0, 1024))),
                             dt.float32))

@@ -101,3 +101,22 @@ def test_structural_key_ignores_sizes() -> None:
             lazy.choose_opts = saved
         keys.add(tune_ir.structural_key(kernels[-1]))
     assert len(keys) == 1
+
+
+def test_matmul_config_names_the_row_and_column_axes() -> None:
+    from zyx import dtype as dt
+    from zyx.ir import ops
+    from zyx.ir import symbolic as sym
+    from zyx.ir.kernel import Kernel, Opts, out_var, red_var
+
+    i, j, r = out_var(0, 64), out_var(1, 48), red_var(0, 32)
+    a = ops.Load(1, dt.float32, sym.add(sym.mul(i, 32), r))
+    b = ops.Load(2, dt.float32, sym.add(sym.mul(r, 48), j))
+    k = Kernel((64, 48, 1), (32,), (dt.float32,) * 3, ops.Reduce("sum", ops.Alu("mul", (a, b), dt.float32), dt.float32))
+    opts = Opts(local=1, upcast=(8, 2, 1), unroll=2, vec=8, vec_axis=1)
+    cfg = tune_ir.to_config(k, opts)
+    assert cfg["up_row"] == 8 and cfg["up_last"] == 2  # the keepdim axis of size 1 is not the column axis
+    assert tune_ir.from_config(k, opts, {**cfg, "up_row": 6}).upcast == (6, 2, 1)
+    assert 6 in next(p.values for p in tune_ir.opts_space(k, 256).params if p.name == "up_row")
+    plain = Kernel((64, 48), (), (dt.float32, dt.float32), ops.Load(1, dt.float32, sym.add(sym.mul(i, 48), j)))
+    assert tune_ir.from_config(plain, Opts(), {"up_row": 2, "up_last": 4}).upcast == (2, 4)

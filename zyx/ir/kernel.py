@@ -9,8 +9,9 @@ register tiling for matmul-like reduces), reduce unroll, explicit vector lanes (
 on one axis: vloadN/vstoreN where contiguous, vector ALU ops, a vector accumulator
 combined lane by lane in a fixed order after the loop) and split (grouped) reduction.
 ``apply_opt`` returns a new Opts (pure); ``default_opts`` gives the heuristic choice.
-Sizes need not divide: a partial last tile or vector along an output axis is masked
-(guarded loads and stores; whole-vector loads/stores behind one test), and reduce elements
+Sizes need not divide: the copies of a partial last tile that fall past an output axis are computed
+at its last coordinate (clamped, no test in the reduce loop) and their stores masked; a partial last
+vector is masked (guarded loads and stores; whole-vector loads/stores behind one test), and reduce elements
 past the last whole step (unroll x lanes x split) run in a scalar tail loop. ``split``
 (grouped reduction): ``split`` consecutive work items of a work-group share one output
 tile's innermost reduce axis (item ``s`` takes every ``split``-th block of ``vec`` elements),
@@ -79,7 +80,7 @@ class Opts:
     """How a kernel is mapped onto work items (every field an opt action)."""
 
     local: int = 64  # work-group size
-    upcast: tuple[int, ...] = ()  # per output axis, outputs per work item (divides the axis)
+    upcast: tuple[int, ...] = ()  # per output axis, outputs per work item (a partial last tile is clamped)
     unroll: int = 1  # reduce loop unroll on the innermost reduce axis (divides it)
     split: int = 1  # work items sharing one output's reduce through local memory (1 or 2..256, a power of 2)
     vec: int = 1  # explicit vector width (1, 2, 4, 8, 16) on axis ``vec_axis``
@@ -266,6 +267,12 @@ def _vec_width(size: int, pref: int) -> int:
     return 2 if size % 2 == 0 else 1
 
 
+# CPU matmul register tile (PoCL, AVX2): MM_ROWS rows x 2 vectors of columns, unrolled twice along k.
+# Measured at 1024^3 (float8): 8x2 ~1.8x and 6x2 ~1.6x the 4x2 tile unrolled 4 times; 8x2 unrolled once
+# or 6x2 unrolled 4 times lose most of that. A last partial row tile is clamped (see ``linearize``).
+MM_ROWS = 8
+
+
 def _cpu_opts(k: Kernel, max_local: int, device: Any) -> Opts:
     """CPU (PoCL-like): explicit vectors on the contiguous axis, since math builtins are not
     vectorized across work items; small work-groups; register tiles for matmul-like reduces."""
@@ -287,13 +294,13 @@ def _cpu_opts(k: Kernel, max_local: int, device: Any) -> Opts:
         row, col = mm
         v = next((f for f in (pref, 8, 4) if k.out_shape[col] % f == 0 and f <= k.out_shape[col]), 0) or \
             (pref if k.out_shape[col] >= 4 * pref and pref in (4, 8, 16) else 1)  # else a masked last vector
-        for f in (4, 2):
-            if k.out_shape[row] % f == 0 and k.out_shape[row] >= 2 * f:
-                upcast[row] = f
-                break
-        if v > 1 and k.out_shape[col] % (2 * v) == 0:
+        if v > 1 and k.out_shape[col] % v == 0 and k.out_shape[col] >= 2 * v:  # a last half tile is clamped
             upcast[col] = 2
-        unroll = next((f for f in (4, 2) if k.red_shape[-1] % f == 0), 1 if k.red_shape[-1] < 16 else 4)
+        if upcast[col] == 2 and k.out_shape[row] >= 2 * MM_ROWS:
+            upcast[row] = MM_ROWS
+        else:
+            upcast[row] = next((f for f in (4, 2) if k.out_shape[row] % f == 0 and k.out_shape[row] >= 2 * f), 1)
+        unroll = 2 if k.red_shape[-1] % 2 == 0 or k.red_shape[-1] >= 16 else 1
         return Opts(local=1, upcast=tuple(upcast), unroll=unroll, vec=v, vec_axis=col if v > 1 else 0)
     v = _vec_width(k.red_shape[-1], 2 * pref)  # two registers a step: loads in flight
     if v == 1 or not _unit_stride(k, red_var(m - 1, k.red_shape[-1])):

@@ -274,7 +274,9 @@ def linearize(k: Kernel, opts: Opts) -> Program:
             b.tail_copy = {last_orig: value, "__pos__": sym.add(*pos_terms, value), "__guard__": sym.lt(rel, rem)}
     b.split = split
 
-    # one body per upcast copy; copies past the end of a non-dividing axis are masked
+    # one body per upcast copy; a copy past the end of an axis in the last tile is computed at the axis's last
+    # tile coordinate (clamped, so nothing is tested inside the reduce loop) and only its store is masked; an
+    # axis whose last vector is partial guards its loads lane by lane instead
     stores = []
     ostrides = [math.prod(k.out_shape[i + 1:]) for i in range(n)]
     for u in itertools.product(*(range(x) for x in up)):
@@ -284,10 +286,19 @@ def linearize(k: Kernel, opts: Opts) -> Program:
                  for i in range(n) if isinstance(out_var(i, k.out_shape[i]), sym.Var)}
         masks = {kk: vv for kk, vv in masks.items() if vv != sym.ONE}
         mapping = {kk: vv for kk, vv in mapping.items() if isinstance(kk, sym.Var)}
+        body_map = dict(mapping)
+        for i in range(n):
+            ov = out_var(i, k.out_shape[i])
+            last = shape[i] - (grid[i] - 1) * up[i]  # copies the last tile holds
+            if k.out_shape[i] % vsz[i] == 0 and u[i] >= last:  # past the end in the last tile: clamp it there
+                at = sym.add(sym.mul(gvars[i], up[i]), last - 1,
+                             sym.mul(sym.lt(gvars[i], grid[i] - 1), u[i] - last + 1))
+                body_map[ov] = sym.add(sym.mul(at, vsz[i]), lane if vsz[i] > 1 else 0)
+        guards = {o: m for o, m in masks.items() if k.out_shape[int(o[1:])] % vsz[int(o[1:])]}  # partial vectors
         body = k.body
-        if masks:  # guard the original loads (the masks are already in tile/lane terms), then substitute
-            body = _guard_loads(body, lambda ld: sym.land(*(m for o, m in masks.items() if _mentions(ld, {o}))), {})
-        body = _subst_expr(body, mapping, {}) if mapping else body
+        if guards:  # guard the original loads (the masks are already in tile/lane terms), then substitute
+            body = _guard_loads(body, lambda ld: sym.land(*(m for o, m in guards.items() if _mentions(ld, {o}))), {})
+        body = _subst_expr(body, body_map, {}) if body_map else body
         v, _ = b.emit(body)
         flat = sym.add(*(sym.mul(mapping.get(out_var(i, k.out_shape[i]), sym.ZERO), ostrides[i]) for i in range(n)))
         stores.append((v, flat, sym.land(*masks.values())))

@@ -20,15 +20,17 @@ from zyx import settings
 from zyx.backend import launch as launch_mod
 from zyx.backend import transfer
 from zyx.benchmarks import median_event_seconds
-from zyx.ir.kernel import Kernel, Opts, default_opts
+from zyx.ir.kernel import Kernel, Opts, default_opts, matmul_axes
 from zyx.tune.search import Param, Space
 from zyx.tune.tuner import choose
 
 
 def structural_key(k: Kernel) -> str:
-    """A hash of the kernel's structure with every size and stride abstracted away."""
+    """A hash of the kernel's structure with every size and stride abstracted away (a matmul-like kernel's
+    configurations name its row and column axes: ``_tile_axes``)."""
     shape_free = re.sub(r"\d+", "#", repr(k.body))
-    text = f"{[d.name for d in k.bufs]}|{len(k.out_shape)}|{len(k.red_shape)}|{shape_free}"
+    tiles = "|mm" if matmul_axes(k) is not None else ""
+    text = f"{[d.name for d in k.bufs]}|{len(k.out_shape)}|{len(k.red_shape)}|{shape_free}{tiles}"
     return "ir:" + hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
@@ -41,28 +43,39 @@ def _pow2_upto(limit: int, start: int = 1) -> tuple[int, ...]:
 
 
 def opts_space(k: Kernel, max_local: int) -> Space:
-    """The opt actions worth searching for ``k`` (sizes that do not fit fall back safely)."""
+    """The opt actions worth searching for ``k`` (sizes that do not fit fall back safely); ``up_row`` and
+    ``up_last`` upcast the axes of ``_tile_axes``."""
     n_out = len(k.out_shape)
     params = [Param("local", _pow2_upto(min(max_local, 256))),
               Param("vec", (1, 2, 4, 8, 16))]
     if n_out:
         params.append(Param("up_last", (1, 2, 4, 8)))
     if n_out >= 2:
-        params.append(Param("up_row", (1, 2, 4, 8)))
+        params.append(Param("up_row", (1, 2, 4, 6, 8)))  # 6: the CPU matmul tile
     if k.red_shape:
         params += [Param("unroll", (1, 2, 4, 8)), Param("split", (1, 2, 4, 8, 16, 32))]
     return Space(tuple(params))
+
+
+def _tile_axes(k: Kernel) -> tuple[int | None, int | None]:
+    """The output axes of ``up_row`` and ``up_last``: a matmul's (row, column) axes, else the last two."""
+    mm = matmul_axes(k)
+    if mm is not None:
+        return mm
+    n = len(k.out_shape)
+    return (n - 2 if n >= 2 else None), (n - 1 if n else None)
 
 
 def to_config(k: Kernel, opts: Opts) -> dict[str, int]:
     """An ``Opts`` as a flat, JSON-friendly search configuration."""
     n = len(k.out_shape)
     up = list(opts.upcast) + [1] * (n - len(opts.upcast))
+    row, last = _tile_axes(k)
     cfg = {"local": opts.local, "vec": opts.vec, "vec_axis": opts.vec_axis}
-    if n:
-        cfg["up_last"] = up[n - 1]
-    if n >= 2:
-        cfg["up_row"] = up[n - 2]
+    if last is not None:
+        cfg["up_last"] = up[last]
+    if row is not None:
+        cfg["up_row"] = up[row]
     if k.red_shape:
         cfg["unroll"], cfg["split"] = opts.unroll, opts.split
     return cfg
@@ -72,10 +85,11 @@ def from_config(k: Kernel, base: Opts, cfg: dict[str, Any]) -> Opts:
     """The ``Opts`` a search configuration describes (other fields from ``base``)."""
     n = len(k.out_shape)
     up = list(base.upcast) + [1] * (n - len(base.upcast))
-    if n:
-        up[n - 1] = int(cfg.get("up_last", up[n - 1]))
-    if n >= 2:
-        up[n - 2] = int(cfg.get("up_row", up[n - 2]))
+    row, last = _tile_axes(k)
+    if last is not None:
+        up[last] = int(cfg.get("up_last", up[last]))
+    if row is not None:
+        up[row] = int(cfg.get("up_row", up[row]))
     fields = {key: int(cfg[key]) for key in ("local", "unroll", "split", "vec", "vec_axis") if key in cfg}
     return Opts(**{**asdict(base), **fields, "upcast": tuple(up)})
 
