@@ -126,3 +126,14 @@ def test_matmul_int_and_errors():
     _check(zyx.tensor(a) @ zyx.tensor(b), torch.tensor(a) @ torch.tensor(b))
     with pytest.raises(zyx.ShapeError):
         zyx.tensor(a) @ zyx.tensor(a)
+
+
+@pytest.mark.parametrize("shape,dim", [((70, 1024), 0), ((33, 4096), 0), ((9, 520), 0), ((34, 2048), 1),
+                                       ((64, 1030), 1), ((3, 40, 2048), 2)])
+@pytest.mark.parametrize("op", ["sum", "max", "mean"])
+def test_reduce_tiles_on_cpu_defaults(shape, dim, op):
+    """Shapes that take the CPU defaults' tiles: 64 columns a work item for column reduces, two rows a
+    work item for long row reduces, and the shapes where they fall back."""
+    a = np.random.default_rng(2).standard_normal(shape).astype(np.float32)
+    got = getattr(zyx.tensor(a), op)(dim).numpy()
+    np.testing.assert_allclose(got, getattr(np, op)(a, axis=dim), rtol=2e-5, atol=2e-5)

@@ -306,10 +306,23 @@ def _cpu_opts(k: Kernel, max_local: int, device: Any) -> Opts:
     if v == 1 or not _unit_stride(k, red_var(m - 1, k.red_shape[-1])):
         v = _vec_width(k.out_shape[-1], pref) if n else 1
         if v > 1 and _unit_stride(k, out_var(n - 1, k.out_shape[-1])):  # e.g. a column reduce
-            return Opts(local=1, upcast=tuple(upcast), vec=v, vec_axis=n - 1)
+            # up to 64 columns a work item: each row step reads whole cache lines, several of them
+            # (4096x4096 sum(0): 12.3 ms with 8 columns, 3.4 ms with 64; PyTorch 4.4 ms)
+            cores = int(getattr(device, "compute_units", 2) or 2)
+            up = 8
+            while up > 1 and (k.out_shape[-1] % (v * up) or k.numel // (v * up) < 4 * cores):
+                up //= 2
+            upcast[n - 1] = up
+            local = 4 if k.numel // (v * up) >= 16 else 1
+            return Opts(local=local, upcast=tuple(upcast), vec=v, vec_axis=n - 1)
         return _generic_opts(k, max_local)
     unroll = 2 if k.red_shape[-1] >= v * 8 else 1  # a scalar tail loop takes what does not divide
-    items = k.numel
+    # two outputs a work item on long reduces: two independent accumulator chains (16M sum: 2.28 -> 2.05 ms)
+    cores = int(getattr(device, "compute_units", 2) or 2)
+    pair = next((a for a in range(n - 1, -1, -1) if k.out_shape[a] > 1), None)
+    if pair is not None and k.out_shape[pair] % 2 == 0 and k.numel >= 16 * cores and k.red_shape[-1] >= 1024:
+        upcast[pair] = 2
+    items = k.numel // math.prod(upcast)
     local = 1
     while local * 2 <= min(max_local, 4) and local * 2 <= items:
         local *= 2
