@@ -9,10 +9,12 @@ or None: an int the kernel atomic_or's error bits into), fp32 (the float32 DType
 ((vector type, element alignment) pairs: each gets a typedef ``zyx_<type>_u`` with that alignment,
 for unaligned whole-vector loads and stores), helpers ((fn, types) for each float32 function
 of common/math.mako: the scalar/vector types whose ``zyx_<fn>_<type>`` the statements call;
-erf calls exp).
+erf calls exp), stream_types (output vector types stored through
+``zyx_stream_store_<type>``, common/stream.mako).
 </%doc>\
 <%namespace name="dt" file="/common/dtypes.mako"/>\
 <%namespace name="fm" file="/common/math.mako"/>\
+<%namespace name="st" file="/common/stream.mako"/>\
 /*
 % for line in header:
  * ${line}
@@ -56,6 +58,9 @@ ${fm.guarded_fn(t, "tan")}
 % endfor
 % for vt, align in vec_types:
 typedef ${vt} zyx_${vt}_u __attribute__((aligned(${align})));
+% endfor
+% for vt in stream_types:
+${st.store_fn(f"zyx_stream_store_{vt}", vt, vt.rstrip("0123456789"), f"*(__global zyx_{vt}_u *)zyx_p = zyx_value;")}
 % endfor
 
 __kernel void ${name}(

@@ -6,6 +6,7 @@
 ## plain statements with zyx_-prefixed names.
 ##
 ## A template includes this file with <%namespace name="ix" file="/contracts/index.mako"/>.
+<%namespace name="st" file="/common/stream.mako"/>\
 <%!
     import math
 
@@ -80,44 +81,19 @@ vstore${vw}(${value}, 0, ${dst} + ${di});\
 % endif
 </%def>
 
-## Definitions for streamed stores of `vw`-wide vectors of `itemsize`-byte elements.
-## Large outputs are written with non-temporal stores (they bypass the caches: no read
-## for ownership, no eviction of the inputs), which on CPUs moves ~1.3-1.5x the bytes of
-## plain stores. zyx_stream_store(v, p) stores non-temporally when p is aligned to the
-## vector and the compiler has the builtin, else with vstore. ZYX_STREAM_FENCE() (at the
-## end of a kernel, every work-item) lets the work-group's last work-item drain the
-## write-combining buffers once (x86 sfence; work-items of a work-group run in order on
-## one thread on CPU runtimes); elsewhere it is empty. Emits nothing unless `stream`.
+## Definitions for streamed stores of `vw`-wide vectors of `itemsize`-byte elements
+## (common/stream.mako): zyx_stream_store(v, p), vstore where p is not aligned to the vector.
+## Every work-item reaches `stream_fence` at the end of the kernel. Emits nothing unless `stream`.
 <%def name="stream_preamble(itemsize, vw, stream)">\
 % if stream and vw > 1:
-<% VT = vtype(itemsize, vw) %>\
-#if defined(__has_builtin)
-#if __has_builtin(__builtin_nontemporal_store)
-#define ZYX_HAS_NT_STORE 1
-#endif
-#endif
-#if defined(ZYX_HAS_NT_STORE) && (defined(__x86_64__) || defined(__i386__))
-#define ZYX_STREAM_FENCE() if (get_local_id(0) == get_local_size(0) - 1) __builtin_ia32_sfence()
-#else
-#define ZYX_STREAM_FENCE()
-#endif
-inline void zyx_stream_store(const ${VT} zyx_value, __global ${bits(itemsize)} *zyx_p)
-{
-#ifdef ZYX_HAS_NT_STORE
-    if (((ulong)zyx_p & ${itemsize * vw - 1}) == 0) {
-        __builtin_nontemporal_store(zyx_value, (__global ${VT} *)zyx_p);
-        return;
-    }
-#endif
-    vstore${vw}(zyx_value, 0, zyx_p);
-}
+${st.store_fn("zyx_stream_store", vtype(itemsize, vw), bits(itemsize), f"vstore{vw}(zyx_value, 0, zyx_p);")}\
 % endif
 </%def>
 
 ## Statement: the end-of-kernel fence of streamed stores (nothing unless `stream`).
 <%def name="stream_fence(vw, stream)">\
 % if stream and vw > 1:
-    ZYX_STREAM_FENCE();
+    ZYX_STREAM_FENCE(get_local_id(0) == get_local_size(0) - 1);
 % endif
 </%def>
 

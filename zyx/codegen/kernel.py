@@ -288,8 +288,8 @@ def _hreduce_lines(op: str, name: str, acc: str, w: int, d: DType) -> list[str]:
             for j in range(1, w)]
 
 
-def statements(prog: Program, k: Kernel) -> tuple[tuple, ...]:
-    """The template's statement list for a program."""
+def statements(prog: Program, k: Kernel, stream: bool = False) -> tuple[tuple, ...]:
+    """The template's statement list for a program (``stream``: whole-vector output stores non-temporal)."""
     out: list[tuple] = []
     names: dict[int, str] = {}
     dts: dict[int, DType] = {}
@@ -421,6 +421,8 @@ def statements(prog: Program, k: Kernel) -> tuple[tuple, ...]:
                 target = None if base is None else _vector_at(vtype(k.out_dtype, vw), False,
                                                               f"out + {sym.render(base, _index_name)}")
                 vstore = f"{target} = {val};" if target is not None else ""
+                if stream and target is not None:  # templates/common/stream.mako
+                    vstore = f"zyx_stream_store_{vtype(k.out_dtype, vw)}({val}, out + {sym.render(base, _index_name)});"
                 if full == sym.ONE:
                     out.append(("line", vstore))
                 elif full is not None and full == _lanes(mask, vw)[0]:  # all lanes or none (a tile past the end)
@@ -445,6 +447,11 @@ def statements(prog: Program, k: Kernel) -> tuple[tuple, ...]:
         dts[i] = ins.dtype
     if split_open:
         out.append(("close",))
+    if stream and any("zyx_stream_store_" in str(st) for st in out):  # the group's last item drains the stores
+        last = "get_local_id(0) == get_local_size(0) - 1"
+        if prog.split <= 1:
+            last += f" || gid == {prog.global_items - 1}"
+        out.append(("line", f"ZYX_STREAM_FENCE({last});"))
     return tuple(out)
 
 
@@ -460,7 +467,7 @@ def source(k: Kernel, opts: Opts) -> tuple[str, str, Program]:
     """(kernel name, OpenCL source, program) of a kernel with its opts."""
     prog = linearize(k, opts)
     name = k.name()
-    stmts = statements(prog, k)
+    stmts = statements(prog, k, opts.stream)
     bufs = tuple(("out" if i == 0 else f"in{i}", d, i == 0) for i, d in enumerate(k.bufs))
     all_dtypes = tuple({d.name: d for d in (*k.bufs, *(e.dtype for e in ops.walk(k.body)))}.values())
     header = (f"{name}: out {k.out_dtype.name}{list(k.out_shape)}"
@@ -469,11 +476,14 @@ def source(k: Kernel, opts: Opts) -> tuple[str, str, Program]:
               "inputs: " + (", ".join(f"in{i} {d.name}" for i, d in enumerate(k.bufs) if i) or "none"),
               f"opts: local {prog.local or opts.local}, upcast {list(opts.upcast)}, unroll {opts.unroll}"
               + (f", split {prog.split}" if prog.split > 1 else "")
-              + (f", vec {prog.vec} on {'the reduce' if prog.vec_reduce else 'the output'}" if prog.vec > 1 else ""))
+              + (f", vec {prog.vec} on {'the reduce' if prog.vec_reduce else 'the output'}" if prog.vec > 1 else "")
+              + (", streamed stores" if opts.stream else ""))
+    stream_types = tuple(sorted(set(re.findall(r"zyx_stream_store_(\w+?)\(", str(stmts)))))
     vec_types = tuple(sorted({(vt, 8 if vt.startswith("double") else 4) for st in stmts
-                              for vt in re.findall(r"zyx_(\w+?)_u \*", str(st))}))
+                              for vt in re.findall(r"zyx_(\w+?)_u \*", str(st))} |
+                             {(vt, 8 if vt.startswith("double") else 4) for vt in stream_types}))
     src = render("kernel.cl.mako", name=name, header=header, bufs=bufs, dtypes=all_dtypes, index_t=prog.index_t,
-                 vec_types=vec_types, helpers=tuple((fn, _helper_types(fn, stmts)) for fn in MATH_HELPERS),
+                 vec_types=vec_types, stream_types=stream_types, helpers=tuple((fn, _helper_types(fn, stmts)) for fn in MATH_HELPERS),
                  items=prog.global_items, split=prog.split, guard=_needs_guard(prog, opts), stmts=stmts, uses_ipow=any("zyx_ipow" in str(s) for s in stmts),
                  err_flag=ERR_FLAG if any(ERR_FLAG in str(s) for s in stmts) else None, fp32=dtypes.float32)
     return name, src, prog

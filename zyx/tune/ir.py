@@ -54,6 +54,8 @@ def opts_space(k: Kernel, max_local: int) -> Space:
         params.append(Param("up_row", (1, 2, 4, 6, 8)))  # 6: the CPU matmul tile
     if k.red_shape:
         params += [Param("unroll", (1, 2, 4, 8)), Param("split", (1, 2, 4, 8, 16, 32))]
+    elif n_out:
+        params.append(Param("stream", (0, 1)))  # non-temporal whole-vector stores (with vec > 1)
     return Space(tuple(params))
 
 
@@ -78,6 +80,8 @@ def to_config(k: Kernel, opts: Opts) -> dict[str, int]:
         cfg["up_row"] = up[row]
     if k.red_shape:
         cfg["unroll"], cfg["split"] = opts.unroll, opts.split
+    elif n:
+        cfg["stream"] = int(opts.stream)
     return cfg
 
 
@@ -90,7 +94,10 @@ def from_config(k: Kernel, base: Opts, cfg: dict[str, Any]) -> Opts:
         up[last] = int(cfg.get("up_last", up[last]))
     if row is not None:
         up[row] = int(cfg.get("up_row", up[row]))
-    fields = {key: int(cfg[key]) for key in ("local", "unroll", "split", "vec", "vec_axis") if key in cfg}
+    fields: dict[str, Any] = {key: int(cfg[key]) for key in ("local", "unroll", "split", "vec", "vec_axis")
+                              if key in cfg}
+    if "stream" in cfg:
+        fields["stream"] = bool(cfg["stream"])
     return Opts(**{**asdict(base), **fields, "upcast": tuple(up)})
 
 
