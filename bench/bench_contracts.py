@@ -35,31 +35,14 @@ except ImportError:  # run from a checkout without installing
     import zyx
 
 from zyx.backend import transfer
-from zyx.backend.launch import compile_kernel, launch
 from zyx.benchmarks import copy_ceiling as kernel_copy_ceiling
-from zyx.benchmarks import median_event_seconds, median_wall_seconds
+from zyx.benchmarks import median_wall_seconds
 from zyx.contracts import calibrate, errorflag, kernels
 
 MIB = 1 << 20
 KERNELS = ("contiguize", "flip", "roll", "concat", "write_slice", "write_slice_rotating", "write_slice_doff",
            "triangular", "masked_fill", "cumsum_f32", "cumsum_f64", "cumsum_bf16", "cumsum_f16")
 CUMSUM_AXES = (None, -1, 0)  # flat, last axis of a 2-D tensor, axis 0
-
-#: A streamed copy (non-temporal 32-byte stores) for the ceiling; plain stores where the
-#: compiler lacks the builtin.
-STREAM_COPY = """
-__kernel void zyx_stream_copy(__global uint8 *restrict zyx_out, __global const uint8 *restrict zyx_in)
-{
-    const size_t zyx_i = get_global_id(0);
-#if defined(__has_builtin)
-#if __has_builtin(__builtin_nontemporal_store)
-    __builtin_nontemporal_store(zyx_in[zyx_i], zyx_out + zyx_i);
-    return;
-#endif
-#endif
-    zyx_out[zyx_i] = zyx_in[zyx_i];
-}
-"""
 
 
 def _median_markers(queue: Any, fn: Callable[[], Any], repeats: int) -> float:
@@ -79,19 +62,9 @@ def _median_markers(queue: Any, fn: Callable[[], Any], repeats: int) -> float:
 
 
 def copy_ceiling(device: zyx.Device, nbytes: int, repeats: int) -> float:
-    """Bytes per second (read + written) of the fastest device copy of ``nbytes``.
-
-    The best of ``enqueue_copy``, the ``zyx.benchmarks`` copy kernels and a streamed copy.
-    """
-    best = max(r["GB/s"] for r in kernel_copy_ceiling(device, nbytes, runs=repeats)) * 1e9
-    n32 = nbytes // 32
-    if n32:
-        data = np.random.default_rng(0).integers(0, 255, n32 * 32, dtype=np.uint8)  # real pages, not zero pages
-        src, dst = transfer.upload(device, data), device.pool.allocate(n32 * 32)
-        kernel = compile_kernel(device, STREAM_COPY, "zyx_stream_copy")
-        t = median_event_seconds(lambda: launch(kernel, (n32,), None, [dst.cl, src.cl]), runs=repeats)
-        best = max(best, 2 * n32 * 32 / t)
-    return best
+    """Bytes per second (read + written) of the fastest device copy of ``nbytes``: the best of
+    ``enqueue_copy`` and the ``zyx.benchmarks`` copy kernels, plain and streamed."""
+    return max(r["GB/s"] for r in kernel_copy_ceiling(device, nbytes, runs=repeats)) * 1e9
 
 
 def cumsum_workload(device: zyx.Device, name: str, nbytes: int, axis: int) -> calibrate.Workload:

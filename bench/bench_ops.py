@@ -2,7 +2,11 @@
 
 Rows: fused a*b+c (16M f32), sum (16M), softmax and layer_norm (4096x1024), matmul
 1024^3 f32, and the latency of a tiny op. Bandwidth rows report GB/s and their ratio to
-the copy ceiling (enqueue_copy buffer->buffer measured in the same run).
+the copy ceiling (the best of enqueue_copy and the plain and streamed copy kernels of
+zyx.benchmarks, measured in the same run). Implementations of one op are timed in
+alternation (best of each), so a burst of load on the shared machine hits them alike; a
+pause follows each NumPy/PyTorch call, whose BLAS threads spin on for a while after
+returning and would slow whatever runs next.
 ``run(quick)`` returns the rows as dicts; ``python bench/bench_ops.py [--quick]`` prints them.
 """
 from __future__ import annotations
@@ -32,9 +36,28 @@ def _best(fn: Callable[[], Any], reps: int, sync: Callable[[], None] = lambda: N
     return best
 
 
+def _alternating(fns: dict[str, tuple[Callable[[], Any], Callable[[], None]]], reps: int,
+                 pause: float = 0.0) -> dict[str, float]:
+    """Best seconds of each ``name: (fn, sync)``, the functions timed in turn ``reps`` times; ``pause``
+    seconds of sleep after each host-library call (names not starting with ``zyx``)."""
+    best = {name: float("inf") for name in fns}
+    for fn, sync in fns.values():
+        fn()
+        sync()
+    for _ in range(reps):
+        for name, (fn, sync) in fns.items():
+            t0 = time.perf_counter()
+            fn()
+            sync()
+            best[name] = min(best[name], time.perf_counter() - t0)
+            if pause and not name.startswith("zyx"):
+                time.sleep(pause)
+    return best
+
+
 def _copy_ceiling(nbytes: int, reps: int) -> float:
-    """The device's copy ceiling (GB/s, read + write): the faster of enqueue_copy and the
-    vectorized copy kernel, from zyx.benchmarks."""
+    """The device's copy ceiling (GB/s, read + write): the best of enqueue_copy and the plain and
+    streamed copy kernels of zyx.benchmarks."""
     from zyx.benchmarks import copy_ceiling
 
     return max(r["GB/s"] for r in copy_ceiling(zyx.default_device(), nbytes, runs=reps))
@@ -48,7 +71,8 @@ def run(quick: bool = False) -> list[dict]:
     out: list[dict] = []
     sync = zyx.synchronize
     ceiling = _copy_ceiling(n * 4, reps)
-    out.append({"op": "copy ceiling", "impl": "best of enqueue_copy, copy kernel", "size": f"{n}", "GB/s": round(ceiling, 2)})
+    out.append({"op": "copy ceiling", "impl": "best of enqueue_copy, copy kernels (plain, streamed)", "size": f"{n}",
+                "GB/s": round(ceiling, 2)})
     try:
         import torch
 
@@ -68,49 +92,48 @@ def run(quick: bool = False) -> list[dict]:
         out.append({"op": op, "impl": impl, "size": str(n), "ms": round(t * 1e3, 3), "GB/s": round(gbs, 2),
                     "x_copy": round(gbs / ceiling, 2)})
 
-    bw("a*b+c", "zyx", _best(lambda: (za * zb + zc).realize(), reps, sync), 16 * n)
-    bw("a*b+c", "numpy", _best(lambda: a * b + c, reps), 16 * n)
+    none = (lambda: None)
+    fns = {"zyx": (lambda: (za * zb + zc).realize(), sync), "numpy": (lambda: a * b + c, none)}
     if torch is not None:
         ta, tb, tc = (torch.from_numpy(x) for x in (a, b, c))
-        bw("a*b+c", "torch", _best(lambda: ta * tb + tc, reps), 16 * n)
+        fns["torch"] = (lambda: ta * tb + tc, none)
     if cla is not None:
         dev = zyx.default_device()
         ca, cb, cc = (cla.to_device(dev.queue, x) for x in (a, b, c))
-        bw("a*b+c", "pyopencl.array", _best(lambda: ca * cb + cc, reps, dev.queue.finish), 16 * n)
-    bw("sum", "zyx", _best(lambda: za.sum().realize(), reps, sync), 4 * n)
-    bw("sum", "numpy", _best(lambda: a.sum(), reps), 4 * n)
+        fns["pyopencl.array"] = (lambda: ca * cb + cc, dev.queue.finish)
+    for impl, t in _alternating(fns, reps).items():
+        bw("a*b+c", impl, t, 16 * n)
+    fns = {"zyx": (lambda: za.sum().realize(), sync), "numpy": (lambda: a.sum(), none)}
     if torch is not None:
-        bw("sum", "torch", _best(lambda: ta.sum(), reps), 4 * n)
+        fns["torch"] = (lambda: ta.sum(), none)
+    for impl, t in _alternating(fns, reps).items():
+        bw("sum", impl, t, 4 * n)
 
     x = rng.normal(size=(rows_, cols)).astype(np.float32)
     zx = zyx.tensor(x).realize()
     g = zyx.ones(cols)
-    for name, zf, tf in (("softmax", lambda: zx.softmax(1).realize(), "softmax"),
-                         ("layer_norm", lambda: F.layer_norm(zx, (cols,), g, g).realize(), "layer_norm")):
-        t = _best(zf, reps, sync)
-        out.append({"op": name, "impl": "zyx", "size": f"{rows_}x{cols}", "ms": round(t * 1e3, 3),
-                    "GB/s": round(8 * x.size / t / 1e9, 2)})
+    tx = torch.from_numpy(x) if torch is not None else None
+    tg = torch.ones(cols) if torch is not None else None
+    for name, zf, tf in (("softmax", lambda: zx.softmax(1).realize(), lambda: torch.softmax(tx, 1)),
+                         ("layer_norm", lambda: F.layer_norm(zx, (cols,), g, g).realize(),
+                          lambda: torch.nn.functional.layer_norm(tx, (cols,), tg, tg))):
+        fns = {"zyx": (zf, sync)}
         if torch is not None:
-            tx = torch.from_numpy(x)
-            tg = torch.ones(cols)
-            fn = (lambda: torch.softmax(tx, 1)) if tf == "softmax" else \
-                (lambda: torch.nn.functional.layer_norm(tx, (cols,), tg, tg))
-            t = _best(fn, reps)
-            out.append({"op": name, "impl": "torch", "size": f"{rows_}x{cols}", "ms": round(t * 1e3, 3),
+            fns["torch"] = (tf, none)
+        for impl, t in _alternating(fns, 2 * reps).items():
+            out.append({"op": name, "impl": impl, "size": f"{rows_}x{cols}", "ms": round(t * 1e3, 3),
                         "GB/s": round(8 * x.size / t / 1e9, 2)})
 
     ma = rng.normal(size=(mm, mm)).astype(np.float32)
     mb = rng.normal(size=(mm, mm)).astype(np.float32)
     zma, zmb = zyx.tensor(ma).realize(), zyx.tensor(mb).realize()
     flops = 2 * mm ** 3
-    for impl, fn, s in (("zyx", lambda: (zma @ zmb).realize(), sync), ("numpy", lambda: ma @ mb, lambda: None)):
-        t = _best(fn, max(2, reps // 3), s)
-        out.append({"op": "matmul", "impl": impl, "size": f"{mm}^3", "ms": round(t * 1e3, 3),
-                    "GFLOP/s": round(flops / t / 1e9, 2)})
+    fns = {"zyx": (lambda: (zma @ zmb).realize(), sync), "numpy": (lambda: ma @ mb, none)}
     if torch is not None:
         tma, tmb = torch.from_numpy(ma), torch.from_numpy(mb)
-        t = _best(lambda: tma @ tmb, max(2, reps // 3))
-        out.append({"op": "matmul", "impl": "torch", "size": f"{mm}^3", "ms": round(t * 1e3, 3),
+        fns["torch"] = (lambda: tma @ tmb, none)
+    for impl, t in _alternating(fns, max(3, reps), pause=0.2).items():
+        out.append({"op": "matmul", "impl": impl, "size": f"{mm}^3", "ms": round(t * 1e3, 3),
                     "GFLOP/s": round(flops / t / 1e9, 2)})
 
     tiny = zyx.ones(1024).realize()
