@@ -24,16 +24,18 @@ __kernel void zyx_write_slice_rotating(__global ${T} *restrict zyx_dest, __globa
 % endif
 {
 % if pos_t is None:
-    long zyx_p = zyx_position % ${modulus};
+    long zyx_pl = zyx_position % ${modulus};
 % else:
-    long zyx_p = (long)zyx_pos_buf[zyx_pos_index] % ${modulus};
+    long zyx_pl = (long)zyx_pos_buf[zyx_pos_index] % ${modulus};
 % endif
-    if (zyx_p < 0) zyx_p += ${modulus};
+    /* the ring row in the index type: 64-bit index math kept the work-item loop from vectorizing */
+    const ${index_t} zyx_p = (${index_t})(zyx_pl < 0 ? zyx_pl + ${modulus} : zyx_pl);
+    const ${index_t} zyx_b = (${index_t})zyx_base;
 ${ix.loop_head(index_t, per_item, n // vw, vw, stream)}\
 ${ix.coords(index_t, "zyx_i", shape, "zyx_c")}\
-        long zyx_row = zyx_p + zyx_c${axis};
-        if (zyx_row >= ${modulus}) zyx_row -= ${modulus};
-        const long zyx_dst = zyx_base + zyx_row${f" * {strides[axis]}" if strides[axis] != 1 else ""} + ${ix.dot("zyx_c", off_axis)};
+        const ${index_t} zyx_r = zyx_p + zyx_c${axis};
+        const ${index_t} zyx_row = zyx_r >= ${modulus} ? zyx_r - ${modulus} : zyx_r;
+        const ${index_t} zyx_dst = zyx_b + zyx_row${f" * {strides[axis]}" if strides[axis] != 1 else ""} + ${ix.dot("zyx_c", off_axis)};
         ${ix.move(vw, "zyx_dest", "zyx_dst", "zyx_src", "zyx_i", stream)}
     }
 ${ix.stream_fence(vw, stream)}\

@@ -458,9 +458,9 @@ def statements(prog: Program, k: Kernel, stream: bool = False) -> tuple[tuple, .
 MATH_HELPERS = ("exp", "erf", "log", "log2", "sin", "cos", "tan")  # float32 functions of templates/common/math.mako
 
 
-def _helper_types(fn: str, stmts: tuple) -> tuple[str, ...]:
-    """The float32 scalar/vector types whose ``zyx_<fn>_<type>`` (templates/common/math.mako) ``stmts`` call."""
-    return tuple(sorted(set(re.findall(rf"zyx_{fn}_(float\d*)\(", str(stmts)))))
+def _helper_types(fn: str, text: str) -> tuple[str, ...]:
+    """The float32 scalar/vector types whose ``zyx_<fn>_<type>`` (templates/common/math.mako) ``text`` calls."""
+    return tuple(sorted(set(re.findall(rf"zyx_{fn}_(float\d*)\(", text))))
 
 
 def source(k: Kernel, opts: Opts) -> tuple[str, str, Program]:
@@ -478,14 +478,15 @@ def source(k: Kernel, opts: Opts) -> tuple[str, str, Program]:
               + (f", split {prog.split}" if prog.split > 1 else "")
               + (f", vec {prog.vec} on {'the reduce' if prog.vec_reduce else 'the output'}" if prog.vec > 1 else "")
               + (", streamed stores" if opts.stream else ""))
-    stream_types = tuple(sorted(set(re.findall(r"zyx_stream_store_(\w+?)\(", str(stmts)))))
-    vec_types = tuple(sorted({(vt, 8 if vt.startswith("double") else 4) for st in stmts
-                              for vt in re.findall(r"zyx_(\w+?)_u \*", str(st))} |
-                             {(vt, 8 if vt.startswith("double") else 4) for vt in stream_types}))
+    text = str(stmts)
+    stream_types = tuple(sorted(set(re.findall(r"zyx_stream_store_(\w+?)\(", text))))
+    vec_types = tuple(sorted((vt, 8 if vt.startswith("double") else 4)
+                             for vt in set(re.findall(r"zyx_(\w+?)_u \*", text)) | set(stream_types)))
     src = render("kernel.cl.mako", name=name, header=header, bufs=bufs, dtypes=all_dtypes, index_t=prog.index_t,
-                 vec_types=vec_types, stream_types=stream_types, helpers=tuple((fn, _helper_types(fn, stmts)) for fn in MATH_HELPERS),
-                 items=prog.global_items, split=prog.split, guard=_needs_guard(prog, opts), stmts=stmts, uses_ipow=any("zyx_ipow" in str(s) for s in stmts),
-                 err_flag=ERR_FLAG if any(ERR_FLAG in str(s) for s in stmts) else None, fp32=dtypes.float32)
+                 vec_types=vec_types, stream_types=stream_types,
+                 helpers=tuple((fn, _helper_types(fn, text)) for fn in MATH_HELPERS),
+                 items=prog.global_items, split=prog.split, guard=_needs_guard(prog, opts), stmts=stmts,
+                 uses_ipow="zyx_ipow" in text, err_flag=ERR_FLAG if ERR_FLAG in text else None, fp32=dtypes.float32)
     return name, src, prog
 
 

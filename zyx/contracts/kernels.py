@@ -382,7 +382,8 @@ def write_slice_rotating(device: Device, dest: Buffer, src: Buffer, shape: Seque
         pos_args = [np.int64(position)]
     params = dict(itemsize=itemsize, stream=streams(tun, n * itemsize, vw),
                   shape=fshape, strides=fstrides, axis=faxis, modulus=modulus,
-                  position_from=position_from, n=n, vw=vw, per_item=tun.per_item, index_t=index_type(n))
+                  position_from=position_from, n=n, vw=vw, per_item=tun.per_item,
+                  index_t=index_type(n, _dest_extent(dest, itemsize)))
     return _start(device, "write_slice_rotating.cl.mako", "zyx_write_slice_rotating", params, n // vw,
                   tun.per_item, [dest.cl, src.cl, np.int64(base), *pos_args], tun)
 

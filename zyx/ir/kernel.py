@@ -237,7 +237,7 @@ def _split_opts(k: Kernel, opts: Opts, max_local: int, device: Any) -> Opts:
         return opts
     last = k.red_shape[-1]
     if device is not None and getattr(device, "kind", "gpu") == "cpu":
-        few = k.numel < max(int(getattr(device, "compute_units", 2) or 2), 2)
+        few = k.numel < max(_cores(device), 2)
         if few and last >= CPU_SPLIT_MIN and CPU_SPLIT <= max_local:
             return replace(opts, local=CPU_SPLIT, split=CPU_SPLIT, vec=1, vec_axis=0, unroll=1, upcast=())
         return opts
@@ -282,6 +282,11 @@ def _vec_width(size: int, pref: int) -> int:
 MM_ROWS = 8
 
 
+def _cores(device: Any) -> int:
+    """The device's compute units (2 when it does not say)."""
+    return int(getattr(device, "compute_units", 2) or 2)
+
+
 def _cpu_opts(k: Kernel, max_local: int, device: Any) -> Opts:
     """CPU (PoCL-like): explicit vectors on the contiguous axis, since math builtins are not
     vectorized across work items; small work-groups; register tiles for matmul-like reduces."""
@@ -318,9 +323,8 @@ def _cpu_opts(k: Kernel, max_local: int, device: Any) -> Opts:
         if v > 1 and _unit_stride(k, out_var(n - 1, k.out_shape[-1])):  # e.g. a column reduce
             # up to 64 columns a work item: each row step reads whole cache lines, several of them
             # (4096x4096 sum(0): 12.3 ms with 8 columns, 3.4 ms with 64; PyTorch 4.4 ms)
-            cores = int(getattr(device, "compute_units", 2) or 2)
             up = 8
-            while up > 1 and (k.out_shape[-1] % (v * up) or k.numel // (v * up) < 4 * cores):
+            while up > 1 and (k.out_shape[-1] % (v * up) or k.numel // (v * up) < 4 * _cores(device)):
                 up //= 2
             upcast[n - 1] = up
             local = 4 if k.numel // (v * up) >= 16 else 1
@@ -328,9 +332,9 @@ def _cpu_opts(k: Kernel, max_local: int, device: Any) -> Opts:
         return _generic_opts(k, max_local)
     unroll = 2 if k.red_shape[-1] >= v * 8 else 1  # a scalar tail loop takes what does not divide
     # two outputs a work item on long reduces: two independent accumulator chains (16M sum: 2.28 -> 2.05 ms)
-    cores = int(getattr(device, "compute_units", 2) or 2)
     pair = next((a for a in range(n - 1, -1, -1) if k.out_shape[a] > 1), None)
-    if pair is not None and k.out_shape[pair] % 2 == 0 and k.numel >= 16 * cores and k.red_shape[-1] >= 1024:
+    if (pair is not None and k.out_shape[pair] % 2 == 0 and k.numel >= 16 * _cores(device)
+            and k.red_shape[-1] >= 1024):
         upcast[pair] = 2
     items = k.numel // math.prod(upcast)
     local = 1
