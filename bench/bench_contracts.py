@@ -7,10 +7,11 @@ CPU (2 threads; skipped if torch is absent) and, where pyopencl has a ready tool
 assignment), in pyopencl on the same device. Device times come from OpenCL profiling
 events, host times from ``time.perf_counter``; each is the median of several runs after a
 warm-up. GB/s count bytes read + written (the contract's ``bytes_moved``), and "% copy" is
-the ratio to the device's copy ceiling at the same size, measured just before the row: the
-fastest of ``enqueue_copy``, the vectorized copy kernels of ``zyx.benchmarks`` and a copy
-kernel with non-temporal (streamed) stores, the technique the byte kernels use on large
-outputs on CPUs (so the ratio never credits them for it).
+the ratio to the device's copy ceiling at the same size, measured in alternating rounds with
+the row's kernel (the median of each over ``ROUNDS`` rounds): the fastest of ``enqueue_copy``,
+the vectorized copy kernels of ``zyx.benchmarks`` and a copy kernel with non-temporal
+(streamed) stores, the technique the byte kernels use on large outputs on CPUs (so the ratio
+never credits them for it).
 
 cumsum runs flat (the calibration workload) and along each axis of a 2-D tensor
 (``cumsum_f32 axis=-1`` / ``axis=0`` rows: rows of a square-ish matrix of the same bytes).
@@ -43,6 +44,7 @@ MIB = 1 << 20
 KERNELS = ("contiguize", "flip", "roll", "concat", "write_slice", "write_slice_rotating", "write_slice_doff",
            "triangular", "masked_fill", "cumsum_f32", "cumsum_f64", "cumsum_bf16", "cumsum_f16")
 CUMSUM_AXES = (None, -1, 0)  # flat, last axis of a 2-D tensor, axis 0
+ROUNDS = 3  # alternating rounds of (copy ceiling, kernel) per row
 
 
 def _median_markers(queue: Any, fn: Callable[[], Any], repeats: int) -> float:
@@ -215,7 +217,7 @@ def _gbs(nbytes: float, seconds: Optional[float]) -> Optional[float]:
 def run(quick: bool = False, only: Optional[tuple[str, ...]] = None) -> list[dict]:
     """Benchmark every contract kernel (or those in ``only``); one row per (kernel, size, axis)."""
     device = zyx.default_device()
-    repeats = 3 if quick else 7
+    repeats = 3 if quick else 5
     sizes = (64 * 1024, 8 * MIB) if quick else (64 * 1024, 64 * MIB)
     try:
         import torch
@@ -228,12 +230,17 @@ def run(quick: bool = False, only: Optional[tuple[str, ...]] = None) -> list[dic
     for name, nbytes, axis in runs:
         if name == "cumsum_f64" and not device.info.has_fp64:
             continue
-        ceiling = copy_ceiling(device, nbytes, repeats)  # just before the row: same machine state
         if axis is None:
             w = calibrate.workload(device, name, nbytes)
         else:
             w = cumsum_workload(device, name, nbytes, axis)
-        zyx_s = calibrate.time_workload(device, w, repeats=repeats)
+        # the ceiling and the kernel in alternating rounds (median of each): the VM's bandwidth drifts
+        # over seconds, and the ratio should compare them in the same machine state
+        ceilings, times = [], []
+        for _ in range(ROUNDS):
+            ceilings.append(copy_ceiling(device, nbytes, repeats))
+            times.append(calibrate.time_workload(device, w, repeats=repeats))
+        ceiling, zyx_s = statistics.median(ceilings), statistics.median(times)
         row = {"kernel": name if axis is None else f"{name} axis={axis}", "workload": w.describe, "bytes": nbytes,
                "bytes_moved": w.bytes_moved, "zyx_ms": zyx_s * 1e3, "zyx_gbs": _gbs(w.bytes_moved, zyx_s),
                "copy_ceiling_gbs": ceiling / 1e9, "copy_ratio": (w.bytes_moved / zyx_s) / ceiling}
