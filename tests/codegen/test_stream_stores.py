@@ -1,6 +1,8 @@
 """Streamed (non-temporal) whole-vector output stores of IR kernels (templates/common/stream.mako)."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -54,3 +56,26 @@ def test_stream_opt_off_and_on_give_the_same_bits(monkeypatch):
         out = zyx.full((3, 5000), -7.0).realize()  # poisoned: every element must be written
         launch_kernel(dev, k, opts, [out._data.buffer.cl, x._data.buffer.cl])
         np.testing.assert_array_equal(out.numpy().view(np.uint32), ref.view(np.uint32))
+
+
+def test_row_kernels_stream_unless_they_read_their_output_back(monkeypatch):
+    """layer_norm's row kernel streams its large output; softmax's re-reads the exp values it stored, so its
+    stores stay ordinary even with the stream opt set."""
+    import zyx.nn.functional as F
+
+    rng = np.random.default_rng(8)
+    a = rng.standard_normal((1100, 1001)).astype(np.float32)  # > 4 MiB, rows not a whole number of vectors
+    w = rng.standard_normal(1001).astype(np.float32)
+    seen = _captured(monkeypatch)
+    got = F.layer_norm(zyx.tensor(a), (1001,), zyx.tensor(w), zyx.tensor(w)).numpy()
+    mu = a.mean(1, keepdims=True)
+    want = (a - mu) / np.sqrt(((a - mu) ** 2).mean(1, keepdims=True) + 1e-5) * w + w
+    np.testing.assert_allclose(got, want, rtol=2e-4, atol=2e-5)
+    k, opts = seen[-1]
+    if zyx.default_device().kind == "cpu":
+        assert opts.stream and "zyx_stream_store_" in kernel_source(k, opts)
+    e = np.exp(a - a.max(1, keepdims=True))
+    np.testing.assert_allclose(zyx.tensor(a).softmax(-1).numpy(), e / e.sum(1, keepdims=True), rtol=2e-6,
+                               atol=1e-9)
+    k, opts = seen[-1]
+    assert "zyx_stream_store_" not in kernel_source(k, replace(opts, stream=True))

@@ -289,7 +289,9 @@ def _hreduce_lines(op: str, name: str, acc: str, w: int, d: DType) -> list[str]:
 
 
 def statements(prog: Program, k: Kernel, stream: bool = False) -> tuple[tuple, ...]:
-    """The template's statement list for a program (``stream``: whole-vector output stores non-temporal)."""
+    """The template's statement list for a program (``stream``: whole-vector output stores non-temporal,
+    unless the program reads its output back, as a row kernel reusing stored values does)."""
+    stream = stream and not any(ins.op == "load" and ins.arg[0] == 0 for ins in prog.instrs)
     out: list[tuple] = []
     names: dict[int, str] = {}
     dts: dict[int, DType] = {}

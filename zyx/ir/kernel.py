@@ -211,7 +211,8 @@ def default_opts(k: Kernel, max_local: int = 256, device: Any = None) -> Opts:
         pref = int(device.preferred_vector_width.get("double" if k.out_dtype.name == "float64" else "float", 4) or 4)
         row = min(k.out_shape[-1], k.red_shape[-1])
         v = _vec_width(row, 2 * pref)
-        return Opts(local=local, unroll=2 if row >= 8 * v else 1, vec=v, vec_axis=len(k.out_shape))
+        stream = k.numel * k.out_dtype.itemsize >= STREAM_MIN_BYTES  # codegen drops it if the row is read back
+        return Opts(local=local, unroll=2 if row >= 8 * v else 1, vec=v, vec_axis=len(k.out_shape), stream=stream)
     opts = _cpu_opts(k, max_local, device) if cpu and vectorizable(k) else _generic_opts(k, max_local, cpu)
     return _split_opts(k, opts, max_local, device)
 
