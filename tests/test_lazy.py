@@ -284,6 +284,12 @@ def test_a_pinned_device_wins_over_input_bytes():
     v[1:3] = 5.0
     assert v.pinned
     np.testing.assert_array_equal(f.numpy(), (np.exp(an) + 1).sum(0, keepdims=True)[None] * bign)
+    # contract ops carry the pin too, and cat follows it like any kernel
+    assert named.flip(0).pinned and named[None].expand(2, 6).contiguous().pinned and not small.roll(1, 0).pinned
+    joined = zyx.cat([big.reshape(-1), named])  # big is on d1 and pinned there: the first pinned input wins
+    assert joined.device is d1 and joined.pinned
+    np.testing.assert_array_equal(joined.numpy(), np.concatenate([bign.reshape(-1), an]))
+    assert zyx.cat([_on_default(d1, lambda: zyx.tensor(bign.reshape(-1))), named]).device is d0
     # helper tensors zyx makes inside an op (causal mask, dropout draw, one-hot classes) pin nothing
     q = zyx.tensor(np.ones((1, 4, 2), np.float32))
     assert not F.scaled_dot_product_attention(q, q, q, is_causal=True).pinned

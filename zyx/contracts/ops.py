@@ -24,6 +24,7 @@ from zyx.contracts.validate import needs_contiguize, validate
 from zyx.dtype import DType
 from zyx.errors import ContractError, DTypeError, ShapeError
 from zyx.ir.view import View
+from zyx.ops_elementwise import _device_of
 from zyx.tensor import Tensor, basic_index
 
 # ---------------------------------------------------------------- helpers
@@ -76,9 +77,12 @@ def _dense(contract: Contract, t: Tensor, index: int = 0) -> Tensor:
     return t
 
 
-def _new(shape: Sequence[int], dtype: DType, device: Device) -> Tensor:
+def _new(shape: Sequence[int], dtype: DType, device: Device, *sources: Tensor) -> Tensor:
+    """A fresh output, pinned when one of the op's ``sources`` is (``Tensor.pinned``)."""
     buf = device.pool.allocate(math.prod(shape) * dtype.itemsize)
-    return Tensor(buf, View.contiguous(tuple(shape)), dtype, device)
+    out = Tensor(buf, View.contiguous(tuple(shape)), dtype, device)
+    out._data.pinned = any(t.pinned for t in sources)
+    return out
 
 
 def _split(shape: Sequence[int], axis: int) -> tuple[int, int, int]:
@@ -104,7 +108,7 @@ def contiguize(x: Tensor) -> Tensor:
     validate(get("contiguize"), [operand(x)], {})
     if x._view.is_contiguous:
         return x
-    out = _new(x.shape, x.dtype, x.device)
+    out = _new(x.shape, x.dtype, x.device, x)
     kernels.contiguize(x.device, out._buf, _rd(x), x._view, x.dtype.itemsize)
     return out
 
@@ -119,7 +123,7 @@ def flip(x: Tensor, dims: Any) -> Tensor:
     c = lookup("Flip", x.dtype)
     params = validate(c, [operand(x)], {"dims": _int_or_tuple(dims, c.name, "dims")})
     x = _dense(c, x)
-    out = _new(x.shape, x.dtype, x.device)
+    out = _new(x.shape, x.dtype, x.device, x)
     kernels.flip(x.device, out._buf, _rd(x), x.shape, params["dims"], x.dtype.itemsize)
     return out
 
@@ -137,7 +141,7 @@ def roll(x: Tensor, shifts: Any, dims: Any = None) -> Tensor:
         n = x.numel()
         validate(c, [operand(x)], {"shift": shift_t[0], "outer": 1, "dim_size": n, "inner": 1})
         x = _dense(c, x)
-        out = _new(x.shape, x.dtype, x.device)
+        out = _new(x.shape, x.dtype, x.device, x)
         if n:
             kernels.roll(x.device, out._buf, _rd(x), 1, n, 1, shift_t[0], x.dtype.itemsize)
         return out
@@ -160,7 +164,7 @@ def roll(x: Tensor, shifts: Any, dims: Any = None) -> Tensor:
         validate(c, [operand(x)], {"shift": s, "outer": o, "dim_size": d, "inner": i})
     x = _dense(c, x)
     for s, (o, d, i) in steps:
-        out = _new(x.shape, x.dtype, x.device)
+        out = _new(x.shape, x.dtype, x.device, x)
         if o * d * i:
             kernels.roll(x.device, out._buf, _rd(x), o, d, i, s, x.dtype.itemsize)
         x = out
@@ -180,7 +184,8 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     result = ts[0].dtype
     for t in ts[1:]:
         result = dtypes.promote_types(result, t.dtype)
-    device = ts[0].device
+    sources = ts
+    device = _device_of(*ts)  # a pinned input's device, else the one holding most of the bytes
     ts = [_on(t.cast(result), device) for t in ts]
     c = lookup("Concat", result)
     params = validate(c, [operand(t) for t in ts], {"dim": dim})
@@ -188,7 +193,7 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     ts = [_dense(c, t, i) for i, t in enumerate(ts)]
     shape = list(ts[0].shape)
     shape[axis] = sum(t.shape[axis] for t in ts)
-    out = _new(shape, result, device)
+    out = _new(shape, result, device, *sources)
     outer, total, inner = _split(shape, axis)
     col = 0
     for t in ts:
@@ -208,7 +213,7 @@ def _triangular(x: Tensor, diagonal: int, kind: str) -> Tensor:
     c = lookup(kind, x.dtype)
     params = validate(c, [operand(x)], {"diagonal": diagonal}, op_kind=kind)
     x = _dense(c, x)
-    out = _new(x.shape, x.dtype, x.device)
+    out = _new(x.shape, x.dtype, x.device, x)
     batch = math.prod(x.shape[:-2])
     kernels.triangular(x.device, out._buf, _rd(x), batch, x.shape[-2], x.shape[-1], params["upper"],
                        params["diagonal"], x.dtype.itemsize)
@@ -255,7 +260,7 @@ def masked_fill(x: Tensor, mask: Tensor, value: Any) -> Tensor:
     params = validate(c, [operand(x), operand(mask)], {"fill": value})
     mask = _on(mask, x.device)
     x, mask = _dense(c, x, 0), _dense(c, mask, 1)
-    out = _new(x.shape, x.dtype, x.device)
+    out = _new(x.shape, x.dtype, x.device, x)
     kernels.masked_fill(x.device, out._buf, _rd(x), _rd(mask), x.numel(), fill_bits(params["fill"], x.dtype),
                         x.dtype.itemsize)
     return out
@@ -268,7 +273,7 @@ def cumsum(x: Tensor, dim: int) -> Tensor:
     c = lookup("CumSum", x.dtype)
     params = validate(c, [operand(x)], {"dim": dim})
     x = _dense(c, x)
-    out = _new(x.shape, x.dtype, x.device)
+    out = _new(x.shape, x.dtype, x.device, x)
     o, d, i = _split(x.shape if x.ndim else (1,), params["dim"])
     kernels.cumsum(x.device, out._buf, _rd(x), x.dtype, o, d, i)
     return out
