@@ -120,19 +120,6 @@ class View:
         return View(tuple(self.shape[d] for d in norm), tuple(self.strides[d] for d in norm), self.offset)
 
     def expand(self, shape: tuple[int, ...]) -> "View":
-        if len(shape) == len(self.shape):  # fast path: same rank, no -1
-            fast_shape, fast_strides = [], []
-            for size, stride, want in zip(self.shape, self.strides, shape):
-                if want == size:
-                    fast_shape.append(size)
-                    fast_strides.append(stride)
-                elif size == 1 and want >= 0:
-                    fast_shape.append(want)
-                    fast_strides.append(0)
-                else:
-                    break  # -1 or an error: the general path below
-            else:
-                return View(tuple(fast_shape), tuple(fast_strides), self.offset)
         if len(shape) < self.ndim:
             raise ShapeError(f"expand: target shape {shape} has fewer dims than the tensor's shape {self.shape}")
         lead = len(shape) - self.ndim
