@@ -250,3 +250,32 @@ def test_masked_fill_matches_torch(device, torch):
     out = on_device(a, device).masked_fill(on_device(m, device), 2.7)
     expected = torch.from_numpy(a).masked_fill(torch.from_numpy(m), 2.7).numpy()
     assert out.dtype is zyx.int32 and (out.numpy() == expected).all()
+
+
+@pytest.mark.parametrize("itemsize", [1, 2, 4, 8])
+@pytest.mark.parametrize("tun", [dict(), dict(vector_bytes=64, per_item=3, local_size=7, stream_bytes=1),
+                                 dict(vector_bytes=8, per_item=1, local_size=5), dict(vector_bytes=1)],
+                         ids=["default", "wide-streamed", "narrow", "scalar"])
+def test_masked_fill_kernel_sizes_poisoned(device, itemsize, tun):
+    """The kernel itself on sizes around the vector width (whole vectors, then the scalar
+    tail of the last work-item), into a poisoned buffer one element longer than the output:
+    every element is written with the blend's bits and nothing past the end is touched."""
+    from zyx.backend import transfer
+
+    bits = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[itemsize]
+    fill = np.array(0x5A5A5A5A5A5A5A5A & ((1 << (8 * itemsize)) - 1), dtype=bits)
+    rng = np.random.default_rng(itemsize)
+    try:
+        kernels.set_tunables(device, **tun)
+        for n in (1, 3, 7, 8, 15, 16, 17, 33, 1000, 4099):
+            src = rng.integers(0, np.iinfo(bits).max, n, dtype=bits, endpoint=True)
+            mask = rng.random(n) < 0.4
+            out = device.pool.allocate((n + 1) * itemsize)
+            transfer.write(out, np.full((n + 1) * itemsize, 0xA5, dtype=np.uint8))
+            kernels.masked_fill(device, out, transfer.upload(device, src), transfer.upload(device, mask.view(np.uint8)),
+                                n, fill, itemsize)
+            got = transfer.read(out, (n + 1) * itemsize)
+            assert np.array_equal(got[: n * itemsize].view(bits), np.where(mask, fill, src)), (n, tun)
+            assert (got[n * itemsize:] == 0xA5).all(), f"wrote past the end at n={n}"
+    finally:
+        kernels.set_tunables(device)

@@ -73,8 +73,10 @@ def launch(
     local_size: Sequence[int] | None,
     args: Sequence[Any],
     wait_for: Sequence[Any] | None = None,
+    offset: Sequence[int] | None = None,
 ) -> Any:
-    """Enqueue ``kernel`` and return its profiling event (asynchronous)."""
+    """Enqueue ``kernel`` and return its profiling event (asynchronous); ``offset`` is the
+    global work offset (``get_global_id`` starts there)."""
     import pyopencl as cl
 
     global _launches
@@ -84,7 +86,8 @@ def launch(
             kernel.cl_kernel.set_args(*args)
             event = cl.enqueue_nd_range_kernel(
                 device.queue, kernel.cl_kernel, tuple(global_size),
-                tuple(local_size) if local_size is not None else None, wait_for=wait_for,
+                tuple(local_size) if local_size is not None else None,
+                global_work_offset=tuple(offset) if offset is not None else None, wait_for=wait_for,
             )
     except cl.MemoryError as exc:
         raise AllocationError(f"launch of {kernel.name} on {device} ran out of memory: {exc}") from None
@@ -95,11 +98,13 @@ def launch(
         ) from None
     _launches += 1
     if recorder is not None:
-        recorder.append((kernel, tuple(global_size), None if local_size is None else tuple(local_size), tuple(args)))
+        recorder.append((kernel, tuple(global_size), None if local_size is None else tuple(local_size), tuple(args),
+                         None if offset is None else tuple(offset)))
     if settings.DEBUG >= 1:
         event.wait()
         ms = (event.profile.end - event.profile.start) * 1e-6
-        print(f"zyx: {kernel.name:<32} global={tuple(global_size)} local={local_size} {ms:9.3f} ms "
+        at = f" offset={tuple(offset)}" if offset is not None else ""
+        print(f"zyx: {kernel.name:<32} global={tuple(global_size)}{at} local={local_size} {ms:9.3f} ms "
               f"on {device.id}", file=sys.stderr)
     return event
 
