@@ -2,8 +2,8 @@
 An IR kernel (zyx.codegen.kernel): one statement per line, values in compute types.
 Parameters: name, header (comment lines), bufs ((name, dtype, is_output) ...), dtypes
 (every dtype used, for the conversion preamble), index_t, items (work items needed),
-split (work items per output tile, sharing its reduce through local memory), guard (whether
-work items past ``items`` exist and must return), stmts (see
+split (work items per output tile, sharing its reduce through local memory; otherwise the launch
+has exactly ``items`` work items and the kernel no bounds test), stmts (see
 zyx.codegen.kernel.statements), uses_ipow, err_flag (the error-flag parameter's name
 or None: an int the kernel atomic_or's error bits into), fp32 (the float32 DType), vec_types
 ((vector type, element alignment) pairs: each gets a typedef ``zyx_<type>_u`` with that alignment,
@@ -79,9 +79,6 @@ __kernel void ${name}(
     const ${index_t} gid = zyx_tile < ${items} ? zyx_tile : ${items - 1};  // past the end: reach the barriers
 % else:
     const ${index_t} gid = get_global_id(0);
-% if guard:
-    if (gid >= ${items}) return;
-% endif
 % endif
 <%
     depth = 1

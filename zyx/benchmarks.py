@@ -20,7 +20,7 @@ from zyx.codegen.render import render
 def median_event_seconds(enqueue: Callable[[], Any], warmup: int = 2, runs: int = 7) -> float:
     """Median device time of ``enqueue()`` (which returns a profiling event), in seconds."""
     for _ in range(warmup):
-        enqueue().wait()
+        event_seconds(enqueue())
     return statistics.median(event_seconds(enqueue()) for _ in range(runs))
 
 

@@ -537,7 +537,7 @@ def _record(key: tuple, nodes: list[LazyNode], bufs: list[Buffer], launches: lis
             where[id(buf.cl)] = (1, j)
     flag = arith_flags._flags.get(device)
     steps = []
-    for ck, glob, local, args, offset in launches:
+    for ck, glob, local, args, offset, counts in launches:
         spec = []
         for a in args:
             if flag is not None and a is flag:
@@ -546,7 +546,7 @@ def _record(key: tuple, nodes: list[LazyNode], bufs: list[Buffer], launches: lis
                 spec.append(where[id(a)])
             else:
                 return
-        steps.append((ck, glob, local, tuple(spec), offset))
+        steps.append((ck, glob, local, tuple(spec), offset, counts))
     if len(_schedules) >= SCHEDULE_CACHE_SIZE:
         del _schedules[next(iter(_schedules))]
     _schedules[key] = (tuple(outs), tuple(steps))
@@ -558,7 +558,7 @@ def _replay(schedule: tuple, nodes: list[LazyNode], bufs: list[Buffer], device: 
     outs_spec, steps = schedule
     pool = device.pool
     outs = [pool.allocate(nbytes) for _, nbytes in outs_spec]
-    for ck, glob, local, spec, offset in steps:
+    for ck, glob, local, spec, offset, counts in steps:
         args = []
         for kind, i in spec:
             if kind == 0:
@@ -570,7 +570,7 @@ def _replay(schedule: tuple, nodes: list[LazyNode], bufs: list[Buffer], device: 
 
                 args.append(arith_flags.buffer(device))
                 arith_flags.arm(device)
-        launch(ck, glob, local, args, offset=offset)
+        launch(ck, glob, local, args, offset=offset, counts=counts)
     for (p, _), out in zip(outs_spec, outs):
         _set_buffer(nodes[p], out)
 

@@ -3,7 +3,8 @@ contiguize: copy a strided / broadcast / offset / reversed view into a dense buf
 Parameters: itemsize, shape, strides, offset (the merged source view, element units),
 n (elements), vw (vector width: elements per load, 1 unless strides[-1] == 1 and
 shape[-1] % vw == 0), per_item (vectors per work-item), index_t, stream (non-temporal
-stores), and tile: 0 for the elementwise copy, else the transposed copy (the source's
+stores), exact (one element per work-item over an exact grid, index.mako `loop_head`;
+vw == 1, tile == 0), and tile: 0 for the elementwise copy, else the transposed copy (the source's
 unit-stride axis `unit` is not the last axis): each work-item copies tile x tile_l blocks
 of (axis unit, last axis), reading source runs along `unit` and writing output runs
 along the last axis; `per_item` blocks per work-item (grid-stride), edges guarded.
@@ -18,12 +19,12 @@ once, which matters when both sides have power-of-two row strides.
     rank = len(shape)
 %>\
 % if not tile:
-/* zyx contract kernel contiguize: ${itemsize}-byte elements (any ${itemsize}-byte dtype), view ${list(shape)} strides ${list(strides)} offset ${offset} -> dense ${n}; vector ${vw}, ${per_item} per work-item */
+/* zyx contract kernel contiguize: ${itemsize}-byte elements (any ${itemsize}-byte dtype), view ${list(shape)} strides ${list(strides)} offset ${offset} -> dense ${n}; vector ${vw}, ${"one element" if exact else per_item} per work-item */
 ${ix.stream_preamble(itemsize, vw, stream)}
 __kernel void zyx_contiguize(__global ${T} *restrict zyx_out, __global const ${T} *restrict zyx_in)
 {
-${ix.loop_head(index_t, per_item, n // vw, vw, stream)}\
-${ix.coords(index_t, "zyx_i", shape, "zyx_c")}\
+${ix.loop_head(index_t, per_item, n // vw, vw, stream, exact)}\
+${ix.coords(index_t, "zyx_i", shape, "zyx_c", exact)}\
         const ${index_t} zyx_src = ${offset} + ${ix.dot("zyx_c", strides)};
         ${ix.move(vw, "zyx_out", "zyx_i", "zyx_in", "zyx_src", stream)}
     }

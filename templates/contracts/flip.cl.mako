@@ -2,8 +2,11 @@
 flip: reverse the element order along some axes of a dense input.
 Parameters: itemsize, groups (tuple of (extent, flipped) after merging adjacent axes
 with the same flag and dropping extent-1 axes), n, vw (vector width; the last group's
-extent is a multiple of it), per_item, index_t, stream (non-temporal stores). A flipped last group loads a vector
-ending at the mirrored element and reverses its lanes.
+extent is a multiple of it), per_item, index_t, stream (non-temporal stores), exact (one element per work-item over an
+exact grid, see index.mako `loop_head`), sub (bytes of the caller's element when
+``kernels.flip`` widened several of them into one word of `itemsize` bytes, else itemsize).
+A flipped last group loads a vector ending at the mirrored element and reverses its lanes
+(and, when widened, the elements inside each word).
 </%doc>\
 <%namespace name="ix" file="/contracts/index.mako"/>\
 <%
@@ -18,18 +21,21 @@ ending at the mirrored element and reverses its lanes.
     src = " + ".join(terms) if terms else "0"
     last_flipped = bool(groups) and groups[-1][1]
 %>\
-/* zyx contract kernel flip: ${itemsize}-byte elements (any ${itemsize}-byte dtype), axis groups ${[f"{s}{'(flipped)' if f else ''}" for s, f in groups]}, ${n} elements; vector ${vw}, ${per_item} per work-item */
+/* zyx contract kernel flip: ${itemsize}-byte elements (any ${itemsize}-byte dtype), axis groups ${[f"{s}{'(flipped)' if f else ''}" for s, f in groups]}, ${n} elements${f" (words of {itemsize // sub} {sub}-byte elements)" if sub != itemsize else ""}; vector ${vw}, ${"one element" if exact else per_item} per work-item */
 ${ix.stream_preamble(itemsize, vw, stream)}
 __kernel void zyx_flip(__global ${T} *restrict zyx_out, __global const ${T} *restrict zyx_in)
 {
-${ix.loop_head(index_t, per_item, n // vw, vw, stream)}\
-${ix.coords(index_t, "zyx_i", shape, "zyx_c")}\
+${ix.loop_head(index_t, per_item, n // vw, vw, stream, exact)}\
+${ix.coords(index_t, "zyx_i", shape, "zyx_c", exact)}\
         const ${index_t} zyx_src = ${src};
-% if vw == 1:
+% if vw == 1 and last_flipped and sub != itemsize:
+        const ${T} zyx_w = zyx_in[zyx_src];
+        zyx_out[zyx_i] = ${ix.attr.swap_expr("zyx_w", itemsize, sub)};
+% elif vw == 1:
         zyx_out[zyx_i] = zyx_in[zyx_src];
 % elif last_flipped:
-        const ${VT} zyx_x = vload${vw}(0, zyx_in + zyx_src - ${vw - 1});
-        ${ix.store(vw, "zyx_out", "zyx_i", f"zyx_x{ix.attr.reversed_lanes(vw)}", stream)}
+        const ${VT} zyx_w = vload${vw}(0, zyx_in + zyx_src - ${vw - 1})${ix.attr.reversed_lanes(vw)};
+        ${ix.store(vw, "zyx_out", "zyx_i", ix.attr.swap_expr("zyx_w", itemsize, sub), stream)}
 % else:
         ${ix.move(vw, "zyx_out", "zyx_i", "zyx_in", "zyx_src", stream)}
 % endif

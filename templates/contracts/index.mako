@@ -29,18 +29,47 @@
         """A swizzle that reverses a ``vw``-wide vector (``.s3210`` for 4)."""
         return ".s" + "".join(_SWIZZLE[l] for l in reversed(range(vw)))
 
+    def swap_expr(value, word_bytes, sub_bytes):
+        """An expression reversing the order of the ``sub_bytes``-wide parts of each
+        ``word_bytes``-wide unsigned word (lane) of ``value`` (a bswap for bytes)."""
+        s, b = word_bytes // sub_bytes, 8 * sub_bytes
+        if s == 1:
+            return value
+        suffix = "UL" if word_bytes == 8 else "U"
+        terms = []
+        for j in range(s):
+            d = (s - 1 - 2 * j) * b
+            if d > 0:
+                terms.append(f"(({value} & 0x{((1 << b) - 1) << (j * b):X}{suffix}) << {d})")
+            else:
+                terms.append(f"(({value} >> {-d}) & 0x{((1 << b) - 1) << ((s - 1 - j) * b):X}{suffix})")
+        return "(" + " | ".join(terms) + ")"
+
     def prod(xs):
         return math.prod(xs) if xs else 1
 %>
 
 ## Statements: decompose linear element index `var` of a dense array of `shape` into
 ## coordinates `prefix0 .. prefixN-1` (size-1 axes get the constant 0); indented for the
-## body of `loop_head`.
-<%def name="coords(index_t, var, shape, prefix)">\
+## body of `loop_head`. With `rows` > 1 (`loop_head`'s 2-D exact grid over rows of that
+## many elements) the last axis longer than 1 is `zyx_x` and the axes before it come from
+## the row `zyx_y`, so no division runs per element.
+<%def name="coords(index_t, var, shape, prefix, rows=0)">\
+<%  last = max((k for k, size in enumerate(shape) if size > 1), default=-1) if rows > 1 else -1 %>\
 % for k, size in enumerate(shape):
-<%  inner = prod(shape[k + 1:]) %>\
+<%  inner = prod(shape[k + 1:last]) if k < last else prod(shape[k + 1:]) %>\
 %   if size == 1:
         const ${index_t} ${prefix}${k} = 0;
+%   elif k == last:
+        const ${index_t} ${prefix}${k} = zyx_x;
+%   elif last >= 0 and k == 0 and inner == 1:
+        const ${index_t} ${prefix}${k} = zyx_y;
+%   elif last >= 0 and k == 0:
+        const ${index_t} ${prefix}${k} = zyx_y / ${inner};
+%   elif last >= 0 and inner == 1:
+        const ${index_t} ${prefix}${k} = zyx_y % ${size};
+%   elif last >= 0:
+        const ${index_t} ${prefix}${k} = (zyx_y / ${inner}) % ${size};
 %   elif k == 0 and inner == 1:
         const ${index_t} ${prefix}${k} = ${var};
 %   elif k == 0:
@@ -103,8 +132,27 @@ ${st.store_fn("zyx_stream_store", vtype(itemsize, vw), bits(itemsize), f"vstore{
 ## body sees the first element index as `zyx_i`. Past the end a work-item redoes the last
 ## vector (the same values to the same places) instead of leaving the loop: no work-item
 ## branches away, so PoCL keeps vectorizing across them (masked_fill: ~+15-40%). `nvec`
-## must be at least 1 when the kernel runs; a literal 0 keeps a plain exit.
-<%def name="loop_head(index_t, per_item, nvec, vw, chunked=False)">\
+## must be at least 1 when the kernel runs; a literal 0 keeps a plain exit. With `exact`
+## 1 each work-item does the one element get_global_id(0) (vw == 1; launched over exactly
+## the elements, ``kernels._start_exact``) and the block opened here runs once; `exact` > 1
+## is the row length of a 2-D exact grid (``kernels._start_rows``; pass it to `coords`).
+<%def name="loop_head(index_t, per_item, nvec, vw, chunked=False, exact=False)">\
+% if exact > 1:
+    {
+        /* one element per work-item over an exact 2-D grid: column x of row y of ${exact}
+           elements (no loop, no bounds test, no division: the launcher covers the columns
+           with whole work-groups, then the rest of each row as one work-group at a global
+           offset), which PoCL's work-group vectorizer turns into wide loads and stores */
+        const ${index_t} zyx_x = (${index_t})get_global_id(0);
+        const ${index_t} zyx_y = (${index_t})get_global_id(1);
+        const ${index_t} zyx_i = zyx_y * ${exact} + zyx_x;
+% elif exact:
+    {
+        /* one element per work-item over an exact grid (no loop, no bounds test: the launcher
+           covers the elements with whole work-groups, then the rest with a global offset),
+           which PoCL's work-group vectorizer turns into wide loads and stores */
+        const ${index_t} zyx_i = (${index_t})get_global_id(0);
+% else:
     for (int zyx_k = 0; zyx_k < ${per_item}; ++zyx_k) {
 % if chunked:
         ${index_t} zyx_v = (${index_t})get_global_id(0) * ${per_item} + zyx_k;
@@ -117,4 +165,5 @@ ${st.store_fn("zyx_stream_store", vtype(itemsize, vw), bits(itemsize), f"vstore{
         zyx_v = zyx_v < ${nvec} ? zyx_v : ${nvec} - 1;
 % endif
         const ${index_t} zyx_i = zyx_v${f" * {vw}" if vw > 1 else ""};
+% endif
 </%def>

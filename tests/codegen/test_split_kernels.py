@@ -216,7 +216,7 @@ def test_split_shrinks_to_the_kernels_own_work_group_limit(monkeypatch):
     monkeypatch.setattr(launch_mod.CompiledKernel, "work_group_size", property(lambda self: 4))
     launched = []
     real = launch_mod.launch
-    monkeypatch.setattr(launch_mod, "launch", lambda ck, g, l, a: launched.append(l) or real(ck, g, l, a))
+    monkeypatch.setattr(launch_mod, "launch", lambda ck, g, l, a, **kw: launched.append(l) or real(ck, g, l, a, **kw))
     a = np.random.default_rng(5).standard_normal((3, 777)).astype(np.float32)
     k = _row_reduce("sum", 3, 777, dt.float32, dt.float32)
     got = _run(k, Opts(local=16, split=16), a)

@@ -279,3 +279,133 @@ def test_masked_fill_kernel_sizes_poisoned(device, itemsize, tun):
             assert (got[n * itemsize:] == 0xA5).all(), f"wrote past the end at n={n}"
     finally:
         kernels.set_tunables(device)
+
+
+# ---------------------------------------------------------------- widened words and exact grids
+
+_BITS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+# default tunables; odd work-groups (remainder launches on every 2-D row); narrow vectors
+# (caps the widened word at 2 bytes)
+_TUNINGS = [{}, {"local_size": 7}, {"vector_bytes": 2, "local_size": 64, "per_item": 3}]
+
+
+def _bits(shape, itemsize, seed):
+    return np.random.default_rng(seed).integers(0, 2 ** 63, shape, dtype=np.uint64, endpoint=True).astype(
+        _BITS[itemsize])
+
+
+def _run_poisoned(device, itemsize, expected, launch, out_elems=None, initial=None):
+    """Run ``launch(out)`` into a buffer poisoned past ``out_elems`` (or pre-filled with
+    ``initial``) and compare every element, the 64 poisoned bytes after the end included."""
+    from zyx.backend import transfer
+
+    bits = _BITS[itemsize]
+    n = expected.size if out_elems is None else out_elems
+    nbytes = n * itemsize + 64
+    out = device.pool.allocate(nbytes)
+    host = np.full(nbytes, 0xA5, dtype=np.uint8)
+    if initial is not None:
+        host[: n * itemsize] = initial.reshape(-1).view(np.uint8)
+    transfer.write(out, host)
+    launch(out)
+    got = transfer.read(out, nbytes)
+    assert np.array_equal(got[: n * itemsize].view(bits), expected.reshape(-1))
+    assert (got[n * itemsize:] == 0xA5).all(), "wrote past the end"
+
+
+@pytest.fixture(params=range(len(_TUNINGS)), ids=["default", "local7", "vec2"])
+def tuning(request, device):
+    kernels.set_tunables(device, **_TUNINGS[request.param])
+    yield _TUNINGS[request.param]
+    kernels.set_tunables(device)
+
+
+@pytest.mark.parametrize("itemsize", [1, 2, 4, 8])
+@pytest.mark.parametrize("shape", [(3, 13), (5, 16), (4, 24), (3, 300), (2, 3, 520), (700,), (3, 66)])
+def test_flip_words_and_exact_grid(device, tuning, itemsize, shape):
+    """Last axes divisible by 2, 4 or 8 elements are moved as words (a flipped one also reverses
+    the elements inside each word); others run one element per work-item over an exact grid."""
+    from zyx.backend import transfer
+
+    a = _bits(shape, itemsize, seed=sum(shape) + itemsize)
+    src = transfer.upload(device, a)
+    for dims in [(len(shape) - 1,), (0,), tuple(range(len(shape)))]:
+        _run_poisoned(device, itemsize, np.ascontiguousarray(np.flip(a, dims)),
+                      lambda out: kernels.flip(device, out, src, shape, dims, itemsize))
+
+
+@pytest.mark.parametrize("itemsize", [1, 2, 4])
+@pytest.mark.parametrize("outer,dim,inner", [(1, 7, 24), (3, 5, 300), (2, 9, 7), (3, 72, 1), (4, 1000, 1), (1, 33, 1)])
+def test_roll_words_and_exact_grid(device, tuning, itemsize, outer, dim, inner):
+    from zyx.backend import transfer
+
+    a = _bits((outer, dim, inner), itemsize, seed=outer * dim + inner)
+    src = transfer.upload(device, a)
+    for shift in (1, 8, -24, 3 * dim + 4):
+        _run_poisoned(device, itemsize, np.roll(a, shift, 1),
+                      lambda out: kernels.roll(device, out, src, outer, dim, inner, shift, itemsize))
+
+
+@pytest.mark.parametrize("itemsize", [1, 2, 4])
+@pytest.mark.parametrize("widths", [(8, 16), (3, 13), (8, 5, 8), (256, 40), (300, 1), (64, 64, 72)])
+def test_concat_words_and_exact_grid(device, tuning, itemsize, widths):
+    """Column offsets and widths decide the word size of each part (aligned parts widen,
+    the others run element by element) without touching the neighbouring columns."""
+    from zyx.backend import transfer
+
+    rows, total = 5, sum(widths)
+    parts = [_bits((rows, w), itemsize, seed=w + k) for k, w in enumerate(widths)]
+    expected = np.concatenate(parts, axis=1)
+    bufs = [transfer.upload(device, p) for p in parts]
+
+    def launch(out):
+        col = 0
+        for p, b in zip(parts, bufs):
+            kernels.concat_part(device, out, b, rows, p.shape[1], total, col, itemsize)
+            col += p.shape[1]
+    _run_poisoned(device, itemsize, expected, launch)
+
+
+@pytest.mark.parametrize("itemsize", [1, 2, 4])
+@pytest.mark.parametrize("case", ["offset8", "offset3", "rows", "cols_strided", "reversed_last", "broadcast",
+                                  "reversed_rows", "long_rows"])
+def test_contiguize_words_and_exact_grid(device, tuning, itemsize, case):
+    """Views whose offset, strides and last extent allow it copy words; the rest element by element."""
+    from zyx.backend import transfer
+    from zyx.ir.view import View
+
+    base = _bits((9, 48), itemsize, seed=len(case) + itemsize)
+    flat = base.reshape(-1)
+    views = {
+        "offset8": View((8, 32), (40, 1), 8),
+        "offset3": View((8, 32), (40, 1), 3),
+        "rows": View((4, 40), (80, 1), 40),
+        "cols_strided": View((9, 13), (40, 3), 1),
+        "reversed_last": View((9, 40), (40, -1), 39),
+        "broadcast": View((3, 9, 16), (0, 40, 1), 16),
+        "reversed_rows": View((9, 24), (-40, 1), 8 * 40 + 8),
+        "long_rows": View((2, 2, 300), (0, 120, 1), 8),
+    }
+    view = views[case]
+    idx = view.offset + sum(np.arange(d).reshape((-1,) + (1,) * (len(view.shape) - k - 1)) * s
+                            for k, (d, s) in enumerate(zip(view.shape, view.strides)))
+    src = transfer.upload(device, flat)
+    _run_poisoned(device, itemsize, flat[idx], lambda out: kernels.contiguize(device, out, src, view, itemsize))
+
+
+@pytest.mark.parametrize("dtype", [zyx.uint8, zyx.float16, zyx.bool, zyx.int16], ids=lambda d: d.name)
+def test_small_dtypes_api_views(device, bits_equal, dtype):
+    """1- and 2-byte dtypes through the API on sizes past a work-group, through offset views."""
+    a = raw((6, 520), dtype, seed=11)
+    x = on_device(a, device)
+    v, va = x[1:, 8:], a[1:, 8:]
+    bits_equal(v.contiguous().numpy(), np.ascontiguousarray(va))
+    bits_equal(x[:, 3:].contiguous().numpy(), np.ascontiguousarray(a[:, 3:]))
+    bits_equal(x.flip(1).numpy(), np.flip(a, 1))
+    bits_equal(v.flip(1).numpy(), np.flip(va, 1))
+    bits_equal(x.flip(0).numpy(), np.flip(a, 0))
+    bits_equal(x.roll(5, 1).numpy(), np.roll(a, 5, 1))
+    bits_equal(x.roll(16, 1).numpy(), np.roll(a, 16, 1))
+    bits_equal(x.roll(-2, 0).numpy(), np.roll(a, -2, 0))
+    bits_equal(zyx.cat([x[1:, :8], v], 1).numpy(), np.concatenate([a[1:, :8], va], 1))
+    bits_equal(zyx.cat([x[:, :3], x], 1).numpy(), np.concatenate([a[:, :3], a], 1))

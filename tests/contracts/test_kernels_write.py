@@ -299,3 +299,50 @@ def test_writes_order_with_lazy_work(device, values_equal):
     d = zyx.zeros(4, 2, device=device)
     zyx.write_slice_doff(d, zyx.ones(2, 2, device=device) * 3, 0, zyx.tensor([1], device=device) + 1)
     values_equal(d.numpy(), np.array([[0, 0], [0, 0], [3, 3], [3, 3]], np.float32))
+
+
+# ---------------------------------------------------------------- widened words and exact grids
+
+
+@pytest.mark.parametrize("dtype", [zyx.uint8, zyx.float16, zyx.bool, zyx.float32], ids=lambda d: d.name)
+@pytest.mark.parametrize("local", [None, 7])
+def test_writers_words_and_exact_grid(device, bits_equal, dtype, local):
+    """Boxes whose column offset, width and row stride are multiples of 2, 4 or 8 elements
+    are written as words; the others element by element over exact grids (2-D past 64
+    columns, with a remainder work-group per row). Every byte outside the box keeps its bits."""
+    from zyx.contracts import kernels
+
+    try:
+        if local:
+            kernels.set_tunables(device, local_size=local)
+        d = sentinel((7, 336), dtype)
+        dest = on_device(d, device)
+        for (r0, r1), (c0, c1) in [((1, 4), (8, 264)), ((2, 6), (3, 300)), ((0, 7), (16, 24)), ((3, 5), (5, 18)),
+                                   ((0, 7), (0, 336))]:
+            s = raw((r1 - r0, c1 - c0), dtype, seed=r0 + c0)
+            zyx.write_slice(dest, on_device(s, device), [(r0, r1), (c0, c1)])
+            d[r0:r1, c0:c1] = s
+            bits_equal(dest.numpy(), d)
+        view = dest[:, 8:]  # an offset view: its offset joins the word alignment
+        s = raw((2, 328), dtype, seed=3)
+        zyx.write_slice_rotating(view, on_device(s, device), 0, 6)  # wraps rows 6, 0
+        d[6, 8:], d[0, 8:] = s[0], s[1]
+        bits_equal(dest.numpy(), d)
+        s = raw((7, 260), dtype, seed=4)
+        zyx.write_slice_rotating(dest, on_device(s, device), 1, 330)  # ring along the columns
+        cols = (330 + np.arange(260)) % 336
+        d[:, cols] = s
+        bits_equal(dest.numpy(), d)
+        for off in (2, 0, 5):
+            s = raw((2, 333), dtype, seed=off)
+            zyx.write_slice_doff(dest[:, 3:], s_t := on_device(s, device), 0, zyx.tensor([off], device=device))
+            d[off:off + 2, 3:] = s
+            bits_equal(dest.numpy(), d)
+            del s_t
+        s = raw((3, 40), dtype, seed=7)
+        zyx.write_slice_doff(dest, on_device(s, device), 0, zyx.tensor([4], device=device),
+                             ranges=[(0, 3), (16, 56)])
+        d[4:7, 16:56] = s
+        bits_equal(dest.numpy(), d)
+    finally:
+        kernels.set_tunables(device)

@@ -74,9 +74,11 @@ def launch(
     args: Sequence[Any],
     wait_for: Sequence[Any] | None = None,
     offset: Sequence[int] | None = None,
+    counts: bool = True,
 ) -> Any:
     """Enqueue ``kernel`` and return its profiling event (asynchronous); ``offset`` is the
-    global work offset (``get_global_id`` starts there)."""
+    global work offset (``get_global_id`` starts there). ``counts=False`` for the second launch
+    of one kernel split in two (whole work-groups, then the rest): ``kernel_count`` counts kernels."""
     import pyopencl as cl
 
     global _launches
@@ -96,20 +98,23 @@ def launch(
             f"launch of {kernel.name} on {device} failed (global {tuple(global_size)}, "
             f"local {local_size}): {exc}"
         ) from None
-    _launches += 1
+    _launches += counts
     if recorder is not None:
         recorder.append((kernel, tuple(global_size), None if local_size is None else tuple(local_size), tuple(args),
-                         None if offset is None else tuple(offset)))
+                         None if offset is None else tuple(offset), counts))
     if settings.DEBUG >= 1:
         event.wait()
         ms = (event.profile.end - event.profile.start) * 1e-6
-        at = f" offset={tuple(offset)}" if offset is not None else ""
-        print(f"zyx: {kernel.name:<32} global={tuple(global_size)}{at} local={local_size} {ms:9.3f} ms "
+        at = f" offset={tuple(offset)}" if offset is not None and any(offset) else ""
+        print(f"zyx: {kernel.name:<32} global={tuple(global_size)} local={local_size}{at} {ms:9.3f} ms "
               f"on {device.id}", file=sys.stderr)
     return event
 
 
 def event_seconds(event: Any) -> float:
-    """Device time between start and end of a finished profiling event, in seconds."""
+    """Device time between start and end of a finished profiling event, in seconds (summed over a
+    list of events: a kernel launched as whole work-groups plus a remainder)."""
+    if isinstance(event, (list, tuple)):
+        return sum(event_seconds(e) for e in event)
     event.wait()
     return (event.profile.end - event.profile.start) * 1e-9

@@ -8,7 +8,6 @@ dtype (``dt.convert``), so a fused kernel gives the bits of PyTorch's op-by-op r
 """
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import replace
 from functools import lru_cache
@@ -487,29 +486,23 @@ def source(k: Kernel, opts: Opts) -> tuple[str, str, Program]:
     src = render("kernel.cl.mako", name=name, header=header, bufs=bufs, dtypes=all_dtypes, index_t=prog.index_t,
                  vec_types=vec_types, stream_types=stream_types,
                  helpers=tuple((fn, _helper_types(fn, text)) for fn in MATH_HELPERS),
-                 items=prog.global_items, split=prog.split, guard=_needs_guard(prog, opts), stmts=stmts,
+                 items=prog.global_items, split=prog.split, stmts=stmts,
                  uses_ipow="zyx_ipow" in text, err_flag=ERR_FLAG if ERR_FLAG in text else None, fp32=dtypes.float32)
     return name, src, prog
 
 
-def _needs_guard(prog: Program, opts: Opts) -> bool:
-    """Whether the kernel needs ``if (gid >= items) return;``: only when ``opts.local`` does not divide the
-    work items (``launch_kernel`` then keeps every work-group whole). PoCL stops vectorizing a work-group's
-    items across a return that may be taken: float16 a*b+c ran 5x slower with the guard."""
-    return prog.split <= 1 and prog.global_items % max(1, opts.local) != 0
-
-
 @lru_cache(maxsize=4096)
-def _cached_source(k: Kernel, opts: Opts) -> tuple[str, str, int, bool, int, int, bool]:
+def _cached_source(k: Kernel, opts: Opts) -> tuple[str, str, int, bool, int, int]:
     name, src, prog = source(k, opts)
-    return name, src, prog.global_items, f"*{ERR_FLAG}" in src, prog.split, prog.local, _needs_guard(prog, opts)
+    return name, src, prog.global_items, f"*{ERR_FLAG}" in src, prog.split, prog.local
 
 
 def launch_kernel(device: Any, k: Kernel, opts: Opts, args: list) -> Any:
-    """Build (cached) and enqueue ``k`` with buffer ``args`` (output first); returns the event."""
+    """Build (cached) and enqueue ``k`` with buffer ``args`` (output first); returns the event (a list
+    of two when the work items are launched as whole work-groups plus a remainder)."""
     from zyx.backend.launch import compile_kernel, launch
 
-    name, src, items, uses_flag, split, need_local, guarded = _cached_source(k, opts)
+    name, src, items, uses_flag, split, need_local = _cached_source(k, opts)
     ck = compile_kernel(device, src, name, BUILD_OPTIONS)
     # The device's limit and this kernel's own CL_KERNEL_WORK_GROUP_SIZE (register pressure).
     limit = max(1, min(device.info.max_work_group_size, ck.work_group_size))
@@ -521,13 +514,17 @@ def launch_kernel(device: Any, k: Kernel, opts: Opts, args: list) -> Any:
         args = [*args, arith_flags.buffer(device)]
         arith_flags.arm(device)
     if split > 1:  # whole split groups per work-group (their partials meet in local memory)
-        local, items = need_local, items * split
-    else:
-        local = max(1, min(opts.local, limit))
-        if not guarded:  # no bounds check in the source: every work item must be a real one
-            local = math.gcd(local, items)
-    glob = -(-items // local) * local
-    return launch(ck, (glob,), (local,), args)
+        return launch(ck, (-(-items * split // need_local) * need_local,), (need_local,), args)
+    # No bounds test in the source (PoCL stops vectorizing a work-group's items across a
+    # return that may be taken: float16 a*b+c ran 5x, uint8 9x slower with one), so every
+    # work item must be a real one: whole work-groups, then the rest as groups of one at an offset.
+    local = max(1, min(opts.local, limit))
+    bulk = items // local * local
+    if bulk == items:
+        return launch(ck, (items,), (local,), args)
+    events = [launch(ck, (bulk,), (local,), args)] if bulk else []
+    events.append(launch(ck, (items - bulk,), (1,), args, offset=(bulk,), counts=not bulk))
+    return events if bulk else events[0]
 
 
 def kernel_source(k: Kernel, opts: Opts) -> str:

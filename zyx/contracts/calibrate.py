@@ -81,9 +81,12 @@ def _data(shape: tuple[int, ...], dtype: DType, seed: int = 0) -> np.ndarray:
 
 
 def _events(result: Any) -> list[Any]:
+    """The launch events in ``result``: None, one event, or (nested) lists of them."""
     if result is None:
         return []
-    return list(result) if isinstance(result, list) else [result]
+    if isinstance(result, (list, tuple)):
+        return [e for r in result for e in _events(r)]
+    return [result]
 
 
 def workload(device: Device, name: str, nbytes: int, dtype: Optional[DType] = None) -> Workload:
