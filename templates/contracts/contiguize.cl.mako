@@ -8,10 +8,10 @@ vw == 1, tile == 0), and tile: 0 for the elementwise copy, else the transposed c
 unit-stride axis `unit` is not the last axis): each work-item copies tile x tile_l blocks
 of (axis unit, last axis), reading source runs along `unit` and writing output runs
 along the last axis; `per_item` blocks per work-item (grid-stride), edges guarded.
-Full tiles move tv x tv register blocks (tv loads of tv lanes along `unit`, stores of
-the regrouped lanes along the last axis); tv divides tile and tile_l. A narrow tile_l
-(one output cache line) with a long tile keeps few source and output lines live at
-once, which matters when both sides have power-of-two row strides.
+Full tiles move 2tv x 2tv superblocks through registers (tv x tv blocks transposed by
+lane shuffles); 2 tv divides tile and tile_l. unit_fast: consecutive tiles step along
+`unit` (a tile's source rows stream on, the output moves down its rows), else along the
+last axis. Streamed stores skip the alignment test when every output row is aligned.
 </%doc>\
 <%namespace name="ix" file="/contracts/index.mako"/>\
 <%
@@ -45,32 +45,106 @@ ${ix.stream_fence(vw, stream)}\
     src_terms = [f"zyx_c{j} * {strides[k]}" for j, k in enumerate(outer_axes) if strides[k] != 0]
     out_terms = [f"zyx_c{j} * {ostr[k]}" for j, k in enumerate(outer_axes)]
     sl = f" * {s_last}" if s_last != 1 else ""
-    # A full tile: tv x tv register blocks (vector loads along the source's unit axis,
-    # lanes regrouped, vector stores along the output's last axis), or element by element.
+    # A full tile: element by element (tv == 1), or superblocks of 2tv x 2tv elements (both
+    # sides whole cache lines when a tv vector is half a line): 2tv source rows read as two
+    # tv-lane vectors each, the four tv x tv blocks transposed in registers, then each output
+    # row's two halves stored back to back. Addresses come from one base pointer per superblock
+    # plus constants (indexing every load from the tile's base ran ~1.5x slower on PoCL).
     if tv == 1:
         ft = [f"for (int zyx_a = 0; zyx_a < {tile}; ++zyx_a)",
               f"    for (int zyx_b = 0; zyx_b < {tile_l}; ++zyx_b)",
               f"        zyx_d[zyx_a * {o_unit} + zyx_b] = zyx_s[zyx_a + zyx_b{sl}];"]
     else:
         VT = ix.attr.vtype(itemsize, tv)
-        ft = [f"for (int zyx_a = 0; zyx_a < {tile}; zyx_a += {tv})",
-              f"    for (int zyx_b = 0; zyx_b < {tile_l}; zyx_b += {tv}) {{"]
-        ft += [f"        const {VT} zyx_r{r} = vload{tv}(0, zyx_s + zyx_a + (zyx_b + {r}){sl});" for r in range(tv)]
-        for r in range(tv):
-            lanes = ", ".join(f"zyx_r{q}{ix.attr.lane(r)}" for q in range(tv))
-            ft.append("        " + capture(ix.store, tv, "zyx_d", f"(zyx_a + {r}) * {o_unit} + zyx_b", f"({VT})({lanes})", stream))
+        hexd = "0123456789abcdef"
+
+        def swz(name, lo, count):
+            return f"{name}.s{''.join(hexd[lo + k] for k in range(count))}"
+
+        ft = [f"for (int zyx_a = 0; zyx_a < {tile}; zyx_a += {2 * tv})",
+              f"    for (int zyx_b = 0; zyx_b < {tile_l}; zyx_b += {2 * tv}) {{",
+              f"        __global const {T} *zyx_bs = zyx_s + zyx_a + zyx_b{sl};",
+              f"        __global {T} *zyx_bd = zyx_d + zyx_a * {o_unit} + zyx_b;"]
+        names = {}  # (hh, g, q): block hh along the unit axis, g along the last axis, row q
+        for q in range(2 * tv):  # source row q of the superblock: both halves (one line)
+            g, r = divmod(q, tv)
+            for hh in range(2):
+                names[(hh, g, r)] = f"zyx_r{hh}{g}_{r}"
+                ft.append(f"        const {VT} zyx_r{hh}{g}_{r} = vload{tv}(0, zyx_bs + {q * s_last + hh * tv});")
+
+        def pair(ni, nj, x, y, lo, hi):
+            """ni, nj: the lanes of x and y listed in lo and hi, as (lane, x-or-y) pairs."""
+            for nm, sel in ((ni, lo), (nj, hi)):
+                lanes = ", ".join(f"{(x, y)[v]}.s{hexd[k]}" for k, v in sel)
+                ft.append(f"        const {VT} {nm} = ({VT})({lanes});")
+
+        for g in range(2):
+            for hh in range(2):
+                rows = [names[(hh, g, q)] for q in range(tv)]
+                tag = f"{hh}{g}"
+                if tv == 8:
+                    # The classic AVX 8x8: unpack pairs, shuffle pairs of pairs, swap 128-bit
+                    # halves (one instruction each there; the bit swaps below need two for h = 1).
+                    t = [f"zyx_p{tag}_{i}" for i in range(8)]
+                    u = [f"zyx_q{tag}_{i}" for i in range(8)]
+                    w = [f"zyx_w{tag}_{i}" for i in range(8)]
+                    for m in range(4):
+                        pair(t[2 * m], t[2 * m + 1], rows[2 * m], rows[2 * m + 1],
+                             [(0, 0), (0, 1), (1, 0), (1, 1), (4, 0), (4, 1), (5, 0), (5, 1)],
+                             [(2, 0), (2, 1), (3, 0), (3, 1), (6, 0), (6, 1), (7, 0), (7, 1)])
+                    for m in (0, 1, 4, 5):
+                        pair(u[m], u[m + 2], t[m], t[m + 2],
+                             [(0, 0), (1, 0), (0, 1), (1, 1), (4, 0), (5, 0), (4, 1), (5, 1)],
+                             [(2, 0), (3, 0), (2, 1), (3, 1), (6, 0), (7, 0), (6, 1), (7, 1)])
+                    for m in range(4):  # u0 u2 u1 u3 (and u4 u6 u5 u7) hold rows 0-3 (4-7)
+                        src = [0, 2, 1, 3][m]
+                        pair(w[m], w[m + 4], u[src], u[src + 4],
+                             [(0, 0), (1, 0), (2, 0), (3, 0), (0, 1), (1, 1), (2, 1), (3, 1)],
+                             [(4, 0), (5, 0), (6, 0), (7, 0), (4, 1), (5, 1), (6, 1), (7, 1)])
+                    rows = w
+                else:
+                    # Bit swaps: stage h (1, 2, 4, ...) swaps bit h of the row with bit h of the
+                    # lane; after all of them row i lane l holds what row l lane i held.
+                    stage, h = 0, 1
+                    while h < tv:
+                        for i in range(tv):
+                            if i & h:
+                                continue
+                            j = i + h
+                            lo = ", ".join(f"{swz(rows[i], c * 2 * h, h)}, {swz(rows[j], c * 2 * h, h)}"
+                                           for c in range(tv // (2 * h)))
+                            hi = ", ".join(f"{swz(rows[i], c * 2 * h + h, h)}, {swz(rows[j], c * 2 * h + h, h)}"
+                                           for c in range(tv // (2 * h)))
+                            ni, nj = f"zyx_s{stage}_{tag}_{i}", f"zyx_s{stage}_{tag}_{j}"
+                            ft.append(f"        const {VT} {ni} = ({VT})({lo});")
+                            ft.append(f"        const {VT} {nj} = ({VT})({hi});")
+                            rows[i], rows[j] = ni, nj
+                        stage, h = stage + 1, h * 2
+                for i in range(tv):
+                    names[(hh, g, i)] = rows[i]
+        # block (hh, g) row p is output row a + hh*tv + p, columns b + g*tv ..
+        for hh in range(2):
+            for p in range(tv):
+                for g in range(2):
+                    ft.append("        " + capture(ix.store, tv, "zyx_bd", f"{(hh * tv + p) * o_unit + g * tv}",
+                                                   names[(hh, g, p)], stream))
         ft.append("    }")
     full_tile = "\n".join("            " + line for line in ft)
 %>\
 /* zyx contract kernel contiguize (transposed tiles): ${itemsize}-byte elements (any ${itemsize}-byte dtype), view ${list(shape)} strides ${list(strides)} offset ${offset} -> dense ${n}; unit axis ${unit}, ${tile} x ${tile_l} tiles, ${per_item} per work-item */
-${ix.stream_preamble(itemsize, tv, stream)}
+${ix.stream_preamble(itemsize, tv, stream, aligned=all(ostr[k] % tv == 0 for k in [unit, *outer_axes]))}
 __kernel void zyx_contiguize(__global ${T} *restrict zyx_out, __global const ${T} *restrict zyx_in)
 {
     for (int zyx_k = 0; zyx_k < ${per_item}; ++zyx_k) {
         const ${index_t} zyx_t = (${index_t})get_global_id(0) + (${index_t})zyx_k * (${index_t})get_global_size(0);
         if (zyx_t >= ${n_tiles}) break;
+% if unit_fast:
+        const ${index_t} zyx_u0 = (zyx_t % ${tu}) * ${tile};
+        const ${index_t} zyx_l0 = ((zyx_t / ${tu}) % ${tl}) * ${tile_l};
+% else:
         const ${index_t} zyx_l0 = (zyx_t % ${tl}) * ${tile_l};
         const ${index_t} zyx_u0 = ((zyx_t / ${tl}) % ${tu}) * ${tile};
+% endif
 % if outer_axes:
         const ${index_t} zyx_o = zyx_t / ${tu * tl};
 ${ix.coords(index_t, "zyx_o", outer_shape, "zyx_c")}\

@@ -111,11 +111,12 @@ vstore${vw}(${value}, 0, ${dst} + ${di});\
 </%def>
 
 ## Definitions for streamed stores of `vw`-wide vectors of `itemsize`-byte elements
-## (common/stream.mako): zyx_stream_store(v, p), vstore where p is not aligned to the vector.
+## (common/stream.mako): zyx_stream_store(v, p), vstore where p is not aligned to the vector
+## (`aligned`: the caller guarantees every p is aligned; no test).
 ## Every work-item reaches `stream_fence` at the end of the kernel. Emits nothing unless `stream`.
-<%def name="stream_preamble(itemsize, vw, stream)">\
+<%def name="stream_preamble(itemsize, vw, stream, aligned=False)">\
 % if stream and vw > 1:
-${st.store_fn("zyx_stream_store", vtype(itemsize, vw), bits(itemsize), f"vstore{vw}(zyx_value, 0, zyx_p);")}\
+${st.store_fn("zyx_stream_store", vtype(itemsize, vw), bits(itemsize), f"vstore{vw}(zyx_value, 0, zyx_p);", aligned)}\
 % endif
 </%def>
 

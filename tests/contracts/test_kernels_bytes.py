@@ -409,3 +409,36 @@ def test_small_dtypes_api_views(device, bits_equal, dtype):
     bits_equal(x.roll(-2, 0).numpy(), np.roll(a, -2, 0))
     bits_equal(zyx.cat([x[1:, :8], v], 1).numpy(), np.concatenate([a[1:, :8], va], 1))
     bits_equal(zyx.cat([x[:, :3], x], 1).numpy(), np.concatenate([a[:, :3], a], 1))
+
+
+@pytest.mark.parametrize("itemsize", [1, 2, 4, 8])
+@pytest.mark.parametrize("tun", [dict(stream_bytes=1), dict(vector_bytes=16), dict(vector_bytes=64, stream_bytes=1)],
+                         ids=["streamed", "narrow", "wide-streamed"])
+def test_transposed_contiguize_full_tiles_poisoned(device, itemsize, tun):
+    """The tiled transpose (CPUs) with whole tiles and edge tiles, butterfly register blocks of
+    every vector width, aligned and unaligned output rows and a batch axis, into a poisoned
+    buffer longer than the output: every element lands where NumPy puts it, nothing past the end."""
+    from zyx.backend import transfer
+    from zyx.ir.view import View
+
+    bits = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[itemsize]
+    rng = np.random.default_rng(itemsize)
+    try:
+        t = kernels.set_tunables(device, **tun) if tun else kernels.tunables(device)
+        tv = 1 << (max(2, min(16, t.vector_bytes // itemsize)).bit_length() - 1)
+        tile = max(2 * tv, kernels.TRANSPOSE_TILE_BYTES // itemsize)
+        tile_l = max(2 * tv, kernels.TRANSPOSE_TILE_L_BYTES // itemsize)
+        # rows not a multiple of the vector (stores test alignment), then a batch of aligned rows
+        for batch, rows, cols in ((1, tile_l + 5, 2 * tile + 3), (2, 2 * tile_l, tile + 1)):
+            a = rng.integers(0, np.iinfo(bits).max, (batch, rows, cols), dtype=bits, endpoint=True)
+            want = np.ascontiguousarray(a.transpose(0, 2, 1))
+            view = View((batch, cols, rows), (rows * cols, 1, cols), 0)  # the transposed view of a
+            assert kernels.transpose_axis(*kernels.fold_axes(view.shape, view.strides)[:2]) is not None or device.info.kind == "gpu"
+            out = device.pool.allocate(a.nbytes + 64)
+            transfer.write(out, np.full(a.nbytes + 64, 0xA5, dtype=np.uint8))
+            kernels.contiguize(device, out, transfer.upload(device, a), view, itemsize)
+            got = transfer.read(out, a.nbytes + 64)
+            assert np.array_equal(got[: a.nbytes].view(bits).reshape(want.shape), want), (batch, rows, cols, tun)
+            assert (got[a.nbytes:] == 0xA5).all(), "wrote past the end"
+    finally:
+        kernels.set_tunables(device)
