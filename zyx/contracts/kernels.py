@@ -497,12 +497,14 @@ def write_slice(device: Device, dest: Buffer, src: Buffer, shape: Sequence[int],
 
 
 def _widen_box(device: Device, itemsize: int, tun: Tunables, shape: tuple[int, ...], strides: tuple[int, ...],
-               axis: Optional[int], base: int, n: int) -> tuple[tuple[int, ...], tuple[int, ...], int, int, int, int]:
+               axis: Optional[int], base: int, n: int,
+               *also: int) -> tuple[tuple[int, ...], tuple[int, ...], int, int, int, int]:
     """A write box (folded ``shape``, dest ``strides``, ``base``, ``n``) and ``itemsize`` in
-    words of ``widen`` elements where the last axis is contiguous and not the run-time ``axis``."""
+    words of ``widen`` elements where the last axis is contiguous and not the run-time ``axis``
+    (``also``: more element steps the words must divide)."""
     if strides[-1] != 1 or axis == len(shape) - 1 or n == 0:
         return shape, strides, base, n, itemsize, 1
-    k = widen(device, itemsize, tun, shape[-1], *strides[:-1], base)
+    k = widen(device, itemsize, tun, shape[-1], *strides[:-1], base, *also)
     if k == 1:
         return shape, strides, base, n, itemsize, 1
     return ((*shape[:-1], shape[-1] // k), (*(s // k for s in strides[:-1]), 1), base // k, n // k,
@@ -556,16 +558,24 @@ def write_slice_doff(device: Device, dest: Buffer, src: Buffer, shape: Sequence[
     """
     n = math.prod(shape)
     tun = tun or tunables(device)
-    fshape, fstrides, faxis = fold_axes(shape, strides, keep=axis)
-    fshape, fstrides, base, n, itemsize, k = _widen_box(device, itemsize, tun, fshape, fstrides, faxis, base, n)
-    vw = _axis_vector(itemsize, fshape, fstrides, faxis, tun) if n else 1
+    off_stride = strides[axis]
+    fshape, fstrides, _ = fold_axes(shape, strides)  # the offset moves the whole box: no axis kept
+    if n and fstrides[-1] == 1 and (off_stride == 1 or axis == len(shape) - 1):
+        k = 1  # the run-time offset steps single elements along the contiguous run: no words
+    else:
+        fshape, fstrides, base, n, itemsize, k = _widen_box(device, itemsize, tun, fshape, fstrides, None, base, n,
+                                                             off_stride)
+    off_stride //= k
+    run = fshape[-1] if n and fstrides[-1] == 1 else 1
+    vw = vector_width(itemsize, run, tun) if n else 1
     exact = n > 0 and _exact_grid(device, itemsize, k, vw, fshape)  # an empty source still runs one work-item
     vw = 1 if exact else vw
     off_buf, off_index = offset
     flag_buf, slot = flags
     params = dict(itemsize=itemsize, stream=streams(tun, n * itemsize, vw),
-                  shape=fshape, strides=fstrides, axis=faxis, width=shape[axis],
-                  dest_extent=dest_extent, n=n, vw=vw, per_item=tun.per_item, index_t=index_type(n), exact=exact)
+                  shape=fshape, strides=fstrides, off_stride=off_stride, width=shape[axis],
+                  dest_extent=dest_extent, n=n, vw=vw, per_item=tun.per_item,
+                  index_t=index_type(n, _dest_extent(dest, itemsize)), exact=exact)
     return _go(device, "write_slice_doff.cl.mako", "zyx_write_slice_doff", params, n, vw, exact,
                [dest.cl, src.cl, np.int64(base), off_buf.cl, np.int64(off_index), flag_buf, np.int32(slot)],
                tun, fshape)
