@@ -29,6 +29,14 @@ class DType:
     mantissa_bits: int = 0  # significand precision (with the implicit bit) for floats
     emulated: bool = False
 
+    # A dtype is identified by its name (one instance each): hashing and comparing all the
+    # fields (a NumPy dtype among them) made every schedule-cache lookup pay for it.
+    def __hash__(self) -> int:
+        return hash(self.name)
+
+    def __eq__(self, other: object) -> bool:
+        return self is other or (isinstance(other, DType) and self.name == other.name)
+
     @property
     def is_float(self) -> bool:
         return self.kind == "float"
