@@ -442,3 +442,72 @@ def test_transposed_contiguize_full_tiles_poisoned(device, itemsize, tun):
             assert (got[a.nbytes:] == 0xA5).all(), "wrote past the end"
     finally:
         kernels.set_tunables(device)
+
+
+# ---------------------------------------------------------------- roll of the last axis: two offset copies
+
+_ROLL_ROWS = [(1, 1), (3, 1), (1, 700), (5, 13), (4, 64), (3, 300), (2, 520), (7, 3), (300, 5), (2, 4099)]
+
+
+@pytest.mark.parametrize("itemsize", [1, 2, 4, 8])
+@pytest.mark.parametrize("rows,row", _ROLL_ROWS, ids=[f"{r}x{c}" for r, c in _ROLL_ROWS])
+def test_roll_last_axis_poisoned(device, tuning, itemsize, rows, row):
+    """Rolling the last axis runs as out[:, s:] = src[:, :L-s] and out[:, :s] = src[:, L-s:] over
+    column ranges at global offsets (whole work-groups, then several rows of the rest per group,
+    then the last rows): word-aligned and unaligned shifts, zero, negative and huge ones, into a
+    poisoned buffer; every element lands where NumPy puts it, nothing past the end."""
+    from zyx.backend import transfer
+
+    a = _bits((rows, row), itemsize, seed=rows * row + itemsize)
+    src = transfer.upload(device, a)
+    for shift in (0, 1, 5, 8, -3, row - 1, -row, 7 * row + 3, -(10 ** 12) - 1):
+        _run_poisoned(device, itemsize, np.roll(a, shift, 1),
+                      lambda out: kernels.roll(device, out, src, rows, row, 1, shift, itemsize))
+
+
+@pytest.mark.parametrize("itemsize", [1, 2, 4, 8])
+def test_roll_last_axis_gpu_shape_poisoned(device, monkeypatch, itemsize):
+    """The GPU form of the last-axis roll (no words, vectors dividing the row and the shift),
+    run on whatever device is present by reporting it as a GPU."""
+    from dataclasses import replace
+
+    from zyx.backend import transfer
+
+    monkeypatch.setattr(device, "info", replace(device.info, kind="gpu"))
+    for rows, row in ((3, 64), (2, 40), (5, 13), (1, 1000)):
+        a = _bits((rows, row), itemsize, seed=rows + row)
+        src = transfer.upload(device, a)
+        for shift in (0, 4, 8, 16, 3, -8, 9 * row + 2):
+            _run_poisoned(device, itemsize, np.roll(a, shift, 1),
+                          lambda out: kernels.roll(device, out, src, rows, row, 1, shift, itemsize))
+
+
+@pytest.mark.parametrize("dtype", [zyx.uint8, zyx.float16, zyx.float32, zyx.float64], ids=lambda d: d.name)
+def test_roll_last_axis_ranks_views_and_empties(device, bits_equal, dtype):
+    """Through the op: the last axis of N-D tensors (rows = the leading axes flattened), of
+    non-contiguous views, flattened rolls (dims=None), empty tensors, and the other axes as before."""
+    a = raw((3, 4, 37), dtype, seed=11)
+    x = on_device(a, device)
+    for s in (0, 5, 8, -5, 37, 3 * 37 + 11, -(10 ** 12) - 1):
+        bits_equal(x.roll(s, -1).numpy(), np.roll(a, s, -1))
+        bits_equal(x.roll(s).numpy(), np.roll(a, s))
+    bits_equal(x.roll((5, 2, -1), (2, 0, 1)).numpy(), np.roll(a, (5, 2, -1), (2, 0, 1)))
+    bits_equal(x.roll(3, 1).numpy(), np.roll(a, 3, 1))
+    for layout in ("strided", "transposed", "offset", "broadcast"):
+        v, ref = make(layout, (6, 4, 70), dtype, device, seed=12)
+        bits_equal(v.roll(5, -1).numpy(), np.roll(ref, 5, -1))
+        bits_equal(v.roll(-13, 2).numpy(), np.roll(ref, -13, 2))
+    for shape in ((0, 5), (4, 0), (2, 0, 3)):
+        e = zyx.zeros(*shape, dtype=dtype, device=device)
+        assert e.roll(3, -1).shape == shape and e.roll(2).shape == shape
+
+
+def test_roll_last_axis_counts_one_kernel(device):
+    """The two offset copies (and their remainder launches) count as one kernel."""
+    x = on_device(raw((7, 300), zyx.uint8, seed=13), device)
+    x.numpy()
+    for s in (0, 5, 8):
+        before = zyx.kernel_count()
+        y = x.roll(s, 1)
+        assert zyx.kernel_count() - before == 1, s
+        y.numpy()

@@ -428,12 +428,10 @@ def roll(device: Device, out: Buffer, src: Buffer, outer: int, dim_size: int, in
         return None
     tun = tun or tunables(device)
     shift %= dim_size
-    if inner > 1:
-        k = widen(device, itemsize, tun, inner)
-        inner //= k
-    else:  # rolling the last axis: words when the shift is whole words too
-        k = widen(device, itemsize, tun, dim_size, shift)
-        dim_size, shift = dim_size // k, shift // k
+    if inner == 1:
+        return _roll_rows(device, out, src, outer, dim_size, shift, itemsize, tun)
+    k = widen(device, itemsize, tun, inner)
+    inner //= k
     n, itemsize = n // k, itemsize * k
     vw = vector_width(itemsize, inner, tun)
     exact = _exact_grid(device, itemsize, k, vw, (outer, dim_size, inner))
@@ -441,10 +439,49 @@ def roll(device: Device, out: Buffer, src: Buffer, outer: int, dim_size: int, in
     index_t = index_type(n)
     params = dict(itemsize=itemsize, stream=streams(tun, n * itemsize, vw),
                   outer=outer, dim_size=dim_size, inner=inner, n=n, vw=vw,
-                  per_item=tun.per_item, index_t=index_t, exact=exact)
+                  per_item=tun.per_item, index_t=index_t, exact=exact, rows=0, clamp=False)
     shift_arg = (np.int32 if index_t == "int" else np.int64)(shift)
     return _go(device, "roll.cl.mako", "zyx_roll", params, n, vw, exact, [out.cl, src.cl, shift_arg], tun,
                (outer, dim_size, inner))
+
+
+def _roll_rows(device: Device, out: Buffer, src: Buffer, rows: int, row: int, shift: int, itemsize: int,
+               tun: Tunables) -> Any:
+    """Roll each of ``rows`` dense rows of ``row`` elements right by ``shift`` (in [0, row)) as
+    two offset copies, out[:, s:] = src[:, :row - s] and out[:, :s] = src[:, row - s:]: one
+    kernel (``zyx_roll_rows``) over a 2-D grid whose x is the output column, launched over each
+    column range at a global offset with the input ``delta`` elements back (s, then s - row).
+    The source index is then affine in x (no wrap-around select per element), so PoCL
+    vectorizes the unaligned copy like concat's. Each part runs whole work-groups, then its
+    remaining columns as one work-group per row of a size fixed by the row (a clamped
+    variant): work-group sizes never depend on the shift, which is a run-time argument, so a
+    new shift compiles nothing (sizing groups to the remainder cost PoCL 0.1-0.9 s of
+    re-specialization per new shift). 1- and 2-byte elements move as words when the row and
+    the shift allow (``widen``); CPUs move one word per work-item (the runtime vectorizes
+    across them), GPUs vectors of up to vector_bytes dividing row and shift."""
+    k = widen(device, itemsize, tun, row, shift)
+    row, shift, itemsize = row // k, shift // k, itemsize * k
+    n = rows * row
+    vw = vector_width(itemsize, math.gcd(row, shift), tun) if device.info.kind == "gpu" else 1
+    index_t = index_type(n)
+    params = dict(itemsize=itemsize, stream=streams(tun, n * itemsize, vw), outer=rows, dim_size=row, inner=1,
+                  n=n, vw=vw, per_item=1, index_t=index_t, exact=False, rows=row)
+    kernel = compile_kernel(device, render("contracts/roll.cl.mako", clamp=False, **params), "zyx_roll_rows")
+    local = max(1, min(tun.local_size, kernel.work_group_size))
+    ity = np.int32 if index_t == "int" else np.int64
+    events: list[Any] = []
+    for col0, width, delta in ((shift, row - shift, shift), (0, shift, shift - row)):
+        c0, w = col0 // vw, width // vw
+        bulk = w // local * local
+        if bulk:
+            events.append(launch(kernel, (bulk, rows), (local, 1), [out.cl, src.cl, ity(delta)], offset=(c0, 0),
+                                 counts=not events))
+        if w > bulk:  # the rest of the part's columns: one clamped work-group per row
+            clamped = compile_kernel(device, render("contracts/roll.cl.mako", clamp=True, **params), "zyx_roll_rows")
+            group = min(max(1, min(tun.local_size, clamped.work_group_size)), 1 << (row // vw - 1).bit_length())
+            events.append(launch(clamped, (group, rows), (group, 1), [out.cl, src.cl, ity(delta), ity(c0 + w)],
+                                 offset=(c0 + bulk, 0), counts=not events))
+    return events[0] if len(events) == 1 else events
 
 
 @tuned("concat", DECLARED["concat"], tunables)
