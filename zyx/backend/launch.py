@@ -111,6 +111,23 @@ def launch(
     return event
 
 
+def launch_exact(kernel: CompiledKernel, n: int, local: int, args: Sequence[Any], rows: int = 0) -> list[Any]:
+    """Launch ``kernel`` over exactly ``n`` work-items (or ``n`` columns by ``rows`` rows), for
+    kernels without a bounds test (PoCL stops vectorizing a work-group across a return that
+    may be taken): whole work-groups of ``local`` first, then the rest at a global offset, as
+    work-groups of one (1-D) or one work-group per row (2-D; groups of one ran ~4x slower
+    there). The rest's size depends only on ``n`` and ``local``, never on run-time arguments.
+    Returns the events; the pair counts as one kernel in ``kernel_count``."""
+    bulk = n // local * local
+    events = []
+    if bulk:
+        events.append(launch(kernel, (bulk, rows) if rows else (bulk,), (local, 1) if rows else (local,), args))
+    if n > bulk:
+        glob, grp, at = ((n - bulk, rows), (n - bulk, 1), (bulk, 0)) if rows else ((n - bulk,), (1,), (bulk,))
+        events.append(launch(kernel, glob, grp, args, offset=at, counts=not bulk))
+    return events
+
+
 def event_seconds(event: Any) -> float:
     """Device time between start and end of a finished profiling event, in seconds (summed over a
     list of events: a kernel launched as whole work-groups plus a remainder)."""

@@ -500,7 +500,7 @@ def _cached_source(k: Kernel, opts: Opts) -> tuple[str, str, int, bool, int, int
 def launch_kernel(device: Any, k: Kernel, opts: Opts, args: list) -> Any:
     """Build (cached) and enqueue ``k`` with buffer ``args`` (output first); returns the event (a list
     of two when the work items are launched as whole work-groups plus a remainder)."""
-    from zyx.backend.launch import compile_kernel, launch
+    from zyx.backend.launch import compile_kernel, launch, launch_exact
 
     name, src, items, uses_flag, split, need_local = _cached_source(k, opts)
     ck = compile_kernel(device, src, name, BUILD_OPTIONS)
@@ -515,16 +515,10 @@ def launch_kernel(device: Any, k: Kernel, opts: Opts, args: list) -> Any:
         arith_flags.arm(device)
     if split > 1:  # whole split groups per work-group (their partials meet in local memory)
         return launch(ck, (-(-items * split // need_local) * need_local,), (need_local,), args)
-    # No bounds test in the source (PoCL stops vectorizing a work-group's items across a
-    # return that may be taken: float16 a*b+c ran 5x, uint8 9x slower with one), so every
-    # work item must be a real one: whole work-groups, then the rest as groups of one at an offset.
-    local = max(1, min(opts.local, limit))
-    bulk = items // local * local
-    if bulk == items:
-        return launch(ck, (items,), (local,), args)
-    events = [launch(ck, (bulk,), (local,), args)] if bulk else []
-    events.append(launch(ck, (items - bulk,), (1,), args, offset=(bulk,), counts=not bulk))
-    return events if bulk else events[0]
+    # No bounds test in the source (float16 a*b+c ran 5x, uint8 9x slower with one on PoCL),
+    # so every work item must be a real one.
+    events = launch_exact(ck, items, max(1, min(opts.local, limit)), args)
+    return events[0] if len(events) == 1 else events
 
 
 def kernel_source(k: Kernel, opts: Opts) -> str:

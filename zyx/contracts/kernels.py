@@ -40,7 +40,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from zyx.backend.device import Device
-from zyx.backend.launch import compile_kernel, launch
+from zyx.backend.launch import compile_kernel, launch, launch_exact
 from zyx.backend.pool import Buffer
 from zyx.codegen.render import render
 from zyx.contracts.tuning import tuned
@@ -182,16 +182,8 @@ def _start_exact(device: Device, template: str, name: str, params: dict[str, Any
     """Render, build and launch a kernel doing one item per work-item over exactly ``n``
     work-items, with no bounds test in the kernel: whole work-groups first, then the
     remainder as work-groups of one at a global offset. Returns the launches' events."""
-    source = render(f"contracts/{template}", **params)
-    kernel = compile_kernel(device, source, name)
-    local = max(1, min(tun.local_size, kernel.work_group_size))
-    bulk = n // local * local
-    events = []
-    if bulk:
-        events.append(launch(kernel, (bulk,), (local,), list(args)))
-    if n > bulk:
-        events.append(launch(kernel, (n - bulk,), (1,), list(args), offset=(bulk,), counts=not bulk))
-    return events
+    kernel = compile_kernel(device, render(f"contracts/{template}", **params), name)
+    return launch_exact(kernel, n, max(1, min(tun.local_size, kernel.work_group_size)), list(args))
 
 
 #: CPUs: 1- and 2-byte elements are moved as unsigned words of up to this many bytes when
@@ -249,17 +241,8 @@ def _start_rows(device: Device, template: str, name: str, params: dict[str, Any]
     of ``row`` columns by ``rows`` rows, with no bounds test in the kernel: whole work-groups
     along the row, then the rest of every row as one work-group at a global offset (work-groups
     of one, as ``_start_exact`` uses, ran ~4x slower here). Returns the launches' events."""
-    source = render(f"contracts/{template}", **params)
-    kernel = compile_kernel(device, source, name)
-    local = max(1, min(tun.local_size, kernel.work_group_size))
-    bulk = row // local * local
-    events = []
-    if bulk:
-        events.append(launch(kernel, (bulk, rows), (local, 1), list(args)))
-    if row > bulk:
-        events.append(launch(kernel, (row - bulk, rows), (row - bulk, 1), list(args), offset=(bulk, 0),
-                             counts=not bulk))
-    return events
+    kernel = compile_kernel(device, render(f"contracts/{template}", **params), name)
+    return launch_exact(kernel, row, max(1, min(tun.local_size, kernel.work_group_size)), list(args), rows)
 
 
 def _go(device: Device, template: str, name: str, params: dict[str, Any], n: int, vw: int, exact: bool,
