@@ -4,7 +4,8 @@ Parameters: name, header (comment lines), bufs ((name, dtype, is_output) ...), d
 (every dtype used, for the conversion preamble), index_t, items (work items needed),
 split (work items per output tile, sharing its reduce through local memory; otherwise the launch
 has exactly ``items`` work items and the kernel no bounds test), stmts (see
-zyx.codegen.kernel.statements), uses_ipow, err_flag (the error-flag parameter's name
+zyx.codegen.kernel.statements), uses_ipow, uses_floordiv (float // as PyTorch and Python compute
+it, for float and double scalars and vectors), err_flag (the error-flag parameter's name
 or None: an int the kernel atomic_or's error bits into), fp32 (the float32 DType), vec_types
 ((vector type, element alignment) pairs: each gets a typedef ``zyx_<type>_u`` with that alignment,
 for unaligned whole-vector loads and stores), helpers ((fn, types) for each float32 function
@@ -26,6 +27,22 @@ inline long zyx_floormod(long a, long b) { long r = a % b; return (r != 0 && ((r
 inline float zyx_fmod_py(float a, float b) { float r = fmod(a, b); return (r != 0.0f && ((r < 0.0f) != (b < 0.0f))) ? r + b : (r == 0.0f ? copysign(0.0f, b) : r); }
 % if any(d.name == "float64" for d in dtypes):
 inline double zyx_fmod_py_d(double a, double b) { double r = fmod(a, b); return (r != 0.0 && ((r < 0.0) != (b < 0.0))) ? r + b : (r == 0.0 ? copysign(0.0, b) : r); }
+% endif
+% if uses_floordiv:
+/* a // b for floats as PyTorch and Python: from fmod, so 1 // 0.1 is 9 (floor(1 / 0.1) is 10),
+   inf // b is nan, -3 // inf is -1 */
+#define ZYX_FLOORDIV(T) inline T __attribute__((overloadable)) zyx_floordiv_py(T a, T b) { \
+    const T m = fmod(a, b); \
+    T d = (a - m) / b; \
+    d = (m != (T)0 && ((b < (T)0) != (m < (T)0))) ? d - (T)1 : d; \
+    T f = floor(d); \
+    f = (d - f > (T)0.5) ? f + (T)1 : f; \
+    f = d != (T)0 ? f : copysign((T)0, a / b); \
+    return b == (T)0 ? a / b : f; }
+ZYX_FLOORDIV(float) ZYX_FLOORDIV(float2) ZYX_FLOORDIV(float4) ZYX_FLOORDIV(float8) ZYX_FLOORDIV(float16)
+%   if any(d.name == "float64" for d in dtypes):
+ZYX_FLOORDIV(double) ZYX_FLOORDIV(double2) ZYX_FLOORDIV(double4) ZYX_FLOORDIV(double8) ZYX_FLOORDIV(double16)
+%   endif
 % endif
 % if uses_ipow:
 inline long zyx_ipow(long a, long b) {

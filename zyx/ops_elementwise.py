@@ -87,17 +87,30 @@ def src_of(x: Any, shape: tuple[int, ...], dtype: DType) -> lazy.Src:
     return lazy.Src(x._data, view, dtype)
 
 
-def _scalar_value(v: Any, d: DType) -> Any:
+#: Ops whose Python-number operand PyTorch first rounds to a 16/8-bit float tensor's dtype
+#: (bfloat16 ``x + 0.1`` adds bf16(0.1), ``x == 0.1`` compares with it), where ``x * 0.1``,
+#: ``x / 0.1`` and ``x // 0.1`` use the number as it is, but ``0.1 // x`` rounds it (measured
+#: on PyTorch 2.13 CPU).
+_ROUNDS_SCALAR = frozenset({"add", "sub", "eq", "ne", "lt", "le", "gt", "ge", "mod", "pow"})
+
+
+def _rounded(v: float, d: DType) -> float:
+    """``v`` rounded to the float dtype ``d`` (nearest even; inf past its range)."""
+    with np.errstate(over="ignore"):
+        return float(np.asarray(v, dtype=np.float64).astype(d.np_dtype))
+
+
+def _scalar_value(v: Any, d: DType, round_to_dtype: bool = False) -> Any:
     t = type(v)
     if t is float or t is int or t is bool:
         if d.kind == "float":
-            return float(v)
+            return _rounded(float(v), d) if round_to_dtype and d.itemsize < 4 else float(v)
         if d.kind == "bool":
             return bool(v)
         return int(v)
     if isinstance(v, Scalar):
         if d.is_float:
-            return float(v)
+            return _rounded(float(v), d) if round_to_dtype and d.itemsize < 4 else float(v)
         if d.is_bool:
             return bool(v)
         return int(v)
@@ -148,7 +161,7 @@ def _node(op: str, xs: Sequence[Any], compute: DType, result: DType | None = Non
     elif device is None:  # no tensor operand (as before: an error from _device_of)
         device = _device_of(*xs)
     srcs = []
-    for x in xs:
+    for i, x in enumerate(xs):
         if isinstance(x, Tensor):
             if x._dtype is not compute:
                 x = x.cast(compute)
@@ -157,7 +170,8 @@ def _node(op: str, xs: Sequence[Any], compute: DType, result: DType | None = Non
                 view = view.expand(shape)
             srcs.append(_LSrc(x._data, view, compute))
         else:
-            srcs.append(_LSrc(None, None, compute, _scalar_value(x, compute)))
+            rounds = op in _ROUNDS_SCALAR or (op == "floordiv" and i == 0)
+            srcs.append(_LSrc(None, None, compute, _scalar_value(x, compute, rounds)))
     # alu_dtype on operands all cast to ``compute``
     out = result or (dtypes.bool_ if op in COMPARISONS else compute)
     return Tensor(_LazyNode("alu", op, tuple(srcs), out, shape, device), _contiguous(shape), out, device)

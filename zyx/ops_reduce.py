@@ -218,12 +218,15 @@ def matmul(a: Any, b: Any):
     dt = dtypes.result_type(a, b)
     batch = broadcast_shapes(a.shape[:-2], b.shape[:-2])
     n, k, m = a.shape[-2], a.shape[-1], b.shape[-1]
-    aa = a.cast(dt) if a.dtype is not dt else a
-    bb = b.cast(dt) if b.dtype is not dt else b
+    acc = _acc_dtype("sum", dt)
+    # 16/8-bit floats: the products are exact in the float32 accumulator and are not rounded
+    # to the dtype one by one (as PyTorch: one rounding, of the sum)
+    mul_dt = acc if dt.is_float and acc is not dt else dt
+    aa = a.cast(mul_dt) if a.dtype is not mul_dt else a
+    bb = b.cast(mul_dt) if b.dtype is not mul_dt else b
     av = aa.expand(*batch, n, k).unsqueeze(-2).expand(*batch, n, m, k)
     bv = bb.expand(*batch, k, m).transpose(-1, -2).unsqueeze(-3).expand(*batch, n, m, k)
     prod_ = binary("mul", av, bv)
-    acc = _acc_dtype("sum", dt)
     out = reduce(prod_, "sum", prod_.ndim - 1, keepdim=False, acc=acc) if k else \
         from_node(lazy.cast(lazy.Src(None, None, acc, 0), acc, (), a.device)).expand(*batch, n, m)
     if out.dtype is not dt:

@@ -154,37 +154,66 @@ ${_quarter_sincos(t, "th", "k")}\
 
 ## trig_fn(t, which) defines ``zyx_sin_<t>`` or ``zyx_cos_<t>`` (which = "sin" / "cos") for
 ## float32: k = round(x * 2/pi) quarter turns removed with pi/2 split in three float32
-## parts through fma (exact enough for |x| < 65536); beyond that the built-in function (a
-## branch not taken in ordinary use), and NaN for inf/NaN. At most 1.45 ulp against float64
-## (PoCL's built-ins: 1.6 ulp), 10-15x faster than the scalar built-ins on PoCL.
+## parts through fma (exact enough for |x| < 65536); lanes beyond that take the scalar
+## built-in one by one (a branch not taken in ordinary use; see ``_big_lanes``), inf/NaN give
+## NaN. At most 1.45 ulp against float64 (PoCL's built-ins: 1.6 ulp), 10-15x faster than
+## the scalar built-ins on PoCL.
 <%def name="trig_fn(t, which)">\
-inline ${t} zyx_${which}_${t}(${t} x)
+${_big_fn(which)}\
+inline ${t} zyx_${which}_${t}(${t} x0)
 {
-    if (${"any" if t != "float" else ""}(!(fabs(x) < 65536.0f))) {
-        /* PoCL's vector sin/cos spoil every lane when one is inf or NaN: those lanes go in as 0 */
-        const ${t} finite = fabs(x) < INFINITY ? x : 0.0f;
-        return fabs(x) < INFINITY ? ${which}(finite) : x - x;
-    }
+    const ${t} x = fabs(x0) < 65536.0f ? x0 : 0.0f;  /* the lanes the polynomial serves */
     const ${t} k = (x * 0.6366197723675814f + 12582912.0f) - 12582912.0f;
     ${t} th = fma(-k, 1.5707963705062866f, x);
     th = fma(-k, -4.371138828673793e-08f, th);
     th = fma(-k, -1.7151245100058819e-15f, th);
 ${_quarter_sincos(t, "th", "k")}\
 % if which == "sin":
-    return x == 0.0f ? x : (${_rotated(which)});  /* sin(-0) = -0 */
+    ${t} zyx_r = x == 0.0f ? x : (${_rotated(which)});  /* sin(-0) = -0 */
 % else:
-    return ${_rotated(which)};
+    ${t} zyx_r = ${_rotated(which)};
 % endif
+${_big_lanes(t, which, "x0", "zyx_r")}\
+    return zyx_r;
 }
 </%def>
 
-## guarded_fn(t, fn) defines ``zyx_<fn>_<t>``: the built-in ``fn`` with inf/NaN lanes fed in as
-## 0 and answered NaN. PoCL's vector tan (like its sin/cos) returns wrong values in every lane
-## of a vector that holds an inf or NaN (tan(1e-30) = 0.0099 next to an inf).
+## guarded_fn(t, fn) defines ``zyx_<fn>_<t>``: the built-in ``fn``, except that a vector
+## holding a lane of magnitude 65536 or more (or inf/NaN) goes lane by lane through the
+## scalar built-in (inf/NaN answered NaN): PoCL's vector tan (like its sin/cos) returns
+## wrong values in every lane of such a vector (tan(1e-3) = 0.008 next to 1e10, tan(1e-30)
+## = 0.0099 next to an inf).
 <%def name="guarded_fn(t, fn)">\
+${_big_fn(fn)}\
 inline ${t} zyx_${fn}_${t}(${t} x)
 {
-    const ${t} finite = fabs(x) < INFINITY ? x : 0.0f;
-    return fabs(x) < INFINITY ? ${fn}(finite) : x - x;
+    ${t} zyx_r = ${fn}(fabs(x) < 65536.0f ? x : 0.0f);
+${_big_lanes(t, fn, "x", "zyx_r")}\
+    return zyx_r;
 }
+</%def>
+
+## _big_fn(fn): the scalar ``zyx_<fn>_big(x)``: the built-in on a finite float, NaN for inf/NaN
+## (defined once per source).
+<%def name="_big_fn(fn)">\
+#ifndef ZYX_${fn.upper()}_BIG
+#define ZYX_${fn.upper()}_BIG
+inline float zyx_${fn}_big(float x) { return fabs(x) < INFINITY ? ${fn}(x) : x - x; }
+#endif
+</%def>
+
+## _big_lanes(t, fn, x, r): statements replacing each lane of ``r`` whose ``x`` lane has magnitude
+## 65536 or more (or is inf/NaN) with the scalar zyx_<fn>_big of it.
+<%def name="_big_lanes(t, fn, x, r)">\
+<% lanes = int(t[len("float"):] or 1) %>\
+% if lanes == 1:
+    if (!(fabs(${x}) < 65536.0f)) ${r} = zyx_${fn}_big(${x});
+% else:
+    if (any(!(fabs(${x}) < 65536.0f))) {
+%   for l in range(lanes):
+<% c = "0123456789abcdef"[l] %>\
+        if (!(fabs(${x}.s${c}) < 65536.0f)) ${r}.s${c} = zyx_${fn}_big(${x}.s${c});
+%   endfor
+    }
+% endif
 </%def>

@@ -67,6 +67,14 @@ def literal(value: Any, d: DType) -> str:
     return f"(({ct}){v})" if d.itemsize < 4 else str(v)
 
 
+def _tanh(x: str, ct: str) -> str:
+    """tanh of expression ``x`` (scalar or vector), exactly +-1 where the true value rounds to it
+    (|x| >= 13 ln 2 in float32, 27.5 ln 2 in float64): PoCL's tanh gave 0.99999994 for tanh(10),
+    so gelu(-1e5, 'tanh') came out -0.003 instead of -0."""
+    edge, one = ("9.010913f", "1.0f") if ct == "float" else ("19.061547465398498", "1.0")
+    return f"(!(fabs({x}) >= {edge}) ? tanh({x}) : copysign(fmin(fabs({x}), {one}), {x}))"
+
+
 def _float_expr(op: str, a: str, b: str | None, ct: str, vt: str | None = None) -> str:
     # NaN tests are written ``x != x``: PoCL calls (never inlines) its isnan(), with spills around each call
     one = "1.0f" if ct == "float" else "1.0"
@@ -77,16 +85,16 @@ def _float_expr(op: str, a: str, b: str | None, ct: str, vt: str | None = None) 
     f = "f" if ct == "float" else ""
     table = {
         "add": f"{a} + {b}", "sub": f"{a} - {b}", "mul": f"{a} * {b}", "div": f"{a} / {b}",
-        "floordiv": f"floor({a} / {b})", "mod": f"zyx_fmod_py{'' if ct == 'float' else '_d'}({a}, {b})", "pow": f"pow({a}, {b})",
+        "floordiv": f"zyx_floordiv_py({a}, {b})", "mod": f"zyx_fmod_py{'' if ct == 'float' else '_d'}({a}, {b})", "pow": f"pow({a}, {b})",
         "maximum": f"(({a} > {b} || ({a} != {a})) ? {a} : {b})",
         "minimum": f"(({a} < {b} || ({a} != {a})) ? {a} : {b})",
         "neg": f"-{a}", "abs": f"fabs({a})", "exp": f"{exp}({a})", "exp2": f"exp2({a})", "log": f"{log}({a})",
         "log2": f"{log2}({a})", "sqrt": f"sqrt({a})", "rsqrt": f"{one} / sqrt({a})", "sin": f"{sin}({a})",
-        "cos": f"{cos}({a})", "tan": f"{tan}({a})", "tanh": f"tanh({a})", "erf": f"{erf}({a})",
+        "cos": f"{cos}({a})", "tan": f"{tan}({a})", "tanh": _tanh(a, ct), "erf": f"{erf}({a})",
         "sigmoid": f"{one} / ({one} + {exp}(-{a}))", "silu": f"{a} / ({one} + {exp}(-{a}))",
-        "relu": f"(({a} > 0 || ({a} != {a})) ? {a} : 0)",
+        "relu": f"({a} < 0 ? 0 : {a})",  # NaN and -0.0 pass through, as in PyTorch
         "gelu": f"{half} * {a} * ({one} + {erf}({a} * 0.7071067811865476{f}))",
-        "gelu_tanh": f"{half} * {a} * ({one} + tanh(0.7978845608028654{f} * ({a} + 0.044715{f} * {a} * {a} * {a})))",
+        "gelu_tanh": f"{half} * {a} * ({one} + {_tanh(f'(0.7978845608028654{f} * ({a} + 0.044715{f} * {a} * {a} * {a}))', ct)})",
         "reciprocal": f"{one} / {a}", "floor": f"floor({a})", "ceil": f"ceil({a})", "round": f"rint({a})",
         "trunc": f"trunc({a})", "sign": f"({a} > 0 ? {one} : ({a} < 0 ? -{one} : 0))", "square": f"{a} * {a}",
     }
@@ -193,7 +201,7 @@ def _vector_alu(op: str, ct: str, vt: str, names: list[str]) -> str:
     a = names[0]
     b = names[1] if len(names) > 1 else None
     if op == "relu":  # a vector ?: (not select(): PoCL compiles it faster) needs vector operands
-        return f"(({a} > ({vt})(0) || ({a} != {a})) ? {a} : ({vt})(0))"
+        return f"({a} < ({vt})(0) ? ({vt})(0) : {a})"
     return _float_expr(op, a, b, ct, vt)
 
 
@@ -487,7 +495,7 @@ def source(k: Kernel, opts: Opts) -> tuple[str, str, Program]:
                  vec_types=vec_types, stream_types=stream_types,
                  helpers=tuple((fn, _helper_types(fn, text)) for fn in MATH_HELPERS),
                  items=prog.global_items, split=prog.split, stmts=stmts,
-                 uses_ipow="zyx_ipow" in text, err_flag=ERR_FLAG if ERR_FLAG in text else None, fp32=dtypes.float32)
+                 uses_ipow="zyx_ipow" in text, uses_floordiv="zyx_floordiv_py" in text, err_flag=ERR_FLAG if ERR_FLAG in text else None, fp32=dtypes.float32)
     return name, src, prog
 
 

@@ -504,7 +504,10 @@ def render(x: Node, name: Callable[[Var], str] = lambda v: v.name) -> str:
 
 
 def unravel(flat: Node, shape: tuple[int, ...]) -> list[Node]:
-    """Row-major coordinates of the flat index ``flat`` in ``shape``."""
+    """Row-major coordinates of the flat index ``flat`` in ``shape`` (all zero for an empty
+    shape: no element is ever read there)."""
+    if 0 in shape:
+        return [ZERO] * len(shape)
     out: list[Node] = []
     acc = 1
     for d in reversed(shape):
