@@ -632,13 +632,6 @@ def masked_fill_tunables(device: Device) -> Tunables:
     return replace(tun, vector_bytes=max(tun.vector_bytes, MASKED_FILL_VECTOR_BYTES_CPU))
 
 
-def _lanes_per_item(device: Device, itemsize: int) -> bool:
-    """Whether a CPU kernel over 1- or 2-byte elements should do one element per work-item
-    and leave the vectorizing to the runtime: PoCL's work-group vectorizer makes wide loads
-    and stores of those, while explicit char/short vectors ran at ~0.3-0.6x a copy (PoCL 3.0)."""
-    return device.info.kind != "gpu" and itemsize < 4
-
-
 @tuned("masked_fill", DECLARED["masked_fill"], masked_fill_tunables)
 def masked_fill(device: Device, out: Buffer, src: Buffer, mask: Buffer, n: int, fill_bits: np.ndarray,
                 itemsize: int, tun: Optional[Tunables] = None) -> Any:
@@ -647,7 +640,8 @@ def masked_fill(device: Device, out: Buffer, src: Buffer, mask: Buffer, n: int, 
         return None
     tun = tun or masked_fill_tunables(device)
     vw = max(1, min(16, tun.vector_bytes // itemsize))
-    vw = 1 if _lanes_per_item(device, itemsize) else 1 << (vw.bit_length() - 1)
+    vw = 1 << (vw.bit_length() - 1)
+    vw = 1 if _exact_grid(device, itemsize, 1, vw, (n,)) else vw  # 1-/2-byte elements on CPUs
     bits_np = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[itemsize]
     fill = np.ascontiguousarray(fill_bits).view(bits_np).reshape(())[()]
     args = [out.cl, src.cl, mask.cl, fill, np.int64(n)]
