@@ -9,9 +9,9 @@ unit-stride axis `unit` is not the last axis): each work-item copies tile x tile
 of (axis unit, last axis), reading source runs along `unit` and writing output runs
 along the last axis; `per_item` blocks per work-item (grid-stride), edges guarded.
 Full tiles move 2tv x 2tv superblocks through registers (tv x tv blocks transposed by
-lane shuffles); 2 tv divides tile and tile_l. unit_fast: consecutive tiles step along
-`unit` (a tile's source rows stream on, the output moves down its rows), else along the
-last axis. Streamed stores skip the alignment test when every output row is aligned.
+lane shuffles); 2 tv divides tile and tile_l. Consecutive tiles step along `unit` (a
+tile's source rows stream on, the output moves down its rows). Streamed stores skip the
+alignment test when every output row is aligned.
 </%doc>\
 <%namespace name="ix" file="/contracts/index.mako"/>\
 <%
@@ -138,13 +138,9 @@ __kernel void zyx_contiguize(__global ${T} *restrict zyx_out, __global const ${T
     for (int zyx_k = 0; zyx_k < ${per_item}; ++zyx_k) {
         const ${index_t} zyx_t = (${index_t})get_global_id(0) + (${index_t})zyx_k * (${index_t})get_global_size(0);
         if (zyx_t >= ${n_tiles}) break;
-% if unit_fast:
+        /* consecutive tiles step along the unit axis: a tile's source rows stream on */
         const ${index_t} zyx_u0 = (zyx_t % ${tu}) * ${tile};
         const ${index_t} zyx_l0 = ((zyx_t / ${tu}) % ${tl}) * ${tile_l};
-% else:
-        const ${index_t} zyx_l0 = (zyx_t % ${tl}) * ${tile_l};
-        const ${index_t} zyx_u0 = ((zyx_t / ${tl}) % ${tu}) * ${tile};
-% endif
 % if outer_axes:
         const ${index_t} zyx_o = zyx_t / ${tu * tl};
 ${ix.coords(index_t, "zyx_o", outer_shape, "zyx_c")}\

@@ -307,7 +307,7 @@ def contiguize(device: Device, out: Buffer, src: Buffer, view: View, itemsize: i
         tile_l = max(2 * tv, TRANSPOSE_TILE_L_BYTES // itemsize)
         params = dict(itemsize=itemsize, stream=streams(tun, n * itemsize, tv), shape=shape, strides=strides,
                       offset=view.offset, n=n, vw=1, per_item=1, index_t=index_t, tile=tile, tile_l=tile_l,
-                      unit=unit, tv=tv, exact=False, unit_fast=TRANSPOSE_UNIT_FAST)
+                      unit=unit, tv=tv, exact=False)
         outer = math.prod(d for k, d in enumerate(shape) if k not in (unit, len(shape) - 1))
         n_tiles = outer * -(-shape[unit] // tile) * -(-shape[-1] // tile_l)
         tile_tun = replace(tun, local_size=min(tun.local_size, TRANSPOSE_LOCAL))
@@ -323,14 +323,14 @@ def contiguize(device: Device, out: Buffer, src: Buffer, view: View, itemsize: i
     vw = 1 if exact else vw
     params = dict(itemsize=itemsize, stream=streams(tun, n * itemsize, vw), shape=shape, strides=strides,
                   offset=offset, n=n, vw=vw, per_item=tun.per_item, index_t=index_t, tile=0, tile_l=0, unit=None,
-                  tv=1, exact=exact, unit_fast=False)
+                  tv=1, exact=exact)
     return _go(device, "contiguize.cl.mako", "zyx_contiguize", params, n, vw, exact, [out.cl, src.cl], tun, shape)
 
 
 #: Tile of the transposed contiguize in bytes (CPUs): TILE along the source's unit axis by
-#: TILE_L along the last axis, consecutive tiles stepping along the unit axis
-#: (TRANSPOSE_UNIT_FAST), 32-byte vectors in 2 x 2 butterfly-transposed register blocks, and
-#: (usually) stores without an alignment test. A tile writes TILE_L-byte runs into each of
+#: TILE_L along the last axis, consecutive tiles stepping along the unit axis, 32-byte
+#: vectors in 2 x 2 butterfly-transposed register blocks, and (usually) stores without an
+#: alignment test. A tile writes TILE_L-byte runs into each of
 #: its output rows (64-byte runs wrote at half speed) while its source rows stream on from
 #: tile to tile. Measured on PoCL / 2-core EPYC at 64 MiB against a copy kernel in the same
 #: run: float32 4096 x 4096 0.45x (the old 256 x 64 B tiles along the last axis, regrouped
@@ -338,7 +338,6 @@ def contiguize(device: Device, out: Buffer, src: Buffer, view: View, itemsize: i
 #: vectors PoCL handles badly, ~0.15x); TILE_L 512 B ran ~0.6x, 2048 B fell to ~0.35x.
 TRANSPOSE_TILE_BYTES = 64
 TRANSPOSE_TILE_L_BYTES = 1024
-TRANSPOSE_UNIT_FAST = True
 
 #: Work-group size cap of the transposed contiguize (one tile per work-item): many small
 #: work-groups spread the tiles over the cores (measured 16 best of 4..256).
