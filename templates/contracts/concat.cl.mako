@@ -9,13 +9,13 @@ exact (one element per work-item over an exact grid, index.mako `loop_head`).
 <%namespace name="ix" file="/contracts/index.mako"/>\
 <% T = ix.attr.bits(itemsize) %>\
 /* zyx contract kernel concat: ${itemsize}-byte elements (any ${itemsize}-byte dtype), input ${outer} x ${row_in} into rows of ${row_out}; vector ${vw}, ${"one element" if exact else per_item} per work-item */
-${ix.stream_preamble(itemsize, vw, stream)}
+${ix.preamble(itemsize, vw, stream)}
 __kernel void zyx_concat(__global ${T} *restrict zyx_out, __global const ${T} *restrict zyx_in, const ${index_t} zyx_col0)
 {
 ${ix.loop_head(index_t, per_item, n // vw, vw, stream, exact)}\
 ${ix.coords(index_t, "zyx_i", (outer, row_in), "zyx_c", exact)}\
         const ${index_t} zyx_dst = ${ix.dot("zyx_c", (row_out, 1))} + zyx_col0;
-        ${ix.move(vw, "zyx_out", "zyx_dst", "zyx_in", "zyx_i", stream)}
+        ${ix.move(itemsize, vw, "zyx_out", "zyx_dst", "zyx_in", "zyx_i", stream)}
     }
 ${ix.stream_fence(vw, stream)}\
 }

@@ -20,13 +20,13 @@ alignment test when every output row is aligned.
 %>\
 % if not tile:
 /* zyx contract kernel contiguize: ${itemsize}-byte elements (any ${itemsize}-byte dtype), view ${list(shape)} strides ${list(strides)} offset ${offset} -> dense ${n}; vector ${vw}, ${"one element" if exact else per_item} per work-item */
-${ix.stream_preamble(itemsize, vw, stream)}
+${ix.preamble(itemsize, vw, stream)}
 __kernel void zyx_contiguize(__global ${T} *restrict zyx_out, __global const ${T} *restrict zyx_in)
 {
 ${ix.loop_head(index_t, per_item, n // vw, vw, stream, exact)}\
 ${ix.coords(index_t, "zyx_i", shape, "zyx_c", exact)}\
         const ${index_t} zyx_src = ${offset} + ${ix.dot("zyx_c", strides)};
-        ${ix.move(vw, "zyx_out", "zyx_i", "zyx_in", "zyx_src", stream)}
+        ${ix.move(itemsize, vw, "zyx_out", "zyx_i", "zyx_in", "zyx_src", stream)}
     }
 ${ix.stream_fence(vw, stream)}\
 }
@@ -56,11 +56,6 @@ ${ix.stream_fence(vw, stream)}\
               f"        zyx_d[zyx_a * {o_unit} + zyx_b] = zyx_s[zyx_a + zyx_b{sl}];"]
     else:
         VT = ix.attr.vtype(itemsize, tv)
-        hexd = "0123456789abcdef"
-
-        def swz(name, lo, count):
-            return f"{name}.s{''.join(hexd[lo + k] for k in range(count))}"
-
         ft = [f"for (int zyx_a = 0; zyx_a < {tile}; zyx_a += {2 * tv})",
               f"    for (int zyx_b = 0; zyx_b < {tile_l}; zyx_b += {2 * tv}) {{",
               f"        __global const {T} *zyx_bs = zyx_s + zyx_a + zyx_b{sl};",
@@ -70,13 +65,16 @@ ${ix.stream_fence(vw, stream)}\
             g, r = divmod(q, tv)
             for hh in range(2):
                 names[(hh, g, r)] = f"zyx_r{hh}{g}_{r}"
-                ft.append(f"        const {VT} zyx_r{hh}{g}_{r} = vload{tv}(0, zyx_bs + {q * s_last + hh * tv});")
+                ft.append(f"        const {VT} zyx_r{hh}{g}_{r} = {ix.attr.vload(itemsize, tv, f'zyx_bs + {q * s_last + hh * tv}')};")
+
+        def shuffle(nm, x, y, idx):
+            """nm = lanes idx of x (0 .. tv-1) and y (tv ..) (ZYX_SHUFFLE2: one vector shuffle)."""
+            ft.append(f"        const {VT} {nm} = ZYX_SHUFFLE2({x}, {y}, {', '.join(map(str, idx))});")
 
         def pair(ni, nj, x, y, lo, hi):
             """ni, nj: the lanes of x and y listed in lo and hi, as (lane, x-or-y) pairs."""
             for nm, sel in ((ni, lo), (nj, hi)):
-                lanes = ", ".join(f"{(x, y)[v]}.s{hexd[k]}" for k, v in sel)
-                ft.append(f"        const {VT} {nm} = ({VT})({lanes});")
+                shuffle(nm, x, y, [k + v * tv for k, v in sel])
 
         for g in range(2):
             for hh in range(2):
@@ -111,13 +109,10 @@ ${ix.stream_fence(vw, stream)}\
                             if i & h:
                                 continue
                             j = i + h
-                            lo = ", ".join(f"{swz(rows[i], c * 2 * h, h)}, {swz(rows[j], c * 2 * h, h)}"
-                                           for c in range(tv // (2 * h)))
-                            hi = ", ".join(f"{swz(rows[i], c * 2 * h + h, h)}, {swz(rows[j], c * 2 * h + h, h)}"
-                                           for c in range(tv // (2 * h)))
                             ni, nj = f"zyx_s{stage}_{tag}_{i}", f"zyx_s{stage}_{tag}_{j}"
-                            ft.append(f"        const {VT} {ni} = ({VT})({lo});")
-                            ft.append(f"        const {VT} {nj} = ({VT})({hi});")
+                            for nm, at in ((ni, 0), (nj, h)):
+                                shuffle(nm, rows[i], rows[j], [v * tv + c * 2 * h + at + t for c in range(tv // (2 * h))
+                                                               for v in range(2) for t in range(h)])
                             rows[i], rows[j] = ni, nj
                         stage, h = stage + 1, h * 2
                 for i in range(tv):
@@ -126,13 +121,24 @@ ${ix.stream_fence(vw, stream)}\
         for hh in range(2):
             for p in range(tv):
                 for g in range(2):
-                    ft.append("        " + capture(ix.store, tv, "zyx_bd", f"{(hh * tv + p) * o_unit + g * tv}",
+                    ft.append("        " + capture(ix.store, itemsize, tv, "zyx_bd", f"{(hh * tv + p) * o_unit + g * tv}",
                                                    names[(hh, g, p)], stream))
         ft.append("    }")
     full_tile = "\n".join("            " + line for line in ft)
 %>\
 /* zyx contract kernel contiguize (transposed tiles): ${itemsize}-byte elements (any ${itemsize}-byte dtype), view ${list(shape)} strides ${list(strides)} offset ${offset} -> dense ${n}; unit axis ${unit}, ${tile} x ${tile_l} tiles, ${per_item} per work-item */
-${ix.stream_preamble(itemsize, tv, stream, aligned=all(ostr[k] % tv == 0 for k in [unit, *outer_axes]))}
+${ix.preamble(itemsize, tv, stream, aligned=all(ostr[k] % tv == 0 for k in [unit, *outer_axes]))}
+% if tv > 1:
+/* ZYX_SHUFFLE2(x, y, i...): lanes i of x (0 .. ${tv - 1}) and y (${tv} ..) as one shuffle instruction where the compiler has it */
+#if defined(__has_builtin)
+#if __has_builtin(__builtin_shufflevector)
+#define ZYX_SHUFFLE2(x, y, ...) __builtin_shufflevector(x, y, __VA_ARGS__)
+#endif
+#endif
+#ifndef ZYX_SHUFFLE2
+#define ZYX_SHUFFLE2(x, y, ...) shuffle2(x, y, (${ix.attr.vtype(itemsize, tv)})(__VA_ARGS__))
+#endif
+% endif
 __kernel void zyx_contiguize(__global ${T} *restrict zyx_out, __global const ${T} *restrict zyx_in)
 {
     for (int zyx_k = 0; zyx_k < ${per_item}; ++zyx_k) {

@@ -22,7 +22,7 @@ A flipped last group loads a vector ending at the mirrored element and reverses 
     last_flipped = bool(groups) and groups[-1][1]
 %>\
 /* zyx contract kernel flip: ${itemsize}-byte elements (any ${itemsize}-byte dtype), axis groups ${[f"{s}{'(flipped)' if f else ''}" for s, f in groups]}, ${n} elements${f" (words of {itemsize // sub} {sub}-byte elements)" if sub != itemsize else ""}; vector ${vw}, ${"one element" if exact else per_item} per work-item */
-${ix.stream_preamble(itemsize, vw, stream)}
+${ix.preamble(itemsize, vw, stream)}
 __kernel void zyx_flip(__global ${T} *restrict zyx_out, __global const ${T} *restrict zyx_in)
 {
 ${ix.loop_head(index_t, per_item, n // vw, vw, stream, exact)}\
@@ -34,10 +34,10 @@ ${ix.coords(index_t, "zyx_i", shape, "zyx_c", exact)}\
 % elif vw == 1:
         zyx_out[zyx_i] = zyx_in[zyx_src];
 % elif last_flipped:
-        const ${VT} zyx_w = vload${vw}(0, zyx_in + zyx_src - ${vw - 1})${ix.attr.reversed_lanes(vw)};
-        ${ix.store(vw, "zyx_out", "zyx_i", ix.attr.swap_expr("zyx_w", itemsize, sub), stream)}
+        const ${VT} zyx_w = ${ix.attr.vload(itemsize, vw, f"zyx_in + zyx_src - {vw - 1}")}${ix.attr.reversed_lanes(vw)};
+        ${ix.store(itemsize, vw, "zyx_out", "zyx_i", ix.attr.swap_expr("zyx_w", itemsize, sub), stream)}
 % else:
-        ${ix.move(vw, "zyx_out", "zyx_i", "zyx_in", "zyx_src", stream)}
+        ${ix.move(itemsize, vw, "zyx_out", "zyx_i", "zyx_in", "zyx_src", stream)}
 % endif
     }
 ${ix.stream_fence(vw, stream)}\

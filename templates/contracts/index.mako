@@ -21,6 +21,16 @@
         """The OpenCL vector (or scalar) type of ``vw`` elements of ``itemsize`` bytes."""
         return _BITS[itemsize] if vw == 1 else f"{_BITS[itemsize]}{vw}"
 
+    def uvec(itemsize, vw):
+        """The element-aligned alias of the ``vw``-wide vector type (declared by ``preamble``)."""
+        return f"zyx_{vtype(itemsize, vw)}_u"
+
+    def vload(itemsize, vw, ptr):
+        """The ``vw`` elements at element pointer ``ptr`` as one vector: a plain (unaligned) vector
+        move through the element-aligned alias. PoCL does not inline ``vloadN``/``vstoreN``: each is a
+        call that spills its result (the transposed contiguize ran at a third of its speed)."""
+        return ptr if vw == 1 else f"(*(__global const {uvec(itemsize, vw)} *)({ptr}))"
+
     def lane(l):
         """The component selector of lane ``l`` (``.s0`` .. ``.sF``)."""
         return f".s{_SWIZZLE[l]}"
@@ -90,33 +100,44 @@ ${" + ".join(terms) if terms else "0"}\
 
 ## Statement: copy `vw` consecutive elements src[si ..] -> dst[di ..] (streamed when
 ## `stream`, see `stream_preamble`).
-<%def name="move(vw, dst, di, src, si, stream=False)">\
+<%def name="move(itemsize, vw, dst, di, src, si, stream=False)">\
 % if vw == 1:
 ${dst}[${di}] = ${src}[${si}];\
 % else:
-${store(vw, dst, di, f"vload{vw}(0, {src} + {si})", stream)}\
+${store(itemsize, vw, dst, di, vload(itemsize, vw, f"{src} + {si}"), stream)}\
 % endif
 </%def>
 
 ## Statement: store the `vw`-wide value `value` at dst[di ..]; with `stream` (and vw > 1)
 ## through zyx_stream_store (non-temporal when aligned, see `stream_preamble`).
-<%def name="store(vw, dst, di, value, stream=False)">\
+<%def name="store(itemsize, vw, dst, di, value, stream=False)">\
 % if vw == 1:
 ${dst}[${di}] = ${value};\
 % elif stream:
 zyx_stream_store(${value}, ${dst} + ${di});\
 % else:
-vstore${vw}(${value}, 0, ${dst} + ${di});\
+*(__global ${uvec(itemsize, vw)} *)(${dst} + ${di}) = ${value};\
 % endif
 </%def>
 
-## Definitions for streamed stores of `vw`-wide vectors of `itemsize`-byte elements
-## (common/stream.mako): zyx_stream_store(v, p), vstore where p is not aligned to the vector
-## (`aligned`: the caller guarantees every p is aligned; no test).
-## Every work-item reaches `stream_fence` at the end of the kernel. Emits nothing unless `stream`.
-<%def name="stream_preamble(itemsize, vw, stream, aligned=False)">\
+## The kernel preamble: element-aligned aliases ``zyx_<type><n>_u`` of every unsigned vector
+## type (for ``vload``/``store``), and with `stream` the definitions for streamed stores of
+## `vw`-wide vectors of `itemsize`-byte elements (common/stream.mako): zyx_stream_store(v, p),
+## a plain vector store where p is not aligned to the vector (`aligned`: the caller
+## guarantees every p is aligned; no test). Every work-item reaches `stream_fence` at the
+## end of the kernel.
+<%def name="preamble(itemsize, vw, stream, aligned=False)">\
+#ifndef ZYX_UNALIGNED_VECTORS
+#define ZYX_UNALIGNED_VECTORS
+% for size, t in _BITS.items():
+typedef ${t}2 zyx_${t}2_u __attribute__((aligned(${size})));
+typedef ${t}4 zyx_${t}4_u __attribute__((aligned(${size})));
+typedef ${t}8 zyx_${t}8_u __attribute__((aligned(${size})));
+typedef ${t}16 zyx_${t}16_u __attribute__((aligned(${size})));
+% endfor
+#endif
 % if stream and vw > 1:
-${st.store_fn("zyx_stream_store", vtype(itemsize, vw), bits(itemsize), f"vstore{vw}(zyx_value, 0, zyx_p);", aligned)}\
+${st.store_fn("zyx_stream_store", vtype(itemsize, vw), bits(itemsize), f"*(__global {uvec(itemsize, vw)} *)zyx_p = zyx_value;", aligned)}\
 % endif
 </%def>
 

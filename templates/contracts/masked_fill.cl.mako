@@ -12,7 +12,7 @@ one element (per_item unused). Parameters: itemsize, vw, per_item, stream (non-t
     MT = {1: "char", 2: "short", 4: "int", 8: "long"}[itemsize] + str(vw)  # the signed lane mask type
 %>\
 /* zyx contract kernel masked_fill: ${itemsize}-byte elements (any ${itemsize}-byte dtype), bool mask; vector ${vw}, ${per_item} per work-item */
-${ix.stream_preamble(itemsize, vw, stream)}
+${ix.preamble(itemsize, vw, stream)}
 __kernel void zyx_masked_fill(__global ${T} *restrict zyx_out, __global const ${T} *restrict zyx_in,
                               __global const uchar *restrict zyx_mask, const ${T} zyx_fill, const long zyx_n)
 {
@@ -30,12 +30,12 @@ __kernel void zyx_masked_fill(__global ${T} *restrict zyx_out, __global const ${
     const long zyx_full = zyx_n / ${vw};
     if (zyx_full > 0) {
 ${ix.loop_head("long", per_item, "zyx_full", vw, stream)}\
-        const ${VT} zyx_x = vload${vw}(0, zyx_in + zyx_i);
+        const ${VT} zyx_x = ${ix.attr.vload(itemsize, vw, "zyx_in + zyx_i")};
         /* lanes whose mask byte is non-zero get all bits set (a vector compare gives -1,
            sign-extended to the element width), and the fill is blended in bitwise:
            PoCL/LLVM keeps this at copy speed, while select() on a widened mask ran ~1.4x slower */
-        const ${VT} zyx_take = as_${VT}(convert_${MT}(vload${vw}(0, zyx_mask + zyx_i) != (uchar${vw})0));
-        ${ix.store(vw, "zyx_out", "zyx_i", f"zyx_x ^ ((zyx_x ^ ({VT})zyx_fill) & zyx_take)", stream)}
+        const ${VT} zyx_take = as_${VT}(convert_${MT}(${ix.attr.vload(1, vw, "zyx_mask + zyx_i")} != (uchar${vw})0));
+        ${ix.store(itemsize, vw, "zyx_out", "zyx_i", f"zyx_x ^ ((zyx_x ^ ({VT})zyx_fill) & zyx_take)", stream)}
     }
     }
     if (get_global_id(0) == get_global_size(0) - 1) {

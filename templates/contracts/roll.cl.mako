@@ -19,7 +19,7 @@ never depends on the shift, so no shift makes the runtime specialize the kernel 
 <% T = ix.attr.bits(itemsize) %>\
 % if rows:
 /* zyx contract kernel roll (last axis): ${itemsize}-byte elements (any ${itemsize}-byte dtype), ${outer} rows of ${rows}; vector ${vw} per work-item, offset copy over a 2-D grid */
-${ix.stream_preamble(itemsize, vw, stream)}
+${ix.preamble(itemsize, vw, stream)}
 % if clamp:
 __kernel void zyx_roll_rows(__global ${T} *restrict zyx_out, __global const ${T} *restrict zyx_in, const ${index_t} zyx_delta,
                             const ${index_t} zyx_end)
@@ -32,14 +32,14 @@ __kernel void zyx_roll_rows(__global ${T} *restrict zyx_out, __global const ${T}
     const ${index_t} zyx_x = get_global_id(0);
 % endif
     const ${index_t} zyx_dst = (${index_t})get_global_id(1) * ${rows} + zyx_x${f" * {vw}" if vw > 1 else ""};
-    ${ix.move(vw, "zyx_out", "zyx_dst", "zyx_in", "zyx_dst - zyx_delta", stream)}
+    ${ix.move(itemsize, vw, "zyx_out", "zyx_dst", "zyx_in", "zyx_dst - zyx_delta", stream)}
 % if stream and vw > 1:
     ZYX_STREAM_FENCE(get_local_id(0) == get_local_size(0) - 1 && get_local_id(1) == get_local_size(1) - 1);
 % endif
 }
 % else:
 /* zyx contract kernel roll: ${itemsize}-byte elements (any ${itemsize}-byte dtype), (outer ${outer}, dim ${dim_size}, inner ${inner}); vector ${vw}, ${"one element" if exact else per_item} per work-item */
-${ix.stream_preamble(itemsize, vw, stream)}
+${ix.preamble(itemsize, vw, stream)}
 __kernel void zyx_roll(__global ${T} *restrict zyx_out, __global const ${T} *restrict zyx_in, const ${index_t} zyx_shift)
 {
 ${ix.loop_head(index_t, per_item, n // vw, vw, stream, exact)}\
@@ -47,7 +47,7 @@ ${ix.coords(index_t, "zyx_i", (outer, dim_size, inner), "zyx_c", exact)}\
         ${index_t} zyx_j = zyx_c1 - zyx_shift;
         if (zyx_j < 0) zyx_j += ${dim_size};
         const ${index_t} zyx_src = ${ix.dot("zyx_c", (dim_size * inner, 0, 1))} + zyx_j${f" * {inner}" if inner != 1 else ""};
-        ${ix.move(vw, "zyx_out", "zyx_i", "zyx_in", "zyx_src", stream)}
+        ${ix.move(itemsize, vw, "zyx_out", "zyx_i", "zyx_in", "zyx_src", stream)}
     }
 ${ix.stream_fence(vw, stream)}\
 }

@@ -17,7 +17,7 @@ vector per step (`per_item` vectors per work-item, GPUs).
     nvc = cols // vw
 %>\
 /* zyx contract kernel triangular (${"triu" if upper else "tril"}): ${itemsize}-byte elements (any ${itemsize}-byte dtype), ${batch} x ${rows} x ${cols}; vector ${vw}, ${per_item} ${"rows" if rowwise else ""} per work-item */
-${ix.stream_preamble(itemsize, vw, stream)}
+${ix.preamble(itemsize, vw, stream)}
 __kernel void zyx_triangular(__global ${T} *restrict zyx_out, __global const ${T} *restrict zyx_in, const long zyx_diagonal)
 {
 % if rowwise:
@@ -32,7 +32,7 @@ __kernel void zyx_triangular(__global ${T} *restrict zyx_out, __global const ${T
         const ${index_t} zyx_ev = zyx_e / ${vw};
 %   if not upper:
         for (${index_t} zyx_v = 0; zyx_v < zyx_ev; ++zyx_v)
-            ${ix.move(vw, "zyx_d", f"zyx_v * {vw}" if vw > 1 else "zyx_v", "zyx_s", f"zyx_v * {vw}" if vw > 1 else "zyx_v", stream)}
+            ${ix.move(itemsize, vw, "zyx_d", f"zyx_v * {vw}" if vw > 1 else "zyx_v", "zyx_s", f"zyx_v * {vw}" if vw > 1 else "zyx_v", stream)}
 %   else:
         for (${index_t} zyx_v = 0; zyx_v < zyx_ev; ++zyx_v)
             ${zero("zyx_d", f"zyx_v * {vw}" if vw > 1 else "zyx_v")}
@@ -40,11 +40,11 @@ __kernel void zyx_triangular(__global ${T} *restrict zyx_out, __global const ${T
 %   if vw > 1:
         if (zyx_ev < ${nvc}) {
             const ${index_t} zyx_j = zyx_ev * ${vw};
-            ${VT} zyx_x = vload${vw}(0, zyx_s + zyx_j);
+            ${VT} zyx_x = ${ix.attr.vload(itemsize, vw, "zyx_s + zyx_j")};
 %     for l in range(vw):
             if (!(zyx_j + ${l} ${cmp} zyx_e${" - 1" if not upper else ""})) zyx_x${ix.attr.lane(l)} = 0;
 %     endfor
-            ${ix.store(vw, "zyx_d", "zyx_j", "zyx_x", stream)}
+            ${ix.store(itemsize, vw, "zyx_d", "zyx_j", "zyx_x", stream)}
         }
         const ${index_t} zyx_rest = zyx_ev + (zyx_e % ${vw} != 0 ? 1 : 0);
 %   else:
@@ -55,7 +55,7 @@ __kernel void zyx_triangular(__global ${T} *restrict zyx_out, __global const ${T
             ${zero("zyx_d", f"zyx_v * {vw}" if vw > 1 else "zyx_v")}
 %   else:
         for (${index_t} zyx_v = zyx_rest; zyx_v < ${nvc}; ++zyx_v)
-            ${ix.move(vw, "zyx_d", f"zyx_v * {vw}" if vw > 1 else "zyx_v", "zyx_s", f"zyx_v * {vw}" if vw > 1 else "zyx_v", stream)}
+            ${ix.move(itemsize, vw, "zyx_d", f"zyx_v * {vw}" if vw > 1 else "zyx_v", "zyx_s", f"zyx_v * {vw}" if vw > 1 else "zyx_v", stream)}
 %   endif
     }
 % else:
@@ -65,11 +65,11 @@ ${ix.coords(index_t, "zyx_i", (batch, rows, cols), "zyx_c")}\
 % if vw == 1:
         zyx_out[zyx_i] = ((long)zyx_c2 ${cmp} zyx_edge) ? zyx_in[zyx_i] : (${T})0;
 % else:
-        ${VT} zyx_x = vload${vw}(0, zyx_in + zyx_i);
+        ${VT} zyx_x = ${ix.attr.vload(itemsize, vw, "zyx_in + zyx_i")};
 %   for l in range(vw):
         if (!((long)zyx_c2 + ${l} ${cmp} zyx_edge)) zyx_x${ix.attr.lane(l)} = 0;
 %   endfor
-        ${ix.store(vw, "zyx_out", "zyx_i", "zyx_x", stream)}
+        ${ix.store(itemsize, vw, "zyx_out", "zyx_i", "zyx_x", stream)}
 % endif
     }
 % endif
@@ -79,6 +79,6 @@ ${ix.stream_fence(vw, stream)}\
 % if vw == 1:
 ${dst}[${di}] = (${T})0;\
 % else:
-${ix.store(vw, dst, di, f"({VT})0", stream)}\
+${ix.store(itemsize, vw, dst, di, f"({VT})0", stream)}\
 % endif
 </%def>

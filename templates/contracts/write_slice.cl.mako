@@ -10,13 +10,13 @@ exact (one element per work-item over an exact grid, index.mako `loop_head`).
 <%namespace name="ix" file="/contracts/index.mako"/>\
 <% T = ix.attr.bits(itemsize) %>\
 /* zyx contract kernel write_slice: ${itemsize}-byte elements (any ${itemsize}-byte dtype), box ${list(shape)} with dest strides ${list(strides)}, ${n} elements; vector ${vw}, ${"one element" if exact else per_item} per work-item */
-${ix.stream_preamble(itemsize, vw, stream)}
+${ix.preamble(itemsize, vw, stream)}
 __kernel void zyx_write_slice(__global ${T} *restrict zyx_dest, __global const ${T} *restrict zyx_src, const ${index_t} zyx_base)
 {
 ${ix.loop_head(index_t, per_item, n // vw, vw, stream, exact)}\
 ${ix.coords(index_t, "zyx_i", shape, "zyx_c", exact)}\
         const ${index_t} zyx_dst = zyx_base + ${ix.dot("zyx_c", strides)};
-        ${ix.move(vw, "zyx_dest", "zyx_dst", "zyx_src", "zyx_i", stream)}
+        ${ix.move(itemsize, vw, "zyx_dest", "zyx_dst", "zyx_src", "zyx_i", stream)}
     }
 ${ix.stream_fence(vw, stream)}\
 }

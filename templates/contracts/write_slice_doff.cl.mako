@@ -15,7 +15,7 @@ exact (one element per work-item over an exact grid, index.mako `loop_head`).
 <%namespace name="ix" file="/contracts/index.mako"/>\
 <% T = ix.attr.bits(itemsize) %>\
 /* zyx contract kernel write_slice_doff: ${itemsize}-byte elements (any ${itemsize}-byte dtype), source ${list(shape)} into dest strides ${list(strides)}, device offset moving it by ${off_stride} per unit (width ${width}, dest extent ${dest_extent}); vector ${vw}, ${"one element" if exact else per_item} per work-item */
-${ix.stream_preamble(itemsize, vw, stream)}
+${ix.preamble(itemsize, vw, stream)}
 __kernel void zyx_write_slice_doff(__global ${T} *restrict zyx_dest, __global const ${T} *restrict zyx_src, const long zyx_base,
                                    __global const long *restrict zyx_off_buf, const long zyx_off_index,
                                    __global long *restrict zyx_flags, const int zyx_slot)
@@ -33,7 +33,7 @@ __kernel void zyx_write_slice_doff(__global ${T} *restrict zyx_dest, __global co
 ${ix.loop_head(index_t, per_item, n // vw, vw, stream, exact)}\
 ${ix.coords(index_t, "zyx_i", shape, "zyx_c", exact)}\
         const ${index_t} zyx_dst = zyx_b + ${ix.dot("zyx_c", strides)};
-        ${ix.move(vw, "zyx_dest", "zyx_dst", "zyx_src", "zyx_i", stream)}
+        ${ix.move(itemsize, vw, "zyx_dest", "zyx_dst", "zyx_src", "zyx_i", stream)}
     }
 ${ix.stream_fence(vw, stream)}\
 }

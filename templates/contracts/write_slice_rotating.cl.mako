@@ -17,7 +17,7 @@ exact (one element per work-item over an exact grid, index.mako `loop_head`).
     pos_t = {"int": "int", "uint": "uint"}.get(position_from)
 %>\
 /* zyx contract kernel write_slice_rotating: ${itemsize}-byte elements (any ${itemsize}-byte dtype), source ${list(shape)} into dest strides ${list(strides)}, ring axis ${axis} modulus ${modulus}, position from ${position_from}; vector ${vw}, ${"one element" if exact else per_item} per work-item */
-${ix.stream_preamble(itemsize, vw, stream)}
+${ix.preamble(itemsize, vw, stream)}
 % if pos_t is None:
 __kernel void zyx_write_slice_rotating(__global ${T} *restrict zyx_dest, __global const ${T} *restrict zyx_src, const long zyx_base, const long zyx_position)
 % else:
@@ -37,7 +37,7 @@ ${ix.coords(index_t, "zyx_i", shape, "zyx_c", exact)}\
         const ${index_t} zyx_r = zyx_p + zyx_c${axis};
         const ${index_t} zyx_row = zyx_r >= ${modulus} ? zyx_r - ${modulus} : zyx_r;
         const ${index_t} zyx_dst = zyx_b + zyx_row${f" * {strides[axis]}" if strides[axis] != 1 else ""} + ${ix.dot("zyx_c", off_axis)};
-        ${ix.move(vw, "zyx_dest", "zyx_dst", "zyx_src", "zyx_i", stream)}
+        ${ix.move(itemsize, vw, "zyx_dest", "zyx_dst", "zyx_src", "zyx_i", stream)}
     }
 ${ix.stream_fence(vw, stream)}\
 }
