@@ -51,6 +51,23 @@ def _check(label: str, fn: Callable[[], str], fix: str, problems: list[str]) -> 
         problems.append(label)
 
 
+def _print_huge_pages() -> None:
+    """An information line on transparent huge pages, which zyx uses for large PoCL buffers."""
+    from zyx.backend import pool
+
+    try:
+        with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
+            mode = f.read().split("[")[1].split("]")[0]
+    except (OSError, IndexError):
+        return
+    if mode == "never":
+        print("  info  transparent huge pages are off (never): large transposes on PoCL run slower; "
+              "'echo madvise > /sys/kernel/mm/transparent_hugepage/enabled' turns them on")
+    elif pool.HUGE_PAGE_MIN_BYTES is not None:
+        print(f"  info  transparent huge pages: {mode} (PoCL buffers of {pool.HUGE_PAGE_MIN_BYTES >> 20} MiB "
+              "and more use 2 MiB pages)")
+
+
 def cmd_doctor(_: argparse.Namespace) -> int:
     """Check the OpenCL loader, every platform and device, templates and the cache directory."""
     problems: list[str] = []
@@ -106,6 +123,7 @@ def cmd_doctor(_: argparse.Namespace) -> int:
 
         _check(f"device {dev}", run_kernel,
                "update the device's OpenCL driver; pick another device with ZYX_DEVICE", problems)
+    _print_huge_pages()
     if not zyx.devices():
         problems.append("devices")
         print("  FAIL  no usable OpenCL device\n        fix: pip install 'zyx[pocl]' or a vendor OpenCL driver")

@@ -100,6 +100,19 @@ ${ix.stream_fence(vw, stream)}\
                              [(0, 0), (1, 0), (2, 0), (3, 0), (0, 1), (1, 1), (2, 1), (3, 1)],
                              [(4, 0), (5, 0), (6, 0), (7, 0), (4, 1), (5, 1), (6, 1), (7, 1)])
                     rows = w
+                elif itemsize == 1:
+                    # Bytes: perfect shuffles: each stage interleaves row m with row m + tv/2 (the low
+                    # halves into row 2m, the high halves into row 2m + 1: one unpack each on
+                    # x86); after log2(tv) stages row i lane l holds what row l lane i held.
+                    lo = [k // 2 + (k % 2) * tv for k in range(tv)]
+                    hi = [tv // 2 + k for k in lo]
+                    stage = 0
+                    while (1 << stage) < tv:
+                        new = [f"zyx_s{stage}_{tag}_{i}" for i in range(tv)]
+                        for m in range(tv // 2):
+                            shuffle(new[2 * m], rows[m], rows[m + tv // 2], lo)
+                            shuffle(new[2 * m + 1], rows[m], rows[m + tv // 2], hi)
+                        rows, stage = new, stage + 1
                 else:
                     # Bit swaps: stage h (1, 2, 4, ...) swaps bit h of the row with bit h of the
                     # lane; after all of them row i lane l holds what row l lane i held.

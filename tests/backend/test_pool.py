@@ -144,3 +144,45 @@ def test_pool_trims_when_over_budget(device: zyx.Device) -> None:
     assert s["live_buffers"] == 0 and s["bytes_in_use"] == 0
     assert s["pooled_bytes"] <= 10_000
     assert s["peak_bytes"] == 6 * size_class(4096)
+
+
+def _is_pocl_cpu(device: zyx.Device) -> bool:
+    return device.kind == "cpu" and "portable computing language" in device.info.platform.lower()
+
+
+@pytest.mark.parametrize("nbytes", [pool_module.HUGE_PAGE_MIN_BYTES, 5 * (1 << 20) + 12_345])
+def test_large_buffers_use_huge_page_host_memory_on_pocl(device: zyx.Device, nbytes: int) -> None:
+    """Big buffers on PoCL live in zyx-mapped, 2 MiB-aligned host memory that PoCL uses in place:
+    values round-trip through host copies and kernels, and the mapping dies with the buffer."""
+    import pyopencl as cl
+
+    n = nbytes // 4
+    x = np.random.default_rng(3).standard_normal(n).astype(np.float32)
+    t = zyx.tensor(x, device=device)
+    cl_buf = t._realized().cl
+    if _is_pocl_cpu(device):
+        assert cl_buf.get_info(cl.mem_info.FLAGS) & cl.mem_flags.USE_HOST_PTR
+        assert cl_buf.get_host_array((nbytes,), np.uint8).ctypes.data % (2 << 20) == 0
+    np.testing.assert_array_equal((t * 2 + 1).numpy(), x * 2 + 1)
+    np.testing.assert_array_equal(t.flip(0).numpy(), x[::-1])
+    before = _stats(device)
+    del t, cl_buf
+    after = _stats(device)
+    assert after["live_buffers"] == before["live_buffers"] - 1
+
+
+def test_huge_pages_can_be_turned_off_and_fall_back(device: zyx.Device, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With HUGE_PAGE_MIN_BYTES None, or when the OS refuses the mapping, buffers come from the
+    OpenCL runtime as before, with the same values."""
+    import pyopencl as cl
+
+    device.pool.empty_cache()
+    x = np.arange(2 << 20, dtype=np.float32)
+    for patch in (("HUGE_PAGE_MIN_BYTES", None), ("_huge_page_host_memory", lambda nbytes: None)):
+        with monkeypatch.context() as m:
+            m.setattr(pool_module, *patch)
+            t = zyx.tensor(x, device=device)
+            assert not t._realized().cl.get_info(cl.mem_info.FLAGS) & cl.mem_flags.USE_HOST_PTR
+            np.testing.assert_array_equal((t + 1).numpy(), x + 1)
+            del t
+            device.pool.empty_cache()

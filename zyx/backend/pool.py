@@ -8,6 +8,7 @@ itself keeps the memory object alive for commands already enqueued.
 """
 from __future__ import annotations
 
+import mmap
 import threading
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
@@ -18,6 +19,34 @@ if TYPE_CHECKING:
     from zyx.backend.device import Device
 
 _MIN_CLASS = 256
+
+#: On PoCL's CPU devices, buffers of at least this many bytes live in host memory that zyx
+#: maps itself and advises for transparent huge pages (2 MiB), which PoCL then uses in place
+#: (``CL_MEM_USE_HOST_PTR``, no copy). PoCL's own buffers use 4 KiB pages: a kernel that
+#: walks hundreds of rows at once (a transpose) then misses the TLB on most of them. Measured
+#: on the 2-core EPYC at 64 MiB (one run, alternating): float32 transpose 25-27 -> 30-34 GB/s,
+#: the copy kernels ~+8%. ``None`` turns it off (only for buffers allocated afterwards).
+HUGE_PAGE_MIN_BYTES: "int | None" = 4 << 20
+_HUGE_PAGE = 2 << 20
+
+
+def _huge_page_host_memory(nbytes: int) -> Any:
+    """``nbytes`` of zeroed, 2 MiB-aligned private anonymous memory advised for huge pages
+    (a NumPy view keeping its mapping alive); None where the OS refuses."""
+    import numpy as np
+
+    try:
+        m = mmap.mmap(-1, nbytes + _HUGE_PAGE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    except (OSError, ValueError):
+        return None
+    raw = np.frombuffer(m, dtype=np.uint8)
+    start = -raw.ctypes.data % _HUGE_PAGE
+    view = raw[start:start + nbytes]
+    try:
+        m.madvise(mmap.MADV_HUGEPAGE, start, nbytes)
+    except OSError:
+        pass  # THP off: still correct memory, with small pages
+    return view
 
 
 def size_class(nbytes: int) -> int:
@@ -67,6 +96,9 @@ class BufferPool:
         self.allocations = 0
         self.reuses = 0
         self.max_pooled_bytes = int(device.info.global_mem_bytes * max_pooled_fraction)
+        info = device.info
+        self._huge = (hasattr(mmap, "MADV_HUGEPAGE") and info.kind == "cpu"
+                      and "portable computing language" in info.platform.lower())
 
     def allocate(self, nbytes: int) -> Buffer:
         """A buffer of at least ``nbytes`` bytes, reused from the pool when possible."""
@@ -108,6 +140,14 @@ class BufferPool:
     def _create(self, cap: int, nbytes: int) -> Any:
         import pyopencl as cl
 
+        if self._huge and HUGE_PAGE_MIN_BYTES is not None and cap >= HUGE_PAGE_MIN_BYTES:
+            host = _huge_page_host_memory(cap)
+            if host is not None:
+                try:  # the buffer holds ``host`` (and so the mapping) until it is released
+                    return cl.Buffer(self.device.context, cl.mem_flags.READ_WRITE | cl.mem_flags.USE_HOST_PTR,
+                                     hostbuf=host)
+                except (cl.MemoryError, cl.Error):
+                    pass
         try:
             return cl.Buffer(self.device.context, cl.mem_flags.READ_WRITE, cap)
         except (cl.MemoryError, cl.Error):

@@ -328,16 +328,16 @@ def contiguize(device: Device, out: Buffer, src: Buffer, view: View, itemsize: i
 
 
 #: Tile of the transposed contiguize in bytes (CPUs): TILE along the source's unit axis by
-#: TILE_L along the last axis, consecutive tiles stepping along the unit axis, 32-byte
-#: vectors in 2 x 2 butterfly-transposed register blocks, and (usually) stores without an
-#: alignment test. A tile writes TILE_L-byte runs into each of
-#: its output rows (64-byte runs wrote at half speed) while its source rows stream on from
-#: tile to tile. Measured on PoCL / 2-core EPYC at 64 MiB against a copy kernel in the same
-#: run: float32 4096 x 4096 0.45x (the old 256 x 64 B tiles along the last axis, regrouped
-#: lane by lane) -> 0.70-0.75x, float64 ~1.1x, float16 ~0.55x (uint8, whose explicit char
-#: vectors PoCL handles badly, ~0.15x); TILE_L 512 B ran ~0.6x, 2048 B fell to ~0.35x.
+#: TILE_L along the last axis, consecutive tiles stepping along the unit axis, 2 x 2 register
+#: blocks of tv x tv transposed by vector shuffles, and (usually) stores without an
+#: alignment test. A tile writes TILE_L-byte runs into each of its output rows (64-byte runs
+#: wrote at half speed) while its source rows stream on from tile to tile. Measured on PoCL /
+#: 2-core EPYC at 64 MiB against the copy ceiling in the same run (huge-page buffers, see
+#: ``backend.pool``): float32 4096 x 4096 0.89-0.96x, float64 ~0.9x, float16 ~0.55x, uint8
+#: ~0.26x (its 32 x 32 byte blocks spill registers). TILE_L 512 and 1024 B measure alike
+#: (0.84-0.93, noisy); 2048 B fell to ~0.5x.
 TRANSPOSE_TILE_BYTES = 64
-TRANSPOSE_TILE_L_BYTES = 1024
+TRANSPOSE_TILE_L_BYTES = 512
 
 #: Work-group size cap of the transposed contiguize (one tile per work-item): many small
 #: work-groups spread the tiles over the cores (measured 16 best of 4..256).
