@@ -8,8 +8,10 @@ vw == 1, tile == 0), and tile: 0 for the elementwise copy, else the transposed c
 unit-stride axis `unit` is not the last axis): each work-item copies tile x tile_l blocks
 of (axis unit, last axis), reading source runs along `unit` and writing output runs
 along the last axis; `per_item` blocks per work-item (grid-stride), edges guarded.
-Full tiles move 2tv x 2tv superblocks through registers (tv x tv blocks transposed by
-lane shuffles); 2 tv divides tile and tile_l. Consecutive tiles step along `unit` (a
+Full tiles move sb tv x sb tv superblocks through registers (tv x tv blocks transposed by
+vector shuffles; sb is 2, or 4 for bytes so that each output row gets a whole cache line:
+their 16 x 16 blocks with 16-byte row writes ran at half the speed of 32 x 32, and 64 x 64
+ran ~1.25x faster); sb tv divides tile and tile_l. Consecutive tiles step along `unit` (a
 tile's source rows stream on, the output moves down its rows). Streamed stores skip the
 alignment test when every output row is aligned.
 </%doc>\
@@ -45,10 +47,10 @@ ${ix.stream_fence(vw, stream)}\
     src_terms = [f"zyx_c{j} * {strides[k]}" for j, k in enumerate(outer_axes) if strides[k] != 0]
     out_terms = [f"zyx_c{j} * {ostr[k]}" for j, k in enumerate(outer_axes)]
     sl = f" * {s_last}" if s_last != 1 else ""
-    # A full tile: element by element (tv == 1), or superblocks of 2tv x 2tv elements (both
-    # sides whole cache lines when a tv vector is half a line): 2tv source rows read as two
-    # tv-lane vectors each, the four tv x tv blocks transposed in registers, then each output
-    # row's two halves stored back to back. Addresses come from one base pointer per superblock
+    # A full tile: element by element (tv == 1), or superblocks of sb tv x sb tv elements (for
+    # sb 2, both sides whole cache lines when a tv vector is half a line): sb tv source rows
+    # read as sb tv-lane vectors each, the sb x sb blocks of tv x tv transposed in registers,
+    # then each output row's sb parts stored back to back. Addresses come from one base pointer per superblock
     # plus constants (indexing every load from the tile's base ran ~1.5x slower on PoCL).
     if tv == 1:
         ft = [f"for (int zyx_a = 0; zyx_a < {tile}; ++zyx_a)",
@@ -56,14 +58,14 @@ ${ix.stream_fence(vw, stream)}\
               f"        zyx_d[zyx_a * {o_unit} + zyx_b] = zyx_s[zyx_a + zyx_b{sl}];"]
     else:
         VT = ix.attr.vtype(itemsize, tv)
-        ft = [f"for (int zyx_a = 0; zyx_a < {tile}; zyx_a += {2 * tv})",
-              f"    for (int zyx_b = 0; zyx_b < {tile_l}; zyx_b += {2 * tv}) {{",
+        ft = [f"for (int zyx_a = 0; zyx_a < {tile}; zyx_a += {sb * tv})",
+              f"    for (int zyx_b = 0; zyx_b < {tile_l}; zyx_b += {sb * tv}) {{",
               f"        __global const {T} *zyx_bs = zyx_s + zyx_a + zyx_b{sl};",
               f"        __global {T} *zyx_bd = zyx_d + zyx_a * {o_unit} + zyx_b;"]
         names = {}  # (hh, g, q): block hh along the unit axis, g along the last axis, row q
-        for q in range(2 * tv):  # source row q of the superblock: both halves (one line)
+        for q in range(sb * tv):  # source row q of the superblock: its sb blocks (one line for sb 2)
             g, r = divmod(q, tv)
-            for hh in range(2):
+            for hh in range(sb):
                 names[(hh, g, r)] = f"zyx_r{hh}{g}_{r}"
                 ft.append(f"        const {VT} zyx_r{hh}{g}_{r} = {ix.attr.vload(itemsize, tv, f'zyx_bs + {q * s_last + hh * tv}')};")
 
@@ -76,8 +78,8 @@ ${ix.stream_fence(vw, stream)}\
             for nm, sel in ((ni, lo), (nj, hi)):
                 shuffle(nm, x, y, [k + v * tv for k, v in sel])
 
-        for g in range(2):
-            for hh in range(2):
+        for g in range(sb):
+            for hh in range(sb):
                 rows = [names[(hh, g, q)] for q in range(tv)]
                 tag = f"{hh}{g}"
                 if tv == 8:
@@ -131,9 +133,9 @@ ${ix.stream_fence(vw, stream)}\
                 for i in range(tv):
                     names[(hh, g, i)] = rows[i]
         # block (hh, g) row p is output row a + hh*tv + p, columns b + g*tv ..
-        for hh in range(2):
+        for hh in range(sb):
             for p in range(tv):
-                for g in range(2):
+                for g in range(sb):
                     ft.append("        " + capture(ix.store, itemsize, tv, "zyx_bd", f"{(hh * tv + p) * o_unit + g * tv}",
                                                    names[(hh, g, p)], stream))
         ft.append("    }")

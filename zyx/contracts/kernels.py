@@ -303,11 +303,12 @@ def contiguize(device: Device, out: Buffer, src: Buffer, view: View, itemsize: i
     if unit is not None:
         tv = max(2, min(16, tun.vector_bytes // itemsize))
         tv = 1 << (tv.bit_length() - 1)
-        tile = max(2 * tv, TRANSPOSE_TILE_BYTES // itemsize)
-        tile_l = max(2 * tv, TRANSPOSE_TILE_L_BYTES // itemsize)
+        sb = 4 if itemsize == 1 else 2  # superblocks of sb x sb register blocks (see the template)
+        tile = max(sb * tv, TRANSPOSE_TILE_BYTES // itemsize)
+        tile_l = max(sb * tv, TRANSPOSE_TILE_L_BYTES // itemsize)
         params = dict(itemsize=itemsize, stream=streams(tun, n * itemsize, tv), shape=shape, strides=strides,
                       offset=view.offset, n=n, vw=1, per_item=1, index_t=index_t, tile=tile, tile_l=tile_l,
-                      unit=unit, tv=tv, exact=False)
+                      unit=unit, tv=tv, sb=sb, exact=False)
         outer = math.prod(d for k, d in enumerate(shape) if k not in (unit, len(shape) - 1))
         n_tiles = outer * -(-shape[unit] // tile) * -(-shape[-1] // tile_l)
         tile_tun = replace(tun, local_size=min(tun.local_size, TRANSPOSE_LOCAL))
@@ -323,7 +324,7 @@ def contiguize(device: Device, out: Buffer, src: Buffer, view: View, itemsize: i
     vw = 1 if exact else vw
     params = dict(itemsize=itemsize, stream=streams(tun, n * itemsize, vw), shape=shape, strides=strides,
                   offset=offset, n=n, vw=vw, per_item=tun.per_item, index_t=index_t, tile=0, tile_l=0, unit=None,
-                  tv=1, exact=exact)
+                  tv=1, sb=1, exact=exact)
     return _go(device, "contiguize.cl.mako", "zyx_contiguize", params, n, vw, exact, [out.cl, src.cl], tun, shape)
 
 
@@ -333,8 +334,8 @@ def contiguize(device: Device, out: Buffer, src: Buffer, view: View, itemsize: i
 #: alignment test. A tile writes TILE_L-byte runs into each of its output rows (64-byte runs
 #: wrote at half speed) while its source rows stream on from tile to tile. Measured on PoCL /
 #: 2-core EPYC at 64 MiB against the copy ceiling in the same run (huge-page buffers, see
-#: ``backend.pool``): float32 4096 x 4096 0.89-0.96x, float64 ~0.9x, float16 ~0.55x, uint8
-#: ~0.26x (its 32 x 32 byte blocks spill registers). TILE_L 512 and 1024 B measure alike
+#: ``backend.pool``): float32 4096 x 4096 0.89-0.96x, float64 ~0.9x, float16 ~0.6x, uint8
+#: ~0.37x (64 x 64 byte superblocks, byte shuffles). TILE_L 512 and 1024 B measure alike
 #: (0.84-0.93, noisy); 2048 B fell to ~0.5x.
 TRANSPOSE_TILE_BYTES = 64
 TRANSPOSE_TILE_L_BYTES = 512
