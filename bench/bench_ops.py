@@ -4,13 +4,15 @@ Rows: fused a*b+c (16M f32), sum (16M), softmax and layer_norm (4096x1024), matm
 1024^3 f32, and the latency of a tiny op. Bandwidth rows report GB/s and their ratio to
 the copy ceiling (the best of enqueue_copy and the plain and streamed copy kernels of
 zyx.benchmarks, measured in the same run). Implementations of one op are timed in
-alternation (best of each), so a burst of load on the shared machine hits them alike; a
-pause follows each NumPy/PyTorch call, whose BLAS threads spin on for a while after
+alternating blocks of consecutive calls (best and median of each), so a burst of load on
+the shared machine hits them alike while no timed call directly follows another library's;
+a pause follows each NumPy/PyTorch matmul, whose BLAS threads spin on for a while after
 returning and would slow whatever runs next.
 ``run(quick)`` returns the rows as dicts; ``python bench/bench_ops.py [--quick]`` prints them.
 """
 from __future__ import annotations
 
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -37,22 +39,30 @@ def _best(fn: Callable[[], Any], reps: int, sync: Callable[[], None] = lambda: N
 
 
 def _alternating(fns: dict[str, tuple[Callable[[], Any], Callable[[], None]]], reps: int,
-                 pause: float = 0.0) -> dict[str, float]:
-    """Best seconds of each ``name: (fn, sync)``, the functions timed in turn ``reps`` times; ``pause``
-    seconds of sleep after each host-library call (names not starting with ``zyx``)."""
-    best = {name: float("inf") for name in fns}
+                 pause: float = 0.0, block: int = 5) -> dict[str, tuple[float, float]]:
+    """(best, median) seconds of each ``name: (fn, sync)``: ``reps`` rounds, each running every
+    implementation in turn for a block of ``block`` timed calls; ``pause`` seconds of sleep after
+    each host-library call (names not starting with ``zyx``).
+
+    Blocks, not single calls, alternate: a call right after another library's pays for it (its
+    threads still spinning, its data in the caches). On the 2-core VM a layer_norm call cost zyx
+    ~0.2 ms more right after a PyTorch call and PyTorch ~0.1 ms more right after zyx's."""
+    times: dict[str, list[float]] = {name: [] for name in fns}
     for fn, sync in fns.values():
         fn()
         sync()
     for _ in range(reps):
         for name, (fn, sync) in fns.items():
-            t0 = time.perf_counter()
-            fn()
+            fn()  # the first call of a block follows the other implementation: not timed
             sync()
-            best[name] = min(best[name], time.perf_counter() - t0)
-            if pause and not name.startswith("zyx"):
-                time.sleep(pause)
-    return best
+            for _ in range(block):
+                t0 = time.perf_counter()
+                fn()
+                sync()
+                times[name].append(time.perf_counter() - t0)
+                if pause and not name.startswith("zyx"):
+                    time.sleep(pause)
+    return {name: (min(ts), statistics.median(ts)) for name, ts in times.items()}
 
 
 def _copy_ceiling(nbytes: int, reps: int) -> float:
@@ -87,10 +97,10 @@ def run(quick: bool = False) -> list[dict]:
     a, b, c = (rng.uniform(-1, 1, n).astype(np.float32) for _ in range(3))
     za, zb, zc = (zyx.tensor(x).realize() for x in (a, b, c))
 
-    def bw(op: str, impl: str, t: float, nbytes: int) -> None:
-        gbs = nbytes / t / 1e9
-        out.append({"op": op, "impl": impl, "size": str(n), "ms": round(t * 1e3, 3), "GB/s": round(gbs, 2),
-                    "x_copy": round(gbs / ceiling, 2)})
+    def bw(op: str, impl: str, t: tuple[float, float], nbytes: int) -> None:
+        gbs = nbytes / t[0] / 1e9
+        out.append({"op": op, "impl": impl, "size": str(n), "ms": round(t[0] * 1e3, 3),
+                    "median_ms": round(t[1] * 1e3, 3), "GB/s": round(gbs, 2), "x_copy": round(gbs / ceiling, 2)})
 
     none = (lambda: None)
     fns = {"zyx": (lambda: (za * zb + zc).realize(), sync), "numpy": (lambda: a * b + c, none)}
@@ -101,12 +111,12 @@ def run(quick: bool = False) -> list[dict]:
         dev = zyx.default_device()
         ca, cb, cc = (cla.to_device(dev.queue, x) for x in (a, b, c))
         fns["pyopencl.array"] = (lambda: ca * cb + cc, dev.queue.finish)
-    for impl, t in _alternating(fns, reps).items():
+    for impl, t in _alternating(fns, max(2, reps // 2), block=3).items():
         bw("a*b+c", impl, t, 16 * n)
     fns = {"zyx": (lambda: za.sum().realize(), sync), "numpy": (lambda: a.sum(), none)}
     if torch is not None:
         fns["torch"] = (lambda: ta.sum(), none)
-    for impl, t in _alternating(fns, reps).items():
+    for impl, t in _alternating(fns, max(2, reps // 2), block=3).items():
         bw("sum", impl, t, 4 * n)
 
     x = rng.normal(size=(rows_, cols)).astype(np.float32)
@@ -121,8 +131,8 @@ def run(quick: bool = False) -> list[dict]:
         if torch is not None:
             fns["torch"] = (tf, none)
         for impl, t in _alternating(fns, 2 * reps).items():
-            out.append({"op": name, "impl": impl, "size": f"{rows_}x{cols}", "ms": round(t * 1e3, 3),
-                        "GB/s": round(8 * x.size / t / 1e9, 2)})
+            out.append({"op": name, "impl": impl, "size": f"{rows_}x{cols}", "ms": round(t[0] * 1e3, 3),
+                        "median_ms": round(t[1] * 1e3, 3), "GB/s": round(8 * x.size / t[0] / 1e9, 2)})
 
     ma = rng.normal(size=(mm, mm)).astype(np.float32)
     mb = rng.normal(size=(mm, mm)).astype(np.float32)
@@ -132,9 +142,9 @@ def run(quick: bool = False) -> list[dict]:
     if torch is not None:
         tma, tmb = torch.from_numpy(ma), torch.from_numpy(mb)
         fns["torch"] = (lambda: tma @ tmb, none)
-    for impl, t in _alternating(fns, max(3, reps), pause=0.2).items():
-        out.append({"op": "matmul", "impl": impl, "size": f"{mm}^3", "ms": round(t * 1e3, 3),
-                    "GFLOP/s": round(flops / t / 1e9, 2)})
+    for impl, t in _alternating(fns, max(3, reps), pause=0.2, block=2).items():
+        out.append({"op": "matmul", "impl": impl, "size": f"{mm}^3", "ms": round(t[0] * 1e3, 3),
+                    "median_ms": round(t[1] * 1e3, 3), "GFLOP/s": round(flops / t[0] / 1e9, 2)})
 
     tiny = zyx.ones(1024).realize()
     t = _best(lambda: (tiny + 1).realize(), 200, sync)

@@ -267,3 +267,14 @@ def test_every_pair_promotes_or_raises_dtype_error() -> None:
         assert r in ALL_DTYPES
         # the result holds both kinds: float beats int beats bool
         assert r.is_float or not (a.is_float or b.is_float)
+
+
+def test_dtypes_are_singletons_through_copies_and_pickles() -> None:
+    """A dtype compares by identity: copy, deepcopy and pickle return the same instance."""
+    import copy
+    import pickle
+
+    for d in zyx.dtype.ALL_DTYPES:
+        assert copy.copy(d) is d and copy.deepcopy(d) is d and pickle.loads(pickle.dumps(d)) is d
+        assert d == d and hash(d) == hash(copy.deepcopy(d))
+    assert zyx.float32 != zyx.float64 and len(set(zyx.dtype.ALL_DTYPES)) == len(zyx.dtype.ALL_DTYPES)

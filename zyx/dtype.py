@@ -10,7 +10,7 @@ import numpy as np
 from zyx.errors import DTypeError
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class DType:
     """A tensor element type.
 
@@ -29,13 +29,12 @@ class DType:
     mantissa_bits: int = 0  # significand precision (with the implicit bit) for floats
     emulated: bool = False
 
-    # A dtype is identified by its name (one instance each): hashing and comparing all the
-    # fields (a NumPy dtype among them) made every schedule-cache lookup pay for it.
-    def __hash__(self) -> int:
-        return hash(self.name)
-
-    def __eq__(self, other: object) -> bool:
-        return self is other or (isinstance(other, DType) and self.name == other.name)
+    # One instance per dtype, compared and hashed by identity (object's C-level slots): the
+    # schedule cache hashes a tuple holding dozens of dtypes on every realize, where hashing
+    # all fields (a NumPy dtype among them), or even a Python-level hash of the name, showed.
+    # Copies and pickles come back as the same instance (``__reduce__``).
+    def __reduce__(self) -> tuple[Any, tuple[str]]:
+        return to_dtype, (self.name,)
 
     @property
     def is_float(self) -> bool:
