@@ -1,6 +1,7 @@
 <%doc>
 An IR kernel (zyx.codegen.kernel): one statement per line, values in compute types.
-Parameters: name, header (comment lines), bufs ((name, dtype, is_output) ...), dtypes
+Parameters: name, header (comment lines), bufs ((name, dtype, is_output) ...), params ((name, C type) ...:
+scalar arguments after the buffers), dtypes
 (every dtype used, for the conversion preamble), index_t, items (work items needed),
 split (work items per output tile, sharing its reduce through local memory; otherwise the launch
 has exactly ``items`` work items and the kernel no bounds test), stmts (see
@@ -82,7 +83,10 @@ ${st.store_fn(f"zyx_stream_store_{vt}", vt, vt.rstrip("0123456789"), f"*(__globa
 
 __kernel void ${name}(
 % for i, (bname, bd, is_out) in enumerate(bufs):
-    __global ${'' if is_out else 'const '}${bd.cl_storage} *restrict ${bname}${',' if i + 1 < len(bufs) or err_flag else ''}
+    __global ${'' if is_out else 'const '}${bd.cl_storage} *restrict ${bname}${',' if i + 1 < len(bufs) or params or err_flag else ''}
+% endfor
+% for i, (pname, pt) in enumerate(params):
+    const ${pt} ${pname}${',' if i + 1 < len(params) or err_flag else ''}
 % endfor
 % if err_flag:
     __global int *${err_flag}

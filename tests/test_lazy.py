@@ -154,6 +154,24 @@ def test_in_place_write_runs_pending_readers_first():
     np.testing.assert_array_equal((x + 0).numpy(), np.full(6, 100, np.float32))
 
 
+def test_a_long_lived_buffer_keeps_a_short_list_of_pending_readers():
+    """Thousands of pending readers of one weight come and go: its reader list is pruned of dead
+    and realized nodes, and an in-place write still runs the live pending ones first."""
+    w = zyx.tensor(np.ones(8, dtype=np.float32)).realize()
+    buf = w._realized()
+    for i in range(3000):
+        y = w * float(i)
+        if i % 2:
+            y.realize()
+        del y
+    assert len(buf.readers or []) < 128
+    live = [w + float(i) for i in range(5)]  # still pending
+    w[:] = 7.0  # in place: the pending readers run first, on the old values
+    for i, t in enumerate(live):
+        np.testing.assert_array_equal(t.numpy(), np.full(8, 1.0 + i, np.float32))
+    np.testing.assert_array_equal(w.numpy(), np.full(8, 7.0, np.float32))
+
+
 def test_second_run_of_same_graph_structure_does_no_codegen(monkeypatch):
     from zyx import lazy
     from zyx.codegen import kernel as codegen
@@ -304,3 +322,41 @@ def test_mixed_devices_prefer_a_device_with_room(monkeypatch):
     assert lazy.choose_device([(d0, 100), (d1, 400)], 64) is d1
     monkeypatch.setattr(d1.pool, "bytes_in_use", d1.global_mem_bytes - 10)
     assert lazy.choose_device([(d0, 100), (d1, 400)], 64) is d0
+
+
+def test_new_float_scalars_reuse_the_compiled_kernel():
+    """A float scalar is a kernel argument, not a literal: a loop over many values builds one
+    schedule and compiles one kernel, and every value (NaN, inf, -0.0 included) lands exactly."""
+    from zyx import lazy
+
+    a = np.linspace(-3, 3, 257).astype(np.float32)
+    for dt, np_dt in ((zyx.float32, np.float32), (zyx.float64, np.float64)):
+        x = zyx.tensor(a.astype(np_dt)).realize()
+        (x * 0.5 + 0.25).realize()
+        builds = lazy.schedule_stats["builds"]
+        for s in (1.5, -2.75, 1e-30, float("inf"), float("nan"), -0.0, 0.1):
+            got = (x * s + 0.25).numpy()
+            with np.errstate(invalid="ignore"):
+                want = a.astype(np_dt) * np_dt(s) + np_dt(0.25)
+            np.testing.assert_array_equal(got.view(f"u{got.itemsize}"), want.view(f"u{want.itemsize}"))
+        assert lazy.schedule_stats["builds"] == builds, "a new scalar value rebuilt the schedule"
+
+
+def test_scalar_arguments_keep_16_bit_rounding_rules():
+    """bfloat16 ``x + s`` rounds s to bfloat16 first and ``x * s`` does not (as PyTorch): with s a
+    kernel argument, both hold for every value, with one schedule per op."""
+    import ml_dtypes
+
+    from zyx import lazy
+
+    x = zyx.tensor(np.array([100.0, 1.0], np.float32)).cast(zyx.bfloat16).realize()
+    (x * 1.0).realize(), (x + 1.0).realize()
+    builds = lazy.schedule_stats["builds"]
+    bf = ml_dtypes.bfloat16
+    for s in (1.006, 0.0039063, 3.3):
+        got_mul = (x * s).numpy()
+        got_add = (x + s).numpy()
+        xs = np.array([100.0, 1.0], np.float32)
+        np.testing.assert_array_equal(got_mul, (xs * np.float32(s)).astype(bf))
+        np.testing.assert_array_equal(got_add, (xs + np.float32(np.float32(s).astype(bf))).astype(bf))
+    assert lazy.schedule_stats["builds"] == builds

@@ -121,14 +121,19 @@ class LazyNode:
 
 
 _ref = weakref.ref
-_readers: "weakref.WeakKeyDictionary[Buffer, weakref.WeakSet]" = weakref.WeakKeyDictionary()
 
 
 def _register_reader(buf: Buffer, node: LazyNode) -> None:
-    s = _readers.get(buf)
-    if s is None:
-        s = _readers[buf] = weakref.WeakSet()
-    s.add(node)
+    """Note that pending ``node`` reads ``buf`` (``Buffer.readers``: weak references, pruned of
+    dead and realized nodes at powers of two, so a long-lived weight's list stays short)."""
+    readers = buf.readers
+    if readers is None:
+        buf.readers = [_ref(node)]
+        return
+    readers.append(_ref(node))
+    n = len(readers)
+    if n >= 64 and not (n & (n - 1)):
+        readers[:] = [r for r in readers if (m := r()) is not None and m.buffer is None]
 
 
 def from_buffer(buf: Buffer, dtype: DType, device: Any) -> LazyNode:
@@ -139,13 +144,14 @@ def from_buffer(buf: Buffer, dtype: DType, device: Any) -> LazyNode:
 
 def pending_readers_flush(buf: Buffer) -> None:
     """Realize every pending node that reads ``buf`` (before an in-place write into it)."""
-    readers = _readers.get(buf)
+    readers = buf.readers
     if not readers:
         return
-    for node in list(readers):
-        if node.buffer is None:
+    buf.readers = None
+    for r in readers:
+        node = r()
+        if node is not None and node.buffer is None:
             realize(node)
-    readers.clear()
 
 
 # ------------------------------------------------------------------ building
@@ -252,6 +258,8 @@ class _KernelBuilder:
         self.outer = {f"o{i}" for i in range(len(root.shape) - 1)}
         self.fusable: dict[int, bool] = {}
         self.copies: dict[int, Buffer] = {}  # inputs from other devices, copied over
+        self.params: list[Src] = []  # float constants passed as scalar arguments (ops.Param slots)
+        self.param_slot: dict[int, int] = {}
 
     def build(self) -> Kernel:
         coords = [out_var(i, d) for i, d in enumerate(self.root.shape)]
@@ -266,7 +274,8 @@ class _KernelBuilder:
         body = self.node_expr(self.root, coords, sym.ONE)
         if body.dtype != self.root.dtype:
             body = ops.Cast(body, self.root.dtype)
-        return Kernel(tuple(self.root.shape), self.red_shape or (), tuple(self.bufs), body)
+        return Kernel(tuple(self.root.shape), self.red_shape or (), tuple(self.bufs), body,
+                      tuple(s.dtype for s in self.params))
 
     def buf_index(self, buf: Buffer, dtype: DType) -> int:
         if buf.pool is not None and buf.pool.device is not self.root.device:
@@ -381,7 +390,13 @@ class _KernelBuilder:
     def src_expr(self, s: Src, coords: list[sym.Node], valid: sym.Node) -> ops.Expr:
         n = s.base
         if n is None:
-            return ops.Const(s.value, s.dtype)
+            if not _is_param(s):
+                return ops.Const(s.value, s.dtype)
+            slot = self.param_slot.get(id(s))
+            if slot is None:
+                slot = self.param_slot[id(s)] = len(self.params)
+                self.params.append(s)
+            return ops.Param(slot, s.dtype)
         v = s.view
         if n.buffer is None:
             if v.shape == n.shape and _identity(v, n.shape):
@@ -470,32 +485,50 @@ class _NotCacheable(Exception):
     pass
 
 
+def _is_param(s: Src) -> bool:
+    """Whether constant ``s`` reaches its kernel as a scalar argument rather than a literal: float
+    values do (a new learning rate or loop value must not compile a new kernel); integer and
+    bool constants stay literals (an integer division by a literal compiles to a multiply)."""
+    return s.dtype.kind == "float"
+
+
+_PARAM = "param"  # a graph key's stand-in for a float constant's value (passed at launch)
+_param_objs: dict[int, Src] | None = None  # while recording: id(launch argument) -> its constant
+
+
 def _value_key(v: Any) -> Any:
     # -0.0 == 0.0 and nan != nan, but they are different literals
     return repr(v) if isinstance(v, float) else v
 
 
-def _graph_key(root: LazyNode) -> tuple[tuple, list[LazyNode], list[Buffer]] | None:
-    """(structural key, pending nodes in key order, input buffers by position); None when not cacheable."""
+def _graph_key(root: LazyNode) -> tuple[tuple, list[LazyNode], list[Buffer], list[Src]] | None:
+    """(structural key, pending nodes in key order, input buffers by position, float constants by
+    position); None when not cacheable."""
     device = root.device
     nodes: list[LazyNode] = []
     bufs: list[Buffer] = []
+    consts: list[Src] = []
     items: list[tuple] = []
     try:
-        _visit(root, device, nodes, bufs, {}, {}, items)
+        _visit(root, device, nodes, bufs, consts, {}, {}, items)
     except _NotCacheable:
         return None
-    return (device, tuple(items)), nodes, bufs
+    return (device, tuple(items)), nodes, bufs, consts
 
 
-def _visit(n: LazyNode, device: Any, nodes: list, bufs: list, npos: dict, bpos: dict, items: list) -> int:
+def _visit(n: LazyNode, device: Any, nodes: list, bufs: list, consts: list, npos: dict, bpos: dict,
+           items: list) -> int:
     # a module-level function, not a closure: a recursive closure is a reference cycle
     # that would keep the graph's buffers alive until the garbage collector runs
     srcs = []
     for s in n.srcs:
         b = s.base
         if b is None:
-            srcs.append((s.dtype, _value_key(s.value)))
+            if _is_param(s):
+                consts.append(s)
+                srcs.append((s.dtype, _PARAM))
+            else:
+                srcs.append((s.dtype, _value_key(s.value)))
             continue
         v = s.view
         if b.buffer is not None:
@@ -510,7 +543,7 @@ def _visit(n: LazyNode, device: Any, nodes: list, bufs: list, npos: dict, bpos: 
         else:
             i = npos.get(id(b))
             if i is None:
-                i = _visit(b, device, nodes, bufs, npos, bpos, items)
+                i = _visit(b, device, nodes, bufs, consts, npos, bpos, items)
             srcs.append((i, v.shape, v.strides, v.offset, s.dtype))
     arg = n.arg
     if n.op == "pad":
@@ -521,7 +554,8 @@ def _visit(n: LazyNode, device: Any, nodes: list, bufs: list, npos: dict, bpos: 
     return len(nodes) - 1
 
 
-def _record(key: tuple, nodes: list[LazyNode], bufs: list[Buffer], launches: list, allocs: list) -> None:
+def _record(key: tuple, nodes: list[LazyNode], bufs: list[Buffer], consts: list[Src], launches: list,
+            allocs: list) -> None:
     """Store the schedule of a finished build (when every launch argument can be named)."""
     from zyx.backend import arith_flags
 
@@ -536,6 +570,7 @@ def _record(key: tuple, nodes: list[LazyNode], bufs: list[Buffer], launches: lis
         if buf.cl is not None:
             where[id(buf.cl)] = (1, j)
     flag = arith_flags._flags.get(device)
+    cpos = {id(c): j for j, c in enumerate(consts)}
     steps = []
     for ck, glob, local, args, offset, counts in launches:
         spec = []
@@ -544,6 +579,8 @@ def _record(key: tuple, nodes: list[LazyNode], bufs: list[Buffer], launches: lis
                 spec.append((2, 0))
             elif id(a) in where:
                 spec.append(where[id(a)])
+            elif _param_objs is not None and id(a) in _param_objs and id(_param_objs[id(a)]) in cpos:
+                spec.append((3, cpos[id(_param_objs[id(a)])]))
             else:
                 return
         steps.append((ck, glob, local, tuple(spec), offset, counts))
@@ -552,8 +589,9 @@ def _record(key: tuple, nodes: list[LazyNode], bufs: list[Buffer], launches: lis
     _schedules[key] = (tuple(outs), tuple(steps))
 
 
-def _replay(schedule: tuple, nodes: list[LazyNode], bufs: list[Buffer], device: Any) -> None:
+def _replay(schedule: tuple, nodes: list[LazyNode], bufs: list[Buffer], consts: list[Src], device: Any) -> None:
     from zyx.backend.launch import launch
+    from zyx.codegen.kernel import param_value
 
     outs_spec, steps = schedule
     pool = device.pool
@@ -565,6 +603,9 @@ def _replay(schedule: tuple, nodes: list[LazyNode], bufs: list[Buffer], device: 
                 args.append(bufs[i].cl)
             elif kind == 1:
                 args.append(outs[i].cl)
+            elif kind == 3:
+                c = consts[i]
+                args.append(param_value(c.value, c.dtype))
             else:
                 from zyx.backend import arith_flags
 
@@ -587,7 +628,7 @@ def realize(node: LazyNode) -> Buffer:
 
 
 def _realize_locked(node: LazyNode) -> Buffer:
-    global _allocs
+    global _allocs, _param_objs
     if node.buffer is not None:
         return node.buffer
     if _counts_stack:  # a store inside a build: part of the schedule being built
@@ -597,30 +638,30 @@ def _realize_locked(node: LazyNode) -> Buffer:
 
     got = _graph_key(node)
     if got is not None:
-        key, nodes, bufs = got
+        key, nodes, bufs, consts = got
         schedule = _schedules.get(key)
         if schedule is not None:
             schedule_stats["hits"] += 1
-            _replay(schedule, nodes, bufs, node.device)
+            _replay(schedule, nodes, bufs, consts, node.device)
             return node.buffer  # type: ignore[return-value]
     recording = got is not None and launch_mod.recorder is None
     if recording:
-        launch_mod.recorder, _allocs = [], []
+        launch_mod.recorder, _allocs, _param_objs = [], [], {}
     schedule_stats["builds"] += 1
     _counts_stack.append(_count_parents(node))
     try:
         _realize_one(node, _counts_stack[0])
         if recording:
-            _record(key, nodes, bufs, launch_mod.recorder, _allocs)  # type: ignore[arg-type]
+            _record(key, nodes, bufs, consts, launch_mod.recorder, _allocs)  # type: ignore[arg-type]
     finally:
         _counts_stack.pop()
         if recording:
-            launch_mod.recorder, _allocs = None, None
+            launch_mod.recorder, _allocs, _param_objs = None, None, None
     return node.buffer  # type: ignore[return-value]
 
 
 def _realize_one(node: LazyNode, counts: dict[int, int]) -> None:
-    from zyx.codegen.kernel import launch_kernel
+    from zyx.codegen.kernel import launch_kernel, param_value
 
     device = node.device
     numel = math.prod(node.shape)
@@ -631,6 +672,11 @@ def _realize_one(node: LazyNode, counts: dict[int, int]) -> None:
         kb = _KernelBuilder(node, counts)
         kernel = kb.build()
         args = [out.cl] + [b.cl for b in kb.args[1:]]  # type: ignore[union-attr]
+        for c in kb.params:
+            value = param_value(c.value, c.dtype)
+            if _param_objs is not None:
+                _param_objs[id(value)] = c
+            args.append(value)
         opts = choose_opts(kernel, device, args)
         launch_kernel(device, kernel, opts, args)
     _set_buffer(node, out)

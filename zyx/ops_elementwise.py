@@ -38,8 +38,26 @@ def _tensor_cls():
     return _Tensor
 
 
+_BROADCASTS: dict[tuple, tuple[int, ...]] = {}  # (shape, shape) -> broadcast shape, for hot loops
+
+
 def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:
     """The broadcast of several shapes (PyTorch/NumPy rules)."""
+    try:
+        got = _BROADCASTS.get(shapes)
+    except TypeError:  # a list among them
+        got = None
+    if got is not None:
+        return got
+    out = _broadcast_shapes(*shapes)
+    if len(shapes) == 2 and type(shapes[0]) is tuple and type(shapes[1]) is tuple:
+        if len(_BROADCASTS) >= 4096:
+            _BROADCASTS.clear()
+        _BROADCASTS[shapes] = out
+    return out
+
+
+def _broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:
     if len(shapes) == 2:  # fast path: two shapes
         a, b = shapes
         if len(a) != len(b):

@@ -20,7 +20,7 @@ def _captured(monkeypatch):
 
     def spy(k, device, args):
         opts = choose(k, device, args)
-        seen.append((k, opts))
+        seen.append((k, opts, args))
         return opts
     monkeypatch.setattr(lazy, "choose_opts", spy)
     return seen
@@ -37,7 +37,7 @@ def test_large_elementwise_outputs_stream_and_stay_exact(monkeypatch, shape):
     want = np.exp(a * b + a) if len(shape) == 1 else (a.T * b.T + 1).T
     np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-30)
     if zyx.default_device().kind == "cpu" and a.nbytes >= STREAM_MIN_BYTES:
-        k, opts = seen[-1]
+        k, opts, _ = seen[-1]
         assert opts.stream and "zyx_stream_store_" in kernel_source(k, opts)
 
 
@@ -48,13 +48,14 @@ def test_stream_opt_off_and_on_give_the_same_bits(monkeypatch):
     x = zyx.rand(3, 5000).realize()
     seen = _captured(monkeypatch)
     ref = (x * 3 - 1).sqrt().numpy()
-    k = seen[-1][0]
+    k, _, args = seen[-1]
+    scalars = args[len(k.bufs):]  # the float constants 3 and 1, passed as kernel arguments
     dev = zyx.default_device()
     for stream in (False, True):
         opts = Opts(local=64, upcast=(1, 1), vec=8, vec_axis=1, stream=stream)
         assert from_config(k, Opts(), to_config(k, opts)) == opts
         out = zyx.full((3, 5000), -7.0).realize()  # poisoned: every element must be written
-        launch_kernel(dev, k, opts, [out._data.buffer.cl, x._data.buffer.cl])
+        launch_kernel(dev, k, opts, [out._data.buffer.cl, x._data.buffer.cl, *scalars])
         np.testing.assert_array_equal(out.numpy().view(np.uint32), ref.view(np.uint32))
 
 
@@ -71,11 +72,11 @@ def test_row_kernels_stream_unless_they_read_their_output_back(monkeypatch):
     mu = a.mean(1, keepdims=True)
     want = (a - mu) / np.sqrt(((a - mu) ** 2).mean(1, keepdims=True) + 1e-5) * w + w
     np.testing.assert_allclose(got, want, rtol=2e-4, atol=2e-5)
-    k, opts = seen[-1]
+    k, opts, _ = seen[-1]
     if zyx.default_device().kind == "cpu":
         assert opts.stream and "zyx_stream_store_" in kernel_source(k, opts)
     e = np.exp(a - a.max(1, keepdims=True))
     np.testing.assert_allclose(zyx.tensor(a).softmax(-1).numpy(), e / e.sum(1, keepdims=True), rtol=2e-6,
                                atol=1e-9)
-    k, opts = seen[-1]
+    k, opts, _ = seen[-1]
     assert "zyx_stream_store_" not in kernel_source(k, replace(opts, stream=True))

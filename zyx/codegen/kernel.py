@@ -13,6 +13,8 @@ from dataclasses import replace
 from functools import lru_cache
 from typing import Any
 
+import numpy as np
+
 from zyx import dtype as dtypes
 from zyx.codegen.render import render
 from zyx.dtype import DType
@@ -317,6 +319,8 @@ def statements(prog: Program, k: Kernel, stream: bool = False) -> tuple[tuple, .
             continue
         if ins.op == "const":
             out.append(("expr", ctype(ins.dtype), name, literal(ins.arg, ins.dtype)))
+        elif ins.op == "param":
+            out.append(("expr", ctype(ins.dtype), name, f"({ctype(ins.dtype)}){PARAM}{ins.arg}"))
         elif ins.op == "load" and w > 1:
             buf, index, valid, other = ins.arg[:4]
             vt, oth = vtype(ins.dtype, w), literal(other, ins.dtype)
@@ -464,6 +468,20 @@ def statements(prog: Program, k: Kernel, stream: bool = False) -> tuple[tuple, .
     return tuple(out)
 
 
+#: Name prefix of the scalar kernel arguments (``ops.Param`` slots).
+PARAM = "zyx_p"
+
+
+def param_ctype(d: DType) -> str:
+    """The OpenCL type a scalar argument of float dtype ``d`` is passed as (16/8-bit floats as float)."""
+    return "double" if d.itemsize == 8 else "float"
+
+
+def param_value(value: Any, d: DType) -> Any:
+    """The host value of a scalar argument of dtype ``d`` (a NumPy scalar of its OpenCL type)."""
+    return np.float64(value) if d.itemsize == 8 else np.float32(value)
+
+
 MATH_HELPERS = ("exp", "erf", "log", "log2", "sin", "cos", "tan")  # float32 functions of templates/common/math.mako
 
 
@@ -478,6 +496,7 @@ def source(k: Kernel, opts: Opts) -> tuple[str, str, Program]:
     name = k.name()
     stmts = statements(prog, k, opts.stream)
     bufs = tuple(("out" if i == 0 else f"in{i}", d, i == 0) for i, d in enumerate(k.bufs))
+    params = tuple((f"{PARAM}{i}", param_ctype(d)) for i, d in enumerate(k.params))
     all_dtypes = tuple({d.name: d for d in (*k.bufs, *(e.dtype for e in ops.walk(k.body)))}.values())
     header = (f"{name}: out {k.out_dtype.name}{list(k.out_shape)}"
               + (f", reduce over {list(k.red_shape)}" if k.red_shape else "")
@@ -491,7 +510,8 @@ def source(k: Kernel, opts: Opts) -> tuple[str, str, Program]:
     stream_types = tuple(sorted(set(re.findall(r"zyx_stream_store_(\w+?)\(", text))))
     vec_types = tuple(sorted((vt, 8 if vt.startswith("double") else 4)
                              for vt in set(re.findall(r"zyx_(\w+?)_u \*", text)) | set(stream_types)))
-    src = render("kernel.cl.mako", name=name, header=header, bufs=bufs, dtypes=all_dtypes, index_t=prog.index_t,
+    src = render("kernel.cl.mako", name=name, header=header, bufs=bufs, params=params, dtypes=all_dtypes,
+                 index_t=prog.index_t,
                  vec_types=vec_types, stream_types=stream_types,
                  helpers=tuple((fn, _helper_types(fn, text)) for fn in MATH_HELPERS),
                  items=prog.global_items, split=prog.split, stmts=stmts,

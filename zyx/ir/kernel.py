@@ -47,6 +47,7 @@ class Kernel:
     red_shape: tuple[int, ...]
     bufs: tuple[DType, ...]
     body: ops.Expr
+    params: tuple[DType, ...] = ()  # dtypes of the scalar arguments (``ops.Param`` slots), after the buffers
 
     @property
     def out_dtype(self) -> DType:

@@ -34,7 +34,7 @@ from zyx.ir import ops
 from zyx.ir import symbolic as sym
 from zyx.ir.kernel import Kernel, Opts, out_var, red_var, row_kernel, row_vec, vector_plan
 
-PURE = frozenset({"const", "load", "alu", "cast", "cond", "hreduce"})
+PURE = frozenset({"const", "param", "load", "alu", "cast", "cond", "hreduce"})
 LANE = "lane"
 SID = "zyx_sid"  # a work item's place in its split group (0..split-1)
 TAIL = "rt"  # the scalar tail loop of the innermost reduce axis
@@ -113,6 +113,8 @@ class _Builder:
             return got
         if isinstance(e, ops.Const):
             res = (self.push(0, Instr("const", e.dtype, (), e.value)), 0)
+        elif isinstance(e, ops.Param):
+            res = (self.push(0, Instr("param", e.dtype, (), e.slot)), 0)
         elif isinstance(e, ops.Load):
             gathered = [self.emit(x) for _, x, _ in e.gather]  # the values a gather's index uses
             sec = max([self._section_of_index(e.index, e.valid)] + [s for _, s in gathered])

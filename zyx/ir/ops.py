@@ -2,7 +2,7 @@
 
 A kernel's body is a tree of immutable expression nodes over the kernel's index
 variables (``o0..`` for output coordinates, ``r0..`` for reduce coordinates):
-``Const``, ``Load`` (a buffer element at a symbolic index, guarded by a validity
+``Const``, ``Param`` (a scalar kernel argument), ``Load`` (a buffer element at a symbolic index, guarded by a validity
 condition for pads; a gather's index also uses values loaded from other buffers),
 ``Cast``, ``Alu`` (unary/binary/ternary ops, by name) and
 ``Reduce`` (an accumulation over every reduce coordinate). Equality and hashing are
@@ -54,6 +54,15 @@ class Const(Expr):
 
     def __hash__(self) -> int:
         return hash(self._key())
+
+
+@dataclass(frozen=True)
+class Param(Expr):
+    """Scalar kernel argument ``slot``: a Python float the graph used, passed at launch, so that a
+    new value (a learning rate, a loop variable) reuses the compiled kernel."""
+
+    slot: int
+    dtype: DType
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from zyx.errors import IndexOutOfRange, ShapeError
 
 _STRIDES_CACHE: dict[tuple[int, ...], tuple[int, ...]] = {}
 _CONTIGUOUS_CACHE: dict[tuple[int, ...], "View"] = {}
+_EXPAND_CACHE: dict[tuple, "View"] = {}  # (shape, strides, offset, target shape) -> expanded view
 _CACHE_LIMIT = 4096
 
 
@@ -120,6 +121,19 @@ class View:
         return View(tuple(self.shape[d] for d in norm), tuple(self.strides[d] for d in norm), self.offset)
 
     def expand(self, shape: tuple[int, ...]) -> "View":
+        key = (self.shape, self.strides, self.offset, shape)
+        try:
+            got = _EXPAND_CACHE.get(key)
+        except TypeError:  # a list shape
+            return self._expand(shape)
+        if got is None:
+            got = self._expand(shape)
+            if len(_EXPAND_CACHE) >= _CACHE_LIMIT:
+                _EXPAND_CACHE.clear()
+            _EXPAND_CACHE[key] = got
+        return got
+
+    def _expand(self, shape: tuple[int, ...]) -> "View":
         if len(shape) < self.ndim:
             raise ShapeError(f"expand: target shape {shape} has fewer dims than the tensor's shape {self.shape}")
         lead = len(shape) - self.ndim
