@@ -8,7 +8,8 @@ import zyx.nn.functional as F
 
 rng = np.random.default_rng(0)
 sizes = [784, 512, 256, 10]
-weights = [(rng.normal(size=(o, i)).astype(np.float32) / np.sqrt(i), np.zeros(o, np.float32))
+# divide before the cast: float32 / np.float64 is float64 under NumPy 2's promotion rules
+weights = [((rng.normal(size=(o, i)) / np.sqrt(i)).astype(np.float32), np.zeros(o, np.float32))
            for i, o in zip(sizes[:-1], sizes[1:])]
 x = rng.normal(size=(256, 784)).astype(np.float32)
 
@@ -36,7 +37,9 @@ zx = zyx.tensor(x)
 out = forward_zyx(zx).numpy()
 ref = forward_np(x)
 print("max abs diff vs numpy:", float(np.abs(out - ref).max()))
+np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-4)
 for name, fn, arg in (("zyx", lambda a: forward_zyx(a).realize(), zx), ("numpy", forward_np, x)):
+    time.sleep(0.2)  # NumPy's BLAS threads spin for a while after a call and would slow what runs next
     fn(arg)
     zyx.synchronize()
     t0 = time.perf_counter()
