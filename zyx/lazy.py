@@ -591,7 +591,6 @@ def _record(key: tuple, nodes: list[LazyNode], bufs: list[Buffer], consts: list[
 
 def _replay(schedule: tuple, nodes: list[LazyNode], bufs: list[Buffer], consts: list[Src], device: Any) -> None:
     from zyx.backend.launch import launch
-    from zyx.codegen.kernel import param_value
 
     outs_spec, steps = schedule
     pool = device.pool
@@ -605,7 +604,7 @@ def _replay(schedule: tuple, nodes: list[LazyNode], bufs: list[Buffer], consts: 
                 args.append(outs[i].cl)
             elif kind == 3:
                 c = consts[i]
-                args.append(param_value(c.value, c.dtype))
+                args.append(ops.param_value(c.value, c.dtype))
             else:
                 from zyx.backend import arith_flags
 
@@ -661,7 +660,7 @@ def _realize_locked(node: LazyNode) -> Buffer:
 
 
 def _realize_one(node: LazyNode, counts: dict[int, int]) -> None:
-    from zyx.codegen.kernel import launch_kernel, param_value
+    from zyx.codegen.kernel import launch_kernel
 
     device = node.device
     numel = math.prod(node.shape)
@@ -673,7 +672,7 @@ def _realize_one(node: LazyNode, counts: dict[int, int]) -> None:
         kernel = kb.build()
         args = [out.cl] + [b.cl for b in kb.args[1:]]  # type: ignore[union-attr]
         for c in kb.params:
-            value = param_value(c.value, c.dtype)
+            value = ops.param_value(c.value, c.dtype)
             if _param_objs is not None:
                 _param_objs[id(value)] = c
             args.append(value)

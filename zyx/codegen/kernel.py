@@ -13,8 +13,6 @@ from dataclasses import replace
 from functools import lru_cache
 from typing import Any
 
-import numpy as np
-
 from zyx import dtype as dtypes
 from zyx.codegen.render import render
 from zyx.dtype import DType
@@ -475,11 +473,6 @@ PARAM = "zyx_p"
 def param_ctype(d: DType) -> str:
     """The OpenCL type a scalar argument of float dtype ``d`` is passed as (16/8-bit floats as float)."""
     return "double" if d.itemsize == 8 else "float"
-
-
-def param_value(value: Any, d: DType) -> Any:
-    """The host value of a scalar argument of dtype ``d`` (a NumPy scalar of its OpenCL type)."""
-    return np.float64(value) if d.itemsize == 8 else np.float32(value)
 
 
 MATH_HELPERS = ("exp", "erf", "log", "log2", "sin", "cos", "tan")  # float32 functions of templates/common/math.mako

@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from zyx import dtype as dtypes
 from zyx.dtype import DType
 from zyx.ir import symbolic as sym
@@ -63,6 +65,12 @@ class Param(Expr):
 
     slot: int
     dtype: DType
+
+
+def param_value(value: Any, d: DType) -> Any:
+    """The host value of a ``Param`` of float dtype ``d``: a NumPy scalar of the OpenCL type it is
+    passed as (double for float64, float for every narrower float)."""
+    return np.float64(value) if d.itemsize == 8 else np.float32(value)
 
 
 @dataclass(frozen=True)
