@@ -360,3 +360,25 @@ def test_scalar_arguments_keep_16_bit_rounding_rules():
         np.testing.assert_array_equal(got_mul, (xs * np.float32(s)).astype(bf))
         np.testing.assert_array_equal(got_add, (xs + np.float32(np.float32(s).astype(bf))).astype(bf))
     assert lazy.schedule_stats["builds"] == builds
+
+
+@pytest.mark.parametrize("dt", ["int8", "uint8", "int16", "int32", "int64", "uint32", "uint64"])
+def test_integer_scalars_are_arguments_and_wrap_like_literals(dt):
+    """Integer add/mul/compare/where operands are kernel arguments (one schedule for a loop of
+    values); a value outside the dtype wraps exactly as PyTorch's int ops do; ``//`` keeps a
+    literal and still gives the right values."""
+    from zyx import lazy
+
+    a = np.arange(-5, 6).astype(np.int64).astype(dt)
+    x = zyx.tensor(a).realize()
+    ((x + 1) * 2 > 3).realize()
+    builds = lazy.schedule_stats["builds"]
+    for s in (0, 3, 200, 300, -7, 2**40 + 5):
+        wrapped = np.array(s % 2**64, dtype=np.uint64).astype(dt)  # the value modulo 2**bits, as the dtype
+        got = ((x + s) * 2 > int(wrapped)).numpy()
+        with np.errstate(over="ignore"):
+            want = ((a + wrapped) * np.array(2, dt)) > wrapped
+        np.testing.assert_array_equal(got, want, err_msg=f"{dt} {s}")
+    assert lazy.schedule_stats["builds"] == builds
+    np.testing.assert_array_equal(zyx.where(x > 0, x, 7).numpy(), np.where(a > 0, a, np.array(7, dt)))
+    np.testing.assert_array_equal((x // 3).numpy(), a // np.array(3, dt))

@@ -54,15 +54,21 @@ ROW_SERIAL_MAX, ROW_MANY = 1 << 15, 64
 
 
 class Src:
-    """An operand: ``base`` (a LazyNode) read through ``view`` as ``dtype``, or a constant ``value``."""
+    """An operand: ``base`` (a LazyNode) read through ``view`` as ``dtype``, or a constant ``value``.
 
-    __slots__ = ("base", "view", "dtype", "value")
+    ``param``: the constant reaches its kernel as a scalar argument, not a literal, so a new
+    value reuses the compiled kernel (default: float constants; ``ops_elementwise`` also marks
+    integer operands of ops that gain nothing from a literal)."""
 
-    def __init__(self, base: "LazyNode | None", view: View | None, dtype: DType, value: Any = None) -> None:
+    __slots__ = ("base", "view", "dtype", "value", "param")
+
+    def __init__(self, base: "LazyNode | None", view: View | None, dtype: DType, value: Any = None,
+                 param: bool | None = None) -> None:
         self.base = base
         self.view = view
         self.dtype = dtype
         self.value = value
+        self.param = (base is None and dtype.kind == "float") if param is None else param
 
 
 class LazyNode:
@@ -258,7 +264,7 @@ class _KernelBuilder:
         self.outer = {f"o{i}" for i in range(len(root.shape) - 1)}
         self.fusable: dict[int, bool] = {}
         self.copies: dict[int, Buffer] = {}  # inputs from other devices, copied over
-        self.params: list[Src] = []  # float constants passed as scalar arguments (ops.Param slots)
+        self.params: list[Src] = []  # constants passed as scalar arguments (ops.Param slots)
         self.param_slot: dict[int, int] = {}
 
     def build(self) -> Kernel:
@@ -486,13 +492,11 @@ class _NotCacheable(Exception):
 
 
 def _is_param(s: Src) -> bool:
-    """Whether constant ``s`` reaches its kernel as a scalar argument rather than a literal: float
-    values do (a new learning rate or loop value must not compile a new kernel); integer and
-    bool constants stay literals (an integer division by a literal compiles to a multiply)."""
-    return s.dtype.kind == "float"
+    """Whether constant ``s`` reaches its kernel as a scalar argument rather than a literal (``Src.param``)."""
+    return s.param
 
 
-_PARAM = "param"  # a graph key's stand-in for a float constant's value (passed at launch)
+_PARAM = "param"  # a graph key's stand-in for a scalar argument's value (passed at launch)
 _param_objs: dict[int, Src] | None = None  # while recording: id(launch argument) -> its constant
 
 

@@ -189,7 +189,8 @@ def _node(op: str, xs: Sequence[Any], compute: DType, result: DType | None = Non
             srcs.append(_LSrc(x._data, view, compute))
         else:
             rounds = op in _ROUNDS_SCALAR or (op == "floordiv" and i == 0)
-            srcs.append(_LSrc(None, None, compute, _scalar_value(x, compute, rounds)))
+            param = None if compute.kind == "float" else (compute.is_int and op in _INT_SCALAR_ARGS)
+            srcs.append(_LSrc(None, None, compute, _scalar_value(x, compute, rounds), param))
     # alu_dtype on operands all cast to ``compute``
     out = result or (dtypes.bool_ if op in COMPARISONS else compute)
     return Tensor(_LazyNode("alu", op, tuple(srcs), out, shape, device), _contiguous(shape), out, device)
@@ -245,6 +246,10 @@ def binary(op: str, a: Any, b: Any):
 
 
 _PY_SCALARS = frozenset((float, int, bool))
+#: Integer ops whose Python-number operand is a kernel argument (a loop over new values reuses
+#: the kernel); ``//``, ``%`` and ``**`` keep a literal, which the compiler turns into cheaper code.
+_INT_SCALAR_ARGS = frozenset(("add", "sub", "mul", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge",
+                              "and", "or", "xor", "where"))
 _CMP_OPS = frozenset(("eq", "ne", "lt", "le", "gt", "ge"))
 # float operands: these record ``op`` itself with no further checks (see ``binary``)
 _PLAIN_FLOAT_BINARY = frozenset(("add", "sub", "mul", "maximum", "minimum", "pow", "floordiv", "mod"))

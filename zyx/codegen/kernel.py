@@ -471,8 +471,10 @@ PARAM = "zyx_p"
 
 
 def param_ctype(d: DType) -> str:
-    """The OpenCL type a scalar argument of float dtype ``d`` is passed as (16/8-bit floats as float)."""
-    return "double" if d.itemsize == 8 else "float"
+    """The OpenCL type a scalar argument of dtype ``d`` is passed as (16/8-bit floats as float)."""
+    if d.kind == "float":
+        return "double" if d.itemsize == 8 else "float"
+    return d.cl_storage
 
 
 MATH_HELPERS = ("exp", "erf", "log", "log2", "sin", "cos", "tan")  # float32 functions of templates/common/math.mako

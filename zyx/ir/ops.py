@@ -60,7 +60,7 @@ class Const(Expr):
 
 @dataclass(frozen=True)
 class Param(Expr):
-    """Scalar kernel argument ``slot``: a Python float the graph used, passed at launch, so that a
+    """Scalar kernel argument ``slot``: a Python number the graph used, passed at launch, so that a
     new value (a learning rate, a loop variable) reuses the compiled kernel."""
 
     slot: int
@@ -68,9 +68,16 @@ class Param(Expr):
 
 
 def param_value(value: Any, d: DType) -> Any:
-    """The host value of a ``Param`` of float dtype ``d``: a NumPy scalar of the OpenCL type it is
-    passed as (double for float64, float for every narrower float)."""
-    return np.float64(value) if d.itemsize == 8 else np.float32(value)
+    """The host value of a ``Param`` of dtype ``d``: a NumPy scalar of the OpenCL type it is passed as
+    (double for float64, float for every narrower float; an integer wrapped into ``d``'s range, as
+    a literal of that type would be)."""
+    if d.kind == "float":
+        return np.float64(value) if d.itemsize == 8 else np.float32(value)
+    bits = 8 * d.itemsize
+    v = int(value) % (1 << bits)
+    if d.kind == "int" and v >= 1 << (bits - 1):
+        v -= 1 << bits
+    return d.numpy.type(v)
 
 
 @dataclass(frozen=True)
