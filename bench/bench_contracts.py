@@ -44,7 +44,7 @@ MIB = 1 << 20
 KERNELS = ("contiguize", "flip", "roll", "concat", "write_slice", "write_slice_rotating", "write_slice_doff",
            "triangular", "masked_fill", "cumsum_f32", "cumsum_f64", "cumsum_bf16", "cumsum_f16")
 CUMSUM_AXES = (None, -1, 0)  # flat, last axis of a 2-D tensor, axis 0
-ROUNDS = 3  # alternating rounds of (copy ceiling, kernel) per row
+ROUNDS = 5  # alternating rounds of (copy ceiling, kernel) per row
 
 
 def _median_markers(queue: Any, fn: Callable[[], Any], repeats: int) -> float:
