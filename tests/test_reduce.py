@@ -120,6 +120,32 @@ def test_matmul_shapes(sa, sb):
     _check(zyx.tensor(a) @ zyx.tensor(b), torch.tensor(a) @ torch.tensor(b))
 
 
+@pytest.mark.parametrize("sa,sw,dt", [((37, 70), (45, 70), "float32"), ((2, 9, 33), (3, 1, 20, 33), "float32"),
+                                      ((300, 130), (257, 130), "float32"), ((12, 40), (17, 40), "bfloat16"),
+                                      ((6, 5), (7, 5), "int64")])
+def test_matmul_with_a_transposed_right_operand(monkeypatch, sa, sw, dt):
+    """``a @ w.T`` (F.linear): above TRANSPOSED_RHS_MIN the transposed operand is copied row-major
+    first (here forced for every size, and the natural big case), batched and broadcast included."""
+    from zyx import ops_reduce
+
+    kinds = [1, ops_reduce.TRANSPOSED_RHS_MIN] if sa == (300, 130) else [1]
+    for threshold in kinds:
+        monkeypatch.setattr(ops_reduce, "TRANSPOSED_RHS_MIN", threshold)
+        a = RNG.uniform(-1, 1, sa)
+        w = RNG.uniform(-1, 1, sw)
+        if dt == "int64":
+            a, w = (np.rint(v * 4).astype(np.int64) for v in (a, w))
+        else:
+            a, w = a.astype(np.float32), w.astype(np.float32)
+        za, zw = zyx.tensor(a).cast(dt), zyx.tensor(w).cast(dt)
+        ta, tw = torch.tensor(a).to(getattr(torch, dt)), torch.tensor(w).to(getattr(torch, dt))
+        got, want = za @ zw.transpose(-1, -2), ta @ tw.transpose(-1, -2)
+        if dt == "bfloat16":  # one rounding of a float32 sum, as PyTorch: equal bits
+            np.testing.assert_array_equal(got.cast("float32").numpy(), want.float().numpy())
+        else:
+            _check(got, want, rtol=1e-4, atol=1e-4)
+
+
 def test_matmul_int_and_errors():
     a = RNG.integers(-4, 4, (3, 4)).astype(np.int64)
     b = RNG.integers(-4, 4, (4, 2)).astype(np.int64)
