@@ -124,13 +124,13 @@ def test_matmul_shapes(sa, sb):
                                       ((300, 130), (257, 130), "float32"), ((12, 40), (17, 40), "bfloat16"),
                                       ((6, 5), (7, 5), "int64")])
 def test_matmul_with_a_transposed_right_operand(monkeypatch, sa, sw, dt):
-    """``a @ w.T`` (F.linear): above TRANSPOSED_RHS_MIN the transposed operand is copied row-major
+    """``a @ w.T`` (F.linear): above TRANSPOSED_MIN the transposed operand is copied row-major
     first (here forced for every size, and the natural big case), batched and broadcast included."""
     from zyx import ops_reduce
 
-    kinds = [1, ops_reduce.TRANSPOSED_RHS_MIN] if sa == (300, 130) else [1]
+    kinds = [1, ops_reduce.TRANSPOSED_MIN] if sa == (300, 130) else [1]
     for threshold in kinds:
-        monkeypatch.setattr(ops_reduce, "TRANSPOSED_RHS_MIN", threshold)
+        monkeypatch.setattr(ops_reduce, "TRANSPOSED_MIN", threshold)
         a = RNG.uniform(-1, 1, sa)
         w = RNG.uniform(-1, 1, sw)
         if dt == "int64":
@@ -144,6 +144,18 @@ def test_matmul_with_a_transposed_right_operand(monkeypatch, sa, sw, dt):
             np.testing.assert_array_equal(got.cast("float32").numpy(), want.float().numpy())
         else:
             _check(got, want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("sa,sb", [((70, 37), (70, 45)), ((3, 1, 33, 9), (2, 33, 20)), ((5, 1), (5, 4))])
+def test_matmul_with_a_transposed_left_operand(monkeypatch, sa, sb):
+    """``a.T @ b``: the transposed left operand is copied row-major first (forced for every size)."""
+    from zyx import ops_reduce
+
+    monkeypatch.setattr(ops_reduce, "TRANSPOSED_MIN", 1)
+    a = RNG.uniform(-1, 1, sa).astype(np.float32)
+    b = RNG.uniform(-1, 1, sb).astype(np.float32)
+    _check(zyx.tensor(a).transpose(-1, -2) @ zyx.tensor(b), torch.tensor(a).transpose(-1, -2) @ torch.tensor(b),
+           rtol=1e-4, atol=1e-4)
 
 
 def test_matmul_int_and_errors():
