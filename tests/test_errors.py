@@ -278,3 +278,18 @@ def test_integer_negative_power_raises(device: zyx.Device) -> None:
         (2 ** zyx.tensor([-3], device=device)).item()
     np.testing.assert_array_equal((a ** zyx.tensor([2, 0], device=device)).numpy(), [4, 1])
     np.testing.assert_allclose((a.float() if hasattr(a, "float") else a.cast("float32")) .pow(-1).numpy(), [0.5, 1 / 3])
+
+
+def test_python_ints_outside_64_bits_raise_overflow():
+    """A Python int operand that no 64-bit integer holds raises IntegerOverflowError (an
+    OverflowError, as PyTorch raises); the edges of the range still work."""
+    x = zyx.arange(4)
+    for bad in (2**64, -(2**63) - 1, 2**70):
+        with pytest.raises(zyx.IntegerOverflowError, match="does not fit a 64-bit integer"):
+            x + bad
+        with pytest.raises(OverflowError):
+            x * bad
+    assert (x + (-(2**63))).tolist()[0] == -(2**63)
+    u = zyx.tensor(np.arange(3, dtype=np.uint64))
+    assert (u + (2**64 - 1)).tolist() == [2**64 - 1, 0, 1]
+    assert (x.cast(zyx.float32) + 2**70).tolist()[0] == float(np.float32(2**70))  # a float tensor takes any int

@@ -15,7 +15,7 @@ from zyx.dtype import (
 from zyx.dtype import bool_ as bool  # noqa: A001 - the API names it zyx.bool
 from zyx.errors import (
     AllocationError, CompileError, ContractError, DeviceError, DivisionByZeroError, DTypeError, IndexOutOfRange,
-    IntegerArithmeticError, ShapeError, ZyxError,
+    IntegerArithmeticError, IntegerOverflowError, ShapeError, ZyxError,
 )
 from zyx.runtime import debug, memory_stats, synchronize
 from zyx.tensor import Tensor

@@ -25,6 +25,10 @@ class IntegerArithmeticError(ZyxError, ArithmeticError, RuntimeError):
     """Integer arithmetic with no integer result: a negative integer power (also a RuntimeError, as in PyTorch)."""
 
 
+class IntegerOverflowError(IntegerArithmeticError, OverflowError):
+    """A Python int operand outside the 64-bit range (also an OverflowError, as PyTorch raises)."""
+
+
 class DivisionByZeroError(IntegerArithmeticError, ZeroDivisionError):
     """Integer ``//`` or ``%`` by zero (also a ZeroDivisionError and a RuntimeError)."""
 

@@ -15,7 +15,7 @@ import numpy as np
 from zyx import dtype as dtypes
 from zyx import lazy
 from zyx.dtype import DType, to_dtype
-from zyx.errors import DivisionByZeroError, DTypeError, IntegerArithmeticError, ShapeError
+from zyx.errors import DivisionByZeroError, DTypeError, IntegerArithmeticError, IntegerOverflowError, ShapeError
 from zyx.ir.ops import COMPARISONS
 from zyx.ir.view import View
 
@@ -125,6 +125,9 @@ def _scalar_value(v: Any, d: DType, round_to_dtype: bool = False) -> Any:
             return _rounded(float(v), d) if round_to_dtype and d.itemsize < 4 else float(v)
         if d.kind == "bool":
             return bool(v)
+        if not -(1 << 63) <= v < (1 << 64):
+            raise IntegerOverflowError(f"the Python int {v} does not fit a 64-bit integer (an operand of a "
+                                       f"{d.name} tensor must lie in [-2**63, 2**64))")
         return int(v)
     if isinstance(v, Scalar):
         if d.is_float:
