@@ -25,9 +25,9 @@ erf calls exp), stream_types (output vector types stored through
 ${dt.preamble(dtypes)}
 inline long zyx_floordiv(long a, long b) { long q = a / b; return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q; }
 inline long zyx_floormod(long a, long b) { long r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
-inline float zyx_fmod_py(float a, float b) { float r = fmod(a, b); return (r != 0.0f && ((r < 0.0f) != (b < 0.0f))) ? r + b : (r == 0.0f ? copysign(0.0f, b) : r); }
+inline float zyx_fmod_py(float a, float b) { float r = fmod(a, b); return (r != 0.0f && ((r < 0.0f) != (b < 0.0f))) ? r + b : r; }
 % if any(d.name == "float64" for d in dtypes):
-inline double zyx_fmod_py_d(double a, double b) { double r = fmod(a, b); return (r != 0.0 && ((r < 0.0) != (b < 0.0))) ? r + b : (r == 0.0 ? copysign(0.0, b) : r); }
+inline double zyx_fmod_py_d(double a, double b) { double r = fmod(a, b); return (r != 0.0 && ((r < 0.0) != (b < 0.0))) ? r + b : r; }
 % endif
 % if uses_floordiv:
 /* a // b for floats as PyTorch and Python: from fmod, so 1 // 0.1 is 9 (floor(1 / 0.1) is 10),

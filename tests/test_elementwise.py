@@ -184,3 +184,31 @@ def test_16bit_tensor_with_python_float_matches_torch_bit_for_bit(dt, name):
         want = want.numpy() if want.dtype == torch.bool else want.float().numpy()
         got = got if got.dtype == bool else got.astype(np.float32)
         np.testing.assert_array_equal(np.nan_to_num(got, nan=7.0), np.nan_to_num(want, nan=7.0), err_msg=f"{name} s={s}")
+
+
+@pytest.mark.parametrize("np_dt", [np.float32, np.float64])
+def test_signed_zeros_and_nans_in_maximum_minimum_clip_and_mod_match_pytorch(np_dt):
+    """Between -0.0 and 0.0 maximum/minimum return the second operand (as NumPy and PyTorch's
+    vectorized loops; 256 elements keep PyTorch off its scalar tail loop, which returns the first)
+    and clip keeps the input, NaN wins from either side, and a float % that lands on zero keeps
+    the dividend's sign: bit for bit as PyTorch."""
+    nan = float("nan")
+    a = np.tile(np.array([-0.0, 0.0, -0.0, 0.0, nan, 1.0, -4.0, 4.0, -3.0, 2.5, 0.0, -0.0, 7.0, nan, -1.0, 0.0],
+                         np_dt), 16)
+    b = np.tile(np.array([0.0, -0.0, -0.0, 0.0, 1.0, nan, 2.0, -2.0, 1.5, -0.5, 0.0, 0.0, 7.0, nan, -1.0, -0.0],
+                         np_dt), 16)
+    za, zb, ta, tb = zyx.tensor(a), zyx.tensor(b), torch.tensor(a), torch.tensor(b)
+    bits = {np.float32: np.uint32, np.float64: np.uint64}[np_dt]
+
+    def same(z, t):
+        got, want = z.numpy(), t.numpy()
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+        ok = ~np.isnan(want)
+        np.testing.assert_array_equal(got[ok].view(bits), want[ok].view(bits))
+
+    same(zyx.maximum(za, zb), torch.maximum(ta, tb))
+    same(zyx.minimum(za, zb), torch.minimum(ta, tb))
+    same(za.clip(0.0, None), torch.clamp(ta, min=0.0))
+    same(za.clip(None, 0.0), torch.clamp(ta, max=0.0))
+    same(za.clip(-0.0, 0.0), torch.clamp(ta, min=-0.0, max=0.0))
+    same(za % zb, ta % tb)

@@ -355,8 +355,10 @@ def clip(x: Any, min: Any = None, max: Any = None):  # noqa: A002 - PyTorch's na
 
 
 def _clamp_side(x: Any, bound: Any, op: str):
-    dt = dtypes.result_type(x, bound)
-    return _node(op, (x, bound), dt)
+    # the bound first: maximum/minimum return their second operand between equal values, so an
+    # input equal to its bound is kept (clip(-0.0, min=0.0) is -0.0, as in PyTorch)
+    dt = dtypes.result_type(bound, x)
+    return _node(op, (bound, x), dt)
 
 
 def logical_not(x: Any):

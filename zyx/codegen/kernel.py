@@ -86,6 +86,8 @@ def _float_expr(op: str, a: str, b: str | None, ct: str, vt: str | None = None) 
     table = {
         "add": f"{a} + {b}", "sub": f"{a} - {b}", "mul": f"{a} * {b}", "div": f"{a} / {b}",
         "floordiv": f"zyx_floordiv_py({a}, {b})", "mod": f"zyx_fmod_py{'' if ct == 'float' else '_d'}({a}, {b})", "pow": f"pow({a}, {b})",
+        # NaN from either side; between equal values (-0.0 and 0.0) the second operand, as NumPy
+        # and PyTorch's vectorized loops (its scalar tail loop returns the first)
         "maximum": f"(({a} > {b} || ({a} != {a})) ? {a} : {b})",
         "minimum": f"(({a} < {b} || ({a} != {a})) ? {a} : {b})",
         "neg": f"-{a}", "abs": f"fabs({a})", "exp": f"{exp}({a})", "exp2": f"exp2({a})", "log": f"{log}({a})",
