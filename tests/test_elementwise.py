@@ -212,3 +212,26 @@ def test_signed_zeros_and_nans_in_maximum_minimum_clip_and_mod_match_pytorch(np_
     same(za.clip(None, 0.0), torch.clamp(ta, max=0.0))
     same(za.clip(-0.0, 0.0), torch.clamp(ta, min=-0.0, max=0.0))
     same(za % zb, ta % tb)
+
+
+@pytest.mark.parametrize("zdt,tdt", [("bfloat16", "bfloat16"), ("float16", "float16")])
+def test_16_bit_ops_with_python_numbers_and_0d_tensors_match_pytorch_bits(zdt, tdt):
+    """Which scalar PyTorch rounds to the 16-bit dtype first: a Python number for + - comparisons
+    % ** max (not for * / //, but for ``s // x``; ``s / x`` is ``x.reciprocal() * s``), and a 0-d
+    float32/float64 tensor everywhere except on the right of * / //."""
+    xs = np.array([100.0, 1.0, 3.0, -7.25, 0.3, 2.5, 0.07, -0.0], np.float32)  # no s // x ties (see notes)
+    x, zx = torch.tensor(xs).to(getattr(torch, tdt)), zyx.tensor(xs).cast(zdt)
+    ops = {"mul": lambda a, b: a * b, "rmul": lambda a, b: b * a, "div": lambda a, b: a / b,
+           "rdiv": lambda a, b: b / a, "add": lambda a, b: a + b, "rsub": lambda a, b: b - a,
+           "floordiv": lambda a, b: a // b, "rfloordiv": lambda a, b: b // a, "pow": lambda a, b: a ** b,
+           "lt": lambda a, b: a < b, "mod": lambda a, b: a % b}
+    for v in (1.006, 0.3, -2.7, 0.29):
+        for kind in ("python", "float32", "float64"):
+            s, zs = (v, v) if kind == "python" else (torch.tensor(v, dtype=getattr(torch, kind)),
+                                                      zyx.tensor(np.array(v)).cast(kind))
+            for name, f in ops.items():
+                t, z = f(x, s), f(zx, zs)
+                want = t.numpy() if t.dtype == torch.bool else t.float().numpy()
+                got = z.numpy() if z.dtype == zyx.bool else z.cast("float32").numpy()
+                np.testing.assert_array_equal(np.nan_to_num(got, nan=7), np.nan_to_num(want, nan=7),
+                                              err_msg=f"{zdt} {kind} {name} {v}")

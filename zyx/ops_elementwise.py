@@ -106,10 +106,13 @@ def src_of(x: Any, shape: tuple[int, ...], dtype: DType) -> lazy.Src:
 
 
 #: Ops whose Python-number operand PyTorch first rounds to a 16/8-bit float tensor's dtype
-#: (bfloat16 ``x + 0.1`` adds bf16(0.1), ``x == 0.1`` compares with it), where ``x * 0.1``,
-#: ``x / 0.1`` and ``x // 0.1`` use the number as it is, but ``0.1 // x`` rounds it (measured
-#: on PyTorch 2.13 CPU).
-_ROUNDS_SCALAR = frozenset({"add", "sub", "eq", "ne", "lt", "le", "gt", "ge", "mod", "pow"})
+#: (bfloat16 ``x + 0.1`` adds bf16(0.1), ``x == 0.1`` compares with it), where ``x * 0.1``
+#: (and ``0.1 * x``), ``x / 0.1`` and ``x // 0.1`` use the number as it is, but ``0.1 // x``
+#: rounds it, and ``0.1 / x`` is ``x.reciprocal() * 0.1`` (measured on PyTorch 2.13 CPU).
+_ROUNDS_SCALAR = frozenset({"add", "sub", "eq", "ne", "lt", "le", "gt", "ge", "mod", "pow", "maximum", "minimum"})
+#: Ops whose right operand PyTorch uses unrounded when it is a 0-d float tensor (a Python
+#: number is unrounded on either side of ``*``).
+_UNROUNDED_RIGHT = frozenset({"mul", "div", "floordiv"})
 
 
 def _rounded(v: float, d: DType) -> float:
@@ -184,12 +187,18 @@ def _node(op: str, xs: Sequence[Any], compute: DType, result: DType | None = Non
     srcs = []
     for i, x in enumerate(xs):
         if isinstance(x, Tensor):
+            read_as = compute
             if x._dtype is not compute:
-                x = x.cast(compute)
+                if (i == 1 and op in _UNROUNDED_RIGHT and not x._view.shape and x._dtype.is_float
+                        and compute.is_float and compute.itemsize < 4):
+                    # a 0-d float tensor on the right of * / // is used at float32 precision, as
+                    # PyTorch does (it rounds it to the 16-bit dtype in every other place)
+                    read_as = dtypes.float32
+                x = x.cast(read_as)
             view = x._view
             if view.shape != shape:
                 view = view.expand(shape)
-            srcs.append(_LSrc(x._data, view, compute))
+            srcs.append(_LSrc(x._data, view, read_as))
         else:
             rounds = op in _ROUNDS_SCALAR or (op == "floordiv" and i == 0)
             param = None if compute.kind == "float" else (compute.is_int and op in _INT_SCALAR_ARGS)
@@ -210,6 +219,9 @@ def binary(op: str, a: Any, b: Any):
     """``a op b`` with PyTorch type promotion and broadcasting (either side may be a scalar)."""
     Tensor = _Tensor
     ta, tb = type(a), type(b)
+    if op == "div" and tb is Tensor and ta in _PY_SCALARS:
+        # PyTorch computes ``s / x`` as ``x.reciprocal() * s`` (two roundings): so does zyx
+        return binary("mul", unary("reciprocal", b), a)
     # fast paths of result_type: equal tensor dtypes, or a float tensor with a Python number
     if ta is Tensor and tb is Tensor and a._dtype is b._dtype:
         dt = a._dtype
