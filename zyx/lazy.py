@@ -396,7 +396,7 @@ class _KernelBuilder:
     def src_expr(self, s: Src, coords: list[sym.Node], valid: sym.Node) -> ops.Expr:
         n = s.base
         if n is None:
-            if not _is_param(s):
+            if not s.param:
                 return ops.Const(s.value, s.dtype)
             slot = self.param_slot.get(id(s))
             if slot is None:
@@ -491,11 +491,6 @@ class _NotCacheable(Exception):
     pass
 
 
-def _is_param(s: Src) -> bool:
-    """Whether constant ``s`` reaches its kernel as a scalar argument rather than a literal (``Src.param``)."""
-    return s.param
-
-
 _PARAM = "param"  # a graph key's stand-in for a scalar argument's value (passed at launch)
 _param_objs: dict[int, Src] | None = None  # while recording: id(launch argument) -> its constant
 
@@ -528,7 +523,7 @@ def _visit(n: LazyNode, device: Any, nodes: list, bufs: list, consts: list, npos
     for s in n.srcs:
         b = s.base
         if b is None:
-            if _is_param(s):
+            if s.param:
                 consts.append(s)
                 srcs.append((s.dtype, _PARAM))
             else:

@@ -161,14 +161,10 @@ def reduce_identity(op: str, d: DType) -> Any:
 
 
 def _int_min(d: DType) -> int:
-    import numpy as np
-
     return np.iinfo(d.numpy).min
 
 
 def _int_max(d: DType) -> int:
-    import numpy as np
-
     return np.iinfo(d.numpy).max
 
 
