@@ -1,8 +1,12 @@
 """Shared fixtures: every OpenCL device, a private binary cache, bit-level comparisons.
 
-Tests run on every device ``zyx.devices()`` finds (the ``device`` fixture), against
-NumPy/ml_dtypes always and against PyTorch when it is importable (the ``torch``
-fixture skips cleanly otherwise).
+Tests run on every device ``zyx.devices()`` finds (the ``device`` fixture; simulators
+excepted, they have their own tier in ``tests/sanitizer``), against NumPy/ml_dtypes always
+and against PyTorch when it is importable (the ``torch`` fixture skips cleanly otherwise).
+A device that failed its probe is listed and skipped with the probe's problem.
+``pytest --devices=SEL`` narrows the devices: ``all`` (default), ``default`` (the default
+device only), ``others`` (every device but the default), or comma-separated selection
+strings (``opencl:P:D`` or name substrings).
 """
 from __future__ import annotations
 
@@ -19,7 +23,10 @@ import zyx
 from zyx.backend import device as device_module
 
 ROOT = Path(__file__).resolve().parent.parent
-DEVICES = zyx.devices()
+# Real devices (simulators have their own tier), usable or not: an unusable one is skipped
+# with its problem, so a report shows which device was left out and why.
+ALL_DEVICES = [d for d in zyx.devices() if not d.simulator]
+DEVICES = ALL_DEVICES  # narrowed by --devices in pytest_configure
 
 _UINT_OF_SIZE = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
@@ -87,12 +94,49 @@ def zyx_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     os.environ.pop("ZYX_CACHE_DIR", None)
 
 
-@pytest.fixture(params=DEVICES or [None], ids=[d.id for d in DEVICES] or ["no-device"])
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--devices", default="all",
+                     help="devices for device-parametrized tests: all | default | others | "
+                          "comma-separated opencl:P:D or name substrings")
+
+
+def select_devices(selection: str, candidates: list[zyx.Device]) -> list[zyx.Device]:
+    """The devices a ``--devices`` selection names, in ``candidates`` order."""
+    text = selection.strip().lower()
+    if text == "all":
+        return list(candidates)
+    usable = [d for d in candidates if d.usable]
+    default = zyx.default_device() if usable else None
+    if text == "default":
+        return [default] if default is not None else []
+    if text == "others":
+        return [d for d in candidates if d is not default]
+    wanted = [part.strip() for part in text.split(",") if part.strip()]
+    return [d for d in candidates if any(w == d.id or w in d.name.lower() for w in wanted)]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    global DEVICES
+    DEVICES = select_devices(config.getoption("--devices"), ALL_DEVICES)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    own = {name.strip() for mark in metafunc.definition.iter_markers("parametrize")
+           for name in (mark.args[0].split(",") if isinstance(mark.args[0], str) else mark.args[0])}
+    if "device" in metafunc.fixturenames and "device" not in own:
+        metafunc.parametrize("device", DEVICES or [None], ids=[d.id for d in DEVICES] or ["no-device"],
+                             indirect=True)
+
+
+@pytest.fixture
 def device(request: pytest.FixtureRequest) -> zyx.Device:
-    """Each available OpenCL device in turn."""
+    """Each selected OpenCL device in turn; one that failed its probe is skipped with the reason."""
     if request.param is None:
-        pytest.skip("no OpenCL device available")
-    return request.param
+        pytest.skip("no OpenCL device selected or available")
+    dev = request.param
+    if not dev.usable:
+        pytest.skip(f"{dev} is not usable: {dev.problem} (fix: {dev.fix})")
+    return dev
 
 
 @pytest.fixture(scope="session")

@@ -17,26 +17,46 @@ def _gib(n: int) -> str:
     return f"{n / (1 << 30):.1f} GiB"
 
 
+def _status(dev: "zyx.Device") -> str:
+    if not dev.usable:
+        return "BROKEN"
+    return "simulator" if dev.simulator else "ok"
+
+
 def cmd_devices(_: argparse.Namespace) -> int:
-    """Print a table of every OpenCL device zyx can use."""
+    """Print a table of every OpenCL device, whether it works, and the default."""
     import zyx
+    from zyx.backend.device import usable_devices
 
     found = zyx.devices()
     if not found:
         print("no OpenCL device found: install `pip install 'zyx[pocl]'` (CPU) or a vendor OpenCL driver",
               file=sys.stderr)
         return 1
-    default = zyx.default_device()
-    header = ("", "device", "name", "kind", "platform", "driver", "memory", "max wg", "CUs", "fp16", "fp64")
+    usable_devices()  # probes every device at once (in parallel, cached on disk)
+    try:
+        default = zyx.default_device()
+    except zyx.DeviceError:
+        default = None
+    header = ("", "device", "name", "kind", "status", "platform", "driver", "memory", "max wg", "CUs", "fp16",
+              "fp64")
     rows = [header]
     for d in found:
         i = d.info
-        rows.append(("*" if d is default else "", d.id, d.name, d.kind, d.platform, i.driver_version,
+        rows.append(("*" if d is default else "", d.id, d.name, d.kind, _status(d), d.platform, i.driver_version,
                      _gib(i.global_mem_bytes), str(i.max_work_group_size), str(i.compute_units),
                      "yes" if i.has_fp16 else "emulated", "yes" if i.has_fp64 else "no"))
     widths = [max(len(r[c]) for r in rows) for c in range(len(header))]
     for r in rows:
         print("  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip())
+    for d in found:
+        if not d.usable:
+            print(f"\n{d.id} cannot run kernels: {d.problem}\n  fix: {d.fix}")
+    if any(d.simulator for d in found):
+        print("\nsimulator: runs kernels under instrumentation (very slow); never the default, use it by name")
+    if default is None:
+        print("\nno usable device: every device above failed its probe", file=sys.stderr)
+        return 1
     print("\n* default device (override with ZYX_DEVICE=opencl:P:D or a name substring)")
     return 0
 
@@ -83,6 +103,11 @@ def cmd_doctor(_: argparse.Namespace) -> int:
     def platforms() -> str:
         import pyopencl as cl
 
+        from zyx.backend.icd import register_pip_runtimes
+
+        vendors = register_pip_runtimes()
+        if vendors is not None:
+            print(f"  info  pip-installed OpenCL runtimes registered through OCL_ICD_VENDORS={vendors}")
         plats = cl.get_platforms()
         if not plats:
             raise RuntimeError("no OpenCL platform")
@@ -111,22 +136,41 @@ def cmd_doctor(_: argparse.Namespace) -> int:
            "set ZYX_CACHE_DIR to a writable directory (compiled kernels are cached there)", problems)
 
     import zyx
+    from zyx.backend.device import default_candidates
 
-    for dev in zyx.devices():
-        def run_kernel(dev: "zyx.Device" = dev) -> str:
+    found = zyx.devices()
+    for dev in found:
+        verdict = dev.verdict(fresh=True)  # the doctor never trusts a stored verdict
+        if not verdict.usable:
+            print(f"  WARN  device {dev} cannot run kernels: {verdict.problem}\n        fix: {dev.fix}")
+        elif dev.simulator:
+            print(f"  info  device {dev}: a simulator (kernels run under instrumentation); "
+                  "never the default, select it by name")
+        else:
+            print(f"  ok    device {dev}: built and ran a probe kernel")
+    try:
+        default = zyx.default_device()
+    except zyx.DeviceError as exc:
+        default = None
+        print(f"  FAIL  no usable default device: {str(exc).splitlines()[0]}")
+        print("        fix: pip install 'zyx[pocl]'; where that PoCL cannot build for your CPU, "
+              "pip install 'zyx[intel]' or apt-get install pocl-opencl-icd; or a vendor OpenCL driver")
+        problems.append("devices")
+    if default is not None:
+        def run_kernel(dev: "zyx.Device" = default) -> str:
             x = zyx.arange(1000, dtype=zyx.float32, device=dev)
             y = x.reshape(10, 100).T.contiguous().numpy()
             expected = np.arange(1000, dtype=np.float32).reshape(10, 100).T
             if not np.array_equal(y, expected):
                 raise RuntimeError("a copy kernel returned wrong values")
-            return f"{dev.kind}, {_gib(dev.global_mem_bytes)}, built and ran a kernel"
+            return f"{dev.kind}, {_gib(dev.global_mem_bytes)}, ran a zyx kernel"
 
-        _check(f"device {dev}", run_kernel,
+        _check(f"default device {default}", run_kernel,
                "update the device's OpenCL driver; pick another device with ZYX_DEVICE", problems)
+        broken = [d for d in default_candidates(found) if not d.usable]
+        if broken:
+            print(f"  info  {len(broken)} broken device(s) are skipped; zyx uses {default}")
     _print_huge_pages()
-    if not zyx.devices():
-        problems.append("devices")
-        print("  FAIL  no usable OpenCL device\n        fix: pip install 'zyx[pocl]' or a vendor OpenCL driver")
     print(f"\n{len(problems)} problem(s) found" if problems else "\nall checks passed")
     return 1 if problems else 0
 

@@ -83,7 +83,7 @@ def test_set_default_device_by_id(device: zyx.Device, restore_default_device: No
 def test_set_default_device_by_name_substring(device: zyx.Device, restore_default_device: None) -> None:
     # the first device whose name contains the text (case-insensitive)
     part = device.name[: max(3, len(device.name) // 2)].swapcase()
-    expected = next(d for d in zyx.devices() if part.lower() in d.name.lower())
+    expected = next(d for d in zyx.devices() if part.lower() in d.name.lower() and d.usable)
     assert zyx.set_default_device(part) is expected
     assert zyx.default_device() is expected
 
@@ -92,7 +92,8 @@ def test_default_device_prefers_gpu_then_accelerator(restore_default_device: Non
     device_module._default = None
     chosen = zyx.default_device()
     rank = {"gpu": 0, "accelerator": 1, "cpu": 2}
-    assert rank[chosen.kind] == min(rank[d.kind] for d in zyx.devices())
+    assert not chosen.simulator and chosen.usable
+    assert rank[chosen.kind] == min(rank[d.kind] for d in zyx.devices() if d.usable and not d.simulator)
 
 
 @pytest.mark.parametrize("spec", ["opencl:9:9", "opencl:x:y", "opencl:0", "no-such-device-xyz"])
@@ -147,7 +148,7 @@ def test_zyx_device_env_selects_default(device: zyx.Device, run_python) -> None:
     assert res.stdout.split() == [device.id, device.id]
     res = run_python(code, env={"ZYX_DEVICE": device.name.upper()})
     assert res.returncode == 0, res.stderr
-    expected = next(d for d in zyx.devices() if device.name.lower() in d.name.lower())
+    expected = next(d for d in zyx.devices() if device.name.lower() in d.name.lower() and d.usable)
     assert res.stdout.split()[0] == expected.id
 
 

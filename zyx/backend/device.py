@@ -7,6 +7,8 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from zyx import settings
+from zyx.backend.icd import register_pip_runtimes
+from zyx.backend.probe import Verdict, probe_devices
 from zyx.dtype import DType, float64, to_dtype
 from zyx.errors import DeviceError, DTypeError
 
@@ -16,8 +18,9 @@ if TYPE_CHECKING:
     from zyx.backend.pool import BufferPool
 
 _NO_DEVICE_HINT = (
-    "install the CPU OpenCL runtime with `pip install 'zyx[pocl]'` "
-    "(pyopencl + pocl-binary-distribution) or a vendor OpenCL driver for your GPU"
+    "install a CPU OpenCL runtime with `pip install 'zyx[pocl]'` (PoCL), or, where that PoCL "
+    "cannot build for your CPU, Intel's CPU runtime with `pip install 'zyx[intel]'` or Debian's "
+    "PoCL with `apt-get install pocl-opencl-icd`; or a vendor OpenCL driver for your GPU"
 )
 
 
@@ -53,6 +56,14 @@ class DeviceInfo:
     def signature(self) -> str:
         """Identifies device + driver for caches (binaries, tuning results)."""
         return f"{self.platform}|{self.platform_version}|{self.name}|{self.vendor}|{self.driver_version}"
+
+
+def fix_for(info: DeviceInfo, problem: str) -> str:
+    """What a user can do about a device that failed its probe."""
+    if "pocl" in info.platform_version.lower() and "unknown target cpu" in problem.lower():
+        return ("this PoCL's LLVM does not know your CPU; use Intel's CPU runtime "
+                "(`pip install 'zyx[intel]'`) or a newer PoCL (Debian: `apt-get install pocl-opencl-icd`)")
+    return "update or reinstall this device's OpenCL driver, or pick another device (`zyx devices`)"
 
 
 def _kind_of(cl_device: Any) -> str:
@@ -95,7 +106,7 @@ def _read_info(cl_device: Any) -> DeviceInfo:
 
 def _platform_label(info: DeviceInfo) -> str:
     """A short platform label: ``PoCL 3.0`` from ``OpenCL 3.0 PoCL 3.0 Linux ...``."""
-    words = info.platform_version.split()
+    words = info.platform_version.replace("(", " ").replace(")", " ").split()
     if len(words) >= 4 and words[0] == "OpenCL":
         return " ".join(words[2:4])
     return info.platform
@@ -109,6 +120,7 @@ class Device:
         self.platform_index = platform_index
         self.device_index = device_index
         self.info = _read_info(cl_device)
+        self._verdict: Verdict | None = None
 
     # -- identity -------------------------------------------------------------
     @property
@@ -138,6 +150,39 @@ class Device:
     @property
     def max_work_group_size(self) -> int:
         return self.info.max_work_group_size
+
+    @property
+    def simulator(self) -> bool:
+        """True for a simulator such as Oclgrind: usable when named, never the default."""
+        return "oclgrind" in f"{self.info.platform} {self.info.name}".lower()
+
+    @property
+    def usable(self) -> bool:
+        """Whether the device built and ran a trivial kernel (probed once, cached on disk)."""
+        return self.verdict().usable
+
+    @property
+    def problem(self) -> str | None:
+        """Why the device is not usable (the build log's first error line), or None."""
+        verdict = self.verdict()
+        return None if verdict.usable else verdict.problem
+
+    @property
+    def fix(self) -> str | None:
+        """What to do about the problem, or None for a usable device."""
+        problem = self.problem
+        return None if problem is None else fix_for(self.info, problem)
+
+    def verdict(self, fresh: bool = False) -> Verdict:
+        """The probe's verdict on this device; ``fresh=True`` probes again, ignoring the cache."""
+        if self._verdict is None or fresh:
+            self._verdict = probe_devices([self], fresh=fresh)[self.id]
+        return self._verdict
+
+    def check_usable(self) -> None:
+        """Raise ``DeviceError`` quoting the probe's problem and the fix, for an unusable device."""
+        if not self.usable:
+            raise DeviceError(f"{self} cannot run kernels: {self.problem}; fix: {self.fix}")
 
     def supports(self, dtype: DType | str) -> bool:
         """Whether tensors of ``dtype`` can live and compute on this device."""
@@ -204,6 +249,7 @@ def _discover() -> list[Device]:
         import pyopencl as cl
     except ImportError:
         return []
+    register_pip_runtimes()
     found: list[Device] = []
     try:
         platforms = cl.get_platforms()
@@ -217,7 +263,7 @@ def _discover() -> list[Device]:
         for d_idx, cl_dev in enumerate(cl_devices):
             try:
                 found.append(Device(cl_dev, p_idx, d_idx))
-            except Exception:  # noqa: BLE001
+            except Exception:  # noqa: BLE001 - a device whose queries fail is not listed
                 continue
     return found
 
@@ -225,9 +271,20 @@ def _discover() -> list[Device]:
 _KIND_RANK = {"gpu": 0, "accelerator": 1, "cpu": 2}
 
 
+def _no_usable_device(found: list[Device]) -> DeviceError:
+    if not found:
+        return DeviceError(f"no OpenCL device found; {_NO_DEVICE_HINT}")
+    lines = [f"  {d}: {d.problem or 'a simulator (name it to use it)'}" for d in found]
+    return DeviceError("no usable OpenCL device; found:\n" + "\n".join(lines) + f"\nfix: {_NO_DEVICE_HINT}")
+
+
 def find_device(spec: "Device | str") -> Device:
-    """Resolve ``opencl:P:D`` or a case-insensitive name substring to a device."""
+    """Resolve ``opencl:P:D`` or a case-insensitive name substring to a usable device.
+
+    A device that failed its probe raises ``DeviceError`` quoting the problem and the fix.
+    """
     if isinstance(spec, Device):
+        spec.check_usable()
         return spec
     if not isinstance(spec, str):
         raise DeviceError(f"expected a zyx.Device or a device string, got {type(spec).__name__}")
@@ -240,6 +297,7 @@ def find_device(spec: "Device | str") -> Device:
         if len(parts) == 3 and parts[1].isdigit() and parts[2].isdigit():
             for dev in found:
                 if (dev.platform_index, dev.device_index) == (int(parts[1]), int(parts[2])):
+                    dev.check_usable()
                     return dev
         raise DeviceError(f"no device {text!r}; available: {', '.join(str(d) for d in found)}")
     matches = [d for d in found if text.lower() in d.name.lower()]
@@ -247,11 +305,28 @@ def find_device(spec: "Device | str") -> Device:
         raise DeviceError(
             f"no device name contains {text!r}; available: {', '.join(str(d) for d in found)}"
         )
+    for dev in matches:  # two platforms may list the same CPU: take the first that works
+        if dev.usable:
+            return dev
+    matches[0].check_usable()
     return matches[0]
 
 
+def default_candidates(found: list[Device]) -> list[Device]:
+    """Devices that may become the default, best first, simulators never.
+
+    GPU > accelerator > CPU; among CPUs PoCL first (the runtime zyx's CPU heuristics are
+    measured on), then platform order.
+    """
+    def rank(d: Device) -> tuple[int, int, int, int]:
+        other_runtime = int("pocl" not in d.info.platform_version.lower())
+        return (_KIND_RANK.get(d.kind, 3), other_runtime, d.platform_index, d.device_index)
+
+    return sorted((d for d in found if not d.simulator), key=rank)
+
+
 def default_device() -> Device:
-    """The default device: ``set_default_device``, else ``ZYX_DEVICE``, else GPU > accelerator > CPU."""
+    """The default device: ``set_default_device``, else ``ZYX_DEVICE``, else the best usable one."""
     global _default
     if _default is not None:
         return _default
@@ -263,10 +338,21 @@ def default_device() -> Device:
             raise DeviceError(f"ZYX_DEVICE={spec!r}: {exc}") from None
         return _default
     found = devices()
-    if not found:
-        raise DeviceError(f"no OpenCL device found; {_NO_DEVICE_HINT}")
-    _default = min(found, key=lambda d: (_KIND_RANK.get(d.kind, 3), d.platform_index, d.device_index))
-    return _default
+    for dev in default_candidates(found):
+        if dev.usable:
+            _default = dev
+            return dev
+    raise _no_usable_device(found)
+
+
+def usable_devices() -> list[Device]:
+    """The devices that passed their probe, simulators included, in ``devices()`` order."""
+    found = devices()
+    verdicts = probe_devices([d for d in found if d._verdict is None])
+    for dev in found:
+        if dev._verdict is None:
+            dev._verdict = verdicts[dev.id]
+    return [d for d in found if d.usable]
 
 
 def set_default_device(dev: "Device | str") -> Device:
