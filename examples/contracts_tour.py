@@ -69,7 +69,8 @@ def main() -> None:
 
     show("zyx.contracts()", zyx.contracts())
     flip = zyx.contracts.get("flip")
-    show("flip.cost(n=1 << 20, dtype_bytes=4)", flip.cost(n=1 << 20, dtype_bytes=4))
+    show("flip.cost(outer=1, dim_size=1 << 20, inner=1, dtype_size=4)",
+         flip.cost(outer=1, dim_size=1 << 20, inner=1, dtype_size=4))
 
 
 if __name__ == "__main__":

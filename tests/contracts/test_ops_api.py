@@ -130,9 +130,13 @@ def test_contracts_listing():
     by_name = {c.name: c for c in cs}
     assert by_name["cumsum_bf16"].op_kind == "CumSum" and by_name["cumsum_bf16"].dtypes == (zyx.bfloat16,)
     assert zyx.float8_e5m2 in by_name["flip"].dtypes
-    cost = by_name["flip"].cost(n=1000, dtype_bytes=4)
-    assert isinstance(cost, Cost) and cost.bytes_moved == 8000 and cost.flops == 0
-    assert "| flip |" in str(cs)
+    cost = by_name["flip"].cost(outer=2, dim_size=3, inner=4, dtype_size=4)
+    assert isinstance(cost, Cost) and cost.bytes_moved == 192 and cost.flops == 0
+    table = str(cs)
+    assert ("| flip | Flip | all 15 | outer, dim_size, inner, dtype_size | "
+            "`2 * outer * dim_size * inner * dtype_size` |") in table
+    assert "| cumsum_f32 | CumSum | float32 | outer, dim_size, inner, [dtype_size] |" in table
+    assert "| write_slice | WriteSlice | all 15 | source_n, dtype_size | `2 * source.n * dtype_size` |" in table
     import zyx.contracts as package  # still the package: submodules keep working
     assert package.ops.flip is not None and callable(package)
 
@@ -159,17 +163,33 @@ def test_declared_determinism_matches_kernels(device, bits_equal):
 # ---------------------------------------------------------------- calibration
 
 
+@pytest.mark.parametrize("name", [c.name for c in zyx.contracts()])
+def test_calibration_workloads_pass_the_fkc_symbols(device, name):
+    """Each calibration workload prices itself with exactly the symbols its contract's cost takes,
+    and moves twice its data bytes (plus one byte per mask element for masked_fill)."""
+    if name == "cumsum_f64" and not device.info.has_fp64:
+        pytest.skip("no float64 on this device")
+    w = calibrate.workload(device, name, 1 << 12)
+    assert tuple(w.symbols) == zyx.contracts.get(name).cost_spec.symbols
+    data = sum(a.nbytes for k, a in w.arrays.items() if k not in ("dest", "mask"))
+    assert w.bytes_moved == 2 * data + (w.arrays["mask"].size if name == "masked_fill" else 0)
+
+
 def test_calibration_fits_stores_and_predicts(device, zyx_cache_dir):
     data = calibrate.calibrate(device, quick=True, names=["flip", "cumsum_f32"], repeats=2)
     rec = data["kernels"]["flip"]
     assert rec["bytes_per_s"] > 0 and rec["overhead_s"] >= 0 and len(rec["points"]) == len(calibrate.QUICK_SIZES)
+    for point in rec["points"] + [rec["check"]]:  # the workload's FKC cost symbols, and its bytes from them
+        sym = point["symbols"]
+        assert list(sym) == ["outer", "dim_size", "inner", "dtype_size"] and sym["dtype_size"] == 4
+        assert point["bytes_moved"] == 2 * sym["outer"] * sym["dim_size"] * sym["inner"] * 4
     stored = json.loads(calibrate._path(device).read_text())
     assert stored["signature"] == device.info.signature and "cumsum_f32" in stored["kernels"]
     fit = calibrate.fit_for(zyx.contracts.get("flip"), device)
     assert fit is not None and math.isclose(fit.bytes_per_s, rec["bytes_per_s"])
     if device is zyx.default_device():
         listing.install()
-        predicted = zyx.contracts.get("flip").cost(n=1 << 20, dtype_bytes=4).predicted_s
+        predicted = zyx.contracts.get("flip").cost(outer=1, dim_size=1 << 20, inner=1, dtype_size=4).predicted_s
         assert predicted is not None and predicted > 0
         assert "GB/s" in str(zyx.contracts())
 

@@ -56,8 +56,8 @@ def test_front_matter(doc):
     assert doc.fkc_version == 1
     assert doc.provider == zc.Provider("zyx-opencl", "OpenCL", "zyx-opencl-mako", "templates/contracts/", "zyx:0.1.0")
     assert doc.tool == "zyx-contracts 1"
-    assert {"n", "dtype_bytes", "outer", "dim_size", "inner", "rows", "cols", "batch_count", "slab_elems"} <= set(
-        doc.cost_symbols)
+    assert {"outer", "dim_size", "inner", "dtype_size", "n", "batch_count", "rows", "cols", "outer_count",
+            "input_dim_sizes", "inner_count"} <= set(doc.cost_symbols)
 
 
 def test_all_thirteen_kernels_present_in_order(doc):
@@ -242,7 +242,7 @@ def test_bad_yaml_in_front_matter(tmp_path):
     ("concat", 'blurb: "Join one or more same-dtype tensors along axis dim; byte copy."\n', "blurb"),
     ("flip", "determinism: bitwise", "determinism"),
     ("roll", "  provenance: judge_measured\n", "cost.provenance"),
-    ("triangular", '  bytes_moved: "2 * batch_count * rows * cols * dtype_bytes"\n', "cost.bytes_moved"),
+    ("triangular", '  bytes_moved: "2 * batch_count * rows * cols * dtype_size"\n', "cost.bytes_moved"),
     ("masked_fill", "  awkward_layout_strategy: requires_contiguous\n", "caps.awkward_layout_strategy"),
     ("write_slice", "    - name: source\n      dtypes:", "accept.inputs[0].name"),
     ("cumsum_f16", "  bit_stable_on_same_hardware: true\n", "precision.bit_stable_on_same_hardware"),
@@ -271,12 +271,14 @@ def test_good_ranks():
     ("2 ** n", "operator Pow is not allowed"),
     ("n % 2", "operator Mod is not allowed"),
     ("__import__('os')", "only min(...) and max(...)"),
-    ("n.bit_length", "Attribute is not allowed"),
+    ("n.bit_length", "attribute 'n.bit_length' is not allowed"),
+    ("sum(n, n)", "sum(...) takes exactly one list-valued symbol"),
     ("2 * (n", "cannot parse cost expression"),
     ("n if n else 0", "IfExp is not allowed"),
 ])
 def test_bad_cost_expression(tmp_path, expr, why):
-    text = mutate("concat", 'bytes_moved: "2 * n * dtype_bytes"', f'bytes_moved: "{expr}"')
+    text = mutate("concat", 'bytes_moved: "2 * outer_count * sum(input_dim_sizes) * inner_count * dtype_size"',
+                  f'bytes_moved: "{expr}"')
     with pytest.raises(ContractError) as info:
         parse_tmp(tmp_path, text)
     assert str(info.value).startswith("opencl_shape_ops.md: block 'concat': cost.bytes_moved: ")
@@ -293,7 +295,36 @@ def test_unknown_cost_symbol(tmp_path):
 def test_cost_may_use_op_params_and_block_symbols(tmp_path):
     text = mutate("roll", 'flops: "0"', 'flops: "0 * shift + lanes"\n  symbols: [lanes]')
     roll = next(c for c in parse_tmp(tmp_path, text).contracts if c.name == "roll")
-    assert roll.cost(shift=3, lanes=7, outer=1, dim_size=2, inner=1, dtype_bytes=4).flops == 7
+    assert roll.cost_spec.symbols == ("outer", "dim_size", "inner", "dtype_size", "shift", "lanes")
+    assert roll.cost(shift=3, lanes=7, outer=1, dim_size=2, inner=1, dtype_size=4).flops == 7
+
+
+def test_block_symbols_no_expression_uses_are_optional(tmp_path):
+    text = mutate("roll", 'flops: "0"', 'flops: "0"\n  symbols: [lanes]')
+    roll = next(c for c in parse_tmp(tmp_path, text).contracts if c.name == "roll")
+    assert roll.cost_spec.optional == ("lanes",)
+    p = {"outer": 1, "dim_size": 2, "inner": 1, "dtype_size": 4}
+    assert roll.cost(**p) == roll.cost(lanes=9, **p)
+
+
+@pytest.mark.parametrize("expr,ok", [("2 * source.n * dtype_size", True), ("2 * dest.n * dtype_size", False),
+                                     ("2 * source_n * dtype_size", True)])
+def test_count_of_an_input(tmp_path, expr, ok):
+    """``<input>.n`` names an input of the block (``source_n`` is the same symbol)."""
+    text = mutate("write_slice", 'bytes_moved: "2 * source.n * dtype_size"', f'bytes_moved: "{expr}"')
+    if ok:
+        ws = next(c for c in parse_tmp(tmp_path, text).contracts if c.name == "write_slice")
+        assert ws.cost(source_n=5, dtype_size=2).bytes_moved == 20
+    else:
+        with pytest.raises(ContractError, match=r"^opencl_shape_ops.md: block 'write_slice': cost.bytes_moved: "
+                                                r"unknown cost symbol 'dest_n'"):
+            parse_tmp(tmp_path, text)
+
+
+def test_reserved_block_symbol(tmp_path):
+    text = mutate("roll", 'flops: "0"', 'flops: "0"\n  symbols: [sum]')
+    expect(tmp_path, text, "opencl_shape_ops.md: block 'roll': cost.symbols: symbols must be identifiers other "
+                           "than calibration, max, min, sum")
 
 
 def test_bad_memory_tier(tmp_path):

@@ -49,8 +49,9 @@ class Workload:
     """One runnable instance of a contract kernel on real device buffers.
 
     ``run()`` enqueues it and returns its events; ``bytes_moved``/``flops`` come from the
-    contract's cost expressions; ``arrays`` are the host inputs (for reference runs) and
-    ``params`` the op params, both keyed as ``bench_contracts.py`` expects.
+    contract's cost expressions evaluated for ``symbols`` (the call's FKC cost symbols:
+    ``outer, dim_size, inner, dtype_size`` ...); ``arrays`` are the host inputs (for
+    reference runs) and ``params`` the op params, both keyed as ``bench_contracts.py`` expects.
     """
 
     name: str
@@ -202,8 +203,7 @@ def workload(device: Device, name: str, nbytes: int, dtype: Optional[DType] = No
         keep = [src, out]
     else:
         raise KeyError(f"no calibration workload for contract {name!r}")
-    numeric = {k: v for k, v in params.items() if k != "position" and k != "offset"}
-    symbols = costexpr.symbols_for(contract, ops, numeric)
+    symbols = costexpr.symbols_for(contract, ops, params)  # the FKC symbols this contract's cost takes
     c = contract.cost(calibration=Fit(0.0, 1.0), **symbols)
     shape = tuple(ops[0].shape)
     return Workload(name, dt, shape, describe, symbols, c.bytes_moved, c.flops, lambda: _events(run()),
@@ -310,20 +310,21 @@ def calibrate(device: Any = None, quick: bool = False, names: Optional[list[str]
         for nbytes in sizes:
             w = workload(dev, contract.name, nbytes)
             seconds = time_workload(dev, w, repeats=3 if quick else repeats)
-            points.append((w.bytes_moved, seconds, w.describe))
+            points.append((w.bytes_moved, seconds, w.describe, w.symbols))
             del w
-        f = fit([(b, s) for b, s, _ in points])
+        f = fit([(b, s) for b, s, _, _ in points])
         w = workload(dev, contract.name, QUICK_CHECK_SIZE if quick else CHECK_SIZE)
         check_s = time_workload(dev, w, repeats=3 if quick else repeats)
         check = {"bytes_moved": w.bytes_moved, "measured_s": check_s,
-                 "predicted_s": f.overhead_s + w.bytes_moved / f.bytes_per_s, "workload": w.describe}
+                 "predicted_s": f.overhead_s + w.bytes_moved / f.bytes_per_s, "workload": w.describe,
+                 "symbols": w.symbols}
         del w
         records[contract.name] = {
             "overhead_s": f.overhead_s,
             "bytes_per_s": f.bytes_per_s,
             "dtype": (contract.dtypes[0] if contract.name.startswith("cumsum") else float32).name,
             "points": [{"bytes_moved": b, "measured_s": s, "predicted_s": f.overhead_s + b / f.bytes_per_s,
-                        "workload": d} for b, s, d in points],
+                        "workload": d, "symbols": sym} for b, s, d, sym in points],
             "check": check,
         }
         if log:

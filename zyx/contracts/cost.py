@@ -5,12 +5,15 @@ Grammar (everything else is rejected; nothing is ever passed to ``eval``)::
     expr   := term (("+" | "-") term)*
     term   := unary (("*" | "/" | "//") unary)*
     unary  := ("-" | "+") unary | atom
-    atom   := NUMBER | NAME | "(" expr ")" | ("min" | "max") "(" expr ("," expr)* ")"
+    atom   := NUMBER | NAME | NAME ".n" | "(" expr ")"
+            | ("min" | "max") "(" expr ("," expr)* ")" | "sum" "(" NAME ")"
 
 NUMBER is a non-negative int or float literal, NAME a Python identifier naming a cost
-symbol (``n``, ``dtype_bytes``, ``outer`` ...). ``/`` is true division, ``//`` floor
-division. Expressions are parsed with the ``ast`` module and every node is checked
-against a whitelist.
+symbol (``outer``, ``dtype_size``, ...). The symbols are the FKC reference contracts' own:
+``source.n`` is the element count of input ``source`` (passed as the keyword
+``source_n``), and ``sum(input_dim_sizes)`` sums a list-valued symbol. ``/`` is true
+division, ``//`` floor division. Expressions are parsed with the ``ast`` module and every
+node is checked against a whitelist.
 """
 from __future__ import annotations
 
@@ -30,11 +33,28 @@ _BINOPS: dict[type, Callable[[Any, Any], Any]] = {
     ast.FloorDiv: lambda a, b: a // b,
 }
 _FUNCS: dict[str, Callable[..., Any]] = {"min": min, "max": max}
-_RESERVED = frozenset(_FUNCS) | {"calibration"}
+_LIST_FUNCS: dict[str, Callable[[Sequence[Any]], Any]] = {"sum": sum}  # take one list-valued symbol
+#: Names that cannot be cost symbols.
+RESERVED = frozenset(_FUNCS) | frozenset(_LIST_FUNCS) | {"calibration"}
+_COUNT = "n"  # the one attribute: <input>.n, that input's element count
+
+
+def count_symbol(operand: str) -> str:
+    """The keyword that carries ``<operand>.n`` (``source.n`` -> ``source_n``)."""
+    return f"{operand}_{_COUNT}"
 
 
 class ExpressionError(ContractError):
     """A cost expression outside the grammar (parse.py adds file/block/field context)."""
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _check_name(name: str, text: str) -> None:
+    if name in RESERVED:
+        raise ExpressionError(f"{name!r} is reserved and cannot be a symbol in {text!r}")
 
 
 def _check_node(node: ast.AST, text: str) -> None:
@@ -53,12 +73,22 @@ def _check_node(node: ast.AST, text: str) -> None:
         if isinstance(node.value, bool) or not isinstance(node.value, (int, float)):
             raise ExpressionError(f"constant {node.value!r} is not a number in {text!r}")
     elif isinstance(node, ast.Name):
-        if node.id in _RESERVED:
-            raise ExpressionError(f"{node.id!r} is reserved and cannot be a symbol in {text!r}")
+        _check_name(node.id, text)
+    elif isinstance(node, ast.Attribute):
+        if not isinstance(node.value, ast.Name) or node.attr != _COUNT:
+            raise ExpressionError(f"attribute {ast.unparse(node)!r} is not allowed in {text!r}; the only one is "
+                                  f"<input>.{_COUNT} (that input's element count)")
+        _check_name(node.value.id, text)
     elif isinstance(node, ast.Call):
         fname = node.func.id if isinstance(node.func, ast.Name) else None
+        if fname in _LIST_FUNCS:
+            if node.keywords or len(node.args) != 1 or not isinstance(node.args[0], ast.Name):
+                raise ExpressionError(f"{fname}(...) takes exactly one list-valued symbol in {text!r}")
+            _check_name(node.args[0].id, text)
+            return
         if fname not in _FUNCS or node.keywords or not node.args:
-            raise ExpressionError(f"only min(...) and max(...) with positional arguments may be called in {text!r}")
+            raise ExpressionError(f"only min(...) and max(...) with positional arguments, and sum(<list symbol>), "
+                                  f"may be called in {text!r}")
         for arg in node.args:
             if isinstance(arg, ast.Starred):
                 raise ExpressionError(f"starred arguments are not allowed in {text!r}")
@@ -80,11 +110,32 @@ def compile_expr(text: str) -> ast.Expression:
     return tree
 
 
-def expr_names(text: str) -> frozenset[str]:
-    """The symbol names a cost expression uses (``min``/``max`` excluded)."""
+@lru_cache(maxsize=512)
+def expr_symbols(text: str) -> tuple[str, ...]:
+    """The symbols a cost expression uses, in order of first appearance (``source.n`` as
+    ``source_n``; ``min``/``max``/``sum`` excluded)."""
     tree = compile_expr(text)
-    called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
-    return frozenset(n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and id(n) not in called)
+    skip = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
+    skip |= {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and id(node) not in skip:
+            found.append((node.col_offset, node.id))
+        elif isinstance(node, ast.Attribute):
+            found.append((node.col_offset, count_symbol(node.value.id)))
+    return tuple(dict.fromkeys(name for _, name in sorted(found)))
+
+
+def expr_names(text: str) -> frozenset[str]:
+    """The symbol names a cost expression uses (``min``/``max``/``sum`` excluded)."""
+    return frozenset(expr_symbols(text))
+
+
+def _lookup(name: str, values: Mapping[str, Any], text: str, where: str) -> Any:
+    if name not in values:
+        given = ", ".join(sorted(values)) or "nothing"
+        raise ContractError(f"{where} {text!r}: unknown name {name!r} (pass it as a cost param); given: {given}")
+    return values[name]
 
 
 def _eval(node: ast.AST, values: Mapping[str, Any], text: str, where: str) -> Any:
@@ -92,13 +143,13 @@ def _eval(node: ast.AST, values: Mapping[str, Any], text: str, where: str) -> An
         return _eval(node.body, values, text, where)
     if isinstance(node, ast.Constant):
         return node.value
-    if isinstance(node, ast.Name):
-        if node.id not in values:
-            given = ", ".join(sorted(values)) or "nothing"
-            raise ContractError(f"{where} {text!r}: unknown name {node.id!r} (pass it as a cost param); given: {given}")
-        value = values[node.id]
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ContractError(f"{where} {text!r}: {node.id} = {value!r} is not a number")
+    if isinstance(node, (ast.Name, ast.Attribute)):
+        name = node.id if isinstance(node, ast.Name) else count_symbol(node.value.id)  # type: ignore[attr-defined]
+        value = _lookup(name, values, text, where)
+        if isinstance(value, (list, tuple)):
+            raise ContractError(f"{where} {text!r}: {name} = {value!r} is a list; only sum({name}) may use it")
+        if not _is_number(value):
+            raise ContractError(f"{where} {text!r}: {name} = {value!r} is not a number")
         return value
     if isinstance(node, ast.UnaryOp):
         v = _eval(node.operand, values, text, where)
@@ -111,8 +162,15 @@ def _eval(node: ast.AST, values: Mapping[str, Any], text: str, where: str) -> An
         except ZeroDivisionError:
             raise ContractError(f"{where} {text!r}: division by zero") from None
     if isinstance(node, ast.Call):
+        fname = node.func.id  # type: ignore[attr-defined]
+        if fname in _LIST_FUNCS:
+            name = node.args[0].id  # type: ignore[attr-defined]
+            items = _lookup(name, values, text, where)
+            if not isinstance(items, (list, tuple)) or not all(_is_number(v) for v in items):
+                raise ContractError(f"{where} {text!r}: {name} = {items!r} is not a list of numbers")
+            return _LIST_FUNCS[fname](items)
         args = [_eval(a, values, text, where) for a in node.args]
-        return _FUNCS[node.func.id](*args)  # type: ignore[attr-defined]
+        return _FUNCS[fname](*args)
     raise ContractError(f"{where} {text!r}: cannot evaluate {type(node).__name__}")  # unreachable after compile
 
 
@@ -150,9 +208,43 @@ def predict_seconds(bytes_moved: float, flops: float, calibration: Calibration) 
     return seconds
 
 
+def _takes(contract: Contract) -> str:
+    """``outer, dim_size, inner, dtype_size`` (plus what may be given besides) for error messages."""
+    spec = contract.cost_spec
+    used = [s for s in spec.symbols if s not in spec.optional]
+    text = ", ".join(used) or "no symbols"
+    return text + (f" (optional: {', '.join(spec.optional)})" if spec.optional else "")
+
+
+def check_symbols(contract: Contract, params: Mapping[str, Any], needed: Sequence[str]) -> None:
+    """Refuse cost params that ``contract`` does not take, and any of ``needed`` left out.
+
+    A ``dtype_size`` (``dtype_bytes``) must be the width of a dtype the contract accepts,
+    so a fixed-width kernel (cumsum_f32: 4) cannot be priced for another width.
+    """
+    name = contract.name
+    takes = contract.cost_spec.symbols
+    unknown = [k for k in params if k not in takes]
+    if unknown:
+        raise ContractError(f"{name}: unknown cost symbol {unknown[0]!r}; {name}'s cost takes {_takes(contract)}")
+    missing = [k for k in needed if k not in params]
+    if missing:
+        given = ", ".join(params) or "nothing"
+        raise ContractError(f"{name}: missing cost symbol {missing[0]!r}; {name}'s cost takes {_takes(contract)}; "
+                            f"given: {given}")
+    for key in ("dtype_size", "dtype_bytes"):
+        if key in params:
+            widths = sorted({d.itemsize for d in contract.dtypes})
+            value = params[key]
+            if not _is_number(value) or value not in widths:
+                raise ContractError(f"{name}: cost symbol {key} = {value!r} is not the width of a dtype {name} "
+                                    f"accepts ({', '.join(map(str, widths))})")
+
+
 def evaluate_cost(contract: Contract, params: Mapping[str, Any], calibration: Optional[Calibration] = None) -> Cost:
     """``Cost(bytes_moved, flops, predicted_s)`` of ``contract`` for cost symbols ``params``."""
     spec = contract.cost_spec
+    check_symbols(contract, params, expr_symbols(spec.bytes_moved) + expr_symbols(spec.flops))
     bytes_moved = evaluate(spec.bytes_moved, params, f"{contract.name}: cost.bytes_moved")
     flops = evaluate(spec.flops, params, f"{contract.name}: cost.flops")
     if calibration is None and _calibration_source is not None:
@@ -163,6 +255,7 @@ def evaluate_cost(contract: Contract, params: Mapping[str, Any], calibration: Op
 
 def evaluate_memory(contract: Contract, params: Mapping[str, Any]) -> dict[str, float]:
     """Each ``memory`` tier of ``contract`` evaluated for cost symbols ``params``."""
+    check_symbols(contract, params, [s for _, expr in contract.cost_spec.memory for s in expr_symbols(expr)])
     return {
         tier: evaluate(expr, params, f"{contract.name}: cost.memory.{tier}")
         for tier, expr in contract.cost_spec.memory
@@ -183,42 +276,59 @@ def _axis_split(shape: tuple[int, ...], axis: int) -> tuple[int, int, int]:
     return _prod(shape[:axis]), shape[axis], _prod(shape[axis + 1:])
 
 
-#: The cost symbols zyx knows how to derive from operands and validated params.
+#: The cost symbols zyx derives from a call's operands and params (and ``<input>_n``
+#: for each input, the document's ``<input>.n``); the names are the FKC reference's.
 DERIVED_SYMBOLS: tuple[str, ...] = (
-    "n", "dtype_bytes", "num_inputs", "slab_elems",
-    "outer", "dim_size", "inner", "rows", "cols", "batch_count",
+    "outer", "dim_size", "inner", "dtype_size", "dtype_bytes", "n",
+    "batch_count", "rows", "cols", "outer_count", "input_dim_sizes", "inner_count",
 )
 
 
-def symbols_for(contract: Contract, inputs: Sequence[Operand], params: Mapping[str, Any]) -> dict[str, int]:
-    """Cost symbols for one call: derived from operands, overridden by numeric ``params``.
+def _fold(shape: tuple[int, ...], params: Mapping[str, Any]) -> Optional[tuple[int, int, int]]:
+    """``(outer, dim_size, inner)`` around ``dim``, ``axis`` or the first of flip's ``dims``
+    (an empty ``dims``: ``(1, n, 1)``); None when the call names no axis."""
+    dims = params.get("dims")
+    if isinstance(dims, (tuple, list)):
+        return _axis_split(shape, dims[0]) if dims else (1, _prod(shape), 1)
+    axis = params.get("dim", params.get("axis"))
+    return _axis_split(shape, axis) if isinstance(axis, int) and not isinstance(axis, bool) else None
 
-    ``n`` is the element count of the output (the sum over a variadic input list),
-    ``slab_elems`` that of the first input (the written slab for write_slice*),
-    ``outer/dim_size/inner`` split the first input's shape at ``dim`` or ``axis``,
-    ``rows/cols/batch_count`` split it at its last two axes.
+
+def symbols_for(contract: Contract, inputs: Sequence[Operand], params: Mapping[str, Any]) -> dict[str, Any]:
+    """The cost symbols ``contract`` takes, for one call with operands ``inputs`` and
+    (validated) op params ``params``; op params that are cost symbols (roll's ``outer``,
+    ``dim_size``, ``inner``) are taken as given.
+
+    ``n`` is the element count of the output (the first input's), ``<input>_n`` that of
+    each input, ``dtype_size`` (contiguize: ``dtype_bytes``) the first input's width;
+    ``outer/dim_size/inner`` fold the first input at ``dim``, ``axis`` or the first of
+    ``dims`` (no axis: ``outer = inner = 1``); concat's ``outer_count/inner_count`` fold it
+    at ``dim`` and ``input_dim_sizes`` lists each input's extent there;
+    ``batch_count/rows/cols`` split it at its last two axes.
     """
     first = inputs[0]
-    if contract.inputs and contract.inputs[0].variadic:
-        n = sum(op.numel for op in inputs)
+    variadic = bool(contract.inputs) and contract.inputs[0].variadic
+    out: dict[str, Any] = {"n": first.numel, "dtype_size": first.dtype.itemsize, "dtype_bytes": first.dtype.itemsize}
+    if variadic:
+        out[count_symbol(contract.inputs[0].name)] = sum(op.numel for op in inputs)
     else:
-        n = first.numel
-    out: dict[str, int] = {
-        "n": n,
-        "dtype_bytes": first.dtype.itemsize,
-        "num_inputs": len(inputs),
-        "slab_elems": first.numel,
-    }
-    axis = params.get("dim", params.get("axis"))
-    if isinstance(axis, int) and not isinstance(axis, bool):
-        out["outer"], out["dim_size"], out["inner"] = _axis_split(first.shape, axis)
+        out.update((count_symbol(spec.name), op.numel) for spec, op in zip(contract.inputs, inputs))
+    fold = _fold(first.shape, params)
+    if fold is not None:
+        out["outer"], out["dim_size"], out["inner"] = fold
+    dim = params.get("dim")
+    if variadic and first.shape and isinstance(dim, int) and not isinstance(dim, bool):
+        a = dim % first.rank
+        out["outer_count"], out["inner_count"] = _prod(first.shape[:a]), _prod(first.shape[a + 1:])
+        out["input_dim_sizes"] = [op.shape[a] for op in inputs]
     if first.rank >= 2:
         out["rows"], out["cols"] = first.shape[-2], first.shape[-1]
         out["batch_count"] = _prod(first.shape[:-2])
+    takes = contract.cost_spec.symbols
     for key, value in params.items():
-        if isinstance(value, int) and not isinstance(value, bool):
+        if key in takes and _is_number(value):
             out[key] = value
-    return out
+    return {k: out[k] for k in takes if k in out}
 
 
 def cost_of_call(

@@ -1,7 +1,8 @@
 """``zyx.contracts()``: the loaded contracts, printable as a table of costs.
 
 The call returns a list of ``Contract`` objects (``.name``, ``.op_kind``, ``.dtypes``,
-``.cost(**params)``); printing it shows each contract with its dtypes, cost formula and,
+``.cost(**params)``); printing it shows each contract with its dtypes, the cost symbols
+``.cost`` takes (the FKC reference's), its cost formula and,
 once ``zyx.contracts.calibrate`` has measured the device, the fitted overhead and
 bandwidth and the predicted against the measured time of a held-out run.
 
@@ -45,6 +46,12 @@ def _dtypes(c: Contract) -> str:
     return "all 15" if len(names) == 15 else ",".join(names)
 
 
+def _symbols(c: Contract) -> str:
+    """What ``c.cost(...)`` takes (the FKC symbols), optional ones in brackets."""
+    spec = c.cost_spec
+    return ", ".join(f"[{s}]" if s in spec.optional else s for s in spec.symbols)
+
+
 def report(items: Optional[list[Contract]] = None, device: Any = None) -> str:
     """A markdown table of the contracts with their calibrated cost figures."""
     items = all_contracts() if items is None else items
@@ -59,8 +66,9 @@ def report(items: Optional[list[Contract]] = None, device: Any = None) -> str:
     else:
         lines.append("not calibrated on this device (run `python -m zyx contracts --calibrate`)")
     lines.append("")
-    lines.append("| contract | op kinds | dtypes | bytes_moved | overhead | bandwidth | held-out workload | predicted | measured |")
-    lines.append("|---|---|---|---|---|---|---|---|---|")
+    lines.append("| contract | op kinds | dtypes | cost symbols | bytes_moved | overhead | bandwidth "
+                 "| held-out workload | predicted | measured |")
+    lines.append("|---|---|---|---|---|---|---|---|---|---|")
     for c in items:
         rec = fits.get(c.name)
         if rec and rec.get("points"):
@@ -69,7 +77,8 @@ def report(items: Optional[list[Contract]] = None, device: Any = None) -> str:
                    f"{last['predicted_s'] * 1e3:.3f} ms | {last['measured_s'] * 1e3:.3f} ms")
         else:
             cal = "- | - | - | - | -"
-        lines.append(f"| {c.name} | {', '.join(c.op_kinds)} | {_dtypes(c)} | `{c.cost_spec.bytes_moved}` | {cal} |")
+        lines.append(f"| {c.name} | {', '.join(c.op_kinds)} | {_dtypes(c)} | {_symbols(c)} | "
+                     f"`{c.cost_spec.bytes_moved}` | {cal} |")
     return "\n".join(lines)
 
 

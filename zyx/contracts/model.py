@@ -100,7 +100,11 @@ class CostSpec:
     cost_class: str = ""
     overhead_ns: Optional[float] = None
     memory: tuple[tuple[str, str], ...] = ()  # (tier, expression)
-    symbols: tuple[str, ...] = ()  # names the expressions may use
+    # The cost symbols ``Contract.cost`` takes, in order of first use: every name the
+    # expressions use, then the block's ``symbols:`` list; ``optional`` are those of the
+    # list no expression uses (a caller may pass them, e.g. cumsum_f32's ``dtype_size``).
+    symbols: tuple[str, ...] = ()
+    optional: tuple[str, ...] = ()
 
     def expressions(self) -> dict[str, str]:
         """Every expression of the clause keyed by its field path (``flops``, ``memory.host_bytes``)."""
@@ -220,6 +224,10 @@ class Contract:
 
     def cost(self, calibration: Optional[Calibration] = None, **params: Any) -> Cost:
         """Evaluate ``bytes_moved`` and ``flops`` for cost symbols ``params``.
+
+        ``params`` are exactly the symbols of ``cost_spec.symbols`` (the FKC reference's:
+        ``flip.cost(outer=2, dim_size=3, inner=4, dtype_size=4)``); an unknown or missing
+        one raises ``ContractError`` naming this contract and the symbol.
 
         ``predicted_s`` comes from ``calibration`` or, when None, from the calibration
         source installed with ``cost.set_calibration_source``; it is None when neither

@@ -241,6 +241,8 @@ def _cost(where: _Where, value: dict, symbols: frozenset[str]) -> CostSpec:
     if not isinstance(extra, list) or not all(isinstance(s, str) and _IDENT.match(s) for s in extra):
         where.fail("cost.symbols", f"expected a list of identifiers, got {extra!r}")
     allowed = symbols | frozenset(extra)
+    if any(s in costexpr.RESERVED for s in extra):
+        where.fail("cost.symbols", f"symbols must be identifiers other than {', '.join(sorted(costexpr.RESERVED))}")
     memory = value.get("memory") or {}
     if not isinstance(memory, dict):
         where.fail("cost.memory", "expected a mapping of tier to expression")
@@ -250,14 +252,19 @@ def _cost(where: _Where, value: dict, symbols: frozenset[str]) -> CostSpec:
             where.fail(f"cost.memory.{tier}", f"unknown memory tier; known: {', '.join(MEMORY_TIERS)}")
         tiers.append((tier, _expr(where, expr, f"cost.memory.{tier}", allowed)))
     cls = value.get("class", "")
+    bytes_moved = _expr(where, where.get(value, "bytes_moved", "cost"), "cost.bytes_moved", allowed)
+    flops = _expr(where, where.get(value, "flops", "cost"), "cost.flops", allowed)
+    used = [s for e in (bytes_moved, flops, *(e for _, e in tiers)) for s in costexpr.expr_symbols(e)]
+    takes = tuple(dict.fromkeys(used + list(extra)))
     return CostSpec(
         provenance=where.choice(where.get(value, "provenance", "cost"), PROVENANCES, "cost.provenance"),
-        flops=_expr(where, where.get(value, "flops", "cost"), "cost.flops", allowed),
-        bytes_moved=_expr(where, where.get(value, "bytes_moved", "cost"), "cost.bytes_moved", allowed),
+        flops=flops,
+        bytes_moved=bytes_moved,
         cost_class=cls if isinstance(cls, str) else where.fail("cost.class", f"expected a string, got {cls!r}"),
         overhead_ns=where.number(value, "overhead_ns", "cost"),
         memory=tuple(tiers),
-        symbols=tuple(sorted(allowed)),
+        symbols=takes,
+        optional=tuple(s for s in takes if s not in used),
     )
 
 
@@ -334,7 +341,8 @@ def _contract(where: _Where, block: Any, provider: Provider, symbols: frozenset[
         params=MappingProxyType(params),
         outputs=outputs,
         caps=caps,
-        cost_spec=_cost(where, where.mapping(block, "cost", ""), symbols | frozenset(params)),
+        cost_spec=_cost(where, where.mapping(block, "cost", ""),
+                        symbols | frozenset(params) | {costexpr.count_symbol(i.name) for i in inputs}),
         precision=precision,
         determinism=determinism,
         registrable=where.flag(block, "registrable", "", default=True),
@@ -409,8 +417,9 @@ def _provider(where: _Where, front: Any) -> tuple[int, Provider, dict[str, str]]
     )
     symbols = where.mapping(front, "cost_symbols", "", required=False)
     for sym in symbols:
-        if not isinstance(sym, str) or not _IDENT.match(sym) or sym in ("min", "max", "calibration"):
-            where.fail(f"cost_symbols.{sym}", "cost symbols must be identifiers other than min, max, calibration")
+        if not isinstance(sym, str) or not _IDENT.match(sym) or sym in costexpr.RESERVED:
+            where.fail(f"cost_symbols.{sym}",
+                       f"cost symbols must be identifiers other than {', '.join(sorted(costexpr.RESERVED))}")
     return version, provider, {str(k): str(v) for k, v in symbols.items()}
 
 
