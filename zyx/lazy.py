@@ -36,6 +36,7 @@ import weakref
 from typing import Any
 
 from zyx import dtype as dtypes
+from zyx import settings
 from zyx.backend.launch import runtime_lock
 from zyx.backend.pool import Buffer
 from zyx.dtype import DType
@@ -512,7 +513,8 @@ def _graph_key(root: LazyNode) -> tuple[tuple, list[LazyNode], list[Buffer], lis
         _visit(root, device, nodes, bufs, consts, {}, {}, items)
     except _NotCacheable:
         return None
-    return (device, tuple(items)), nodes, bufs, consts
+    # the heuristics kind too: a schedule holds kernels shaped for it (settings.set_heuristics)
+    return (device, settings.heuristics_kind(device), tuple(items)), nodes, bufs, consts
 
 
 def _visit(n: LazyNode, device: Any, nodes: list, bufs: list, consts: list, npos: dict, bpos: dict,

@@ -15,6 +15,7 @@ import pytest
 import zyx
 from ir_run import run_kernel as _run
 from zyx import dtype as dt
+from zyx import settings
 from zyx.codegen.kernel import kernel_source
 from zyx.ir import ops
 from zyx.ir import symbolic as sym
@@ -76,8 +77,10 @@ def test_default_matmul_through_the_api(shape_a, shape_b):
     np.testing.assert_allclose(got, a @ b, rtol=1e-5, atol=1e-5)
 
 
-def test_cpu_default_is_the_8x2_tile():
+def test_cpu_default_is_the_8x2_tile(monkeypatch):
     from types import SimpleNamespace
+
+    monkeypatch.setattr(settings, "HEURISTICS", "auto")  # by the device's own kind
 
     cpu = SimpleNamespace(kind="cpu", preferred_vector_width={"float": 8, "double": 4})
     o = default_opts(_matmul(0, 1024, 1024, 1024), 256, cpu)

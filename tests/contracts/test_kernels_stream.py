@@ -13,6 +13,7 @@ import pytest
 
 import zyx
 from contract_data import make, on_device, raw
+from zyx import settings
 from zyx.contracts import kernels
 
 DTYPES = (zyx.uint8, zyx.float16, zyx.float32, zyx.float64)
@@ -32,7 +33,7 @@ def test_stream_decision(device):
     tun = kernels.Tunables(stream_bytes=1024)
     assert kernels.streams(tun, 1024, 8) and not kernels.streams(tun, 1023, 8)
     assert not kernels.streams(tun, 1 << 30, 1)  # scalar stores never stream
-    if device.info.kind == "gpu":
+    if settings.heuristics_kind(device) == "gpu":
         assert kernels.default_tunables(device).stream_bytes == kernels.NEVER
 
 

@@ -245,18 +245,21 @@ def fit(points: list[tuple[float, float]]) -> Fit:
 
 
 def _path(device: Device) -> Path:
-    key = hashlib.sha256(f"{device.info.signature}|{FORMAT_VERSION}".encode()).hexdigest()[:24]
+    tag = settings.heuristics_tag(device)  # forced GPU/CPU heuristics measure other kernel variants
+    key = hashlib.sha256(f"{device.info.signature}|{FORMAT_VERSION}{tag}".encode()).hexdigest()[:24]
     return settings.cache_dir() / "contracts" / f"{key}.json"
 
 
-_loaded: dict[str, Optional[dict[str, Any]]] = {}
+_loaded: dict[str, tuple[str, Optional[dict[str, Any]]]] = {}  # device id -> (heuristics tag, data)
 
 
 def load(device: Optional[Device] = None) -> Optional[dict[str, Any]]:
     """The stored calibration of ``device`` (None when absent, corrupt or stale)."""
     dev = resolve(device)
-    if dev.id in _loaded:
-        return _loaded[dev.id]
+    tag = settings.heuristics_tag(dev)
+    got = _loaded.get(dev.id)
+    if got is not None and got[0] == tag:
+        return got[1]
     data: Optional[dict[str, Any]] = None
     try:
         raw = json.loads(_path(dev).read_text(encoding="utf-8"))
@@ -265,7 +268,7 @@ def load(device: Optional[Device] = None) -> Optional[dict[str, Any]]:
             data = raw
     except (OSError, ValueError):
         data = None
-    _loaded[dev.id] = data
+    _loaded[dev.id] = (tag, data)
     return data
 
 
@@ -276,7 +279,7 @@ def _store(device: Device, data: dict[str, Any]) -> Path:
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         json.dump(data, fh, indent=1)
     os.replace(tmp, path)
-    _loaded[device.id] = data
+    _loaded[device.id] = (settings.heuristics_tag(device), data)
     return path
 
 

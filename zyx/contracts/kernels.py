@@ -39,6 +39,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
+from zyx import settings
 from zyx.backend.device import Device
 from zyx.backend.launch import compile_kernel, launch, launch_exact
 from zyx.backend.pool import Buffer
@@ -86,8 +87,13 @@ STREAM_BYTES_CPU = 4 << 20
 #: then 16 bytes): ~1.2x a copy on PoCL / EPYC, against ~0.9x with 32-byte vectors.
 MASKED_FILL_VECTOR_BYTES_CPU = 64
 
-_defaults: dict[str, Tunables] = {}
+_defaults: dict[tuple[str, bool], Tunables] = {}
 _overrides: dict[str, Tunables] = {}
+
+
+def _gpu(device: Device) -> bool:
+    """Whether the contract kernels take their GPU variants on ``device`` (``settings.heuristics_kind``)."""
+    return settings.heuristics_kind(device) == "gpu"
 
 
 def default_tunables(device: Device) -> Tunables:
@@ -103,12 +109,13 @@ def default_tunables(device: Device) -> Tunables:
     Measured on PoCL 3.0 / 2-core EPYC with ``bench/bench_contracts.py`` and tune sweeps.
     Every size is clamped to the device's maximum work-group size.
     """
-    cached = _defaults.get(device.id)
+    gpu = _gpu(device)
+    cached = _defaults.get((device.id, gpu))
     if cached is not None:
         return cached
     info = device.info
     max_wg = max(1, info.max_work_group_size)
-    if info.kind == "gpu":
+    if gpu:
         tun = Tunables(local_size=256, per_item=1, vector_bytes=16, scan_local=256, scan_items=8,
                        scan_lanes_min=4096)
     else:
@@ -117,7 +124,7 @@ def default_tunables(device: Device) -> Tunables:
                        scan_items=256, scan_lanes_min=max(16, 4 * info.compute_units))
     scan_local = 1 << (min(tun.scan_local, max_wg).bit_length() - 1)
     tun = replace(tun, local_size=min(tun.local_size, max_wg), scan_local=scan_local)
-    _defaults[device.id] = tun
+    _defaults[(device.id, gpu)] = tun
     return tun
 
 
@@ -197,7 +204,7 @@ def widen(device: Device, itemsize: int, tun: Tunables, *along: int) -> int:
     power of two k with k * itemsize <= min(WIDE_WORD_BYTES, vector_bytes) dividing every
     value of ``along`` (the contiguous run and each element offset, stride or extent the
     kernel steps by, run-time ones included); 1 on GPUs and for 4- and 8-byte elements."""
-    if device.info.kind == "gpu" or itemsize >= 4:
+    if _gpu(device) or itemsize >= 4:
         return 1
     k = max(1, min(WIDE_WORD_BYTES, tun.vector_bytes) // itemsize)
     k = 1 << (k.bit_length() - 1)
@@ -213,7 +220,7 @@ def _exact_grid(device: Device, itemsize: int, k: int, vw: int, shape: Sequence[
     per element), and for ``k``-element words or 4- and 8-byte elements without a vector of
     at least EXACT_WORDS_VW lanes (a grid-stride loop of scalars ran at ~0.5x). Measured on
     PoCL 3.0 / 2-core EPYC, 64 MiB: uint8 unaligned write_slice / contiguize 3.5-4x faster."""
-    if device.info.kind == "gpu":
+    if _gpu(device):
         return False
     if itemsize < 4:
         return vw == 1 or _row(shape) >= EXACT_ROWS_MIN
@@ -299,7 +306,7 @@ def contiguize(device: Device, out: Buffer, src: Buffer, view: View, itemsize: i
     shape, strides, _ = fold_axes(view.shape, view.strides)
     lo, hi = view.span()
     index_t = index_type(n, lo, hi + 1)
-    unit = transpose_axis(shape, strides) if device.info.kind != "gpu" else None
+    unit = transpose_axis(shape, strides) if not _gpu(device) else None
     if unit is not None:
         tv = max(2, min(16, tun.vector_bytes // itemsize))
         tv = 1 << (tv.bit_length() - 1)
@@ -445,7 +452,7 @@ def _roll_rows(device: Device, out: Buffer, src: Buffer, rows: int, row: int, sh
     k = widen(device, itemsize, tun, row, shift)
     row, shift, itemsize = row // k, shift // k, itemsize * k
     n = rows * row
-    vw = vector_width(itemsize, math.gcd(row, shift), tun) if device.info.kind == "gpu" else 1
+    vw = vector_width(itemsize, math.gcd(row, shift), tun) if _gpu(device) else 1
     index_t = index_type(n)
     params = dict(itemsize=itemsize, stream=streams(tun, n * itemsize, vw), outer=rows, dim_size=row, inner=1,
                   n=n, vw=vw, per_item=1, index_t=index_t, exact=False, rows=row)
@@ -614,7 +621,7 @@ def triangular(device: Device, out: Buffer, src: Buffer, batch: int, rows: int, 
         return None
     tun = tun or tunables(device)
     vw = vector_width(itemsize, cols, tun)
-    rowwise = TRIANGULAR_ROWWISE and device.info.kind != "gpu"
+    rowwise = TRIANGULAR_ROWWISE and not _gpu(device)
     params = dict(itemsize=itemsize, stream=streams(tun, n * itemsize, vw),
                   batch=batch, rows=rows, cols=cols, upper=bool(upper), n=n, vw=vw,
                   per_item=tun.per_item, index_t=index_type(n), rowwise=rowwise)
@@ -627,7 +634,7 @@ def masked_fill_tunables(device: Device) -> Tunables:
     """masked_fill's tunables: the device's, with vectors of at least MASKED_FILL_VECTOR_BYTES_CPU
     bytes on CPUs unless ``set_tunables`` overrode them."""
     tun = tunables(device)
-    if device.info.kind == "gpu" or device.id in _overrides:
+    if _gpu(device) or device.id in _overrides:
         return tun
     return replace(tun, vector_bytes=max(tun.vector_bytes, MASKED_FILL_VECTOR_BYTES_CPU))
 

@@ -28,6 +28,7 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any
 
+from zyx import settings
 from zyx.dtype import DType
 from zyx.ir import ops
 from zyx.ir import symbolic as sym
@@ -200,8 +201,9 @@ def row_vec(k: Kernel, opts: Opts) -> int:
 
 
 def default_opts(k: Kernel, max_local: int = 256, device: Any = None) -> Opts:
-    """Heuristic opts (see ``_cpu_opts`` for CPU devices, given a ``DeviceInfo``), then ``_split_opts``."""
-    cpu = device is not None and getattr(device, "kind", "gpu") == "cpu"
+    """Heuristic opts (see ``_cpu_opts`` for CPU devices, given a ``DeviceInfo``), then ``_split_opts``.
+    The kind of device they choose for is ``settings.heuristics_kind`` (``ZYX_HEURISTICS``)."""
+    cpu = device is not None and settings.heuristics_kind(device) == "cpu"
     if row_kernel(k):  # one row per work item; vector lanes along the row on a CPU
         items = k.numel // k.out_shape[-1]
         local = 1
@@ -247,7 +249,7 @@ def _split_opts(k: Kernel, opts: Opts, max_local: int, device: Any) -> Opts:
     if not k.red_shape or matmul_axes(k) is not None:
         return opts
     last = k.red_shape[-1]
-    if device is not None and getattr(device, "kind", "gpu") == "cpu":
+    if device is not None and settings.heuristics_kind(device) == "cpu":
         few = k.numel < max(_cores(device), 2)
         if few and last >= CPU_SPLIT_MIN and CPU_SPLIT <= max_local:
             return replace(opts, local=CPU_SPLIT, split=CPU_SPLIT, vec=1, vec_axis=0, unroll=1, upcast=())

@@ -50,6 +50,7 @@ def choose(
         return dict(default)
     db = db or default_db()
     sc = size_class(sizes)
+    kernel_key += settings.heuristics_tag(device)  # forced GPU/CPU heuristics tune kernels of other shapes
     entry = db.get(device.info.signature, kernel_key, sc)
     if entry is not None and space.allowed(entry.config) and set(entry.config) == set(default):
         TuneStats.db_hits += 1
