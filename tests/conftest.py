@@ -6,7 +6,7 @@ and against PyTorch when it is importable (the ``torch`` fixture skips cleanly o
 A device that failed its probe is listed and skipped with the probe's problem.
 ``pytest --devices=SEL`` narrows the devices: ``all`` (default), ``default`` (the default
 device only), ``others`` (every device but the default), or comma-separated selection
-strings (``opencl:P:D`` or name substrings).
+strings (``opencl:P:D``, an exact device or platform name, else a substring of them).
 """
 from __future__ import annotations
 
@@ -111,8 +111,11 @@ def select_devices(selection: str, candidates: list[zyx.Device]) -> list[zyx.Dev
         return [default] if default is not None else []
     if text == "others":
         return [d for d in candidates if d is not default]
-    wanted = [part.strip() for part in text.split(",") if part.strip()]
-    return [d for d in candidates if any(w == d.id or w in d.name.lower() for w in wanted)]
+    chosen = []
+    for part in (p.strip() for p in text.split(",") if p.strip()):
+        exact = [d for d in candidates if part in (d.id, d.name.lower(), d.platform.lower())]
+        chosen += exact or [d for d in candidates if part in f"{d.platform} {d.name}".lower()]
+    return [d for d in candidates if d in chosen]
 
 
 def pytest_configure(config: pytest.Config) -> None:

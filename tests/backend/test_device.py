@@ -166,3 +166,16 @@ def test_synchronize(device: zyx.Device) -> None:
     zyx.synchronize()
     zyx.synchronize(device)
     assert x.numpy()[3, 2] == 23
+
+
+def test_device_selection_option(restore_default_device: None) -> None:
+    from conftest import select_devices
+
+    found = [d for d in zyx.devices() if not d.simulator]
+    assert select_devices("all", found) == found
+    default = zyx.default_device()
+    assert select_devices("default", found) == [default]
+    assert select_devices("others", found) == [d for d in found if d is not default]
+    assert select_devices(default.id, found) == [default]
+    assert select_devices(f"{default.name.upper()}", found) == [d for d in found if d.name == default.name]
+    assert select_devices("no-such-device-xyz", found) == []
