@@ -18,6 +18,9 @@ cumsum runs flat (the calibration workload) and along each axis of a 2-D tensor
 
     python bench/bench_contracts.py [--quick] [--only NAME[,NAME...]]
 
+(run as a script it first prints ``zyx.benchmarks.bench_header()``: NumPy without the
+OpenBLAS pins, and its kernel)
+
 ``run(quick) -> list[dict]`` is the entry point ``bench/run.py`` uses.
 """
 from __future__ import annotations
@@ -36,8 +39,8 @@ except ImportError:  # run from a checkout without installing
     import zyx
 
 from zyx.backend import transfer
+from zyx.benchmarks import bench_header, median_wall_seconds
 from zyx.benchmarks import copy_ceiling as kernel_copy_ceiling
-from zyx.benchmarks import median_wall_seconds
 from zyx.contracts import calibrate, errorflag, kernels
 
 MIB = 1 << 20
@@ -78,11 +81,13 @@ def cumsum_workload(device: zyx.Device, name: str, nbytes: int, axis: int) -> ca
     x = calibrate._data((rows, cols), dt)
     src, out = transfer.upload(device, x), device.pool.allocate(x.nbytes)
     outer, dim, inner = (rows, cols, 1) if axis == -1 else (1, rows, cols)
+    symbols = {"outer": outer, "dim_size": dim, "inner": inner, "dtype_size": dt.itemsize}
+    cost = zyx.contracts.get(name).cost(**symbols)
 
     def run() -> list[Any]:
         return kernels.cumsum(device, out, src, dt, outer, dim, inner)
-    return calibrate.Workload(name, dt, (rows, cols), f"cumsum ({rows}, {cols}) {dt.name} axis={axis}", {},
-                              2.0 * x.nbytes, float(x.size), run, {"x": x}, {"dim": axis % 2}, [src, out])
+    return calibrate.Workload(name, dt, (rows, cols), f"cumsum ({rows}, {cols}) {dt.name} axis={axis}", symbols,
+                              cost.bytes_moved, cost.flops, run, {"x": x}, {"dim": axis % 2}, [src, out])
 
 
 # ---------------------------------------------------------------- reference implementations
@@ -285,6 +290,7 @@ def main() -> None:
         return
     quick = "--quick" in args
     only = tuple(args[args.index("--only") + 1].split(",")) if "--only" in args else None
+    print(bench_header())
     device = zyx.default_device()
     rows = run(quick, only)
     print(f"# contract kernels on {device}{' (quick)' if quick else ''}")

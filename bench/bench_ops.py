@@ -8,7 +8,9 @@ alternating blocks of consecutive calls (best and median of each), so a burst of
 the shared machine hits them alike while no timed call directly follows another library's;
 a pause follows each NumPy/PyTorch matmul, whose BLAS threads spin on for a while after
 returning and would slow whatever runs next.
-``run(quick)`` returns the rows as dicts; ``python bench/bench_ops.py [--quick]`` prints them.
+``run(quick, only)`` returns the rows as dicts; ``python bench/bench_ops.py [--quick]
+[--only OP[,OP...]]`` prints them (after ``zyx.benchmarks.bench_header()``: NumPy without the
+OpenBLAS pins, and its kernel; the numpy matmul row names the OpenBLAS kernel too).
 """
 from __future__ import annotations
 
@@ -73,16 +75,25 @@ def _copy_ceiling(nbytes: int, reps: int) -> float:
     return max(r["GB/s"] for r in copy_ceiling(zyx.default_device(), nbytes, runs=reps))
 
 
-def run(quick: bool = False) -> list[dict]:
+OPS = ("a*b+c", "sum", "softmax", "layer_norm", "matmul", "tiny")
+
+
+def _blas_note() -> str:
+    """The BLAS NumPy's matmul ran on (threadpoolctl's record), for the numpy matmul row."""
+    from zyx.benchmarks import blas_info
+
+    return "; ".join(f"{i.get('internal_api')} {i.get('architecture')}, {i.get('num_threads')} threads"
+                     for i in blas_info()) or "BLAS kernel unknown (no threadpoolctl)"
+
+
+def run(quick: bool = False, only: tuple[str, ...] = OPS) -> list[dict]:
+    """The rows of the ops in ``only`` (every op of ``OPS`` by default)."""
     reps = 3 if quick else 10
     n = (1 << 22) if quick else (1 << 24)
     rows_, cols = (1024, 1024) if quick else (4096, 1024)
     mm = 512 if quick else 1024
     out: list[dict] = []
     sync = zyx.synchronize
-    ceiling = _copy_ceiling(n * 4, reps)
-    out.append({"op": "copy ceiling", "impl": "best of enqueue_copy, copy kernels (plain, streamed)", "size": f"{n}",
-                "GB/s": round(ceiling, 2)})
     try:
         import torch
 
@@ -93,31 +104,38 @@ def run(quick: bool = False) -> list[dict]:
         import pyopencl.array as cla
     except ImportError:  # pragma: no cover
         cla = None
+    none = (lambda: None)
     rng = np.random.default_rng(0)
     a, b, c = (rng.uniform(-1, 1, n).astype(np.float32) for _ in range(3))
-    za, zb, zc = (zyx.tensor(x).realize() for x in (a, b, c))
+    if "a*b+c" in only or "sum" in only:
+        ceiling = _copy_ceiling(n * 4, reps)
+        out.append({"op": "copy ceiling", "impl": "best of enqueue_copy, copy kernels (plain, streamed)",
+                    "size": f"{n}", "GB/s": round(ceiling, 2)})
+        za, zb, zc = (zyx.tensor(x).realize() for x in (a, b, c))
+        if torch is not None:
+            ta, tb, tc = (torch.from_numpy(x) for x in (a, b, c))
 
-    def bw(op: str, impl: str, t: tuple[float, float], nbytes: int) -> None:
-        gbs = nbytes / t[0] / 1e9
-        out.append({"op": op, "impl": impl, "size": str(n), "ms": round(t[0] * 1e3, 3),
-                    "median_ms": round(t[1] * 1e3, 3), "GB/s": round(gbs, 2), "x_copy": round(gbs / ceiling, 2)})
+        def bw(op: str, impl: str, t: tuple[float, float], nbytes: int) -> None:
+            gbs = nbytes / t[0] / 1e9
+            out.append({"op": op, "impl": impl, "size": str(n), "ms": round(t[0] * 1e3, 3),
+                        "median_ms": round(t[1] * 1e3, 3), "GB/s": round(gbs, 2), "x_copy": round(gbs / ceiling, 2)})
 
-    none = (lambda: None)
-    fns = {"zyx": (lambda: (za * zb + zc).realize(), sync), "numpy": (lambda: a * b + c, none)}
-    if torch is not None:
-        ta, tb, tc = (torch.from_numpy(x) for x in (a, b, c))
-        fns["torch"] = (lambda: ta * tb + tc, none)
-    if cla is not None:
-        dev = zyx.default_device()
-        ca, cb, cc = (cla.to_device(dev.queue, x) for x in (a, b, c))
-        fns["pyopencl.array"] = (lambda: ca * cb + cc, dev.queue.finish)
-    for impl, t in _alternating(fns, max(2, reps // 2), block=3).items():
-        bw("a*b+c", impl, t, 16 * n)
-    fns = {"zyx": (lambda: za.sum().realize(), sync), "numpy": (lambda: a.sum(), none)}
-    if torch is not None:
-        fns["torch"] = (lambda: ta.sum(), none)
-    for impl, t in _alternating(fns, max(2, reps // 2), block=3).items():
-        bw("sum", impl, t, 4 * n)
+    if "a*b+c" in only:
+        fns = {"zyx": (lambda: (za * zb + zc).realize(), sync), "numpy": (lambda: a * b + c, none)}
+        if torch is not None:
+            fns["torch"] = (lambda: ta * tb + tc, none)
+        if cla is not None:
+            dev = zyx.default_device()
+            ca, cb, cc = (cla.to_device(dev.queue, x) for x in (a, b, c))
+            fns["pyopencl.array"] = (lambda: ca * cb + cc, dev.queue.finish)
+        for impl, t in _alternating(fns, max(2, reps // 2), block=3).items():
+            bw("a*b+c", impl, t, 16 * n)
+    if "sum" in only:
+        fns = {"zyx": (lambda: za.sum().realize(), sync), "numpy": (lambda: a.sum(), none)}
+        if torch is not None:
+            fns["torch"] = (lambda: ta.sum(), none)
+        for impl, t in _alternating(fns, max(2, reps // 2), block=3).items():
+            bw("sum", impl, t, 4 * n)
 
     x = rng.normal(size=(rows_, cols)).astype(np.float32)
     zx = zyx.tensor(x).realize()
@@ -127,6 +145,8 @@ def run(quick: bool = False) -> list[dict]:
     for name, zf, tf in (("softmax", lambda: zx.softmax(1).realize(), lambda: torch.softmax(tx, 1)),
                          ("layer_norm", lambda: F.layer_norm(zx, (cols,), g, g).realize(),
                           lambda: torch.nn.functional.layer_norm(tx, (cols,), tg, tg))):
+        if name not in only:
+            continue
         fns = {"zyx": (zf, sync)}
         if torch is not None:
             fns["torch"] = (tf, none)
@@ -136,24 +156,35 @@ def run(quick: bool = False) -> list[dict]:
 
     ma = rng.normal(size=(mm, mm)).astype(np.float32)
     mb = rng.normal(size=(mm, mm)).astype(np.float32)
-    zma, zmb = zyx.tensor(ma).realize(), zyx.tensor(mb).realize()
-    flops = 2 * mm ** 3
-    fns = {"zyx": (lambda: (zma @ zmb).realize(), sync), "numpy": (lambda: ma @ mb, none)}
-    if torch is not None:
-        tma, tmb = torch.from_numpy(ma), torch.from_numpy(mb)
-        fns["torch"] = (lambda: tma @ tmb, none)
-    for impl, t in _alternating(fns, max(3, reps), pause=0.2, block=2).items():
-        out.append({"op": "matmul", "impl": impl, "size": f"{mm}^3", "ms": round(t[0] * 1e3, 3),
-                    "median_ms": round(t[1] * 1e3, 3), "GFLOP/s": round(flops / t[0] / 1e9, 2)})
+    if "matmul" in only:
+        zma, zmb = zyx.tensor(ma).realize(), zyx.tensor(mb).realize()
+        flops = 2 * mm ** 3
+        fns = {"zyx": (lambda: (zma @ zmb).realize(), sync), "numpy": (lambda: ma @ mb, none)}
+        if torch is not None:
+            tma, tmb = torch.from_numpy(ma), torch.from_numpy(mb)
+            fns["torch"] = (lambda: tma @ tmb, none)
+        for impl, t in _alternating(fns, max(3, reps), pause=0.2, block=2).items():
+            out.append({"op": "matmul", "impl": impl, "size": f"{mm}^3", "ms": round(t[0] * 1e3, 3),
+                        "median_ms": round(t[1] * 1e3, 3), "GFLOP/s": round(flops / t[0] / 1e9, 2)})
+            if impl == "numpy":
+                out[-1]["blas"] = _blas_note()
 
-    tiny = zyx.ones(1024).realize()
-    t = _best(lambda: (tiny + 1).realize(), 200, sync)
-    out.append({"op": "tiny (x+1).realize()", "impl": "zyx", "size": "1024", "us": round(t * 1e6, 1)})
+    if "tiny" in only:
+        tiny = zyx.ones(1024).realize()
+        t = _best(lambda: (tiny + 1).realize(), 200, sync)
+        out.append({"op": "tiny (x+1).realize()", "impl": "zyx", "size": "1024", "us": round(t * 1e6, 1)})
     return out
 
 
 def main(argv: list[str]) -> None:
-    rows = run("--quick" in argv)
+    from zyx.benchmarks import bench_header
+
+    print(bench_header())
+    only = tuple(argv[argv.index("--only") + 1].split(",")) if "--only" in argv else OPS
+    unknown = [op for op in only if op not in OPS]
+    if unknown:
+        sys.exit(f"bench_ops: unknown op {unknown[0]!r}; known: {', '.join(OPS)}")
+    rows = run("--quick" in argv, only)
     keys: list[str] = []
     for r in rows:
         keys.extend(k for k in r if k not in keys)

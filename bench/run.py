@@ -2,6 +2,8 @@
 
 Usage: python bench/run.py [--quick]   (same as `python -m zyx bench`)
 Numbers on a shared VM swing between runs: compare only rows taken in the same run.
+The process first drops the OpenBLAS pins (``zyx.benchmarks.BLAS_PINS``, re-executing
+itself) so NumPy runs at its real speed; the header names the OpenBLAS kernel that ran.
 """
 from __future__ import annotations
 
@@ -10,7 +12,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from zyx.benchmarks import bench_header  # noqa: E402
 from zyx.cli import main  # noqa: E402
 
 if __name__ == "__main__":
+    print(bench_header())
     sys.exit(main(["bench", *sys.argv[1:], "--bench-dir", str(Path(__file__).resolve().parent)]))

@@ -2,12 +2,19 @@
 
 Device work is timed with OpenCL profiling events: warm-up runs, then the median of
 several timed runs. Bandwidth counts bytes read plus bytes written.
+
+Every bench entry point starts with ``bench_header()``: NumPy is compared at its real
+speed, without the OpenBLAS pins (``BLAS_PINS``) some machines set, and the header says
+which OpenBLAS kernel ran.
 """
 from __future__ import annotations
 
+import json
+import os
 import statistics
+import sys
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 import numpy as np
 
@@ -112,4 +119,64 @@ def markdown_table(rows: list[dict]) -> str:
 
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     lines += ["| " + " | ".join(fmt(r.get(c)) for c in cols) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- NumPy's BLAS at its real speed
+
+#: Variables that hold OpenBLAS below the CPU it runs on: a VM kind sets
+#: OPENBLAS_CORETYPE=Haswell (AVX2 kernels on AVX-512 hosts) and OPENBLAS_L2_SIZE, which
+#: slows NumPy's matmul ~2x. OpenBLAS reads them when it is loaded (with NumPy).
+BLAS_PINS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+_HANDOFF = "_ZYX_BENCH_BLAS_DROPPED"  # tells the re-executed bench process what it dropped
+_dropped: Optional[dict[str, str]] = None
+
+
+def unpin_blas() -> dict[str, str]:
+    """Drop ``BLAS_PINS`` from this bench process; returns what was dropped (name -> value).
+
+    OpenBLAS has read them once NumPy is imported, so when one is set the process
+    re-executes itself (same interpreter and command line) without them; this call never
+    returns then, and the new process's call returns what the first one dropped. Only bench
+    entry points call it: tests and CI keep the environment they are given.
+    """
+    global _dropped
+    if _dropped is None:
+        handoff = os.environ.pop(_HANDOFF, None)
+        _dropped = dict(json.loads(handoff)) if handoff else {}
+        pinned = {k: os.environ[k] for k in BLAS_PINS if k in os.environ}
+        if pinned and not handoff:  # (a second exec would loop if something re-sets them at start-up)
+            env = {k: v for k, v in os.environ.items() if k not in BLAS_PINS}
+            env[_HANDOFF] = json.dumps(pinned)
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.execve(sys.executable, [sys.executable, *sys.orig_argv[1:]], env)
+    return dict(_dropped)
+
+
+def blas_info() -> list[dict[str, Any]]:
+    """threadpoolctl's record of each BLAS loaded in this process (``internal_api``,
+    ``version``, ``architecture``, ``num_threads``, ...); [] without threadpoolctl."""
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return []
+    return [i for i in threadpool_info() if i.get("user_api") == "blas"]
+
+
+def bench_header() -> str:
+    """Unpin NumPy's BLAS (``unpin_blas``, may re-execute the process) and describe it: which
+    OpenBLAS kernel runs, and whether ``BLAS_PINS`` were dropped."""
+    dropped = unpin_blas()
+    infos = blas_info()
+    lines = [f"NumPy BLAS: {i.get('internal_api')} {i.get('version')}, {i.get('architecture')} kernel, "
+             f"{i.get('num_threads')} threads" for i in infos]
+    if not infos:
+        lines.append("NumPy BLAS: kernel unknown (install threadpoolctl to see it)")
+    pins = ", ".join(f"{k}={v}" for k, v in dropped.items())
+    lines.append(f"{pins} dropped for this bench process" if dropped else
+                 f"{' and '.join(BLAS_PINS)}: not set")
+    still = [k for k in BLAS_PINS if k in os.environ]
+    if still:
+        lines.append(f"{', '.join(still)} still set: NumPy runs pinned")
     return "\n".join(lines)
