@@ -257,8 +257,10 @@ def _demo_extensions() -> list[Callable]:
 
 def cmd_bench(args: argparse.Namespace) -> int:
     """Run the benchmarks (foundation rows, plus bench/*.py scripts when run from a checkout)."""
-    import zyx
     from zyx import benchmarks
+
+    print(benchmarks.bench_header())  # may re-execute the process without the OpenBLAS pins
+    import zyx
 
     dev = zyx.default_device()
     print(f"# zyx bench on {dev}\n")
