@@ -56,6 +56,12 @@ def test_first_error_line() -> None:
     assert probe._first_error_line("") == "unknown failure"
 
 
+def test_crash_line_is_the_last_thing_said() -> None:
+    err = ("<frozen runpy>:128: RuntimeWarning: noise\nloading\n"
+           "Kernel library file /x/kernel-avx512.bc doesn't exist.\n")
+    assert probe._crash_line(err) == "Kernel library file /x/kernel-avx512.bc doesn't exist."
+
+
 def test_verdict_is_cached_on_disk(device: zyx.Device, private_cache, monkeypatch: pytest.MonkeyPatch) -> None:
     assert probe.probe_devices([device], fresh=True)[device.id].usable
     assert list((private_cache / "probes").glob("*.json"))
@@ -87,13 +93,12 @@ def test_crashing_probe_process_is_a_verdict_not_a_crash() -> None:
     assert "exited with status 1" in verdict.problem and "driver exploded" in verdict.problem
 
 
-def test_probe_command_line(device: zyx.Device) -> None:
-    res = subprocess.run([sys.executable, "-m", "zyx.backend.probe", str(device.platform_index),
-                          str(device.device_index), device.info.signature], capture_output=True, text=True,
-                         timeout=300)
-    assert res.returncode == 0, res.stderr
-    assert res.stdout.strip().splitlines()[-1] == '{"usable": true, "problem": ""}'
-    res = subprocess.run([sys.executable, "-m", "zyx.backend.probe", "0", "0", "no|such|device"],
+def test_probe_child_process(device: zyx.Device) -> None:
+    child = probe._start_child(device)
+    assert probe._collect(child) == Verdict(True)
+    assert child.stderr is not None
+    code = "import sys; from zyx.backend.probe import main; sys.exit(main(sys.argv[1:]))"
+    res = subprocess.run([sys.executable, "-c", code, "0", "0", "no|such|device"],
                          capture_output=True, text=True, timeout=300)
     assert '"usable": false' in res.stdout and "does not see this device" in res.stdout
 

@@ -6,8 +6,8 @@ becomes the default only after a probe built and ran a kernel on it and read the
 back. The probe runs in a child process, so a driver that crashes takes only the child with
 it, and its verdict is cached on disk per device + driver (a second process starts nothing).
 
-Run as ``python -m zyx.backend.probe P D`` it probes device ``D`` of platform ``P`` and prints
-the verdict as one JSON line.
+The child runs ``main([P, D, signature])``: it probes device ``D`` of platform ``P`` (checked
+against the device's signature) and prints the verdict as one JSON line.
 """
 from __future__ import annotations
 
@@ -52,6 +52,12 @@ def _first_error_line(text: str) -> str:
         if "error" in ln.lower():
             return ln
     return lines[0] if lines else "unknown failure"
+
+
+def _crash_line(text: str) -> str:
+    """What a crashed child said last: drivers print the reason just before they abort."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip() and "Warning:" not in ln]
+    return lines[-1] if lines else _first_error_line(text)
 
 
 def run_probe(platform_index: int, device_index: int) -> Verdict:
@@ -121,8 +127,9 @@ def _store(device: "Device", verdict: Verdict) -> None:
 
 def _start_child(device: "Device") -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "zyx.backend.probe", str(device.platform_index), str(device.device_index),
-         device.info.signature],
+        # -c, not -m: runpy warns when the package (which imports this module) is loaded first
+        [sys.executable, "-c", "import sys; from zyx.backend.probe import main; sys.exit(main(sys.argv[1:]))",
+         str(device.platform_index), str(device.device_index), device.info.signature],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -141,7 +148,7 @@ def _collect(child: subprocess.Popen) -> Verdict:
             continue
     code = child.returncode
     how = f"was killed by signal {-code}" if code < 0 else f"exited with status {code}"
-    detail = _first_error_line(err) if err.strip() else "no output"
+    detail = _crash_line(err) if err.strip() else "no output"
     return Verdict(False, f"the probe process {how} ({detail})")
 
 
@@ -166,7 +173,8 @@ def probe_devices(devices: "list[Device]", fresh: bool = False) -> dict[str, Ver
     return verdicts
 
 
-def _main(argv: list[str]) -> int:
+def main(argv: list[str]) -> int:
+    """Probe the device given as ``P D signature``; print the verdict as one JSON line."""
     platform_index, device_index, signature = int(argv[0]), int(argv[1]), argv[2]
     from zyx.backend.device import devices
 
@@ -180,7 +188,3 @@ def _main(argv: list[str]) -> int:
         verdict = run_probe(match[0].platform_index, match[0].device_index)
     print(json.dumps({"usable": verdict.usable, "problem": verdict.problem}), flush=True)
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(_main(sys.argv[1:]))
