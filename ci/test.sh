@@ -6,10 +6,20 @@
 #      the test extras: native cl_khr_fp16, a second CPU compiler);
 #   3. the kernel tests again with the GPU heuristics forced (ZYX_HEURISTICS=gpu);
 #   4. the suite once more on the default device: it must hit the on-disk kernel caches.
+#   0. first, the device-free tier: the suite in a venv with pyopencl and no OpenCL platform
+#      at all (tests that need a device skip; symbolic algebra, contract parsing, cost,
+#      tuning DB and the like must pass);
 # Usage: ci/test.sh [venv-dir]      (default: .venv-test in the repository)
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="${1:-$here/.venv-test}"
+echo "== 0. device-free tier (no OpenCL platform) =="
+python3 -m venv "$venv-nodevice"
+"$venv-nodevice/bin/python" -m pip install --quiet --upgrade pip
+"$venv-nodevice/bin/python" -m pip install --quiet -e "$here" pytest
+empty_vendors="$(mktemp -d)"  # no system ICDs either
+(cd "$here" && OCL_ICD_VENDORS="$empty_vendors" ZYX_CACHE_DIR="$(mktemp -d)" \
+    "$venv-nodevice/bin/python" -m pytest tests -q -p no:cacheprovider --ignore=tests/sanitizer)
 "$here/ci/install.sh" "$venv" test,torch pocl
 . "$venv/bin/activate"
 cd "$here"

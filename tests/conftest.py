@@ -123,6 +123,16 @@ def pytest_configure(config: pytest.Config) -> None:
     DEVICES = select_devices(config.getoption("--devices"), ALL_DEVICES)
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Without any usable device, tests marked ``needs_device`` skip (the device-free tier)."""
+    if any(d.usable for d in ALL_DEVICES):
+        return
+    skip = pytest.mark.skip(reason="needs an OpenCL device; none is usable here")
+    for item in items:
+        if item.get_closest_marker("needs_device"):
+            item.add_marker(skip)
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     own = {name.strip() for mark in metafunc.definition.iter_markers("parametrize")
            for name in (mark.args[0].split(",") if isinstance(mark.args[0], str) else mark.args[0])}

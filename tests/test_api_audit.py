@@ -11,6 +11,8 @@ import pytest
 import zyx
 import zyx.nn.functional as F
 
+pytestmark = pytest.mark.needs_device
+
 RNG = np.random.default_rng(11)
 A = RNG.uniform(-2, 2, (3, 4)).astype(np.float32)
 NANS = np.array([np.nan, 1.0, 2.0], np.float32)

@@ -7,6 +7,7 @@ import zyx
 from zyx.cli import main
 
 
+@pytest.mark.needs_device
 def test_devices_lists_the_default_device(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["devices"]) == 0
     out = capsys.readouterr().out
@@ -20,6 +21,7 @@ def test_contracts_lists_every_contract(capsys: pytest.CaptureFixture[str]) -> N
         assert f"| {name} |" in out
 
 
+@pytest.mark.needs_device
 def test_tune_contracts_calibrates_like_contracts_calibrate(capsys: pytest.CaptureFixture[str],
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     from zyx.contracts import calibrate
@@ -31,6 +33,7 @@ def test_tune_contracts_calibrates_like_contracts_calibrate(capsys: pytest.Captu
     assert "calibrating contract kernels" in capsys.readouterr().out
 
 
+@pytest.mark.needs_device
 def test_tune_show_on_an_empty_cache(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
                                      tmp_path) -> None:
     from zyx.tune import db

@@ -280,6 +280,7 @@ def test_integer_negative_power_raises(device: zyx.Device) -> None:
     np.testing.assert_allclose((a.float() if hasattr(a, "float") else a.cast("float32")) .pow(-1).numpy(), [0.5, 1 / 3])
 
 
+@pytest.mark.needs_device
 def test_python_ints_outside_64_bits_raise_overflow():
     """A Python int operand that no 64-bit integer holds raises IntegerOverflowError (an
     OverflowError, as PyTorch raises); the edges of the range still work."""

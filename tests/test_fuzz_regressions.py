@@ -12,6 +12,8 @@ import pytest
 
 import zyx
 
+pytestmark = pytest.mark.needs_device
+
 
 @pytest.mark.parametrize("fn", ["sin", "cos", "tan"])
 def test_float32_trig_small_lane_next_to_huge_lane(fn):

@@ -9,6 +9,8 @@ import pytest
 import zyx
 import zyx.nn.functional as F
 
+pytestmark = pytest.mark.needs_device
+
 
 def _count(fn):
     before = zyx.kernel_count()

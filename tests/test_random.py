@@ -216,6 +216,7 @@ def test_random_bad_arguments(device: zyx.Device) -> None:
         zyx.randint(0, 1000, (3,), dtype=zyx.int8, device=device)
 
 
+@pytest.mark.needs_device
 def test_generator_counter_advances() -> None:
     zyx.manual_seed(5)
     assert creation._generator.counter == 0

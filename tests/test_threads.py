@@ -5,8 +5,11 @@ import gc
 import threading
 
 import numpy as np
+import pytest
 
 import zyx
+
+pytestmark = pytest.mark.needs_device
 
 THREADS = 4
 ROUNDS = 25

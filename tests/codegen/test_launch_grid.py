@@ -11,6 +11,8 @@ from zyx.backend import launch as launch_mod
 from zyx.backend import transfer
 from zyx.codegen.kernel import kernel_source, launch_kernel
 
+pytestmark = pytest.mark.needs_device
+
 POISON = 0xA5
 
 

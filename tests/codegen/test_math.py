@@ -8,6 +8,8 @@ import pytest
 
 import zyx
 
+pytestmark = pytest.mark.needs_device
+
 SPECIAL = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-30, -1e-30, 88.72, 88.73, 89.5, -87.33, -87.4,
                     -100.0, -103.9, -104.5, -150.0, 1.0, -1.0, 0.5], np.float32)
 

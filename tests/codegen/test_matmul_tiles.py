@@ -44,6 +44,7 @@ def _loop_body(src: str) -> str:
     (0, 11, 56, 20, (7, 3), 1),
     (0, 20, 48, 70, (8, 2), 2),   # the default CPU tile, a last row tile with 4 of 8 rows
 ])
+@pytest.mark.needs_device
 def test_clamped_tiles_match_numpy(batch, n, m, kk, up, unroll):
     k = _matmul(batch, n, m, kk)
     rng = np.random.default_rng(n * m + kk)
@@ -69,6 +70,7 @@ def test_clamped_copy_reads_the_last_row_and_stores_behind_one_test():
 @pytest.mark.parametrize("shape_a, shape_b", [
     ((37, 45), (45, 50)), ((3, 13, 20), (3, 20, 24)), ((6, 8), (8, 16)), ((100, 3), (3, 1000)),
 ])
+@pytest.mark.needs_device
 def test_default_matmul_through_the_api(shape_a, shape_b):
     rng = np.random.default_rng(len(shape_a) + shape_b[-1])
     a = rng.standard_normal(shape_a).astype(np.float32)

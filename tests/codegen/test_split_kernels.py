@@ -47,6 +47,7 @@ SPLITS = [Opts(local=8, split=4), Opts(local=16, split=16, unroll=2),
           Opts(local=4, split=2, vec=8, vec_axis=2, unroll=2)]
 
 
+@pytest.mark.needs_device
 @pytest.mark.parametrize("op", ["sum", "prod", "max", "min", "argmax", "argmin"])
 @pytest.mark.parametrize("opts", SPLITS, ids=["s4", "s16u2", "s2v8u2"])
 def test_split_row_reduce_float32(op, opts):
@@ -71,6 +72,7 @@ def test_split_row_reduce_float32(op, opts):
                                           (dt.float16, dt.float16, "max"), (dt.int32, dt.int64, "sum"),
                                           (dt.int8, dt.int64, "argmin"), (dt.float64, dt.float64, "sum"),
                                           (dt.uint8, dt.uint8, "max")])
+@pytest.mark.needs_device
 def test_split_accumulator_dtypes(src, acc, op):
     rows, cols = 3, 777
     rng = np.random.default_rng(4)
@@ -109,6 +111,7 @@ def test_split_accumulator_dtypes(src, acc, op):
         assert got.dtype == np.int64 and got[0, 0] > 2**31
 
 
+@pytest.mark.needs_device
 def test_split_two_reduce_axes_keepdim_and_epilogue():
     # out[i] = sum_{p,q} x[p, i, q] * 2 + c[i] over a (3, 4, 130) input: reduce axes (0, 2)
     n, p, q = 4, 3, 130
@@ -154,6 +157,7 @@ def test_split_heuristics(monkeypatch):
     assert default_opts(_row_reduce("sum", 8, 64, dt.float32, dt.float32), 1024, gpu).split == 1
 
 
+@pytest.mark.needs_device
 def test_split_through_the_tensor_api():
     rng = np.random.default_rng(6)
     a = rng.normal(size=1_000_003).astype(np.float32)  # no two-stage split divides it: one split kernel
@@ -168,6 +172,7 @@ def test_split_through_the_tensor_api():
 
 # ------------------------------------------------------------------ tails (task: odd sizes keep vectors)
 
+@pytest.mark.needs_device
 @pytest.mark.parametrize("shape, vec, up", [((7, 1001), 8, 2), ((3, 13), 4, 4)])
 def test_masked_last_vector_elementwise(shape, vec, up):
     n, m = shape
@@ -181,6 +186,7 @@ def test_masked_last_vector_elementwise(shape, vec, up):
     assert f"(__global const zyx_float{vec}_u *)" in src and f"(__global zyx_float{vec}_u *)" in src  # whole vectors
 
 
+@pytest.mark.needs_device
 def test_masked_register_tiles_matmul():
     n, m, kk = 13, 19, 7
     i, j, r = out_var(0, n), out_var(1, m), red_var(0, kk)
@@ -193,6 +199,7 @@ def test_masked_register_tiles_matmul():
         np.testing.assert_allclose(_run(k, opts, x, y)[..., 0], x @ y, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.needs_device
 @pytest.mark.parametrize("dtype", [dt.float32, dt.float64])
 def test_reduce_tail_loop_and_column_reduce(dtype):
     rows, cols = 6, 1001
@@ -211,6 +218,7 @@ def test_reduce_tail_loop_and_column_reduce(dtype):
         assert copts.vec > 1  # 1001 columns: vectors with a masked last one, not scalar
 
 
+@pytest.mark.needs_device
 def test_split_shrinks_to_the_kernels_own_work_group_limit(monkeypatch):
     # A kernel whose CL_KERNEL_WORK_GROUP_SIZE (register pressure on a GPU) is below the
     # work-group a split needs runs with a smaller split instead of failing to launch.

@@ -11,6 +11,8 @@ from zyx import settings
 from zyx.codegen.kernel import kernel_source
 from zyx.ir.kernel import STREAM_MIN_BYTES, Opts
 
+pytestmark = pytest.mark.needs_device
+
 
 def _captured(monkeypatch):
     """Record the (kernel, opts) of every launch."""

@@ -17,6 +17,8 @@ from zyx.ir import ops
 from zyx.ir import symbolic as sym
 from zyx.ir.kernel import Kernel, Opts, out_var, red_var
 
+pytestmark = pytest.mark.needs_device
+
 
 
 

@@ -220,6 +220,7 @@ def test_fit_recovers_overhead_and_bandwidth():
 # ---------------------------------------------------------------- examples
 
 
+@pytest.mark.needs_device
 def test_kv_cache_ring_example(run_python):
     code = (ROOT / "examples" / "kv_cache_ring.py").read_text()
     result = run_python(code.replace('if __name__ == "__main__":', "if True:"))

@@ -4,9 +4,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
+
 import zyx
 from zyx.contracts import tuning as ctuning
 from zyx.tune import TuneStats, TuningDB
+
+pytestmark = pytest.mark.needs_device
 
 
 def _entries(path: Path, prefix: str) -> list:

@@ -22,6 +22,7 @@ def _matmul(n: int = 48, seed: int = 3) -> tuple[np.ndarray, np.ndarray]:
     return out, a @ b
 
 
+@pytest.mark.needs_device
 def test_tuning_off_by_default_searches_nothing() -> None:
     before = TuneStats.searches
     x = zyx.rand(33, 17)
@@ -29,6 +30,7 @@ def test_tuning_off_by_default_searches_nothing() -> None:
     assert TuneStats.searches == before
 
 
+@pytest.mark.needs_device
 def test_tuned_kernel_is_correct_and_stored(tuning: Path) -> None:
     before = TuneStats.searches
     got, ref = _matmul()
@@ -38,6 +40,7 @@ def test_tuned_kernel_is_correct_and_stored(tuning: Path) -> None:
     assert entries and all(e.tuned_s <= e.baseline_s for e in entries)
 
 
+@pytest.mark.needs_device
 def test_new_process_finds_the_result_and_builds_nothing(tuning: Path) -> None:
     # a size no other test uses: realized graph schedules are cached per process
     _matmul(56)
@@ -57,6 +60,7 @@ def test_new_process_finds_the_result_and_builds_nothing(tuning: Path) -> None:
     assert (searches, builds) == (0, 0) and hits >= 1
 
 
+@pytest.mark.needs_device
 def test_wrong_candidates_never_win(tuning: Path, corrupt_candidates) -> None:
     corrupt_candidates(tune_ir)
     got, ref = _matmul(40, seed=5)
@@ -66,6 +70,7 @@ def test_wrong_candidates_never_win(tuning: Path, corrupt_candidates) -> None:
     assert entry.tuned_s == entry.baseline_s  # only the baseline was accepted
 
 
+@pytest.mark.needs_device
 def test_failing_candidates_are_skipped(tuning: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import zyx.codegen.kernel as ck
 
@@ -82,6 +87,7 @@ def test_failing_candidates_are_skipped(tuning: Path, monkeypatch: pytest.Monkey
     np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.needs_device
 def test_structural_key_ignores_sizes() -> None:
     keys = set()
     for n in (32, 48):
