@@ -166,6 +166,18 @@ def test_like_functions(device: zyx.Device) -> None:
     assert zyx.zeros_like(x.T).shape == (3, 1)
 
 
+def test_like_functions_keep_the_pinning_of_their_model(device: zyx.Device, restore_default_device: None) -> None:
+    zyx.set_default_device(device)
+    loose = zyx.tensor([1.0, 2.0])
+    pinned = zyx.tensor([1.0, 2.0], device=device)
+    assert not loose.pinned and pinned.pinned
+    for make in (zyx.zeros_like, zyx.ones_like, lambda t, **kw: zyx.full_like(t, 7, **kw)):
+        assert not make(loose).pinned  # an unpinned model gives an unpinned result
+        assert make(pinned).pinned
+        assert make(loose, device=device).pinned  # naming the device pins, as everywhere
+        assert make(loose).device is device
+
+
 # ------------------------------------------------------------------ ranges
 
 @pytest.mark.parametrize("args,dtype", [

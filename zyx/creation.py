@@ -138,19 +138,26 @@ def ones(*shape: Any, dtype: Any = None, device: Any = None) -> Tensor:
     return full(_shape_arg(shape), 1, dtypes.float32 if dtype is None else dtype, device)
 
 
+def _like(x: Tensor, value: Any, dtype: Any, device: Any) -> Tensor:
+    """``value`` in ``x``'s shape; pinned when ``device`` is named or ``x`` is pinned, as ``x`` itself."""
+    t = full(x.shape, value, dtype or x.dtype, x.device if device is None else device)
+    t._data.pinned = device is not None or x.pinned
+    return t
+
+
 def zeros_like(x: Tensor, dtype: Any = None, device: Any = None) -> Tensor:
     """Zeros with the shape (and by default dtype and device) of ``x``."""
-    return _pinned_if(full(x.shape, 0, dtype or x.dtype, device or x.device), x.pinned)
+    return _like(x, 0, dtype, device)
 
 
 def ones_like(x: Tensor, dtype: Any = None, device: Any = None) -> Tensor:
     """Ones with the shape (and by default dtype and device) of ``x``."""
-    return _pinned_if(full(x.shape, 1, dtype or x.dtype, device or x.device), x.pinned)
+    return _like(x, 1, dtype, device)
 
 
 def full_like(x: Tensor, fill_value: Any, dtype: Any = None, device: Any = None) -> Tensor:
     """``fill_value`` everywhere, with the shape (and by default dtype and device) of ``x``."""
-    return _pinned_if(full(x.shape, fill_value, dtype or x.dtype, device or x.device), x.pinned)
+    return _like(x, fill_value, dtype, device)
 
 
 def arange(start: Any, stop: Any = None, step: Any = 1, dtype: Any = None, device: Any = None) -> Tensor:
