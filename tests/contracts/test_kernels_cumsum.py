@@ -78,6 +78,18 @@ def test_cumsum_deep_carry_recursion(device, bits_equal):
     bits_equal(x.cumsum(1).numpy(), np.cumsum(a, axis=1))  # default tunables: same exact sums
 
 
+def test_cumsum_one_element_blocks_scan_lanes(device, bits_equal):
+    """scan_local = scan_items = 1 (set_tunables allows it) recursed without end on its block totals."""
+    a = np.arange(1, 22, dtype=np.float32).reshape(3, 7)
+    try:
+        kernels.set_tunables(device, scan_local=1, scan_items=1)
+        assert kernels.cumsum_strategy(3, 7, 1, kernels.tunables(device)) == "lanes"
+        out = on_device(a, device).cumsum(1).numpy()
+    finally:
+        kernels.set_tunables(device)
+    bits_equal(out, np.cumsum(a, axis=1))
+
+
 @pytest.mark.parametrize("layout", ["transposed", "strided", "broadcast", "reversed", "offset"])
 def test_cumsum_of_views(device, layout):
     x, ref = make(layout, (6, 300), zyx.float32, device, seed=4, finite=True)

@@ -667,9 +667,11 @@ def accumulator(dtype: DType) -> DType:
 
 
 def cumsum_strategy(outer: int, dim_size: int, inner: int, tun: Tunables) -> str:
-    """``lanes`` (one work-item per lane) or ``blocks`` (work-group scan + block carries)."""
+    """``lanes`` (one work-item per lane) or ``blocks`` (work-group scan + block carries). Blocks of one
+    element (``scan_local = scan_items = 1``) would carry a scan as long as the input forever: lanes."""
     lanes = outer * inner
-    if dim_size <= tun.scan_local * tun.scan_items or (inner > 1 and lanes >= tun.scan_lanes_min):
+    block = tun.scan_local * tun.scan_items
+    if dim_size <= block or block < 2 or (inner > 1 and lanes >= tun.scan_lanes_min):
         return "lanes"
     return "blocks"
 
