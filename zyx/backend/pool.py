@@ -100,6 +100,13 @@ class BufferPool:
         info = device.info
         self._huge = (hasattr(mmap, "MADV_HUGEPAGE") and info.kind == "cpu"
                       and "portable computing language" in info.platform.lower())
+        # A simulator (Oclgrind) gets buffers of exactly the requested size, never reused: its
+        # out-of-bounds and uninitialized-value checks then see each tensor's own bounds and fresh memory.
+        # Nor are they freed while the context lives: Oclgrind 21.10's uninitialized-value plugin gives a
+        # new buffer that lands where a smaller freed one was the old one's shadow size, so every byte past
+        # it reads as uninitialized (reproduced with plain pyopencl: write 45 bytes, free, write 480, read).
+        self._exact = bool(getattr(device, "simulator", False))
+        self._retired: list[Any] = []
 
     def allocate(self, nbytes: int) -> Buffer:
         """A buffer of at least ``nbytes`` bytes, reused from the pool when possible."""
@@ -116,9 +123,9 @@ class BufferPool:
                 f"{max(info.global_mem_bytes - self.bytes_in_use, 0)} bytes free of {info.global_mem_bytes}, "
                 f"and one buffer may hold at most {info.max_alloc_bytes} bytes (CL_DEVICE_MAX_MEM_ALLOC_SIZE)"
             )
-        cap = min(size_class(nbytes), info.max_alloc_bytes)  # never round past the device limit
+        cap = nbytes if self._exact else min(size_class(nbytes), info.max_alloc_bytes)  # never past the limit
         with self._lock:
-            bucket = self._free.get(cap)
+            bucket = None if self._exact else self._free.get(cap)
             if bucket:
                 cl_buf = bucket.pop()
                 self.pooled_bytes -= cap
@@ -174,6 +181,9 @@ class BufferPool:
             if cl_buf is None:
                 return
             self.bytes_in_use -= cap
+            if self._exact:
+                self._retired.append(cl_buf)
+                return
             self._free[cap].append(cl_buf)
             self.pooled_bytes += cap
             if self.pooled_bytes > self.max_pooled_bytes:
