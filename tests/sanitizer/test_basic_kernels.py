@@ -20,6 +20,7 @@ def _draw(fn: str, dtype, shape, dev):
     return getattr(zyx, fn)(*shape, dtype=dtype, device=dev)
 
 
+@pytest.mark.needs_device  # the reference draw runs on the default device
 @pytest.mark.parametrize("fn, dtype", RANDOM, ids=[f"{f}-{d.name}" for f, d in RANDOM])
 def test_random(sim, needs, fn, dtype):
     needs(dtype)

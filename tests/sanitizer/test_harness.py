@@ -3,6 +3,7 @@ out-of-bounds read and an uninitialized value are each caught), and the GPU heur
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import zyx
 from zyx import settings
@@ -35,5 +36,6 @@ def test_planted_bugs_are_reported(sim, reports):
     assert reports.take() == ""
 
 
+@pytest.mark.needs_device
 def test_gpu_heuristics_are_forced(sim):
     assert settings.heuristics_kind(sim) == "gpu" and settings.heuristics_kind(zyx.default_device()) == "gpu"
