@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from zyx import dtype as dt
+from zyx import settings
 from zyx.ir import ops
 from zyx.ir import symbolic as sym
 from zyx.ir.kernel import Kernel, Opts, apply_opt, default_opts, is_matmul_like, out_var, red_var
@@ -105,7 +106,8 @@ def test_vector_reduce_lowers_to_hreduce_after_the_loop():
     assert loop.arg == ("r0", 2)  # 32 = 2 steps x unroll 2 x 8 lanes
 
 
-def test_cpu_heuristics_pick_vectors_and_register_tiles():
+def test_cpu_heuristics_pick_vectors_and_register_tiles(monkeypatch):
+    monkeypatch.setattr(settings, "HEURISTICS", "auto")  # by the device's own kind
     mm = _matmul_kernel(64, 64, 64)
     i, j, r = out_var(0, 64), out_var(1, 64), red_var(0, 64)
     keep = Kernel((64, 64, 1), (64,), mm.bufs, mm.body)  # keepdim output: a trailing 1 axis
@@ -125,7 +127,8 @@ def test_cpu_heuristics_pick_vectors_and_register_tiles():
     assert default_opts(ex).vec == 1  # no device: the generic (GPU-shaped) heuristic
 
 
-def test_cpu_column_reduce_vectorizes_the_output_axis():
+def test_cpu_column_reduce_vectorizes_the_output_axis(monkeypatch):
+    monkeypatch.setattr(settings, "HEURISTICS", "auto")  # by the device's own kind
     col = Kernel((1, 64), (300,), (dt.float32, dt.float32),
                  ops.Reduce("sum", ops.Load(1, dt.float32, sym.add(sym.mul(red_var(0, 300), 64), out_var(1, 64))),
                             dt.float32))
