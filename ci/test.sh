@@ -5,6 +5,7 @@
 #   2. the device-parametrized kernel tests on every other device (Intel's CPU runtime from
 #      the test extras: native cl_khr_fp16, a second CPU compiler);
 #   3. the kernel tests again with the GPU heuristics forced (ZYX_HEURISTICS=gpu);
+#   (steps 1-3 run side by side)
 #   4. the suite once more on the default device: it must hit the on-disk kernel caches.
 #   0. first, the device-free tier: the suite in a venv with pyopencl and no OpenCL platform
 #      at all (tests that need a device skip; symbolic algebra, contract parsing, cost,
@@ -24,17 +25,32 @@ empty_vendors="$(mktemp -d)"  # no system ICDs either
 . "$venv/bin/activate"
 cd "$here"
 export ZYX_CACHE_DIR="${ZYX_CACHE_DIR:-$(mktemp -d)}"
-# Device-parametrized tests of the kernels themselves (run on every device and heuristics mode).
-kernel_tests=(tests/codegen tests/contracts tests/ir tests/backend tests/test_elementwise.py
-              tests/test_reduce.py tests/test_casts.py tests/test_dtype.py tests/test_lazy.py
-              tests/test_random.py tests/test_creation.py tests/test_tensor_basics.py)
+# Steps 1-3 run side by side (a cold run is bound by single-threaded kernel compiles, so two
+# cores do about twice the work); each writes a log, printed in order when all have ended.
+other_device_tests=(tests/codegen tests/contracts tests/backend tests/test_elementwise.py tests/test_casts.py
+                    tests/test_dtype.py tests/test_reduce.py tests/test_random.py tests/test_creation.py)
+gpu_heuristics_tests=(tests/codegen tests/contracts tests/test_reduce.py tests/test_nn.py tests/tune)
 python -m zyx doctor
 python -m zyx devices
-echo "== 1. full suite on the default device =="
-python -m pytest tests -q --devices=default
-echo "== 2. kernel tests on every other device =="
-python -m pytest "${kernel_tests[@]}" -q --devices=others
-echo "== 3. kernel tests with the GPU heuristics on the default device =="
-ZYX_HEURISTICS=gpu python -m pytest "${kernel_tests[@]}" -q --devices=default
+logs="$(mktemp -d)"
+python -m pytest tests -q --devices=default >"$logs/1" 2>&1 & step1=$!
+python -m pytest "${other_device_tests[@]}" -q -p no:cacheprovider --devices=others >"$logs/2" 2>&1 & step2=$!
+ZYX_HEURISTICS=gpu python -m pytest "${gpu_heuristics_tests[@]}" -q -p no:cacheprovider --devices=default \
+    >"$logs/3" 2>&1 & step3=$!
+status=0
+declare -A rc
+for step in 1 2 3; do
+    pid_var="step$step"
+    if wait "${!pid_var}"; then rc[$step]=0; else rc[$step]=1; status=1; fi
+done
+for step in 1 2 3; do
+    case $step in
+        1) echo "== 1. full suite on the default device ==" ;;
+        2) echo "== 2. kernel tests on every other device ==" ;;
+        3) echo "== 3. kernel tests with the GPU heuristics (ZYX_HEURISTICS=gpu) on the default device ==" ;;
+    esac
+    if [ "${rc[$step]}" = 0 ]; then tail -n 3 "$logs/$step"; else cat "$logs/$step"; fi
+done
+[ "$status" = 0 ] || { echo "ci/test.sh: a test step failed (full logs in $logs)"; exit 1; }
 echo "== 4. second run (warm caches) =="
 python -m pytest tests -q --devices=default --ignore=tests/sanitizer

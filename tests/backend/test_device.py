@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import re
+from pathlib import Path
 
 import pytest
 
@@ -169,7 +171,11 @@ def test_synchronize(device: zyx.Device) -> None:
 
 
 def test_device_selection_option(restore_default_device: None) -> None:
-    from conftest import select_devices
+    # The root conftest by path: ``import conftest`` finds whichever conftest was loaded last.
+    spec = importlib.util.spec_from_file_location("zyx_root_conftest", Path(__file__).parents[1] / "conftest.py")
+    root_conftest = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(root_conftest)
+    select_devices = root_conftest.select_devices
 
     found = [d for d in zyx.devices() if not d.simulator]
     assert select_devices("all", found) == found
