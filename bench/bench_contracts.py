@@ -28,7 +28,7 @@ from __future__ import annotations
 import statistics
 import sys
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable
 
 import numpy as np
 
@@ -137,7 +137,7 @@ def numpy_op(w: calibrate.Workload) -> Callable[[], Any]:
     raise KeyError(name)
 
 
-def torch_op(torch: Any, w: calibrate.Workload) -> Optional[Callable[[], Any]]:
+def torch_op(torch: Any, w: calibrate.Workload) -> Callable[[], Any] | None:
     """The workload's operation in PyTorch on the CPU."""
     def tt(x: np.ndarray) -> Any:
         if x.dtype.name == "bfloat16":
@@ -182,7 +182,7 @@ def torch_op(torch: Any, w: calibrate.Workload) -> Optional[Callable[[], Any]]:
     return None
 
 
-def pyopencl_op(device: zyx.Device, w: calibrate.Workload) -> Optional[Callable[[], Any]]:
+def pyopencl_op(device: zyx.Device, w: calibrate.Workload) -> Callable[[], Any] | None:
     """The workload's operation with a ready pyopencl tool on the same device, if one exists."""
     import pyopencl.array as cla
 
@@ -215,11 +215,11 @@ def pyopencl_op(device: zyx.Device, w: calibrate.Workload) -> Optional[Callable[
 # ---------------------------------------------------------------- the run
 
 
-def _gbs(nbytes: float, seconds: Optional[float]) -> Optional[float]:
+def _gbs(nbytes: float, seconds: float | None) -> float | None:
     return nbytes / seconds / 1e9 if seconds else None
 
 
-def run(quick: bool = False, only: Optional[tuple[str, ...]] = None) -> list[dict]:
+def run(quick: bool = False, only: tuple[str, ...] | None = None) -> list[dict]:
     """Benchmark every contract kernel (or those in ``only``); one row per (kernel, size, axis)."""
     device = zyx.default_device()
     repeats = 3 if quick else 5
@@ -267,7 +267,7 @@ def run(quick: bool = False, only: Optional[tuple[str, ...]] = None) -> list[dic
     return rows
 
 
-def _fmt(value: Optional[float], digits: int = 2) -> str:
+def _fmt(value: float | None, digits: int = 2) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 

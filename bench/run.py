@@ -12,8 +12,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from zyx.benchmarks import bench_header  # noqa: E402
-from zyx.cli import main  # noqa: E402
+from zyx.benchmarks import bench_header
+from zyx.cli import main
 
 if __name__ == "__main__":
     print(bench_header())

@@ -10,6 +10,7 @@
 #   0. first, the device-free tier: the suite in a venv with pyopencl and no OpenCL platform
 #      at all (tests that need a device skip; symbolic algebra, contract parsing, cost,
 #      tuning DB and the like must pass);
+#   then, once the test venv is installed, ruff checks zyx, tests, bench and examples;
 # Usage: ci/test.sh [venv-dir]      (default: .venv-test in the repository)
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -24,6 +25,8 @@ empty_vendors="$(mktemp -d)"  # no system ICDs either
 "$here/ci/install.sh" "$venv" test,torch pocl
 . "$venv/bin/activate"
 cd "$here"
+echo "== ruff (the rule set in pyproject.toml) =="
+python -m ruff check zyx tests bench examples
 export ZYX_CACHE_DIR="${ZYX_CACHE_DIR:-$(mktemp -d)}"
 # Steps 1-3 run side by side (a cold run is bound by single-threaded kernel compiles, so two
 # cores do about twice the work); each writes a log, printed in order when all have ended.

@@ -38,13 +38,15 @@ def _same(z, t, rtol=1e-5, atol=1e-5):
 CASES = {
     # movement and indexing
     "T": (lambda z, n: z.T, lambda t, T: t.T),
-    "squeeze_tuple": (lambda z, n: z.reshape(1, 3, 1, 4).squeeze((0, 2)), lambda t, T: t.reshape(1, 3, 1, 4).squeeze((0, 2))),
+    "squeeze_tuple": (lambda z, n: z.reshape(1, 3, 1, 4).squeeze((0, 2)),
+                      lambda t, T: t.reshape(1, 3, 1, 4).squeeze((0, 2))),
     "squeeze_not_one": (lambda z, n: z.reshape(1, 3, 1, 4).squeeze(1), lambda t, T: t.reshape(1, 3, 1, 4).squeeze(1)),
     "pad_crop_value": (lambda z, n: z.pad((-1, 2, 1, -1), value=7.0),
                        lambda t, T: T.nn.functional.pad(t, (-1, 2, 1, -1), value=7.0)),
     "pad_crop_all": (lambda z, n: zyx.pad(z, (-2, -2)), lambda t, T: T.nn.functional.pad(t, (-2, -2))),
     "negative_steps": (lambda z, n: z[2:0:-1, 3:-5:-2], lambda t, T: T.tensor(A[2:0:-1, 3:-5:-2].copy())),
-    "ellipsis_none": (lambda z, n: z[..., None, ::-1][:, :, 1], lambda t, T: T.tensor(A[..., None, ::-1][:, :, 1].copy())),
+    "ellipsis_none": (lambda z, n: z[..., None, ::-1][:, :, 1],
+                      lambda t, T: T.tensor(A[..., None, ::-1][:, :, 1].copy())),
     "split_int": (lambda z, n: z.split(3, 1), lambda t, T: t.split(3, 1)),
     "split_list": (lambda z, n: zyx.split(z, [0, 1, 3], 1), lambda t, T: T.split(t, [0, 1, 3], 1)),
     "chunk_uneven": (lambda z, n: zyx.zeros(5).chunk(4), lambda t, T: T.zeros(5).chunk(4)),
@@ -56,7 +58,8 @@ CASES = {
     "std_keepdim": (lambda z, n: z.std(0, keepdim=True), lambda t, T: t.std(0, keepdim=True)),
     "argmax_first": (lambda z, n: zyx.tensor([[1.0, 3, 3], [2, 2, 0]]).argmax(1),
                      lambda t, T: T.tensor([[1.0, 3, 3], [2, 2, 0]]).argmax(1)),
-    "argmax_flat": (lambda z, n: zyx.tensor([[1.0, 3, 3], [2, 2, 0]]).argmax(), lambda t, T: T.tensor([[1.0, 3, 3], [2, 2, 0]]).argmax()),
+    "argmax_flat": (lambda z, n: zyx.tensor([[1.0, 3, 3], [2, 2, 0]]).argmax(),
+                    lambda t, T: T.tensor([[1.0, 3, 3], [2, 2, 0]]).argmax()),
     "argmin_flat_keepdim": (lambda z, n: z.argmin(keepdim=True), lambda t, T: t.argmin(keepdim=True)),
     "max_values_only": (lambda z, n: z.max(1), lambda t, T: t.amax(1)),
     "min_tuple_keepdim": (lambda z, n: z.min((0, 1), keepdim=True), lambda t, T: t.amin((0, 1), keepdim=True)),
@@ -68,7 +71,8 @@ CASES = {
     # elementwise
     "clip_min_only": (lambda z, n: z.clip(min=0.5), lambda t, T: t.clip(min=0.5)),
     "clip_max_only": (lambda z, n: z.clip(max=0.5), lambda t, T: t.clip(max=0.5)),
-    "clip_int_float_bound": (lambda z, n: zyx.tensor([1, 5, 9]).clip(2.5, 6), lambda t, T: T.tensor([1, 5, 9]).clip(2.5, 6)),
+    "clip_int_float_bound": (lambda z, n: zyx.tensor([1, 5, 9]).clip(2.5, 6),
+                             lambda t, T: T.tensor([1, 5, 9]).clip(2.5, 6)),
     "where_scalars": (lambda z, n: zyx.where(z > 0, 1, 0.5), lambda t, T: T.where(t > 0, 1, 0.5)),
     "gelu_tanh": (lambda z, n: z.gelu(approximate="tanh"), lambda t, T: T.nn.functional.gelu(t, approximate="tanh")),
     "bool_add": (lambda z, n: zyx.tensor([True, False]) + zyx.tensor([True, True]),
@@ -162,7 +166,7 @@ def test_errors_say_what():
     with pytest.raises(zyx.ShapeError, match=r"\(3, 4\).*\(3, 4\)"):
         x @ x
     with pytest.raises(zyx.ShapeError, match="rank"):
-        zyx.ones(2, 2, 2).T
+        zyx.ones(2, 2, 2).T  # noqa: B018 - the property itself raises
     with pytest.raises(zyx.ShapeError, match="normalized_shape"):
         F.layer_norm(x, (3,))
     with pytest.raises(zyx.ShapeError, match="do not add up"):

@@ -181,7 +181,8 @@ def test_like_functions_keep_the_pinning_of_their_model(device: zyx.Device, rest
 # ------------------------------------------------------------------ ranges
 
 @pytest.mark.parametrize("args,dtype", [
-    ((5,), zyx.int64), ((1, 10, 3), zyx.int64), ((10, 0, -3), zyx.int64), ((2, 2), zyx.int64), ((0, 1, 0.1), zyx.float32), ((1.5,), zyx.float32),
+    ((5,), zyx.int64), ((1, 10, 3), zyx.int64), ((10, 0, -3), zyx.int64), ((2, 2), zyx.int64),
+    ((0, 1, 0.1), zyx.float32), ((1.5,), zyx.float32),
     ((-1.0, 1.0, 0.25), zyx.float32), ((3, -2.5, -0.5), zyx.float32), ((0.0,), zyx.float32),
 ])
 def test_arange(device: zyx.Device, args, dtype) -> None:

@@ -183,7 +183,8 @@ def test_16bit_tensor_with_python_float_matches_torch_bit_for_bit(dt, name):
         got = fn(z, s).numpy()
         want = want.numpy() if want.dtype == torch.bool else want.float().numpy()
         got = got if got.dtype == bool else got.astype(np.float32)
-        np.testing.assert_array_equal(np.nan_to_num(got, nan=7.0), np.nan_to_num(want, nan=7.0), err_msg=f"{name} s={s}")
+        np.testing.assert_array_equal(np.nan_to_num(got, nan=7.0), np.nan_to_num(want, nan=7.0),
+                                      err_msg=f"{name} s={s}")
 
 
 @pytest.mark.parametrize("np_dt", [np.float32, np.float64])

@@ -13,7 +13,8 @@ RNG = np.random.default_rng(2)
 
 
 def _close(z, t, rtol=1e-5, atol=1e-5):
-    np.testing.assert_allclose(z.numpy().astype(np.float64), t.detach().numpy().astype(np.float64), rtol=rtol, atol=atol)
+    np.testing.assert_allclose(z.numpy().astype(np.float64), t.detach().numpy().astype(np.float64),
+                               rtol=rtol, atol=atol)
 
 
 @pytest.mark.parametrize("dim", [0, -1])
@@ -28,7 +29,8 @@ def test_linear_layer_norm():
     x = RNG.normal(size=(6, 8)).astype(np.float32)
     w = RNG.normal(size=(4, 8)).astype(np.float32)
     b = RNG.normal(size=(4,)).astype(np.float32)
-    _close(F.linear(zyx.tensor(x), zyx.tensor(w), zyx.tensor(b)), TF.linear(torch.tensor(x), torch.tensor(w), torch.tensor(b)))
+    _close(F.linear(zyx.tensor(x), zyx.tensor(w), zyx.tensor(b)),
+           TF.linear(torch.tensor(x), torch.tensor(w), torch.tensor(b)))
     g = RNG.normal(size=(8,)).astype(np.float32)
     _close(F.layer_norm(zyx.tensor(x), (8,), zyx.tensor(g), zyx.tensor(g)),
            TF.layer_norm(torch.tensor(x), (8,), torch.tensor(g), torch.tensor(g)), atol=1e-4)
@@ -40,7 +42,8 @@ def test_embedding_cross_entropy():
     _close(F.embedding(zyx.tensor(idx), zyx.tensor(w)), TF.embedding(torch.tensor(idx), torch.tensor(w)))
     logits = RNG.normal(size=(5, 10)).astype(np.float32)
     tgt = np.array([1, 0, 9, 3, 3], np.int64)
-    _close(F.cross_entropy(zyx.tensor(logits), zyx.tensor(tgt)), TF.cross_entropy(torch.tensor(logits), torch.tensor(tgt)))
+    _close(F.cross_entropy(zyx.tensor(logits), zyx.tensor(tgt)),
+           TF.cross_entropy(torch.tensor(logits), torch.tensor(tgt)))
 
 
 @pytest.mark.parametrize("causal", [False, True])

@@ -37,10 +37,10 @@ def test_installed_wheel_runs_kernels_without_the_checkout(wheel: Path, tmp_path
     code = (
         "import numpy as np, zyx\n"
         "from zyx.codegen.render import templates_dir\n"
-        "assert str(templates_dir()).startswith(%r), templates_dir()\n"
+        f"assert str(templates_dir()).startswith({str(site)!r}), templates_dir()\n"
         "x = zyx.arange(12, dtype=zyx.float32).reshape(3, 4)\n"
         "assert np.array_equal(x.T.contiguous().numpy(), np.arange(12, dtype=np.float32).reshape(3, 4).T)\n"
-        "print('ok')\n" % str(site)
+        "print('ok')\n"
     )
     env = {**os.environ, "PYTHONPATH": str(site)}
     res = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True)

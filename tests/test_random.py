@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import zyx
-from zyx.backend.device import usable_devices
 from zyx import creation
+from zyx.backend.device import usable_devices
 from zyx.backend.transfer import read
 from zyx.codegen import basic_kernels
 

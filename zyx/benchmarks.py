@@ -9,12 +9,13 @@ which OpenBLAS kernel ran.
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 import statistics
 import sys
 import time
-from typing import Any, Callable, Optional
+from typing import Any, Callable
 
 import numpy as np
 
@@ -74,7 +75,7 @@ def copy_ceiling(device: Device, nbytes: int = 64 << 20, runs: int = 7) -> list[
         kernel = compile_kernel(device, source, name)
         glob = -(-words // (vec * local)) * local
         cl.enqueue_fill_buffer(device.queue, dst.cl, np.uint8(0x5A), 0, nbytes)  # poisoned, and real pages
-        t = median_event_seconds(lambda: launch(kernel, (glob,), (local,), [dst.cl, src.cl]), runs=runs)
+        t = median_event_seconds(functools.partial(launch, kernel, (glob,), (local,), [dst.cl, src.cl]), runs=runs)
         rows.append(row(f"copy kernel ({word} x{vec} per item{', streamed stores' if stream else ''})",
                         2 * words * width, t, ceiling))
         if not np.array_equal(transfer.read(dst, words * width), transfer.read(src, words * width)):
@@ -129,7 +130,7 @@ def markdown_table(rows: list[dict]) -> str:
 #: slows NumPy's matmul ~2x. OpenBLAS reads them when it is loaded (with NumPy).
 BLAS_PINS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 _HANDOFF = "_ZYX_BENCH_BLAS_DROPPED"  # tells the re-executed bench process what it dropped
-_dropped: Optional[dict[str, str]] = None
+_dropped: dict[str, str] | None = None
 
 
 def unpin_blas() -> dict[str, str]:

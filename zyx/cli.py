@@ -8,16 +8,19 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
+
+if TYPE_CHECKING:  # annotations only: each command imports what it uses when it runs
+    import zyx
 
 
 def _gib(n: int) -> str:
     return f"{n / (1 << 30):.1f} GiB"
 
 
-def _status(dev: "zyx.Device") -> str:
+def _status(dev: zyx.Device) -> str:
     if not dev.usable:
         return "BROKEN"
     return "simulator" if dev.simulator else "ok"
@@ -157,7 +160,7 @@ def cmd_doctor(_: argparse.Namespace) -> int:
               "pip install 'zyx[intel]' or apt-get install pocl-opencl-icd; or a vendor OpenCL driver")
         problems.append("devices")
     if default is not None:
-        def run_kernel(dev: "zyx.Device" = default) -> str:
+        def run_kernel(dev: zyx.Device = default) -> str:
             x = zyx.arange(1000, dtype=zyx.float32, device=dev)
             y = x.reshape(10, 100).T.contiguous().numpy()
             expected = np.arange(1000, dtype=np.float32).reshape(10, 100).T
@@ -187,7 +190,8 @@ def cmd_demo(_: argparse.Namespace) -> int:
     b = a.T.contiguous()
     ok = np.array_equal(b.numpy(), a.numpy().T)
     t1 = time.perf_counter()
-    print(f"  rand(512, 1024) and transpose copy: {'ok' if ok else 'MISMATCH'}  ({(t1 - t0) * 1e3:.1f} ms incl. compile)")
+    print(f"  rand(512, 1024) and transpose copy: {'ok' if ok else 'MISMATCH'}  "
+          f"({(t1 - t0) * 1e3:.1f} ms incl. compile)")
     h = a.cast(zyx.bfloat16)
     back = h.numpy().astype(np.float32)
     print(f"  float32 -> bfloat16 max abs error {np.abs(back - a.numpy()).max():.2e} (bf16 has 8 significant bits)")

@@ -44,8 +44,8 @@ from zyx.errors import ZyxError
 from zyx.ir import ops
 from zyx.ir import symbolic as sym
 from zyx.ir.kernel import Kernel, out_var, red_var
-from zyx.tune.ir import choose_opts
 from zyx.ir.view import View, contiguous_strides
+from zyx.tune.ir import choose_opts
 
 _BITS = {1: dtypes.uint8, 2: dtypes.uint16, 4: dtypes.uint32, 8: dtypes.uint64}
 SHARED_RECOMPUTE_LIMIT = 6  # a shared pending value costing more ALU ops than this is stored
@@ -63,7 +63,7 @@ class Src:
 
     __slots__ = ("base", "view", "dtype", "value", "param")
 
-    def __init__(self, base: "LazyNode | None", view: View | None, dtype: DType, value: Any = None,
+    def __init__(self, base: LazyNode | None, view: View | None, dtype: DType, value: Any = None,
                  param: bool | None = None) -> None:
         self.base = base
         self.view = view
@@ -123,7 +123,8 @@ class LazyNode:
         return self.buffer is not None
 
     def __repr__(self) -> str:
-        state = "realized" if self.buffer is not None else f"pending {self.op}{'' if self.arg is None else ' ' + str(self.arg)}"
+        state = ("realized" if self.buffer is not None
+                 else f"pending {self.op}{'' if self.arg is None else ' ' + str(self.arg)}")
         return f"<LazyNode {state} {self.dtype.name}{list(self.shape)}>"
 
 

@@ -8,7 +8,8 @@ attaches the methods and operators to ``Tensor``.
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -438,9 +439,13 @@ def install(Tensor: type) -> None:
     Tensor.ne = _binop("ne")
 
 
+def _unary_fn(op: str) -> Callable[[Any], Any]:
+    return lambda x: unary(op, x)
+
+
 def functions() -> dict[str, Any]:
     """The module-level functions exported as ``zyx.<name>``."""
-    out = {op: (lambda op: (lambda x: unary(op, x)))(op) for op in _FLOAT_FNS + _SAME_DTYPE_FNS + ("isnan", "isinf")}
+    out = {op: _unary_fn(op) for op in _FLOAT_FNS + _SAME_DTYPE_FNS + ("isnan", "isinf")}
     out.update(where=where, maximum=maximum, minimum=minimum, pow=pow, clip=clip, clamp=clip, gelu=gelu,
                logical_not=logical_not, broadcast_shapes=broadcast_shapes)
     return out

@@ -6,7 +6,8 @@ unsqueezed views through ``zyx.cat``.
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from zyx import lazy
 from zyx.errors import ShapeError

@@ -89,7 +89,7 @@ def _two_stage(x: Any, op: str, dims: tuple[int, ...], acc: DType):
     return from_node(final).reshape(tuple(1 if i in dims else s for i, s in enumerate(x.shape)))
 
 
-def sum(x: Any, dim: Any = None, keepdim: bool = False, dtype: Any = None):  # noqa: A001
+def sum(x: Any, dim: Any = None, keepdim: bool = False, dtype: Any = None):  # noqa: A001 - PyTorch's name
     """Sum over ``dim`` (ints accumulate in int64; 16-bit floats in float32)."""
     out = reduce(x, "sum", dim, keepdim)
     target = dtypes.to_dtype(dtype) if dtype is not None else (x.dtype if x.dtype.is_float else dtypes.int64)
@@ -112,12 +112,12 @@ def mean(x: Any, dim: Any = None, keepdim: bool = False):
     return out if out.dtype is x.dtype else out.cast(x.dtype)
 
 
-def max(x: Any, dim: Any = None, keepdim: bool = False):  # noqa: A001
+def max(x: Any, dim: Any = None, keepdim: bool = False):  # noqa: A001 - PyTorch's name
     _nonempty(x, dim, "max")
     return reduce(x, "max", dim, keepdim)
 
 
-def min(x: Any, dim: Any = None, keepdim: bool = False):  # noqa: A001
+def min(x: Any, dim: Any = None, keepdim: bool = False):  # noqa: A001 - PyTorch's name
     _nonempty(x, dim, "min")
     return reduce(x, "min", dim, keepdim)
 
@@ -187,12 +187,12 @@ def logsumexp(x: Any, dim: Any = None, keepdim: bool = False):
     return out if (not x.dtype.is_float or out.dtype is x.dtype) else out.cast(x.dtype)
 
 
-def any(x: Any, dim: Any = None, keepdim: bool = False):  # noqa: A001
+def any(x: Any, dim: Any = None, keepdim: bool = False):  # noqa: A001 - PyTorch's name
     b = x if x.dtype.is_bool else binary("ne", x, 0)
     return reduce(b, "max", dim, keepdim)
 
 
-def all(x: Any, dim: Any = None, keepdim: bool = False):  # noqa: A001
+def all(x: Any, dim: Any = None, keepdim: bool = False):  # noqa: A001 - PyTorch's name
     b = x if x.dtype.is_bool else binary("ne", x, 0)
     return reduce(b, "min", dim, keepdim)
 

@@ -8,7 +8,8 @@ transfers run generated kernels. No OpenCL code lives here: kernels come from
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -41,7 +42,7 @@ class Tensor:
     __slots__ = ("_data", "_view", "_dtype", "_device", "__weakref__")
     __array_priority__ = 1000  # numpy defers binary ops to Tensor
 
-    def __init__(self, buf: "Buffer | lazy.LazyNode", view: View, dtype: DType, device: Device) -> None:
+    def __init__(self, buf: Buffer | lazy.LazyNode, view: View, dtype: DType, device: Device) -> None:
         # _data: the lazy node this tensor views (a realized buffer or pending work)
         self._data = buf if isinstance(buf, lazy.LazyNode) else lazy.from_buffer(buf, dtype, device)
         self._view = view
@@ -110,7 +111,7 @@ class Tensor:
         return self.shape[0]
 
     # -- realization and readback ---------------------------------------------
-    def realize(self) -> "Tensor":
+    def realize(self) -> Tensor:
         """Run any pending work producing this tensor and return it."""
         lazy.realize(self._data)
         return self
@@ -179,7 +180,7 @@ class Tensor:
         return arr if dtype is None else arr.astype(dtype)
 
     # -- conversion and copies --------------------------------------------------
-    def to(self, target: Any) -> "Tensor":
+    def to(self, target: Any) -> Tensor:
         """A copy on another device (pinned there, see ``pinned``), or with another dtype (``self`` if
         nothing changes)."""
         if isinstance(target, Device) or (isinstance(target, str) and target.lower().startswith("opencl:")):
@@ -197,7 +198,7 @@ class Tensor:
             return self._to_device(device)
         return self.cast(dt)
 
-    def _to_device(self, device: Device) -> "Tensor":
+    def _to_device(self, device: Device) -> Tensor:
         if device is self._device:
             self._data.pinned = True
             return self
@@ -218,7 +219,7 @@ class Tensor:
         """
         return self._data.pinned
 
-    def cast(self, dtype: Any) -> "Tensor":
+    def cast(self, dtype: Any) -> Tensor:
         """This tensor converted to ``dtype`` (PyTorch conversion semantics; README lists edge cases)."""
         dtype = to_dtype(dtype)
         if dtype is self._dtype:
@@ -227,11 +228,11 @@ class Tensor:
         node = lazy.cast(lazy.Src(self._data, self._view, self._dtype), dtype, self.shape, self._device)
         return Tensor(node, View.contiguous(self.shape), dtype, self._device)
 
-    def type(self, dtype: Any) -> "Tensor":
+    def type(self, dtype: Any) -> Tensor:
         """Alias of ``cast``."""
         return self.cast(dtype)
 
-    def bitcast(self, dtype: Any) -> "Tensor":
+    def bitcast(self, dtype: Any) -> Tensor:
         """The same bytes read as another dtype of the same itemsize (no copy)."""
         dtype = to_dtype(dtype)
         if dtype.itemsize != self._dtype.itemsize:
@@ -240,7 +241,7 @@ class Tensor:
         self._device.check_dtype(dtype)
         return Tensor(self._realized(), self._view, dtype, self._device)
 
-    def contiguous(self) -> "Tensor":
+    def contiguous(self) -> Tensor:
         """A dense row-major tensor with these values (``self`` when already dense)."""
         if self._view.is_contiguous:
             return self
@@ -248,7 +249,7 @@ class Tensor:
 
         return ops.contiguize(self)
 
-    def clone(self) -> "Tensor":
+    def clone(self) -> Tensor:
         """A copy of the values in a new dense buffer."""
         node = lazy.copy(lazy.Src(self._data, self._view, self._dtype), self.shape, self._device, store=True)
         return Tensor(node, View.contiguous(self.shape), self._dtype, self._device)
@@ -258,10 +259,10 @@ class Tensor:
         return self._view.is_contiguous
 
     # -- movement (views) ---------------------------------------------------------
-    def _with_view(self, view: View) -> "Tensor":
+    def _with_view(self, view: View) -> Tensor:
         return Tensor(self._data, view, self._dtype, self._device)
 
-    def reshape(self, *shape: Any) -> "Tensor":
+    def reshape(self, *shape: Any) -> Tensor:
         """The same values in another shape (one ``-1`` allowed); a view when strides allow."""
         shape = _infer_shape(_shape_arg(shape), self.numel(), self.shape)
         view = self._view.reshape(shape)
@@ -270,23 +271,23 @@ class Tensor:
         node = lazy.copy(lazy.Src(self._data, self._view, self._dtype), self.shape, self._device)
         return Tensor(node, View.contiguous(shape), self._dtype, self._device)
 
-    def view(self, *shape: Any) -> "Tensor":
+    def view(self, *shape: Any) -> Tensor:
         """Alias of ``reshape``."""
         return self.reshape(*shape)
 
-    def expand(self, *shape: Any) -> "Tensor":
+    def expand(self, *shape: Any) -> Tensor:
         """Broadcast size-1 dims to ``shape`` (``-1`` keeps a dim) without copying."""
         return self._with_view(self._view.expand(_shape_arg(shape)))
 
-    def broadcast_to(self, *shape: Any) -> "Tensor":
+    def broadcast_to(self, *shape: Any) -> Tensor:
         """Alias of ``expand``."""
         return self.expand(*shape)
 
-    def permute(self, *dims: Any) -> "Tensor":
+    def permute(self, *dims: Any) -> Tensor:
         """Reorder the dims."""
         return self._with_view(self._view.permute(_shape_arg(dims, "dims")))
 
-    def transpose(self, dim0: int, dim1: int) -> "Tensor":
+    def transpose(self, dim0: int, dim1: int) -> Tensor:
         """Swap two dims."""
         a, b = normalize_dim(dim0, self.ndim), normalize_dim(dim1, self.ndim)
         order = list(range(self.ndim))
@@ -295,12 +296,12 @@ class Tensor:
         return self._with_view(self._view.permute(tuple(order)))
 
     @property
-    def T(self) -> "Tensor":  # noqa: N802 - PyTorch's name
+    def T(self) -> Tensor:  # PyTorch's name
         if self.ndim > 2:
             raise ShapeError(f".T expects a tensor of rank <= 2, got rank {self.ndim}; use permute")
         return self._with_view(self._view.permute(tuple(reversed(range(self.ndim)))))
 
-    def squeeze(self, dim: int | Sequence[int] | None = None) -> "Tensor":
+    def squeeze(self, dim: int | Sequence[int] | None = None) -> Tensor:
         """Drop size-1 dims (all of them, or those named in ``dim``)."""
         if dim is None:
             dims = tuple(range(self.ndim))
@@ -308,12 +309,12 @@ class Tensor:
             dims = tuple(normalize_dim(d, self.ndim) for d in ((dim,) if isinstance(dim, int) else dim))
         return self._with_view(self._view.squeeze(dims))
 
-    def unsqueeze(self, dim: int) -> "Tensor":
+    def unsqueeze(self, dim: int) -> Tensor:
         """Insert a size-1 dim at ``dim`` (in ``[-ndim-1, ndim]``)."""
         d = normalize_dim(dim, self.ndim + 1)
         return self._with_view(self._view.unsqueeze(d))
 
-    def flatten(self, start_dim: int = 0, end_dim: int = -1) -> "Tensor":
+    def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor:
         """Merge dims ``start_dim..end_dim`` into one."""
         if self.ndim == 0:
             return self.reshape(1)
@@ -323,7 +324,7 @@ class Tensor:
         shape = self.shape[:s] + (math.prod(self.shape[s:e + 1]),) + self.shape[e + 1:]
         return self.reshape(shape)
 
-    def narrow(self, dim: int, start: int, length: int) -> "Tensor":
+    def narrow(self, dim: int, start: int, length: int) -> Tensor:
         """Elements ``start .. start+length`` of ``dim`` (a view)."""
         d = normalize_dim(dim, self.ndim)
         size = self.shape[d]
@@ -333,10 +334,10 @@ class Tensor:
             raise IndexOutOfRange(f"narrow: start {start} and length {length} exceed dim {d} of size {size}")
         return self._with_view(self._view.slice(d, start, start + length, 1))
 
-    def __getitem__(self, index: Any) -> "Tensor":
+    def __getitem__(self, index: Any) -> Tensor:
         return self._with_view(basic_index(self._view, index))
 
-    def __iter__(self) -> Iterable["Tensor"]:
+    def __iter__(self) -> Iterable[Tensor]:
         if self.ndim == 0:
             raise TypeError("iteration over a 0-d tensor")
         return (self[i] for i in range(self.shape[0]))
@@ -347,32 +348,32 @@ class Tensor:
         from zyx.contracts import ops
         ops.setitem(self, index, value)
 
-    def flip(self, *dims: Any) -> "Tensor":
+    def flip(self, *dims: Any) -> Tensor:
         """Reverse the order along ``dims`` (``x.flip(0, 1)`` or ``x.flip((0, 1))``)."""
         from zyx.contracts import ops
         return ops.flip(self, dims[0] if len(dims) == 1 else dims)
 
-    def roll(self, shifts: Any, dims: Any = None) -> "Tensor":
+    def roll(self, shifts: Any, dims: Any = None) -> Tensor:
         """Shift cyclically along ``dims`` (flattened when None), Python-style modulo."""
         from zyx.contracts import ops
         return ops.roll(self, shifts, dims)
 
-    def triu(self, diagonal: int = 0) -> "Tensor":
+    def triu(self, diagonal: int = 0) -> Tensor:
         """Keep ``j >= i + diagonal`` of the last two axes, zero elsewhere."""
         from zyx.contracts import ops
         return ops.triu(self, diagonal)
 
-    def tril(self, diagonal: int = 0) -> "Tensor":
+    def tril(self, diagonal: int = 0) -> Tensor:
         """Keep ``j <= i + diagonal`` of the last two axes, zero elsewhere."""
         from zyx.contracts import ops
         return ops.tril(self, diagonal)
 
-    def masked_fill(self, mask: "Tensor", value: Any) -> "Tensor":
+    def masked_fill(self, mask: Tensor, value: Any) -> Tensor:
         """``value`` where the bool ``mask`` (broadcast to this shape) is True."""
         from zyx.contracts import ops
         return ops.masked_fill(self, mask, value)
 
-    def cumsum(self, dim: int) -> "Tensor":
+    def cumsum(self, dim: int) -> Tensor:
         """Running sum along ``dim`` (float types; 16-bit floats accumulate in float32)."""
         from zyx.contracts import ops
         return ops.cumsum(self, dim)

@@ -8,7 +8,6 @@ import zyx
 from zyx import dtype as dt
 from zyx.codegen.kernel import kernel_source, literal
 from zyx.ir import ops
-from zyx.ir import symbolic as sym
 from zyx.ir.kernel import Kernel, Opts, out_var
 
 

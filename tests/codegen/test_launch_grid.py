@@ -57,9 +57,9 @@ def test_whole_groups_plus_rest_count_as_one_kernel(monkeypatch):
     launches = []
     real = launch_mod.launch
 
-    def spy(ck, g, l, a, **kw):
-        launches.append((g, l, kw.get("offset")))
-        return real(ck, g, l, a, **kw)
+    def spy(ck, g, loc, a, **kw):
+        launches.append((g, loc, kw.get("offset")))
+        return real(ck, g, loc, a, **kw)
     monkeypatch.setattr(launch_mod, "launch", spy)
     x = zyx.ones(1000 * 256 + 17).realize()
     before = zyx.kernel_count()
@@ -84,10 +84,11 @@ def test_split_reduces_keep_whole_groups(monkeypatch):
     seen = _captured(monkeypatch)
     launches = []
     real = launch_mod.launch
-    monkeypatch.setattr(launch_mod, "launch", lambda ck, g, l, a, **kw: launches.append((g, l, kw)) or real(ck, g, l, a, **kw))
+    monkeypatch.setattr(launch_mod, "launch",
+                        lambda ck, g, loc, a, **kw: launches.append((g, loc, kw)) or real(ck, g, loc, a, **kw))
     got = zyx.tensor(a).sum(1).numpy()
     np.testing.assert_allclose(got, a.sum(1), rtol=1e-5)
     k, opts, _ = seen[-1]
     if opts.split > 1:
-        g, l, kw = launches[-1]
-        assert g[0] % l[0] == 0 and not kw.get("offset")
+        g, loc, kw = launches[-1]
+        assert g[0] % loc[0] == 0 and not kw.get("offset")

@@ -13,13 +13,14 @@ import numpy as np
 import pytest
 
 import zyx
-from ir_run import run_kernel as _run
 from zyx import dtype as dt
 from zyx import settings
 from zyx.codegen.kernel import kernel_source
 from zyx.ir import ops
 from zyx.ir import symbolic as sym
 from zyx.ir.kernel import Kernel, Opts, default_opts, out_var, red_var
+
+from ir_run import run_kernel as _run
 
 
 def _matmul(batch: int, n: int, m: int, kk: int, d=dt.float32) -> Kernel:

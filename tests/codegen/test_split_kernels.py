@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 
 import zyx
-from ir_run import run_kernel as _run
 from zyx import dtype as dt
 from zyx import settings
 from zyx.codegen.kernel import kernel_source, launch_kernel
@@ -21,7 +20,7 @@ from zyx.ir import symbolic as sym
 from zyx.ir.kernel import Kernel, Opts, default_opts, out_var, red_var
 from zyx.ir.linearize import linearize
 
-
+from ir_run import run_kernel as _run
 
 
 def _bits(a: np.ndarray) -> np.ndarray:
@@ -227,7 +226,8 @@ def test_split_shrinks_to_the_kernels_own_work_group_limit(monkeypatch):
     monkeypatch.setattr(launch_mod.CompiledKernel, "work_group_size", property(lambda self: 4))
     launched = []
     real = launch_mod.launch
-    monkeypatch.setattr(launch_mod, "launch", lambda ck, g, l, a, **kw: launched.append(l) or real(ck, g, l, a, **kw))
+    monkeypatch.setattr(launch_mod, "launch",
+                        lambda ck, g, loc, a, **kw: launched.append(loc) or real(ck, g, loc, a, **kw))
     a = np.random.default_rng(5).standard_normal((3, 777)).astype(np.float32)
     k = _row_reduce("sum", 3, 777, dt.float32, dt.float32)
     got = _run(k, Opts(local=16, split=16), a)

@@ -10,12 +10,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ir_run import run_kernel as _run
 from zyx import dtype as dt
 from zyx.codegen.kernel import kernel_source
 from zyx.ir import ops
 from zyx.ir import symbolic as sym
 from zyx.ir.kernel import Kernel, Opts, out_var, red_var
+
+from ir_run import run_kernel as _run
 
 pytestmark = pytest.mark.needs_device
 

@@ -11,7 +11,6 @@ from zyx.contracts import cost as zcost
 from zyx.contracts.model import Operand
 from zyx.errors import ContractError
 
-
 # ---------------------------------------------------------------- the grammar
 
 

@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 
 import zyx
-from contract_data import DTYPE_IDS, DTYPES, LAYOUTS, make, on_device, raw
 from zyx import settings
 from zyx.contracts import kernels
+
+from contract_data import DTYPE_IDS, DTYPES, LAYOUTS, make, on_device, raw
 
 RANK_SHAPES = {1: (13,), 2: (3, 5), 3: (2, 3, 5), 4: (2, 1, 3, 5), 5: (2, 3, 1, 2, 3),
                6: (3, 2, 1, 2, 1, 3), 7: (2, 1, 2, 3, 1, 2, 3), 8: (2, 1, 3, 2, 1, 2, 3, 2)}
@@ -332,7 +333,7 @@ def test_flip_words_and_exact_grid(device, tuning, itemsize, shape):
     src = transfer.upload(device, a)
     for dims in [(len(shape) - 1,), (0,), tuple(range(len(shape)))]:
         _run_poisoned(device, itemsize, np.ascontiguousarray(np.flip(a, dims)),
-                      lambda out: kernels.flip(device, out, src, shape, dims, itemsize))
+                      lambda out, dims=dims: kernels.flip(device, out, src, shape, dims, itemsize))
 
 
 @pytest.mark.parametrize("itemsize", [1, 2, 4])
@@ -344,7 +345,7 @@ def test_roll_words_and_exact_grid(device, tuning, itemsize, outer, dim, inner):
     src = transfer.upload(device, a)
     for shift in (1, 8, -24, 3 * dim + 4):
         _run_poisoned(device, itemsize, np.roll(a, shift, 1),
-                      lambda out: kernels.roll(device, out, src, outer, dim, inner, shift, itemsize))
+                      lambda out, shift=shift: kernels.roll(device, out, src, outer, dim, inner, shift, itemsize))
 
 
 @pytest.mark.parametrize("itemsize", [1, 2, 4])
@@ -434,7 +435,8 @@ def test_transposed_contiguize_full_tiles_poisoned(device, itemsize, tun):
             a = rng.integers(0, np.iinfo(bits).max, (batch, rows, cols), dtype=bits, endpoint=True)
             want = np.ascontiguousarray(a.transpose(0, 2, 1))
             view = View((batch, cols, rows), (rows * cols, 1, cols), 0)  # the transposed view of a
-            assert kernels.transpose_axis(*kernels.fold_axes(view.shape, view.strides)[:2]) is not None or settings.heuristics_kind(device) == "gpu"
+            assert (kernels.transpose_axis(*kernels.fold_axes(view.shape, view.strides)[:2]) is not None
+                    or settings.heuristics_kind(device) == "gpu")
             out = device.pool.allocate(a.nbytes + 64)
             transfer.write(out, np.full(a.nbytes + 64, 0xA5, dtype=np.uint8))
             kernels.contiguize(device, out, transfer.upload(device, a), view, itemsize)
@@ -463,7 +465,7 @@ def test_roll_last_axis_poisoned(device, tuning, itemsize, rows, row):
     src = transfer.upload(device, a)
     for shift in (0, 1, 5, 8, -3, row - 1, -row, 7 * row + 3, -(10 ** 12) - 1):
         _run_poisoned(device, itemsize, np.roll(a, shift, 1),
-                      lambda out: kernels.roll(device, out, src, rows, row, 1, shift, itemsize))
+                      lambda out, shift=shift: kernels.roll(device, out, src, rows, row, 1, shift, itemsize))
 
 
 @pytest.mark.parametrize("itemsize", [1, 2, 4, 8])
@@ -480,7 +482,8 @@ def test_roll_last_axis_gpu_shape_poisoned(device, monkeypatch, itemsize):
         src = transfer.upload(device, a)
         for shift in (0, 4, 8, 16, 3, -8, 9 * row + 2):
             _run_poisoned(device, itemsize, np.roll(a, shift, 1),
-                          lambda out: kernels.roll(device, out, src, rows, row, 1, shift, itemsize))
+                          lambda out, src=src, rows=rows, row=row, shift=shift:
+                          kernels.roll(device, out, src, rows, row, 1, shift, itemsize))
 
 
 @pytest.mark.parametrize("dtype", [zyx.uint8, zyx.float16, zyx.float32, zyx.float64], ids=lambda d: d.name)

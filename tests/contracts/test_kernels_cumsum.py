@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 import zyx
-from contract_data import make, on_device
 from zyx.contracts import kernels
+
+from contract_data import make, on_device
 
 FLOATS = [zyx.float32, zyx.float64, zyx.bfloat16, zyx.float16]
 IDS = [d.name for d in FLOATS]

@@ -12,9 +12,10 @@ import numpy as np
 import pytest
 
 import zyx
-from contract_data import make, on_device, raw
 from zyx import settings
 from zyx.contracts import kernels
+
+from contract_data import make, on_device, raw
 
 DTYPES = (zyx.uint8, zyx.float16, zyx.float32, zyx.float64)
 IDS = [d.name for d in DTYPES]

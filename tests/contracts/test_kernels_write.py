@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 import zyx
-from contract_data import DTYPE_IDS, DTYPES, make, on_device, raw
 from zyx.contracts import errorflag
+
+from contract_data import DTYPE_IDS, DTYPES, make, on_device, raw
 
 
 def sentinel(shape: tuple[int, ...], dtype: zyx.DType) -> np.ndarray:

@@ -170,7 +170,8 @@ def test_registry_loads_once_and_reset():
 
 
 def test_registry_rejects_overlapping_keys(doc):
-    with pytest.raises(ContractError, match=r"^opencl_shape_ops.md: block 'contiguize': kernel: already declared in opencl_shape_ops.md$"):
+    with pytest.raises(ContractError, match=r"^opencl_shape_ops.md: block 'contiguize': kernel: "
+                                            r"already declared in opencl_shape_ops.md$"):
         zc.Registry([doc, doc])
     dup = DOC_TEXT.replace("kernel: cumsum_f16\nop_kind: CumSum", "kernel: cumsum_f16\nop_kind: CumSum", 1)
     dup = dup.replace("      dtypes: [F16]\n", "      dtypes: [F16, F32]\n", 1)

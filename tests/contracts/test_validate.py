@@ -128,7 +128,8 @@ def test_flip_dims():
     assert ok("flip", [op(F32, 2, 3, 4)], {"dims": [-1, 0]}) == {"dims": (0, 2)}
     assert ok("flip", [op(F32, 2, 3)], {"dims": 1}) == {"dims": (1,)}
     assert ok("flip", [op(F32, 2, 3)], {"dims": ()}) == {"dims": ()}
-    fails("flip", [op(F32, 2, 3)], {"dims": (0, 2)}, "dims[1] = 2 is out of range for rank 2; expected -2 <= dims[1] < 2")
+    fails("flip", [op(F32, 2, 3)], {"dims": (0, 2)},
+          "dims[1] = 2 is out of range for rank 2; expected -2 <= dims[1] < 2")
     fails("flip", [op(F32, 2, 3)], {"dims": (1, -1)}, "dims = (1, -1) names an axis twice")
     fails("flip", [op(F32)], {"dims": (0,)}, "dims[0] = 0 names an axis but the tensor has rank 0 (no axes)")
     fails("flip", [op(F32, 2)], {"dims": (0.0,)}, "dims[0] = 0.0 is not an int")
@@ -158,8 +159,10 @@ def test_concat_dim_and_shapes():
           "inputs[1].shape[0] = 5 differs from inputs[0].shape[0] = 2; inputs must agree on every axis except dim = 1")
     fails("concat", [a, op(zd.float16, 2, 3)], {"dim": 0},
           "inputs[1] dtype float16 differs from inputs[0] dtype float32; expected one dtype")
-    fails("concat", [a, op(F32, 2, 3, 1)], {"dim": 0}, "inputs[1] has rank 3 (shape (2, 3, 1)) but inputs[0] has rank 2")
-    fails("concat", [op(F32), op(F32)], {"dim": 0}, "inputs[0] has rank 0; a tensor needs at least one axis to be joined")
+    fails("concat", [a, op(F32, 2, 3, 1)], {"dim": 0},
+          "inputs[1] has rank 3 (shape (2, 3, 1)) but inputs[0] has rank 2")
+    fails("concat", [op(F32), op(F32)], {"dim": 0},
+          "inputs[0] has rank 0; a tensor needs at least one axis to be joined")
 
 
 # ---------------------------------------------------------------- write_slice
@@ -168,7 +171,8 @@ def test_concat_dim_and_shapes():
 def test_write_slice_ok():
     got = ok("write_slice", [op(F32, 2, 4)], {"dest_shape": [6, 10], "ranges": [[1, 3], [5, 9]], "dest_dtype": F32})
     assert got == {"dest_shape": (6, 10), "ranges": ((1, 3), (5, 9)), "dest_dtype": F32}
-    assert ok("write_slice", [op(F32, 0, 4)], {"dest_shape": (6, 10), "ranges": ((2, 2), (0, 4))})["ranges"][0] == (2, 2)
+    assert ok("write_slice", [op(F32, 0, 4)],
+              {"dest_shape": (6, 10), "ranges": ((2, 2), (0, 4))})["ranges"][0] == (2, 2)
 
 
 def test_write_slice_range_exceeds_dest():

@@ -109,7 +109,7 @@ def test_vector_reduce_lowers_to_hreduce_after_the_loop():
 def test_cpu_heuristics_pick_vectors_and_register_tiles(monkeypatch):
     monkeypatch.setattr(settings, "HEURISTICS", "auto")  # by the device's own kind
     mm = _matmul_kernel(64, 64, 64)
-    i, j, r = out_var(0, 64), out_var(1, 64), red_var(0, 64)
+    i = out_var(0, 64)
     keep = Kernel((64, 64, 1), (64,), mm.bufs, mm.body)  # keepdim output: a trailing 1 axis
     assert is_matmul_like(keep)
     o = default_opts(keep, 256, _cpu_info())

@@ -94,8 +94,8 @@ def test_structural_key_ignores_sizes() -> None:
         kernels = []
         real = tune_ir.choose_opts
 
-        def spy(k, device, args, _real=real):
-            kernels.append(k)
+        def spy(k, device, args, _real=real, _kernels=kernels):
+            _kernels.append(k)
             return _real(k, device, args)
 
         import zyx.lazy as lazy

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 import weakref
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 
@@ -25,8 +25,8 @@ INDEX_OOB = 4  # a gathered index (embedding) outside its table; the kernel read
 
 # Keyed by the Device object (each has its own context). Outside the buffer pool on
 # purpose: a fixed per-device resource like the queue, never counted as a live buffer.
-_flags: "weakref.WeakKeyDictionary[Any, Any]" = weakref.WeakKeyDictionary()
-_armed: "weakref.WeakSet[Any]" = weakref.WeakSet()
+_flags: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+_armed: weakref.WeakSet[Any] = weakref.WeakSet()
 _lock = threading.Lock()
 
 
@@ -50,7 +50,7 @@ def arm(device: Any) -> None:
     _armed.add(device)
 
 
-def check(device: Optional[Any] = None) -> None:
+def check(device: Any | None = None) -> None:
     """Read the armed flags of ``device`` (None: every device), clear them, raise for a set one."""
     import pyopencl as cl
 

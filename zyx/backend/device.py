@@ -207,19 +207,19 @@ class Device:
 
     # -- OpenCL objects, created on first use ---------------------------------
     @cached_property
-    def context(self) -> "cl.Context":
+    def context(self) -> cl.Context:
         import pyopencl as cl
 
         return cl.Context([self.cl_device])
 
     @cached_property
-    def queue(self) -> "cl.CommandQueue":
+    def queue(self) -> cl.CommandQueue:
         import pyopencl as cl
 
         return cl.CommandQueue(self.context, properties=cl.command_queue_properties.PROFILING_ENABLE)
 
     @cached_property
-    def pool(self) -> "BufferPool":
+    def pool(self) -> BufferPool:
         from zyx.backend.pool import BufferPool
 
         return BufferPool(self)
@@ -278,7 +278,7 @@ def _no_usable_device(found: list[Device]) -> DeviceError:
     return DeviceError("no usable OpenCL device; found:\n" + "\n".join(lines) + f"\nfix: {_NO_DEVICE_HINT}")
 
 
-def find_device(spec: "Device | str") -> Device:
+def find_device(spec: Device | str) -> Device:
     """Resolve ``opencl:P:D`` or a case-insensitive name substring to a usable device.
 
     A device that failed its probe raises ``DeviceError`` quoting the problem and the fix.
@@ -355,13 +355,13 @@ def usable_devices() -> list[Device]:
     return [d for d in found if d.usable]
 
 
-def set_default_device(dev: "Device | str") -> Device:
+def set_default_device(dev: Device | str) -> Device:
     """Make ``dev`` (a Device, ``opencl:P:D`` or a name substring) the default device."""
     global _default
     _default = find_device(dev)
     return _default
 
 
-def resolve(dev: "Device | str | None") -> Device:
+def resolve(dev: Device | str | None) -> Device:
     """A device argument of the public API resolved to a Device (None: the default)."""
     return default_device() if dev is None else find_device(dev)

@@ -3,9 +3,10 @@ from __future__ import annotations
 
 import sys
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 from zyx import settings
 from zyx.backend.program import build_program
@@ -35,7 +36,7 @@ def kernel_count() -> int:
 class CompiledKernel:
     """A built kernel ready to launch on one device."""
 
-    device: "Device"
+    device: Device
     name: str
     cl_kernel: Any
     source: str
@@ -60,7 +61,7 @@ class CompiledKernel:
 _kernels: dict[tuple[str, str, str, str, Any], CompiledKernel] = {}
 
 
-def compile_kernel(device: "Device", source: str, name: str, options: str = "") -> CompiledKernel:
+def compile_kernel(device: Device, source: str, name: str, options: str = "") -> CompiledKernel:
     """The kernel ``name`` of ``source`` built for ``device`` (cached)."""
     key = (device.id, source, options, name, device)  # the Device object too: kernels belong to its context
     ck = _kernels.get(key)

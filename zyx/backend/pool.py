@@ -26,7 +26,7 @@ _MIN_CLASS = 256
 #: walks hundreds of rows at once (a transpose) then misses the TLB on most of them. Measured
 #: on the 2-core EPYC at 64 MiB (one run, alternating): float32 transpose 25-27 -> 30-34 GB/s,
 #: the copy kernels ~+8%. ``None`` turns it off (only for buffers allocated afterwards).
-HUGE_PAGE_MIN_BYTES: "int | None" = 4 << 20
+HUGE_PAGE_MIN_BYTES: int | None = 4 << 20
 _HUGE_PAGE = 2 << 20
 
 
@@ -62,15 +62,15 @@ class Buffer:
 
     __slots__ = ("cl", "nbytes", "capacity", "pool", "readers", "__weakref__")
 
-    def __init__(self, cl_buffer: Any, nbytes: int, capacity: int, pool: "BufferPool") -> None:
+    def __init__(self, cl_buffer: Any, nbytes: int, capacity: int, pool: BufferPool) -> None:
         self.cl = cl_buffer
         self.nbytes = nbytes
         self.capacity = capacity
         self.pool = pool
-        self.readers: "list[Any] | None" = None  # weak refs to pending lazy nodes reading it (zyx.lazy)
+        self.readers: list[Any] | None = None  # weak refs to pending lazy nodes reading it (zyx.lazy)
 
     @property
-    def device(self) -> "Device":
+    def device(self) -> Device:
         return self.pool.device
 
     def __del__(self) -> None:
@@ -86,7 +86,7 @@ class Buffer:
 class BufferPool:
     """Allocates device buffers for one device and keeps freed ones for reuse."""
 
-    def __init__(self, device: "Device", max_pooled_fraction: float = 0.25) -> None:
+    def __init__(self, device: Device, max_pooled_fraction: float = 0.25) -> None:
         self.device = device
         self._free: dict[int, list[Any]] = defaultdict(list)
         self._lock = threading.RLock()

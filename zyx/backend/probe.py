@@ -96,7 +96,7 @@ def run_probe(platform_index: int, device_index: int) -> Verdict:
     return Verdict(True)
 
 
-def _cache_path(device: "Device") -> Path:
+def _cache_path(device: Device) -> Path:
     from zyx import settings
     from zyx.backend.program import ZYX_VERSION
 
@@ -104,7 +104,7 @@ def _cache_path(device: "Device") -> Path:
     return settings.cache_dir() / "probes" / f"{key[:32]}.json"
 
 
-def _read_cached(device: "Device") -> Verdict | None:
+def _read_cached(device: Device) -> Verdict | None:
     """A stored verdict, or None when absent or unreadable (a bad entry is never fatal)."""
     try:
         data = json.loads(_cache_path(device).read_text())
@@ -113,7 +113,7 @@ def _read_cached(device: "Device") -> Verdict | None:
         return None
 
 
-def _store(device: "Device", verdict: Verdict) -> None:
+def _store(device: Device, verdict: Verdict) -> None:
     path = _cache_path(device)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -125,7 +125,7 @@ def _store(device: "Device", verdict: Verdict) -> None:
         pass  # an unwritable cache only means probing again next time
 
 
-def _start_child(device: "Device") -> subprocess.Popen:
+def _start_child(device: Device) -> subprocess.Popen:
     return subprocess.Popen(
         # -c, not -m: runpy warns when the package (which imports this module) is loaded first
         [sys.executable, "-c", "import sys; from zyx.backend.probe import main; sys.exit(main(sys.argv[1:]))",
@@ -152,13 +152,13 @@ def _collect(child: subprocess.Popen) -> Verdict:
     return Verdict(False, f"the probe process {how} ({detail})")
 
 
-def probe_devices(devices: "list[Device]", fresh: bool = False) -> dict[str, Verdict]:
+def probe_devices(devices: list[Device], fresh: bool = False) -> dict[str, Verdict]:
     """Verdicts for ``devices`` by id: from the disk cache, else probed in parallel children.
 
     ``fresh=True`` ignores (and replaces) stored verdicts.
     """
     verdicts: dict[str, Verdict] = {}
-    children: dict[str, tuple["Device", subprocess.Popen]] = {}
+    children: dict[str, tuple[Device, subprocess.Popen]] = {}
     for dev in devices:
         cached = None if fresh else _read_cached(dev)
         if cached is not None:

@@ -15,8 +15,9 @@ import sys
 import tempfile
 import threading
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any
 
 from zyx import settings
 from zyx.errors import CompileError
@@ -39,7 +40,7 @@ _programs: dict[tuple[str, str, str], Any] = {}
 _lock = threading.Lock()
 
 
-def binary_cache_key(device: "Device", source: str, options: str) -> str:
+def binary_cache_key(device: Device, source: str, options: str) -> str:
     """The one place the binary cache key is made: source, options, device, driver, zyx."""
     h = hashlib.sha256()
     for part in (source, options, device.info.signature, ZYX_VERSION):
@@ -69,7 +70,7 @@ def _unwrap(data: bytes) -> bytes | None:
     return binary if hashlib.sha256(binary).digest() == data[len(_MAGIC):head] else None
 
 
-def _load_binary(device: "Device", key: str) -> Any | None:
+def _load_binary(device: Device, key: str) -> Any | None:
     """The program stored under ``key``, or None; a bad entry is deleted, never fatal."""
     import pyopencl as cl
 
@@ -121,7 +122,7 @@ def _quiet_build_log() -> Iterator[None]:
         yield
 
 
-def build_program(device: "Device", source: str, options: str = "", name: str = "") -> Any:
+def build_program(device: Device, source: str, options: str = "", name: str = "") -> Any:
     """A built ``pyopencl.Program`` for ``source`` on ``device``, from the fastest cache."""
     mem_key = (device.id, source, options, device)  # the Device object too: each has its own context
     prg = _programs.get(mem_key)
@@ -146,7 +147,7 @@ def build_program(device: "Device", source: str, options: str = "", name: str = 
     return prg
 
 
-def _build_from_source(device: "Device", source: str, options: str, name: str) -> Any:
+def _build_from_source(device: Device, source: str, options: str, name: str) -> Any:
     import pyopencl as cl
 
     prg = cl.Program(device.context, source)
@@ -156,7 +157,7 @@ def _build_from_source(device: "Device", source: str, options: str, name: str) -
     except cl.Error as exc:
         try:
             log = prg.get_build_info(device.cl_device, cl.program_build_info.LOG)
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001 - no log: the build error's own text must do
             log = str(exc)
         raise CompileError(
             f"OpenCL build of {name or 'kernel'} failed on {device}", source=source, build_log=log or str(exc)

@@ -23,7 +23,7 @@ def register(check: Check) -> None:
             _checks.append(check)
 
 
-def run(device: Optional[Any] = None) -> None:
+def run(device: Any | None = None) -> None:
     """Run every registered check for ``device`` (None: every device)."""
     for check in list(_checks):
         check(device)

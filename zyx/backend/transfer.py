@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from zyx.backend.device import Device
 
 
-def upload(device: "Device", host: np.ndarray) -> Buffer:
+def upload(device: Device, host: np.ndarray) -> Buffer:
     """A new device buffer holding the bytes of ``host`` (copied before returning)."""
     host = np.ascontiguousarray(host)
     buf = device.pool.allocate(host.nbytes)

@@ -85,7 +85,8 @@ def _float_expr(op: str, a: str, b: str | None, ct: str, vt: str | None = None) 
     f = "f" if ct == "float" else ""
     table = {
         "add": f"{a} + {b}", "sub": f"{a} - {b}", "mul": f"{a} * {b}", "div": f"{a} / {b}",
-        "floordiv": f"zyx_floordiv_py({a}, {b})", "mod": f"zyx_fmod_py{'' if ct == 'float' else '_d'}({a}, {b})", "pow": f"pow({a}, {b})",
+        "floordiv": f"zyx_floordiv_py({a}, {b})", "mod": f"zyx_fmod_py{'' if ct == 'float' else '_d'}({a}, {b})",
+        "pow": f"pow({a}, {b})",
         # NaN from either side; between equal values (-0.0 and 0.0) the second operand, as NumPy
         # and PyTorch's vectorized loops (its scalar tail loop returns the first)
         "maximum": f"(({a} > {b} || ({a} != {a})) ? {a} : {b})",
@@ -96,7 +97,8 @@ def _float_expr(op: str, a: str, b: str | None, ct: str, vt: str | None = None) 
         "sigmoid": f"{one} / ({one} + {exp}(-{a}))", "silu": f"{a} / ({one} + {exp}(-{a}))",
         "relu": f"({a} < 0 ? 0 : {a})",  # NaN and -0.0 pass through, as in PyTorch
         "gelu": f"{half} * {a} * ({one} + {erf}({a} * 0.7071067811865476{f}))",
-        "gelu_tanh": f"{half} * {a} * ({one} + {_tanh(f'(0.7978845608028654{f} * ({a} + 0.044715{f} * {a} * {a} * {a}))', ct)})",
+        "gelu_tanh":
+            f"{half} * {a} * ({one} + {_tanh(f'(0.7978845608028654{f} * ({a} + 0.044715{f} * {a} * {a} * {a}))', ct)})",
         "reciprocal": f"{one} / {a}", "floor": f"floor({a})", "ceil": f"ceil({a})", "round": f"rint({a})",
         "trunc": f"trunc({a})", "sign": f"({a} > 0 ? {one} : ({a} < 0 ? -{one} : 0))", "square": f"{a} * {a}",
     }
@@ -349,7 +351,7 @@ def statements(prog: Program, k: Kernel, stream: bool = False) -> tuple[tuple, .
                 out.append(("expr", "long", gn, f"({x} < 0 || {x} >= {size}L) ? "
                                                 f"(atomic_or({ERR_FLAG}, {INDEX_OOB}), 0L) : {x}"))
                 gnames[gv] = gn
-            rn = (lambda var: gnames.get(var.name, var.name)) if gnames else _index_name
+            rn = (lambda var, gnames=gnames: gnames.get(var.name, var.name)) if gnames else _index_name
             v = None if valid == sym.ONE else sym.render(valid, rn)
             out.append(("load", ctype(ins.dtype), name, ins.dtype, _buf(buf), sym.render(index, rn), v,
                         literal(other, ins.dtype)))
@@ -447,7 +449,8 @@ def statements(prog: Program, k: Kernel, stream: bool = False) -> tuple[tuple, .
                     for j, (ix, ok) in enumerate(zip(_lanes(flat, vw), _lanes(mask, vw))):
                         line = f"out[{sym.render(ix, _index_name)}] = {val}.s{_LANES[j]};"
                         if ok != sym.ZERO:
-                            out.append(("line", line if ok == sym.ONE else f"if ({sym.render(ok, _index_name)}) {line}"))
+                            out.append(("line", line if ok == sym.ONE
+                                        else f"if ({sym.render(ok, _index_name)}) {line}"))
                     if full is not None and full != sym.ZERO:
                         out.append(("close",))
             else:
@@ -512,7 +515,8 @@ def source(k: Kernel, opts: Opts) -> tuple[str, str, Program]:
                  vec_types=vec_types, stream_types=stream_types,
                  helpers=tuple((fn, _helper_types(fn, text)) for fn in MATH_HELPERS),
                  items=prog.global_items, split=prog.split, stmts=stmts,
-                 uses_ipow="zyx_ipow" in text, uses_floordiv="zyx_floordiv_py" in text, err_flag=ERR_FLAG if ERR_FLAG in text else None, fp32=dtypes.float32)
+                 uses_ipow="zyx_ipow" in text, uses_floordiv="zyx_floordiv_py" in text,
+                 err_flag=ERR_FLAG if ERR_FLAG in text else None, fp32=dtypes.float32)
     return name, src, prog
 
 

@@ -5,12 +5,30 @@
     params = validate(c, [Operand(zyx.bfloat16, (4, 8))], {"dim": -1})  # {"dim": 1}
 """
 from zyx.contracts.cost import (
-    DERIVED_SYMBOLS, compile_expr, cost_of_call, evaluate, expr_names, predict_seconds,
-    set_calibration_source, symbols_for,
+    DERIVED_SYMBOLS,
+    compile_expr,
+    cost_of_call,
+    evaluate,
+    expr_names,
+    predict_seconds,
+    set_calibration_source,
+    symbols_for,
 )
 from zyx.contracts.model import (
-    Calibration, Caps, Contract, Cost, CostSpec, Document, Fit, InputSpec, LayoutSpec, Operand,
-    OutputSpec, ParamSpec, Precision, Provider,
+    Calibration,
+    Caps,
+    Contract,
+    Cost,
+    CostSpec,
+    Document,
+    Fit,
+    InputSpec,
+    LayoutSpec,
+    Operand,
+    OutputSpec,
+    ParamSpec,
+    Precision,
+    Provider,
 )
 from zyx.contracts.parse import parse_document, parse_file
 from zyx.contracts.registry import Registry, all_contracts, default_registry, get, lookup, reset

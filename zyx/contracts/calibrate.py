@@ -4,7 +4,8 @@ Every contract's cost is ``provenance: judge_measured``: its expressions give th
 call moves, and this module supplies the device-specific constants. ``calibrate`` runs each
 kernel on a few sizes of a representative workload, times it with OpenCL profiling events
 (median of several runs after a warm-up), fits overhead and bandwidth by least squares,
-checks the fit on one held-out size (predicted against measured time) and stores the fits as JSON per device signature under ``<cache dir>/contracts/``. Once stored,
+checks the fit on one held-out size (predicted against measured time) and stores the fits as
+JSON per device signature under ``<cache dir>/contracts/``. Once stored,
 ``Contract.cost(...)`` reports ``predicted_s`` for the default device. A corrupt or stale
 file is ignored (as if absent), never fatal.
 
@@ -21,7 +22,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable
 
 import numpy as np
 
@@ -90,19 +91,20 @@ def _events(result: Any) -> list[Any]:
     return [result]
 
 
-def workload(device: Device, name: str, nbytes: int, dtype: Optional[DType] = None) -> Workload:
+def workload(device: Device, name: str, nbytes: int, dtype: DType | None = None) -> Workload:
     """A workload of contract ``name`` whose data operand holds about ``nbytes`` bytes."""
     contract = get(name)
     dt = dtype or (contract.dtypes[0] if name.startswith("cumsum") else float32)
     isz = dt.itemsize
     n = max(64, nbytes // isz)
-    up = lambda a: transfer.upload(device, a)  # noqa: E731
-    alloc = lambda k: device.pool.allocate(k * isz)  # noqa: E731
+    up = lambda a: transfer.upload(device, a)  # noqa: E731 - shorthands for the branches below
+    alloc = lambda k: device.pool.allocate(k * isz)  # noqa: E731 - as above
     rows, cols = _square(n)
     params: dict[str, Any] = {}
     arrays: dict[str, np.ndarray] = {}
     ops: list[Operand] = []
     keep: list[Any] = []
+    # a launch that fits one line stays a lambda (hence the E731 waivers); longer ones are a def
     run: Callable[[], Any]
     if name == "contiguize":
         x = _data((cols, rows), dt)
@@ -111,7 +113,7 @@ def workload(device: Device, name: str, nbytes: int, dtype: Optional[DType] = No
         arrays = {"x": x}
         ops = [Operand(dt, (rows, cols), is_contiguous=False)]
         describe = f"transpose ({cols}, {rows}) -> ({rows}, {cols})"
-        run = lambda: kernels.contiguize(device, out, src, view, isz)  # noqa: E731
+        run = lambda: kernels.contiguize(device, out, src, view, isz)  # noqa: E731 - see `run` above
         keep = [src, out]
     elif name == "flip":
         x = _data((rows, cols), dt)
@@ -119,7 +121,7 @@ def workload(device: Device, name: str, nbytes: int, dtype: Optional[DType] = No
         arrays, params = {"x": x}, {"dims": (1,)}
         ops = [Operand(dt, (rows, cols))]
         describe = f"flip ({rows}, {cols}) dims=(1,)"
-        run = lambda: kernels.flip(device, out, src, (rows, cols), (1,), isz)  # noqa: E731
+        run = lambda: kernels.flip(device, out, src, (rows, cols), (1,), isz)  # noqa: E731 - see `run` above
         keep = [src, out]
     elif name == "roll":
         x = _data((rows, cols), dt)
@@ -128,7 +130,7 @@ def workload(device: Device, name: str, nbytes: int, dtype: Optional[DType] = No
         arrays, params = {"x": x}, {"shift": shift, "outer": 1, "dim_size": rows, "inner": cols}
         ops = [Operand(dt, (rows, cols))]
         describe = f"roll ({rows}, {cols}) shift={shift} dim=0"
-        run = lambda: kernels.roll(device, out, src, 1, rows, cols, shift, isz)  # noqa: E731
+        run = lambda: kernels.roll(device, out, src, 1, rows, cols, shift, isz)  # noqa: E731 - see `run` above
         keep = [src, out]
     elif name == "concat":
         half = cols // 2
@@ -154,14 +156,15 @@ def workload(device: Device, name: str, nbytes: int, dtype: Optional[DType] = No
         if name == "write_slice":
             params = {"dest_shape": (dest_rows, cols), "ranges": ((start, start + rows), (0, cols))}
             describe = f"write ({rows}, {cols}) into rows [{start}, {start + rows}) of ({dest_rows}, {cols})"
-            run = lambda: kernels.write_slice(device, dest, src, (rows, cols), strides, start * cols, isz)  # noqa: E731
+            run = lambda: kernels.write_slice(  # noqa: E731 - see `run` above
+                device, dest, src, (rows, cols), strides, start * cols, isz)
         elif name == "write_slice_rotating":
             pos = dest_rows - rows // 2
             pos_buf = up(np.array([pos], np.int32))
             keep.append(pos_buf)
             params = {"dest_shape": (dest_rows, cols), "axis": 0, "modulus": dest_rows, "position": pos}
             describe = f"ring write ({rows}, {cols}) at position {pos} of ({dest_rows}, {cols}) (wraps)"
-            run = lambda: kernels.write_slice_rotating(  # noqa: E731
+            run = lambda: kernels.write_slice_rotating(  # noqa: E731 - see `run` above
                 device, dest, src, (rows, cols), strides, 0, 0, dest_rows, (pos_buf, 0, int32), isz)
         else:
             off_buf = up(np.array([start], np.int64))
@@ -181,7 +184,8 @@ def workload(device: Device, name: str, nbytes: int, dtype: Optional[DType] = No
         arrays, params = {"x": x}, {"upper": False, "diagonal": 0}
         ops = [Operand(dt, x.shape)]
         describe = f"tril ({batch}, {side}, {side})"
-        run = lambda: kernels.triangular(device, out, src, batch, side, side, False, 0, isz)  # noqa: E731
+        run = lambda: kernels.triangular(  # noqa: E731 - see `run` above
+            device, out, src, batch, side, side, False, 0, isz)
         keep = [src, out]
     elif name == "masked_fill":
         x = _data((n,), dt)
@@ -191,7 +195,7 @@ def workload(device: Device, name: str, nbytes: int, dtype: Optional[DType] = No
         ops = [Operand(dt, (n,)), Operand(bool_, (n,))]
         describe = f"masked_fill ({n},) every third"
         fill = np.array(7, dtype=dt.numpy)
-        run = lambda: kernels.masked_fill(device, out, src, mask, n, fill, isz)  # noqa: E731
+        run = lambda: kernels.masked_fill(device, out, src, mask, n, fill, isz)  # noqa: E731 - see `run` above
         keep = [src, mask, out]
     elif name.startswith("cumsum"):
         x = _data((n,), dt)
@@ -199,7 +203,7 @@ def workload(device: Device, name: str, nbytes: int, dtype: Optional[DType] = No
         arrays, params = {"x": x}, {"dim": 0}
         ops = [Operand(dt, (n,))]
         describe = f"cumsum ({n},) {dt.name}"
-        run = lambda: kernels.cumsum(device, out, src, dt, 1, n, 1)  # noqa: E731
+        run = lambda: kernels.cumsum(device, out, src, dt, 1, n, 1)  # noqa: E731 - see `run` above
         keep = [src, out]
     else:
         raise KeyError(f"no calibration workload for contract {name!r}")
@@ -250,17 +254,17 @@ def _path(device: Device) -> Path:
     return settings.cache_dir() / "contracts" / f"{key}.json"
 
 
-_loaded: dict[str, tuple[str, Optional[dict[str, Any]]]] = {}  # device id -> (heuristics tag, data)
+_loaded: dict[str, tuple[str, dict[str, Any] | None]] = {}  # device id -> (heuristics tag, data)
 
 
-def load(device: Optional[Device] = None) -> Optional[dict[str, Any]]:
+def load(device: Device | None = None) -> dict[str, Any] | None:
     """The stored calibration of ``device`` (None when absent, corrupt or stale)."""
     dev = resolve(device)
     tag = settings.heuristics_tag(dev)
     got = _loaded.get(dev.id)
     if got is not None and got[0] == tag:
         return got[1]
-    data: Optional[dict[str, Any]] = None
+    data: dict[str, Any] | None = None
     try:
         raw = json.loads(_path(dev).read_text(encoding="utf-8"))
         if (isinstance(raw, dict) and raw.get("format") == FORMAT_VERSION
@@ -283,7 +287,7 @@ def _store(device: Device, data: dict[str, Any]) -> Path:
     return path
 
 
-def fit_for(contract: Contract, device: Optional[Device] = None) -> Optional[Fit]:
+def fit_for(contract: Contract, device: Device | None = None) -> Fit | None:
     """The stored fit of ``contract`` on ``device`` (default device), if calibrated."""
     try:
         data = load(device)
@@ -296,8 +300,8 @@ def fit_for(contract: Contract, device: Optional[Device] = None) -> Optional[Fit
         return None
 
 
-def calibrate(device: Any = None, quick: bool = False, names: Optional[list[str]] = None,
-              repeats: int = 5, log: Optional[Callable[[str], None]] = None) -> dict[str, Any]:
+def calibrate(device: Any = None, quick: bool = False, names: list[str] | None = None,
+              repeats: int = 5, log: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Measure every contract kernel on ``device``, fit and store the results; returns them."""
     dev = resolve(device)
     sizes = QUICK_SIZES if quick else DEFAULT_SIZES
@@ -343,7 +347,7 @@ def calibrate(device: Any = None, quick: bool = False, names: Optional[list[str]
     return data
 
 
-def _default_source(contract: Contract) -> Optional[Fit]:
+def _default_source(contract: Contract) -> Fit | None:
     return fit_for(contract, None)
 
 

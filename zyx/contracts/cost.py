@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import ast
 import math
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
-from typing import Any, Callable, Mapping, Optional, Sequence
+from typing import Any, Callable
 
 from zyx.contracts.model import Calibration, Contract, Cost, Operand
 from zyx.errors import ContractError
@@ -185,12 +186,12 @@ def evaluate(text: str, values: Mapping[str, Any], where: str = "cost") -> Any:
 
 # ---------------------------------------------------------------- calibration
 
-_calibration_source: Optional[Callable[[Contract], Optional[Calibration]]] = None
+_calibration_source: Callable[[Contract], Calibration | None] | None = None
 
 
 def set_calibration_source(
-    source: Optional[Callable[[Contract], Optional[Calibration]]],
-) -> Optional[Callable[[Contract], Optional[Calibration]]]:
+    source: Callable[[Contract], Calibration | None] | None,
+) -> Callable[[Contract], Calibration | None] | None:
     """Install the function that finds a device fit for a contract; returns the previous one."""
     global _calibration_source
     previous, _calibration_source = _calibration_source, source
@@ -241,7 +242,7 @@ def check_symbols(contract: Contract, params: Mapping[str, Any], needed: Sequenc
                                     f"accepts ({', '.join(map(str, widths))})")
 
 
-def evaluate_cost(contract: Contract, params: Mapping[str, Any], calibration: Optional[Calibration] = None) -> Cost:
+def evaluate_cost(contract: Contract, params: Mapping[str, Any], calibration: Calibration | None = None) -> Cost:
     """``Cost(bytes_moved, flops, predicted_s)`` of ``contract`` for cost symbols ``params``."""
     spec = contract.cost_spec
     check_symbols(contract, params, expr_symbols(spec.bytes_moved) + expr_symbols(spec.flops))
@@ -284,7 +285,7 @@ DERIVED_SYMBOLS: tuple[str, ...] = (
 )
 
 
-def _fold(shape: tuple[int, ...], params: Mapping[str, Any]) -> Optional[tuple[int, int, int]]:
+def _fold(shape: tuple[int, ...], params: Mapping[str, Any]) -> tuple[int, int, int] | None:
     """``(outer, dim_size, inner)`` around ``dim``, ``axis`` or the first of flip's ``dims``
     (an empty ``dims``: ``(1, n, 1)``); None when the call names no axis."""
     dims = params.get("dims")
@@ -333,7 +334,7 @@ def symbols_for(contract: Contract, inputs: Sequence[Operand], params: Mapping[s
 
 def cost_of_call(
     contract: Contract, inputs: Sequence[Operand], params: Mapping[str, Any],
-    calibration: Optional[Calibration] = None,
+    calibration: Calibration | None = None,
 ) -> Cost:
     """The cost of one concrete call (``symbols_for`` then ``Contract.cost``)."""
     return evaluate_cost(contract, symbols_for(contract, inputs, params), calibration)

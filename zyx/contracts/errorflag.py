@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 
@@ -63,13 +63,13 @@ def reserve(device: Device, describe: str) -> tuple[Any, int]:
         return st.cl_buffer, slot
 
 
-def pending(device: Optional[Device] = None) -> int:
+def pending(device: Device | None = None) -> int:
     """How many launches on ``device`` (None: all devices) have not been checked yet."""
     with _lock:
         return sum(len(st.pending) for dev_id, st in _flags.items() if device is None or dev_id == device.id)
 
 
-def check(device: Optional[Device] = None) -> None:
+def check(device: Device | None = None) -> None:
     """Wait for the flagged launches on ``device`` (None: all) and raise for the first bad one."""
     import pyopencl as cl
 

@@ -34,8 +34,9 @@ choice the tuner does not search; defaults derived from the device):
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, fields, replace
-from typing import Any, Optional, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -269,7 +270,7 @@ def _go(device: Device, template: str, name: str, params: dict[str, Any], n: int
 
 
 def fold_axes(shape: Sequence[int], strides: Sequence[int],
-              keep: Optional[int] = None) -> tuple[tuple[int, ...], tuple[int, ...], Optional[int]]:
+              keep: int | None = None) -> tuple[tuple[int, ...], tuple[int, ...], int | None]:
     """Drop extent-1 axes and merge neighbours a dense walk can treat as one.
 
     ``strides`` are the strides of the side that is *not* dense (the source view of a
@@ -297,7 +298,7 @@ def fold_axes(shape: Sequence[int], strides: Sequence[int],
 
 @tuned("contiguize", DECLARED["contiguize"], tunables)
 def contiguize(device: Device, out: Buffer, src: Buffer, view: View, itemsize: int,
-               tun: Optional[Tunables] = None) -> Any:
+               tun: Tunables | None = None) -> Any:
     """Copy ``view`` of ``src`` densely into ``out`` (returns the event; None if empty)."""
     n = view.numel
     if n == 0:
@@ -355,7 +356,7 @@ TRANSPOSE_LOCAL = 16
 TRANSPOSE_MIN = 4
 
 
-def transpose_axis(shape: Sequence[int], strides: Sequence[int]) -> Optional[int]:
+def transpose_axis(shape: Sequence[int], strides: Sequence[int]) -> int | None:
     """The innermost axis of unit stride when it is not the last one (a transposed view), else None.
 
     On CPUs such a view is copied by tiles (``contiguize.cl.mako``, ``tile``): each
@@ -387,7 +388,7 @@ def flip_groups(shape: Sequence[int], dims: Sequence[int]) -> tuple[tuple[int, b
 
 @tuned("flip", DECLARED["flip"], tunables)
 def flip(device: Device, out: Buffer, src: Buffer, shape: Sequence[int], dims: Sequence[int],
-         itemsize: int, tun: Optional[Tunables] = None) -> Any:
+         itemsize: int, tun: Tunables | None = None) -> Any:
     """Dense ``src`` of ``shape`` reversed along ``dims`` (non-negative) into ``out``."""
     n = math.prod(shape)
     if n == 0:
@@ -411,7 +412,7 @@ def flip(device: Device, out: Buffer, src: Buffer, shape: Sequence[int], dims: S
 
 @tuned("roll", DECLARED["roll"], tunables)
 def roll(device: Device, out: Buffer, src: Buffer, outer: int, dim_size: int, inner: int, shift: int,
-         itemsize: int, tun: Optional[Tunables] = None) -> Any:
+         itemsize: int, tun: Tunables | None = None) -> Any:
     """Dense ``src`` folded to (outer, dim_size, inner) rolled by ``shift`` on the middle axis."""
     n = outer * dim_size * inner
     if n == 0:
@@ -476,7 +477,7 @@ def _roll_rows(device: Device, out: Buffer, src: Buffer, rows: int, row: int, sh
 
 @tuned("concat", DECLARED["concat"], tunables)
 def concat_part(device: Device, out: Buffer, src: Buffer, outer: int, row_in: int, row_out: int, col0: int,
-                itemsize: int, tun: Optional[Tunables] = None) -> Any:
+                itemsize: int, tun: Tunables | None = None) -> Any:
     """Copy dense ``src`` (outer x row_in) into columns ``col0..col0+row_in`` of ``out`` rows."""
     n = outer * row_in
     if n == 0:
@@ -502,7 +503,7 @@ def _dest_extent(dest: Buffer, itemsize: int) -> int:
 
 @tuned("write_slice", DECLARED["write_slice"], tunables)
 def write_slice(device: Device, dest: Buffer, src: Buffer, shape: Sequence[int], strides: Sequence[int],
-                base: int, itemsize: int, tun: Optional[Tunables] = None) -> Any:
+                base: int, itemsize: int, tun: Tunables | None = None) -> Any:
     """Scatter dense ``src`` of ``shape`` into ``dest`` at element ``base`` with ``strides``."""
     n = math.prod(shape)
     if n == 0:
@@ -524,7 +525,7 @@ def write_slice(device: Device, dest: Buffer, src: Buffer, shape: Sequence[int],
 
 
 def _widen_box(device: Device, itemsize: int, tun: Tunables, shape: tuple[int, ...], strides: tuple[int, ...],
-               axis: Optional[int], base: int, n: int,
+               axis: int | None, base: int, n: int,
                *also: int) -> tuple[tuple[int, ...], tuple[int, ...], int, int, int, int]:
     """A write box (folded ``shape``, dest ``strides``, ``base``, ``n``) and ``itemsize`` in
     words of ``widen`` elements where the last axis is contiguous and not the run-time ``axis``
@@ -547,8 +548,8 @@ def _axis_vector(itemsize: int, shape: Sequence[int], strides: Sequence[int], ax
 @tuned("write_slice_rotating", DECLARED["write_slice_rotating"], tunables)
 def write_slice_rotating(device: Device, dest: Buffer, src: Buffer, shape: Sequence[int],
                          strides: Sequence[int], axis: int, base: int, modulus: int,
-                         position: "int | tuple[Buffer, int, DType]", itemsize: int,
-                         tun: Optional[Tunables] = None) -> Any:
+                         position: int | tuple[Buffer, int, DType], itemsize: int,
+                         tun: Tunables | None = None) -> Any:
     """Ring write of dense ``src`` into ``dest``; ``position`` is an int or (buffer, index, dtype)."""
     n = math.prod(shape)
     if n == 0:
@@ -577,7 +578,7 @@ def write_slice_rotating(device: Device, dest: Buffer, src: Buffer, shape: Seque
 @tuned("write_slice_doff", DECLARED["write_slice_doff"], tunables)
 def write_slice_doff(device: Device, dest: Buffer, src: Buffer, shape: Sequence[int], strides: Sequence[int],
                      axis: int, base: int, dest_extent: int, offset: tuple[Buffer, int], flags: tuple[Buffer, int],
-                     itemsize: int, tun: Optional[Tunables] = None) -> Any:
+                     itemsize: int, tun: Tunables | None = None) -> Any:
     """Write dense ``src`` into ``dest`` at the start on ``axis`` read from ``offset`` = (int64 buffer, index).
 
     ``flags`` = (flag buffer, slot): the kernel records (bad, offset) there for the host's check.
@@ -614,7 +615,7 @@ TRIANGULAR_ROWWISE = True
 
 @tuned("triangular", DECLARED["triangular"], tunables)
 def triangular(device: Device, out: Buffer, src: Buffer, batch: int, rows: int, cols: int, upper: bool,
-               diagonal: int, itemsize: int, tun: Optional[Tunables] = None) -> Any:
+               diagonal: int, itemsize: int, tun: Tunables | None = None) -> Any:
     """triu (``upper``) or tril of dense ``src`` (batch x rows x cols) into ``out``."""
     n = batch * rows * cols
     if n == 0:
@@ -641,7 +642,7 @@ def masked_fill_tunables(device: Device) -> Tunables:
 
 @tuned("masked_fill", DECLARED["masked_fill"], masked_fill_tunables)
 def masked_fill(device: Device, out: Buffer, src: Buffer, mask: Buffer, n: int, fill_bits: np.ndarray,
-                itemsize: int, tun: Optional[Tunables] = None) -> Any:
+                itemsize: int, tun: Tunables | None = None) -> Any:
     """``out = mask ? fill : src`` over ``n`` dense elements; ``fill_bits`` is one element's bits."""
     if n == 0:
         return None
@@ -690,7 +691,7 @@ def scan_lane_vector(inner: int, tun: Tunables) -> int:
 
 @tuned("cumsum", DECLARED["cumsum"], tunables)
 def cumsum(device: Device, out: Buffer, src: Buffer, dtype: DType, outer: int, dim_size: int, inner: int,
-           tun: Optional[Tunables] = None) -> list[Any]:
+           tun: Tunables | None = None) -> list[Any]:
     """Inclusive prefix sum of dense ``src`` (outer, dim_size, inner) along the middle axis.
 
     Returns the events of every launch (the block-carry pass recurses on the block totals).

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import sys
 import types
-from typing import Any, Optional
+from typing import Any
 
 from zyx.contracts import calibrate
 from zyx.contracts.model import Contract
@@ -52,7 +52,7 @@ def _symbols(c: Contract) -> str:
     return ", ".join(f"[{s}]" if s in spec.optional else s for s in spec.symbols)
 
 
-def report(items: Optional[list[Contract]] = None, device: Any = None) -> str:
+def report(items: list[Contract] | None = None, device: Any = None) -> str:
     """A markdown table of the contracts with their calibrated cost figures."""
     items = all_contracts() if items is None else items
     try:

@@ -5,9 +5,10 @@ arguments against them; ``cost.py`` evaluates their cost expressions.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Mapping, NamedTuple, Optional, Protocol
+from typing import Any, NamedTuple, Optional, Protocol
 
 from zyx.dtype import DType
 
@@ -32,7 +33,7 @@ class LayoutSpec:
     broadcast_stride0: str = "rejected"
     start_offset: str = "rejected"
     reverse_strides: str = "rejected"
-    strategy: Optional[str] = None  # None: inherit caps.awkward_layout_strategy
+    strategy: str | None = None  # None: inherit caps.awkward_layout_strategy
 
 
 @dataclass(frozen=True)
@@ -86,8 +87,8 @@ class Caps:
     awkward_layout_strategy: str
     in_place: bool = False
     fast_paths: tuple[str, ...] = ()
-    alignment_bytes: Optional[int] = None
-    access_granularity_bits: Optional[int] = None
+    alignment_bytes: int | None = None
+    access_granularity_bits: int | None = None
 
 
 @dataclass(frozen=True)
@@ -98,7 +99,7 @@ class CostSpec:
     flops: str
     bytes_moved: str
     cost_class: str = ""
-    overhead_ns: Optional[float] = None
+    overhead_ns: float | None = None
     memory: tuple[tuple[str, str], ...] = ()  # (tier, expression)
     # The cost symbols ``Contract.cost`` takes, in order of first use: every name the
     # expressions use, then the block's ``symbols:`` list; ``optional`` are those of the
@@ -119,10 +120,10 @@ class Precision:
 
     bit_stable_on_same_hardware: bool
     audited: bool = False
-    max_ulp: Optional[float] = None
-    max_relative: Optional[float] = None
-    max_absolute: Optional[float] = None
-    accumulate: Optional[DType] = None
+    max_ulp: float | None = None
+    max_relative: float | None = None
+    max_absolute: float | None = None
+    accumulate: DType | None = None
     notes: str = ""
 
 
@@ -131,7 +132,7 @@ class Cost(NamedTuple):
 
     bytes_moved: float
     flops: float
-    predicted_s: Optional[float] = None
+    predicted_s: float | None = None
 
 
 class Calibration(Protocol):
@@ -139,7 +140,7 @@ class Calibration(Protocol):
 
     overhead_s: float
     bytes_per_s: float
-    flops_per_s: Optional[float]
+    flops_per_s: float | None
 
 
 @dataclass(frozen=True)
@@ -148,7 +149,7 @@ class Fit:
 
     overhead_s: float
     bytes_per_s: float
-    flops_per_s: Optional[float] = None
+    flops_per_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -222,7 +223,7 @@ class Contract:
     def in_place(self) -> bool:
         return self.caps.in_place
 
-    def cost(self, calibration: Optional[Calibration] = None, **params: Any) -> Cost:
+    def cost(self, calibration: Calibration | None = None, **params: Any) -> Cost:
         """Evaluate ``bytes_moved`` and ``flops`` for cost symbols ``params``.
 
         ``params`` are exactly the symbols of ``cost_spec.symbols`` (the FKC reference's:

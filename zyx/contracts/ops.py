@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Any, Callable, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any, Callable
 
 import numpy as np
 
@@ -326,7 +327,7 @@ def write_slice(dest: Tensor, source: Tensor, ranges: Sequence[Sequence[int]]) -
 
 @_locked
 def write_slice_rotating(dest: Tensor, source: Tensor, axis: int, position: Any,
-                         modulus: Optional[int] = None) -> Tensor:
+                         modulus: int | None = None) -> Tensor:
     """Ring-buffer write: source row r lands at ``(position % modulus + r) % modulus`` on ``axis``.
 
     ``position`` is an int or a one-element uint32/int32 tensor read when the kernel runs.
@@ -347,7 +348,7 @@ def write_slice_rotating(dest: Tensor, source: Tensor, axis: int, position: Any,
 
 @_locked
 def write_slice_doff(dest: Tensor, source: Tensor, axis: int, offset: Tensor,
-                     ranges: Optional[Sequence[Sequence[int]]] = None) -> Tensor:
+                     ranges: Sequence[Sequence[int]] | None = None) -> Tensor:
     """Write ``source`` into ``dest`` starting on ``axis`` at the int64 device value ``offset``.
 
     Off ``axis`` the box is ``ranges`` (default: all of dest). An offset out of range writes
@@ -361,8 +362,8 @@ def write_slice_doff(dest: Tensor, source: Tensor, axis: int, offset: Tensor,
     off = _on(params["offset"].realize(), dest.device)
     width, extent = src.shape[ax], dest.shape[ax]
     starts = [0 if k == ax else r[0] for k, r in enumerate(params["ranges"])]
-    flags = errorflag.reserve(dest.device, f"write_slice_doff: offset = {{offset}} (read on the device) is out of range "
-                                           f"on axis {ax}: expected 0 <= offset <= dest_shape[{ax}] - width = "
+    flags = errorflag.reserve(dest.device, f"write_slice_doff: offset = {{offset}} (read on the device) is out of "
+                                           f"range on axis {ax}: expected 0 <= offset <= dest_shape[{ax}] - width = "
                                            f"{extent} - {width} = {extent - width}; nothing was written")
     kernels.write_slice_doff(dest.device, dest._buf, _rd(src), src.shape, dest._view.strides, ax,
                              _box_base(dest, starts), extent, (_rd(off), off._view.offset), flags,

@@ -10,15 +10,30 @@ from __future__ import annotations
 import re
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, NoReturn, Optional, Union
+from typing import Any, NoReturn
 
 import yaml
 
 from zyx.contracts import cost as costexpr
 from zyx.contracts.model import (
-    CONTIGUOUS_VALUES, DETERMINISMS, LAYOUT_FACTS, LAYOUT_VALUES, MEMORY_TIERS, PROVENANCES,
-    STRATEGIES, Caps, Contract, CostSpec, Document, InputSpec, LayoutSpec, OutputSpec, ParamSpec,
-    Precision, Provider, Rank,
+    CONTIGUOUS_VALUES,
+    DETERMINISMS,
+    LAYOUT_FACTS,
+    LAYOUT_VALUES,
+    MEMORY_TIERS,
+    PROVENANCES,
+    STRATEGIES,
+    Caps,
+    Contract,
+    CostSpec,
+    Document,
+    InputSpec,
+    LayoutSpec,
+    OutputSpec,
+    ParamSpec,
+    Precision,
+    Provider,
+    Rank,
 )
 from zyx.dtype import DType, from_fkc
 from zyx.errors import ContractError, DTypeError
@@ -70,7 +85,7 @@ class _Where:
             self.fail(_join(path, key), f"expected a mapping, got {type(v).__name__}")
         return v
 
-    def number(self, m: dict, key: str, path: str) -> Optional[float]:
+    def number(self, m: dict, key: str, path: str) -> float | None:
         v = m.get(key)
         if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
             self.fail(_join(path, key), f"expected a number or ~, got {v!r}")
@@ -130,7 +145,8 @@ def _layout(where: _Where, value: Any, path: str) -> LayoutSpec:
         elif key in LAYOUT_FACTS:
             kwargs[key] = where.choice(v, LAYOUT_VALUES, f"{path}.{key}")
         else:
-            where.fail(f"{path}.{key}", f"unknown layout fact; known: {', '.join(LAYOUT_FACTS)}, awkward_layout_strategy")
+            where.fail(f"{path}.{key}",
+                       f"unknown layout fact; known: {', '.join(LAYOUT_FACTS)}, awkward_layout_strategy")
     missing = [k for k in LAYOUT_FACTS if k not in kwargs]
     if missing:
         where.fail(path, f"missing layout facts: {', '.join(missing)}")
@@ -444,7 +460,7 @@ def parse_document(text: str, source: str = "<string>") -> Document:
     return Document(source, version, provider, tuple(contracts), MappingProxyType(symbols), tool)
 
 
-def parse_file(path: Union[str, Path]) -> Document:
+def parse_file(path: str | Path) -> Document:
     """Parse the contract document at ``path`` (errors name its file name)."""
     path = Path(path)
     try:

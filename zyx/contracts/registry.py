@@ -6,8 +6,9 @@ wheel works), and indexed by kernel name and by dispatch key ``(op_kind, dtype)`
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable
 from importlib import resources
-from typing import Any, Iterable, Optional
+from typing import Any
 
 from zyx.contracts.model import Contract, Document
 from zyx.contracts.parse import parse_document
@@ -44,7 +45,7 @@ class Registry:
                 self._by_key[(kind, d)] = c
 
     @classmethod
-    def from_package(cls, package: str = DOCS_PACKAGE, folder: str = DOCS_FOLDER) -> "Registry":
+    def from_package(cls, package: str = DOCS_PACKAGE, folder: str = DOCS_FOLDER) -> Registry:
         """Load every ``*.md`` under ``package/folder`` (sorted by file name)."""
         root = resources.files(package).joinpath(folder)
         entries = sorted((e for e in root.iterdir() if e.name.endswith(".md") and e.is_file()), key=lambda e: e.name)
@@ -83,7 +84,7 @@ class Registry:
 
 
 _lock = threading.Lock()
-_default: Optional[Registry] = None
+_default: Registry | None = None
 
 
 def default_registry() -> Registry:

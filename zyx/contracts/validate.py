@@ -10,8 +10,9 @@ the caller which operands to pass through the contiguize kernel first.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, NoReturn, Optional, Sequence
+from typing import Any, Callable, NoReturn
 
 import ml_dtypes
 import numpy as np
@@ -143,7 +144,7 @@ def _check_operand(contract: Contract, index: int, op: Operand) -> None:
 
 
 def validate(
-    contract: Contract, inputs: Sequence[Operand], params: Mapping[str, Any], op_kind: Optional[str] = None,
+    contract: Contract, inputs: Sequence[Operand], params: Mapping[str, Any], op_kind: str | None = None,
 ) -> dict[str, Any]:
     """Check ``inputs`` and ``params`` against ``contract``; return the normalized params.
 
@@ -225,11 +226,12 @@ def _int_tuple(call: Call, field: str, value: Any) -> tuple[int, ...]:
     return tuple(_as_int(call, f"{field}[{i}]", v) for i, v in enumerate(value))
 
 
-def _ranges(call: Call, value: Any, dest_shape: tuple[int, ...], skip_axis: Optional[int] = None) -> tuple:
+def _ranges(call: Call, value: Any, dest_shape: tuple[int, ...], skip_axis: int | None = None) -> tuple:
     if not isinstance(value, (tuple, list)):
         call.fail(f"ranges = {value!r} is not a tuple of (start, end) pairs")
     if len(value) != len(dest_shape):
-        call.fail(f"ranges has {len(value)} entries but dest has rank {len(dest_shape)}; expected one (start, end) per axis")
+        call.fail(f"ranges has {len(value)} entries but dest has rank {len(dest_shape)}; "
+                  "expected one (start, end) per axis")
     out = []
     for i, pair in enumerate(value):
         if not isinstance(pair, (tuple, list)) or len(pair) != 2:
@@ -244,7 +246,8 @@ def _ranges(call: Call, value: Any, dest_shape: tuple[int, ...], skip_axis: Opti
             if end > dest_shape[i]:
                 call.fail(f"ranges[{i}] = {shown} exceeds dest_shape[{i}] = {dest_shape[i]}")
         elif end - start > dest_shape[i]:
-            call.fail(f"ranges[{i}] = {shown} is {end - start} wide on axis {i}, wider than dest_shape[{i}] = {dest_shape[i]}")
+            call.fail(f"ranges[{i}] = {shown} is {end - start} wide on axis {i}, "
+                      f"wider than dest_shape[{i}] = {dest_shape[i]}")
         out.append(shown)
     return tuple(out)
 
@@ -337,7 +340,7 @@ def _dest_shape(call: Call, value: Any) -> tuple[int, ...]:
 
 
 @param_check(*_WRITE_SLICES, field="dest_dtype")
-def _dest_dtype(call: Call, value: Any) -> Optional[DType]:
+def _dest_dtype(call: Call, value: Any) -> DType | None:
     if value is None:
         return None
     try:

@@ -132,7 +132,8 @@ class _Builder:
         elif isinstance(e, ops.Alu):
             srcs = [self.emit(s) for s in e.srcs]
             sec = max(s for _, s in srcs)
-            res = (self.push(sec, Instr("alu", e.dtype, tuple(i for i, _ in srcs), (e.op, tuple(s.dtype for s in e.srcs)))),
+            res = (self.push(sec, Instr("alu", e.dtype, tuple(i for i, _ in srcs),
+                                        (e.op, tuple(s.dtype for s in e.srcs)))),
                    sec)
         elif isinstance(e, ops.Reduce):
             acc = self.push(0, Instr("acc", e.dtype, (), (e.op, ops.reduce_identity(e.op, e.src.dtype if e.op in (
@@ -299,7 +300,8 @@ def linearize(k: Kernel, opts: Opts) -> Program:
         guards = {o: m for o, m in masks.items() if k.out_shape[int(o[1:])] % vsz[int(o[1:])]}  # partial vectors
         body = k.body
         if guards:  # guard the original loads (the masks are already in tile/lane terms), then substitute
-            body = _guard_loads(body, lambda ld: sym.land(*(m for o, m in guards.items() if _mentions(ld, {o}))), {})
+            body = _guard_loads(
+                body, lambda ld, guards=guards: sym.land(*(m for o, m in guards.items() if _mentions(ld, {o}))), {})
         body = _subst_expr(body, body_map, {}) if body_map else body
         v, _ = b.emit(body)
         flat = sym.add(*(sym.mul(mapping.get(out_var(i, k.out_shape[i]), sym.ZERO), ostrides[i]) for i in range(n)))
@@ -604,7 +606,8 @@ def fold_constants(prog: tuple[Instr, ...]) -> tuple[Instr, ...]:
                 out[i] = Instr("const", ins.dtype, (), np.asarray(res).astype(ins.dtype.numpy).item())
         elif ins.op == "cast":
             c, v = const_of(ins.srcs[0])
-            if c and not ins.dtype.emulated and not ins.arg.emulated and "float16" not in (ins.dtype.name, ins.arg.name):
+            if (c and not ins.dtype.emulated and not ins.arg.emulated
+                    and "float16" not in (ins.dtype.name, ins.arg.name)):
                 with np.errstate(all="ignore"):
                     val = np.array(v).astype(ins.arg.numpy)
                     if ins.dtype.is_int and ins.arg.is_float:

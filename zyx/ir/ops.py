@@ -96,7 +96,7 @@ class Load(Expr):
     index: sym.Node
     valid: sym.Node = sym.ONE
     other: Any = 0
-    gather: tuple[tuple[str, "Expr", int], ...] = ()
+    gather: tuple[tuple[str, Expr, int], ...] = ()
 
 
 @dataclass(frozen=True)

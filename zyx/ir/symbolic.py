@@ -36,38 +36,38 @@ class Node:
         raise NotImplementedError
 
     # operator sugar (all simplify)
-    def __add__(self, o: IntLike) -> "Node":
+    def __add__(self, o: IntLike) -> Node:
         return add(self, o)
 
     __radd__ = __add__
 
-    def __sub__(self, o: IntLike) -> "Node":
+    def __sub__(self, o: IntLike) -> Node:
         return add(self, mul(_n(o), -1))
 
-    def __rsub__(self, o: IntLike) -> "Node":
+    def __rsub__(self, o: IntLike) -> Node:
         return add(_n(o), mul(self, -1))
 
-    def __neg__(self) -> "Node":
+    def __neg__(self) -> Node:
         return mul(self, -1)
 
-    def __mul__(self, c: int) -> "Node":
+    def __mul__(self, c: int) -> Node:
         return mul(self, c)
 
     __rmul__ = __mul__
 
-    def __floordiv__(self, c: int) -> "Node":
+    def __floordiv__(self, c: int) -> Node:
         return floordiv(self, c)
 
-    def __mod__(self, c: int) -> "Node":
+    def __mod__(self, c: int) -> Node:
         return mod(self, c)
 
-    def __lt__(self, c: int) -> "Node":  # type: ignore[override]
+    def __lt__(self, c: int) -> Node:  # type: ignore[override]
         return lt(self, c)
 
-    def __ge__(self, c: int) -> "Node":  # type: ignore[override]
+    def __ge__(self, c: int) -> Node:  # type: ignore[override]
         return ge(self, c)
 
-    def __and__(self, o: "Node") -> "Node":
+    def __and__(self, o: Node) -> Node:
         return land(self, o)
 
 

@@ -10,10 +10,9 @@ from dataclasses import dataclass
 
 from zyx.errors import IndexOutOfRange, ShapeError
 
-
 _STRIDES_CACHE: dict[tuple[int, ...], tuple[int, ...]] = {}
-_CONTIGUOUS_CACHE: dict[tuple[int, ...], "View"] = {}
-_EXPAND_CACHE: dict[tuple, "View"] = {}  # (shape, strides, offset, target shape) -> expanded view
+_CONTIGUOUS_CACHE: dict[tuple[int, ...], View] = {}
+_EXPAND_CACHE: dict[tuple, View] = {}  # (shape, strides, offset, target shape) -> expanded view
 _CACHE_LIMIT = 4096
 
 
@@ -60,7 +59,7 @@ class View:
     offset: int = 0
 
     @staticmethod
-    def contiguous(shape: tuple[int, ...]) -> "View":
+    def contiguous(shape: tuple[int, ...]) -> View:
         # views are immutable: one shared instance per (int) shape
         v = _CONTIGUOUS_CACHE.get(shape) if type(shape) is tuple else None
         if v is not None:
@@ -112,7 +111,7 @@ class View:
         return lo, hi
 
     # -- movement ops ----------------------------------------------------------
-    def permute(self, dims: tuple[int, ...]) -> "View":
+    def permute(self, dims: tuple[int, ...]) -> View:
         if len(dims) != self.ndim:
             raise ShapeError(f"permute: expected {self.ndim} dims for a rank-{self.ndim} tensor, got {len(dims)}")
         norm = tuple(normalize_dim(d, self.ndim) for d in dims)
@@ -120,7 +119,7 @@ class View:
             raise ShapeError(f"permute: dims {tuple(dims)} are not a permutation of {tuple(range(self.ndim))}")
         return View(tuple(self.shape[d] for d in norm), tuple(self.strides[d] for d in norm), self.offset)
 
-    def expand(self, shape: tuple[int, ...]) -> "View":
+    def expand(self, shape: tuple[int, ...]) -> View:
         key = (self.shape, self.strides, self.offset, shape)
         try:
             got = _EXPAND_CACHE.get(key)
@@ -133,7 +132,7 @@ class View:
             _EXPAND_CACHE[key] = got
         return got
 
-    def _expand(self, shape: tuple[int, ...]) -> "View":
+    def _expand(self, shape: tuple[int, ...]) -> View:
         if len(shape) < self.ndim:
             raise ShapeError(f"expand: target shape {shape} has fewer dims than the tensor's shape {self.shape}")
         lead = len(shape) - self.ndim
@@ -154,7 +153,7 @@ class View:
                                  f"a dim of size {size} can only expand from size 1")
         return View(tuple(new_shape), tuple(new_strides), self.offset)
 
-    def reshape(self, shape: tuple[int, ...]) -> "View | None":
+    def reshape(self, shape: tuple[int, ...]) -> View | None:
         """This view reshaped without copying, or None when the strides do not allow it."""
         if math.prod(shape) != self.numel:
             raise ShapeError(f"reshape: cannot reshape {self.shape} ({self.numel} elements) to {shape}")
@@ -200,7 +199,7 @@ class View:
             return None
         return View(tuple(shape), tuple(new_strides), self.offset)
 
-    def slice(self, dim: int, start: int, stop: int, step: int) -> "View":
+    def slice(self, dim: int, start: int, stop: int, step: int) -> View:
         """Python-style ``[start:stop:step]`` on ``dim`` (indices already normalized by ``slice.indices``)."""
         length = len(range(start, stop, step))
         offset = self.offset + (start * self.strides[dim] if length else 0)
@@ -208,21 +207,21 @@ class View:
         strides = self.strides[:dim] + (self.strides[dim] * step,) + self.strides[dim + 1:]
         return View(shape, strides, offset)
 
-    def select(self, dim: int, index: int) -> "View":
+    def select(self, dim: int, index: int) -> View:
         """Drop ``dim`` by taking element ``index`` (already normalized)."""
         return View(self.shape[:dim] + self.shape[dim + 1:], self.strides[:dim] + self.strides[dim + 1:],
                     self.offset + index * self.strides[dim])
 
-    def unsqueeze(self, dim: int) -> "View":
+    def unsqueeze(self, dim: int) -> View:
         return View(self.shape[:dim] + (1,) + self.shape[dim:], self.strides[:dim] + (0,) + self.strides[dim:],
                     self.offset)
 
-    def squeeze(self, dims: tuple[int, ...]) -> "View":
+    def squeeze(self, dims: tuple[int, ...]) -> View:
         keep = [i for i in range(self.ndim) if not (i in dims and self.shape[i] == 1)]
         return View(tuple(self.shape[i] for i in keep), tuple(self.strides[i] for i in keep), self.offset)
 
     # -- lowering helpers --------------------------------------------------------
-    def merged(self) -> "View":
+    def merged(self) -> View:
         """Equivalent view with adjacent dims merged where the strides allow (fewer index ops)."""
         dims = [(d, s) for d, s in zip(self.shape, self.strides) if d != 1]
         if not dims:

@@ -7,7 +7,8 @@ then its outputs, in one work item: ``ir.kernel.row_kernel``); over another dim 
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from zyx import dtype as dtypes
 from zyx import ops_reduce as R

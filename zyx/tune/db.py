@@ -12,9 +12,10 @@ import math
 import sqlite3
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from zyx import settings
 from zyx.backend.program import ZYX_VERSION

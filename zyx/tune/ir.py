@@ -146,6 +146,7 @@ def choose_opts(k: Kernel, device: Any, args: list) -> Opts:
             launch_mod.recorder = saved
         return seconds, _read_output(scratch, out_bytes)
 
-    cfg = choose(device, structural_key(k), (*k.out_shape, *k.red_shape), opts_space(k, device.info.max_work_group_size),
-                 to_config(k, base), measure, _same_output(k), label=k.name())
+    cfg = choose(device, structural_key(k), (*k.out_shape, *k.red_shape),
+                 opts_space(k, device.info.max_work_group_size), to_config(k, base), measure, _same_output(k),
+                 label=k.name())
     return from_config(k, base, cfg)

@@ -11,8 +11,9 @@ import itertools
 import math
 import sys
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable
 
 Config = Mapping[str, Any]
 
@@ -107,7 +108,7 @@ def beam_search(
     default = dict(default)
     try:
         base_s, reference = measure(default)
-    except Exception as exc:  # noqa: BLE001 - the default must work; report why not
+    except Exception as exc:
         raise RuntimeError(f"the default configuration {default} failed: {exc}") from exc
     result = SearchResult(best=default, best_s=base_s, baseline_s=base_s, trials=[Trial(default, base_s)])
     seen = {_key(default)}

@@ -32,7 +32,7 @@ class TuneStats:
 
 
 def choose(
-    device: "Device",
+    device: Device,
     kernel_key: str,
     sizes: tuple[int, ...],
     space: Space,
