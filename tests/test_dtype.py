@@ -249,15 +249,6 @@ def test_scalar_dtype_rejects_strings() -> None:
         dtypes.scalar_dtype("3")
 
 
-def test_compute_type() -> None:
-    assert dtypes.compute_type(zyx.bfloat16, has_fp16=True) == "float"
-    assert dtypes.compute_type(zyx.float16, has_fp16=True) == "half"
-    assert dtypes.compute_type(zyx.float16, has_fp16=False) == "float"
-    assert dtypes.compute_type(zyx.float8_e5m2, has_fp16=True) == "float"
-    assert dtypes.compute_type(zyx.int32, has_fp16=False) == "int"
-    assert dtypes.compute_type(zyx.float64, has_fp16=False) == "double"
-
-
 def test_every_pair_promotes_or_raises_dtype_error() -> None:
     for a, b in itertools.product(ALL_DTYPES, repeat=2):
         try:

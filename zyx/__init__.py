@@ -63,6 +63,7 @@ from zyx.ops_movement import chunk, pad, split, stack
 from zyx.ops_reduce import argmax, argmin, logsumexp, matmul, mean, prod, std, var
 from zyx.runtime import debug, memory_stats, synchronize
 from zyx.tensor import Tensor
+from zyx.version import __version__ as __version__
 
 _ew.install(Tensor)
 _red.install(Tensor)
@@ -77,7 +78,6 @@ half = float16
 float = float32  # noqa: A001 - the API names it zyx.float
 double = float64
 
-__version__ = "0.1.0"
 
 __all__ = [
     "AllocationError", "CompileError", "ContractError", "DType", "DTypeError", "Device", "DeviceError",

@@ -17,7 +17,7 @@ class DType:
     ``cl_storage`` is the OpenCL type a buffer element is stored as; ``emulated``
     marks dtypes that are never computed natively (bfloat16, float8: stored in their
     own width, computed in float32). float16 is emulated only on devices without
-    ``cl_khr_fp16`` (see ``compute_type``).
+    ``cl_khr_fp16`` (the codegen decides per device).
     """
 
     name: str
@@ -116,15 +116,6 @@ def to_dtype(spec: Any) -> DType:
         return _BY_NUMPY[npd]
     known = ", ".join(d.name for d in ALL_DTYPES)
     raise DTypeError(f"unknown dtype {spec!r}; expected one of: {known}")
-
-
-def compute_type(dtype: DType, has_fp16: bool) -> str:
-    """The OpenCL type arithmetic on ``dtype`` happens in on a device."""
-    if dtype.emulated or (dtype is float16 and not has_fp16):
-        return "float"
-    if dtype is float16:
-        return "half"
-    return dtype.cl_storage
 
 
 # ---------------------------------------------------------------- promotion

@@ -257,7 +257,7 @@ def binary(op: str, a: Any, b: Any):
             return _node("and", (a, b), dt)
         if op == "sub":
             raise DTypeError("subtraction of bool tensors is not supported; use logical ops (^ or logical_not)")
-        dt = dtypes.int64 if op != "pow" else dtypes.int64
+        dt = dtypes.int64
     return _node(op, (a, b), dt)
 
 

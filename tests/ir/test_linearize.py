@@ -5,7 +5,7 @@ from zyx import dtype as dt
 from zyx import settings
 from zyx.ir import ops
 from zyx.ir import symbolic as sym
-from zyx.ir.kernel import Kernel, Opts, apply_opt, default_opts, is_matmul_like, out_var, red_var
+from zyx.ir.kernel import Kernel, Opts, default_opts, is_matmul_like, out_var, red_var
 from zyx.ir.linearize import Instr, cse, dce, fold_constants, linearize
 
 
@@ -66,13 +66,6 @@ def test_passes_fold_cse_dce():
     assert sum(1 for i in merged if i.op == "load") == 1
     clean = dce(merged)
     assert [i.op for i in clean] == ["load", "alu", "store"]
-
-
-def test_opt_actions_are_pure():
-    o = Opts()
-    o2 = apply_opt(o, "upcast", (1, 4))
-    assert o.upcast == () and o2.upcast == (1, 4)
-    assert apply_opt(o2, "local", 32).local == 32 and o2.local == o.local
 
 
 def _cpu_info(pref=8):

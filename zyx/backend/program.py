@@ -21,11 +21,12 @@ from typing import TYPE_CHECKING, Any
 
 from zyx import settings
 from zyx.errors import CompileError
+from zyx.version import __version__
 
 if TYPE_CHECKING:
     from zyx.backend.device import Device
 
-ZYX_VERSION = "0.1.0"
+ZYX_VERSION = __version__  # part of every cache key: a new zyx never loads an old binary
 
 
 class BuildStats:

@@ -609,10 +609,6 @@ def write_slice_doff(device: Device, dest: Buffer, src: Buffer, shape: Sequence[
                tun, fshape)
 
 
-#: CPUs: whole rows per work-item (copy the kept vectors, store zeros without reading the rest).
-TRIANGULAR_ROWWISE = True
-
-
 @tuned("triangular", DECLARED["triangular"], tunables)
 def triangular(device: Device, out: Buffer, src: Buffer, batch: int, rows: int, cols: int, upper: bool,
                diagonal: int, itemsize: int, tun: Tunables | None = None) -> Any:
@@ -622,7 +618,7 @@ def triangular(device: Device, out: Buffer, src: Buffer, batch: int, rows: int, 
         return None
     tun = tun or tunables(device)
     vw = vector_width(itemsize, cols, tun)
-    rowwise = TRIANGULAR_ROWWISE and not _gpu(device)
+    rowwise = not _gpu(device)  # CPUs: whole rows per work-item (copy kept vectors, store zeros unread)
     params = dict(itemsize=itemsize, stream=streams(tun, n * itemsize, vw),
                   batch=batch, rows=rows, cols=cols, upper=bool(upper), n=n, vw=vw,
                   per_item=tun.per_item, index_t=index_type(n), rowwise=rowwise)

@@ -8,7 +8,7 @@ size, upcast (several outputs per work item, per output axis; on two axes this i
 register tiling for matmul-like reduces), reduce unroll, explicit vector lanes (``vec``
 on one axis: vloadN/vstoreN where contiguous, vector ALU ops, a vector accumulator
 combined lane by lane in a fixed order after the loop) and split (grouped) reduction.
-``apply_opt`` returns a new Opts (pure); ``default_opts`` gives the heuristic choice.
+``Opts`` is immutable (``dataclasses.replace`` gives a changed copy); ``default_opts`` gives the heuristic choice.
 Sizes need not divide: the copies of a partial last tile that fall past an output axis are computed
 at its last coordinate (clamped, no test in the reduce loop) and their stores masked; a partial last
 vector is masked (guarded loads and stores; whole-vector loads/stores behind one test), and reduce elements
@@ -88,23 +88,6 @@ class Opts:
     vec: int = 1  # explicit vector width (1, 2, 4, 8, 16) on axis ``vec_axis``
     vec_axis: int = 0  # an axis of out_shape + red_shape: the last output axis or the innermost reduce axis
     stream: bool = False  # whole-vector output stores non-temporal (templates/common/stream.mako)
-
-
-def apply_opt(opts: Opts, action: str, value: Any) -> Opts:
-    """A new Opts with one action applied: ``local``, ``upcast`` (axis, factor), ``unroll``, ``split``,
-    ``vec``, ``vec_axis``, ``stream``."""
-    if action == "upcast":
-        axis, factor = value
-        up = list(opts.upcast)
-        while len(up) <= axis:
-            up.append(1)
-        up[axis] *= factor
-        return replace(opts, upcast=tuple(up))
-    if action in ("local", "unroll", "split", "vec", "vec_axis"):
-        return replace(opts, **{action: int(value)})
-    if action == "stream":
-        return replace(opts, stream=bool(value))
-    raise ValueError(f"unknown opt action {action!r}")
 
 
 def matmul_axes(k: Kernel) -> tuple[int, int] | None:
