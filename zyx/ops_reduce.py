@@ -65,7 +65,7 @@ def reduce(x: Any, op: str, dim: Any = None, keepdim: bool = False, acc: DType |
             red *= s
         else:
             outs *= s
-    src = x if x._dtype is acc else x.cast(acc)
+    src = x.cast(acc)
     if red >= SPLIT_MIN and outs <= 16:
         split = _two_stage(src, op, dims, acc)
         if split is not None:
@@ -93,13 +93,13 @@ def sum(x: Any, dim: Any = None, keepdim: bool = False, dtype: Any = None):  # n
     """Sum over ``dim`` (ints accumulate in int64; 16-bit floats in float32)."""
     out = reduce(x, "sum", dim, keepdim)
     target = dtypes.to_dtype(dtype) if dtype is not None else (x.dtype if x.dtype.is_float else dtypes.int64)
-    return out if out.dtype is target else out.cast(target)
+    return out.cast(target)
 
 
 def prod(x: Any, dim: Any = None, keepdim: bool = False):
     out = reduce(x, "prod", dim, keepdim)
     target = x.dtype if x.dtype.is_float else dtypes.int64
-    return out if out.dtype is target else out.cast(target)
+    return out.cast(target)
 
 
 def mean(x: Any, dim: Any = None, keepdim: bool = False):
@@ -109,7 +109,7 @@ def mean(x: Any, dim: Any = None, keepdim: bool = False):
     n = math.prod(x.shape[d] for d in dims) if x.ndim else 1
     s = reduce(x, "sum", dim, keepdim)
     out = s / n if n else s * float("nan")
-    return out if out.dtype is x.dtype else out.cast(x.dtype)
+    return out.cast(x.dtype)
 
 
 def max(x: Any, dim: Any = None, keepdim: bool = False):  # noqa: A001 - PyTorch's name
@@ -168,7 +168,7 @@ def var(x: Any, dim: Any = None, correction: int = 1, keepdim: bool = False, unb
     d = work - mu
     s = reduce(d * d, "sum", dim, keepdim)
     out = s / (n - correction) if n - correction > 0 else s * float("nan")
-    return out if out.dtype is x.dtype else out.cast(x.dtype)
+    return out.cast(x.dtype)
 
 
 def std(x: Any, dim: Any = None, correction: int = 1, keepdim: bool = False, unbiased: Any = None):
@@ -184,7 +184,7 @@ def logsumexp(x: Any, dim: Any = None, keepdim: bool = False):
     if not keepdim:
         dims = _dims(x, dim)
         out = out.reshape(tuple(d for i, d in enumerate(x.shape) if i not in dims))
-    return out if (not x.dtype.is_float or out.dtype is x.dtype) else out.cast(x.dtype)
+    return out.cast(x.dtype) if x.dtype.is_float else out
 
 
 def any(x: Any, dim: Any = None, keepdim: bool = False):  # noqa: A001 - PyTorch's name
@@ -237,15 +237,14 @@ def matmul(a: Any, b: Any):
     # 16/8-bit floats: the products are exact in the float32 accumulator and are not rounded
     # to the dtype one by one (as PyTorch: one rounding, of the sum)
     mul_dt = acc if dt.is_float and acc is not dt else dt
-    aa = a.cast(mul_dt) if a.dtype is not mul_dt else a
-    bb = b.cast(mul_dt) if b.dtype is not mul_dt else b
+    aa = a.cast(mul_dt)
+    bb = b.cast(mul_dt)
     av = aa.expand(*batch, n, k).unsqueeze(-2).expand(*batch, n, m, k)
     bv = bb.expand(*batch, k, m).transpose(-1, -2).unsqueeze(-3).expand(*batch, n, m, k)
     prod_ = binary("mul", av, bv)
     out = reduce(prod_, "sum", prod_.ndim - 1, keepdim=False, acc=acc) if k else \
         from_node(lazy.cast(lazy.Src(None, None, acc, 0), acc, (), a.device)).expand(*batch, n, m)
-    if out.dtype is not dt:
-        out = out.cast(dt)
+    out = out.cast(dt)
     if va:
         out = out.squeeze(-2)
     if vb:

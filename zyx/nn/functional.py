@@ -37,7 +37,7 @@ def softmax(x: Any, dim: int = -1):
     e = unary("exp", w - m)
     s = R.reduce(e, "sum", d, keepdim=True)
     out = e * unary("reciprocal", s)
-    return out if out.dtype is out_dt else out.cast(out_dt)
+    return out.cast(out_dt)
 
 
 def log_softmax(x: Any, dim: int = -1):
@@ -50,7 +50,7 @@ def log_softmax(x: Any, dim: int = -1):
     z = w - m
     s = R.reduce(unary("exp", z), "sum", d, keepdim=True)
     out = z - unary("log", s)
-    return out if out.dtype is out_dt else out.cast(out_dt)
+    return out.cast(out_dt)
 
 
 def linear(x: Any, weight: Any, bias: Any = None):
@@ -80,7 +80,7 @@ def layer_norm(x: Any, normalized_shape: Sequence[int] | int, weight: Any = None
         out = out * weight
     if bias is not None:
         out = out + bias
-    return out if out.dtype is out_dt else out.cast(out_dt)
+    return out.cast(out_dt)
 
 
 def embedding(indices: Any, weight: Any):
