@@ -71,6 +71,8 @@ def main() -> None:
     flip = zyx.contracts.get("flip")
     show("flip.cost(outer=1, dim_size=1 << 20, inner=1, dtype_size=4)",
          flip.cost(outer=1, dim_size=1 << 20, inner=1, dtype_size=4))
+    show("zyx.contracts.calibrate.cost(flip, ...) (predicted_s once calibrated)",
+         zyx.contracts.calibrate.cost(flip, outer=1, dim_size=1 << 20, inner=1, dtype_size=4))
 
 
 if __name__ == "__main__":

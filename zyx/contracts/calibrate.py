@@ -6,7 +6,7 @@ kernel on a few sizes of a representative workload, times it with OpenCL profili
 (median of several runs after a warm-up), fits overhead and bandwidth by least squares,
 checks the fit on one held-out size (predicted against measured time) and stores the fits as
 JSON per device signature under ``<cache dir>/contracts/``. Once stored,
-``Contract.cost(...)`` reports ``predicted_s`` for the default device. A corrupt or stale
+``cost(contract, device, **symbols)`` reports ``predicted_s`` for that device. A corrupt or stale
 file is ignored (as if absent), never fatal.
 
 ``workload(device, name, nbytes)`` is also what ``bench/bench_contracts.py`` runs.
@@ -29,10 +29,11 @@ import numpy as np
 from zyx import settings
 from zyx.backend import transfer
 from zyx.backend.device import Device, default_device, resolve
-from zyx.contracts import cost as costexpr
 from zyx.contracts import errorflag, kernels
-from zyx.contracts.model import Contract, Fit, Operand
-from zyx.contracts.registry import all_contracts, get
+from zyx.contracts.spec import cost as costexpr
+from zyx.contracts.spec.cost import Cost, Fit
+from zyx.contracts.spec.model import Contract, Operand
+from zyx.contracts.spec.registry import all_contracts, get
 from zyx.dtype import DType, bool_, float32, float64, int32
 from zyx.ir.view import View
 
@@ -347,13 +348,10 @@ def calibrate(device: Any = None, quick: bool = False, names: list[str] | None =
     return data
 
 
-def _default_source(contract: Contract) -> Fit | None:
-    return fit_for(contract, None)
-
-
-def install() -> None:
-    """Make ``Contract.cost`` use the stored fits of the default device."""
-    costexpr.set_calibration_source(_default_source)
+def cost(contract: Contract, device: Device | None = None, **symbols: Any) -> Cost:
+    """``contract.cost(**symbols)`` with ``predicted_s`` from the stored fit of ``device``
+    (default device); ``predicted_s`` is None when that device is not calibrated."""
+    return contract.cost(fit_for(contract, device), **symbols)
 
 
 def main() -> None:

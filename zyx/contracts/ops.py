@@ -19,9 +19,9 @@ from zyx import dtype as dtypes
 from zyx.backend.device import Device
 from zyx.backend.launch import runtime_lock
 from zyx.contracts import errorflag, kernels
-from zyx.contracts.model import Contract, Operand
-from zyx.contracts.registry import get, lookup
-from zyx.contracts.validate import needs_contiguize, validate
+from zyx.contracts.spec.model import Contract, Operand
+from zyx.contracts.spec.registry import get, lookup
+from zyx.contracts.spec.validate import needs_contiguize, validate
 from zyx.dtype import DType
 from zyx.errors import ContractError, DTypeError, ShapeError
 from zyx.ir.view import View

@@ -10,7 +10,7 @@ import pytest
 
 import zyx.contracts as zc
 from zyx import dtype as zd
-from zyx.contracts.model import Operand
+from zyx.contracts.spec.model import Operand
 from zyx.errors import ContractError
 
 

@@ -20,11 +20,14 @@ from __future__ import annotations
 import ast
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Protocol
 
-from zyx.contracts.model import Calibration, Contract, Cost, Operand
 from zyx.errors import ContractError
+
+if TYPE_CHECKING:  # model.py imports this module (Contract.cost); the types only annotate here
+    from zyx.contracts.spec.model import Contract, Operand
 
 _BINOPS: dict[type, Callable[[Any, Any], Any]] = {
     ast.Add: lambda a, b: a + b,
@@ -186,16 +189,30 @@ def evaluate(text: str, values: Mapping[str, Any], where: str = "cost") -> Any:
 
 # ---------------------------------------------------------------- calibration
 
-_calibration_source: Callable[[Contract], Calibration | None] | None = None
+
+class Cost(NamedTuple):
+    """A kernel's cost for concrete params; ``predicted_s`` is None without a calibration."""
+
+    bytes_moved: float
+    flops: float
+    predicted_s: float | None = None
 
 
-def set_calibration_source(
-    source: Callable[[Contract], Calibration | None] | None,
-) -> Callable[[Contract], Calibration | None] | None:
-    """Install the function that finds a device fit for a contract; returns the previous one."""
-    global _calibration_source
-    previous, _calibration_source = _calibration_source, source
-    return previous
+class Calibration(Protocol):
+    """A device fit ``time = overhead_s + bytes / bytes_per_s (+ flops / flops_per_s)``."""
+
+    overhead_s: float
+    bytes_per_s: float
+    flops_per_s: float | None
+
+
+@dataclass(frozen=True)
+class Fit:
+    """A concrete ``Calibration`` (what ``zyx tune --contracts`` stores per device and kernel)."""
+
+    overhead_s: float
+    bytes_per_s: float
+    flops_per_s: float | None = None
 
 
 def predict_seconds(bytes_moved: float, flops: float, calibration: Calibration) -> float:
@@ -248,8 +265,6 @@ def evaluate_cost(contract: Contract, params: Mapping[str, Any], calibration: Ca
     check_symbols(contract, params, expr_symbols(spec.bytes_moved) + expr_symbols(spec.flops))
     bytes_moved = evaluate(spec.bytes_moved, params, f"{contract.name}: cost.bytes_moved")
     flops = evaluate(spec.flops, params, f"{contract.name}: cost.flops")
-    if calibration is None and _calibration_source is not None:
-        calibration = _calibration_source(contract)
     predicted = predict_seconds(bytes_moved, flops, calibration) if calibration is not None else None
     return Cost(bytes_moved, flops, predicted)
 

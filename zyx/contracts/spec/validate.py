@@ -17,7 +17,7 @@ from typing import Any, Callable, NoReturn
 import ml_dtypes
 import numpy as np
 
-from zyx.contracts.model import Contract, InputSpec, Operand
+from zyx.contracts.spec.model import Contract, InputSpec, Operand
 from zyx.dtype import DType, to_dtype
 from zyx.errors import ContractError, DTypeError
 
@@ -172,14 +172,14 @@ def validate(
     for name, spec in contract.params.items():
         check = _PARAM_CHECKS.get((contract.name, name))
         if check is None:
-            call.fail(f"op param {name!r} has no check registered (zyx.contracts.validate)")
+            call.fail(f"op param {name!r} has no check registered (zyx.contracts.spec.validate)")
         if given.get(name) is None and not spec.optional:
             call.fail(f"missing op param {name!r} ({spec.kind}; {spec.constraint or 'required'})")
         call.params[name] = check(call, given.get(name))
     for spec in contract.inputs:
         check = _SHAPE_CHECKS.get((contract.name, spec.name))
         if check is None and spec.shape_constraint:
-            call.fail(f"shape constraint of {spec.name!r} has no check registered (zyx.contracts.validate)")
+            call.fail(f"shape constraint of {spec.name!r} has no check registered (zyx.contracts.spec.validate)")
         if check is not None:
             check(call, inputs)
     return call.params

@@ -10,7 +10,7 @@ import yaml
 
 import zyx.contracts as zc
 from zyx import dtype as zd
-from zyx.contracts import parse as zparse
+from zyx.contracts.spec import parse as zparse
 from zyx.errors import ContractError
 
 DOC_NAME = "opencl_shape_ops.md"

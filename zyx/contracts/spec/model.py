@@ -1,15 +1,17 @@
 """Typed, immutable values for FKC kernel contracts (DESIGN.md, "Contracts (FKC)").
 
 ``parse.py`` builds these from a contract document; ``validate.py`` checks concrete
-arguments against them; ``cost.py`` evaluates their cost expressions.
+arguments against them; ``cost.py`` evaluates their cost expressions (and owns ``Cost``,
+``Calibration`` and ``Fit``).
 """
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, NamedTuple, Optional, Protocol
+from typing import Any, Optional
 
+from zyx.contracts.spec.cost import Calibration, Cost, evaluate_cost, evaluate_memory
 from zyx.dtype import DType
 
 # Vocabularies (the values a document may use; parse.py rejects anything else).
@@ -127,31 +129,6 @@ class Precision:
     notes: str = ""
 
 
-class Cost(NamedTuple):
-    """A kernel's cost for concrete params; ``predicted_s`` is None without a calibration."""
-
-    bytes_moved: float
-    flops: float
-    predicted_s: float | None = None
-
-
-class Calibration(Protocol):
-    """A device fit ``time = overhead_s + bytes / bytes_per_s (+ flops / flops_per_s)``."""
-
-    overhead_s: float
-    bytes_per_s: float
-    flops_per_s: float | None
-
-
-@dataclass(frozen=True)
-class Fit:
-    """A concrete ``Calibration`` (what ``zyx tune --contracts`` stores per device and kernel)."""
-
-    overhead_s: float
-    bytes_per_s: float
-    flops_per_s: float | None = None
-
-
 @dataclass(frozen=True)
 class Operand:
     """What validation needs to know about one concrete tensor argument.
@@ -230,18 +207,13 @@ class Contract:
         ``flip.cost(outer=2, dim_size=3, inner=4, dtype_size=4)``); an unknown or missing
         one raises ``ContractError`` naming this contract and the symbol.
 
-        ``predicted_s`` comes from ``calibration`` or, when None, from the calibration
-        source installed with ``cost.set_calibration_source``; it is None when neither
-        has a fit for this kernel.
+        ``predicted_s`` comes from the device fit ``calibration`` and is None without one
+        (``zyx.contracts.calibrate.cost`` looks up the stored fit of a device).
         """
-        from zyx.contracts.cost import evaluate_cost  # cost.py imports this module
-
         return evaluate_cost(self, params, calibration)
 
     def memory(self, **params: Any) -> dict[str, float]:
         """Evaluate each ``memory`` tier expression for cost symbols ``params``."""
-        from zyx.contracts.cost import evaluate_memory
-
         return evaluate_memory(self, params)
 
     def __repr__(self) -> str:

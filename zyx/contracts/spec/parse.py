@@ -14,8 +14,8 @@ from typing import Any, NoReturn
 
 import yaml
 
-from zyx.contracts import cost as costexpr
-from zyx.contracts.model import (
+from zyx.contracts.spec import cost as costexpr
+from zyx.contracts.spec.model import (
     CONTIGUOUS_VALUES,
     DETERMINISMS,
     LAYOUT_FACTS,

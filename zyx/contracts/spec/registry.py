@@ -10,8 +10,8 @@ from collections.abc import Iterable
 from importlib import resources
 from typing import Any
 
-from zyx.contracts.model import Contract, Document
-from zyx.contracts.parse import parse_document
+from zyx.contracts.spec.model import Contract, Document
+from zyx.contracts.spec.parse import parse_document
 from zyx.dtype import DType, to_dtype
 from zyx.errors import ContractError, DTypeError
 

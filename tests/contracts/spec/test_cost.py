@@ -7,8 +7,8 @@ import pytest
 
 import zyx.contracts as zc
 from zyx import dtype as zd
-from zyx.contracts import cost as zcost
-from zyx.contracts.model import Operand
+from zyx.contracts.spec import cost as zcost
+from zyx.contracts.spec.model import Operand
 from zyx.errors import ContractError
 
 # ---------------------------------------------------------------- the grammar
@@ -169,15 +169,6 @@ def param_sets(name, count=4):
     sets.append({k: ([1] if k == "input_dim_sizes" else 1) for k in FKC[name][0]} | (
         {k: min(widths) for k in FKC[name][0] if k in ("dtype_size", "dtype_bytes")}))
     return sets
-
-
-@pytest.fixture(autouse=True)
-def no_device_calibration():
-    """These tests check the document's formulas: a calibration stored in the cache
-    directory by another test or an earlier run (CI runs the suite twice) must not leak in."""
-    previous = zc.set_calibration_source(None)
-    yield
-    zc.set_calibration_source(previous)
 
 
 def test_every_contract_is_costed():
@@ -354,24 +345,11 @@ def test_predicted_seconds_with_a_fit():
 FLIP_1 = {"outer": 1, "dim_size": 1, "inner": 1, "dtype_size": 1}
 
 
-def test_calibration_source_hook():
-    seen = []
-
-    def source(contract):
-        seen.append(contract.name)
-        return zc.Fit(1e-6, 2e9) if contract.name == "flip" else None
-
-    previous = zc.set_calibration_source(source)
-    try:
-        assert zc.get("flip").cost(outer=5, dim_size=100, inner=1, dtype_size=2).predicted_s == pytest.approx(
-            1e-6 + 2000 / 2e9)
-        assert zc.get("roll").cost(**FLIP_1).predicted_s is None
-        explicit = zc.get("flip").cost(zc.Fit(0.0, 1e3), **FLIP_1)
-        assert explicit.predicted_s == pytest.approx(2e-3)
-    finally:
-        zc.set_calibration_source(previous)
-    assert seen == ["flip", "roll"]
+def test_cost_predicts_only_with_a_fit_passed_in():
+    """The spec layer looks up no device calibration (``zyx.contracts.calibrate.cost`` does)."""
     assert zc.get("flip").cost(**FLIP_1).predicted_s is None
+    explicit = zc.get("flip").cost(zc.Fit(0.0, 1e3), **FLIP_1)
+    assert explicit.predicted_s == pytest.approx(2e-3)
 
 
 def test_bad_calibration():
