@@ -42,6 +42,7 @@ from zyx.backend import transfer
 from zyx.benchmarks import bench_header, median_wall_seconds
 from zyx.benchmarks import copy_ceiling as kernel_copy_ceiling
 from zyx.contracts import calibrate, errorflag, kernels
+from zyx.contracts.kernels import workload
 
 MIB = 1 << 20
 KERNELS = ("contiguize", "flip", "roll", "concat", "write_slice", "write_slice_rotating", "write_slice_doff",
@@ -77,8 +78,8 @@ def cumsum_workload(device: zyx.Device, name: str, nbytes: int, axis: int) -> ca
     w = calibrate.workload(device, name, 64)  # the contract's dtype and cost model
     dt = w.dtype
     n = max(64, nbytes // dt.itemsize)
-    rows, cols = calibrate._square(n)
-    x = calibrate._data((rows, cols), dt)
+    rows, cols = workload.square(n)
+    x = workload.data((rows, cols), dt)
     src, out = transfer.upload(device, x), device.pool.allocate(x.nbytes)
     outer, dim, inner = (rows, cols, 1) if axis == -1 else (1, rows, cols)
     symbols = {"outer": outer, "dim_size": dim, "inner": inner, "dtype_size": dt.itemsize}

@@ -123,6 +123,9 @@ def to_dtype(spec: Any) -> DType:
 _SIGNED_INTS = (int8, int16, int32, int64)
 _UNSIGNED_INTS = (uint8, uint16, uint32, uint64)
 
+#: The unsigned integer of each itemsize: how byte kernels move an element's bits.
+UINT_OF_SIZE: dict[int, DType] = {d.itemsize: d for d in _UNSIGNED_INTS}
+
 
 def _promote_ints(a: DType, b: DType) -> DType:
     if a.kind == b.kind:

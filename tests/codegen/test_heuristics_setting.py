@@ -14,6 +14,7 @@ from zyx import dtype as dt
 from zyx import settings
 from zyx.codegen.kernel import kernel_source
 from zyx.contracts import kernels
+from zyx.contracts.kernels import common
 from zyx.ir import ops
 from zyx.ir import symbolic as sym
 from zyx.ir.kernel import Kernel, default_opts, out_var, red_var
@@ -117,7 +118,7 @@ def test_contract_kernels_take_their_gpu_variants(device, monkeypatch):
     tun = kernels.default_tunables(device)
     assert tun.per_item == 1 and tun.stream_bytes == kernels.NEVER
     assert tun.scan_local == min(256, 1 << (device.max_work_group_size.bit_length() - 1))
-    assert kernels.widen(device, 1, tun, 64) == 1 and not kernels._exact_grid(device, 1, 1, 1, (64,))
+    assert kernels.widen(device, 1, tun, 64) == 1 and not common.exact_grid(device, 1, 1, 1, (64,))
     x = np.random.default_rng(5).standard_normal((3, 5001)).astype(np.float32)  # > 256 x 8: block scan
     assert kernels.cumsum_strategy(3, 5001, 1, tun) == "blocks"
     np.testing.assert_allclose(zyx.tensor(x, device=device).cumsum(1).numpy(), np.cumsum(x, 1), rtol=1e-4,

@@ -14,6 +14,7 @@ import pytest
 import zyx
 from zyx.codegen.render import templates_dir
 from zyx.contracts import calibrate, kernels, listing
+from zyx.contracts.kernels import common
 from zyx.contracts.spec.cost import Cost
 
 from contract_data import on_device, raw
@@ -147,7 +148,10 @@ def test_contract_violation_refused_before_launch(device, bits_equal, monkeypatc
         launched.append(kernel.name)
         raise AssertionError(f"contract kernel {kernel.name} launched before the contract was checked")
 
-    monkeypatch.setattr(kernels, "launch", no_launch)  # every contract kernel starts through it
+    for module in (common, *kernels.MODULES):  # every contract kernel starts through one of these
+        for name in ("launch", "launch_exact"):
+            if hasattr(module, name):
+                monkeypatch.setattr(module, name, no_launch)
     with pytest.raises(zyx.ContractError, match=pattern):
         call(device, dest)
     monkeypatch.undo()
@@ -187,10 +191,11 @@ def test_contracts_listing():
 def test_every_contract_has_its_template_and_tunables():
     for c in zyx.contracts():
         assert (templates_dir() / "contracts" / c.entry_point).is_file(), c.name
-        family = "cumsum" if c.name.startswith("cumsum") else c.name
+        module = kernels.module_for(c.name)
+        assert common.template(c.name) == f"contracts/{c.entry_point}" and c.name in module.CONTRACTS
         declared = c.raw.get("tunables")
         assert declared is not None, f"{c.name}: the document declares no tunables"
-        assert set(declared) == set(kernels.DECLARED[family]), (c.name, declared)
+        assert set(declared) == set(module.DECLARED), (c.name, declared)
 
 
 def test_declared_determinism_matches_kernels(device, bits_equal):

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import zyx
-from zyx.contracts import tuning as ctuning
+from zyx.contracts.kernels import tuning as ctuning
 from zyx.tune import TuneStats, TuningDB
 
 pytestmark = pytest.mark.needs_device

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 import statistics
 import tempfile
@@ -27,15 +26,14 @@ from typing import Any, Callable
 import numpy as np
 
 from zyx import settings
-from zyx.backend import transfer
 from zyx.backend.device import Device, default_device, resolve
 from zyx.contracts import errorflag, kernels
+from zyx.contracts.kernels.workload import events
 from zyx.contracts.spec import cost as costexpr
 from zyx.contracts.spec.cost import Cost, Fit
-from zyx.contracts.spec.model import Contract, Operand
+from zyx.contracts.spec.model import Contract
 from zyx.contracts.spec.registry import all_contracts, get
-from zyx.dtype import DType, bool_, float32, float64, int32
-from zyx.ir.view import View
+from zyx.dtype import DType, float32, float64
 
 FORMAT_VERSION = 1
 DEFAULT_SIZES = (1 << 16, 1 << 20, 1 << 23)  # bytes of the data operand, for the fit
@@ -69,150 +67,18 @@ class Workload:
     keep: list[Any] = field(default_factory=list, repr=False)  # buffers the launches use
 
 
-def _square(n: int) -> tuple[int, int]:
-    """A (rows, cols) of about ``n`` elements with cols a multiple of 64."""
-    cols = max(64, 1 << (int(math.log2(max(n, 1))) // 2))
-    rows = max(1, n // cols)
-    return rows, cols
-
-
-def _data(shape: tuple[int, ...], dtype: DType, seed: int = 0) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    if dtype.is_float:
-        return rng.random(shape, dtype=np.float64).astype(dtype.numpy)
-    return rng.integers(0, 100, size=shape).astype(dtype.numpy)
-
-
-def _events(result: Any) -> list[Any]:
-    """The launch events in ``result``: None, one event, or (nested) lists of them."""
-    if result is None:
-        return []
-    if isinstance(result, (list, tuple)):
-        return [e for r in result for e in _events(r)]
-    return [result]
-
-
 def workload(device: Device, name: str, nbytes: int, dtype: DType | None = None) -> Workload:
-    """A workload of contract ``name`` whose data operand holds about ``nbytes`` bytes."""
+    """A workload of contract ``name`` whose data operand holds about ``nbytes`` bytes (the
+    calibration case of its kernel module, priced with the contract's cost)."""
     contract = get(name)
-    dt = dtype or (contract.dtypes[0] if name.startswith("cumsum") else float32)
-    isz = dt.itemsize
-    n = max(64, nbytes // isz)
-    up = lambda a: transfer.upload(device, a)  # noqa: E731 - shorthands for the branches below
-    alloc = lambda k: device.pool.allocate(k * isz)  # noqa: E731 - as above
-    rows, cols = _square(n)
-    params: dict[str, Any] = {}
-    arrays: dict[str, np.ndarray] = {}
-    ops: list[Operand] = []
-    keep: list[Any] = []
-    # a launch that fits one line stays a lambda (hence the E731 waivers); longer ones are a def
-    run: Callable[[], Any]
-    if name == "contiguize":
-        x = _data((cols, rows), dt)
-        src, out = up(x), alloc(rows * cols)
-        view = View.contiguous((cols, rows)).permute((1, 0))
-        arrays = {"x": x}
-        ops = [Operand(dt, (rows, cols), is_contiguous=False)]
-        describe = f"transpose ({cols}, {rows}) -> ({rows}, {cols})"
-        run = lambda: kernels.contiguize(device, out, src, view, isz)  # noqa: E731 - see `run` above
-        keep = [src, out]
-    elif name == "flip":
-        x = _data((rows, cols), dt)
-        src, out = up(x), alloc(rows * cols)
-        arrays, params = {"x": x}, {"dims": (1,)}
-        ops = [Operand(dt, (rows, cols))]
-        describe = f"flip ({rows}, {cols}) dims=(1,)"
-        run = lambda: kernels.flip(device, out, src, (rows, cols), (1,), isz)  # noqa: E731 - see `run` above
-        keep = [src, out]
-    elif name == "roll":
-        x = _data((rows, cols), dt)
-        src, out = up(x), alloc(rows * cols)
-        shift = rows // 3 + 1
-        arrays, params = {"x": x}, {"shift": shift, "outer": 1, "dim_size": rows, "inner": cols}
-        ops = [Operand(dt, (rows, cols))]
-        describe = f"roll ({rows}, {cols}) shift={shift} dim=0"
-        run = lambda: kernels.roll(device, out, src, 1, rows, cols, shift, isz)  # noqa: E731 - see `run` above
-        keep = [src, out]
-    elif name == "concat":
-        half = cols // 2
-        a, b = _data((rows, half), dt, 1), _data((rows, cols - half), dt, 2)
-        sa, sb, out = up(a), up(b), alloc(rows * cols)
-        arrays, params = {"a": a, "b": b}, {"dim": 1}
-        ops = [Operand(dt, a.shape), Operand(dt, b.shape)]
-        describe = f"cat [({rows}, {half}), ({rows}, {cols - half})] dim=1"
-
-        def run() -> list[Any]:
-            return [kernels.concat_part(device, out, sa, rows, half, cols, 0, isz),
-                    kernels.concat_part(device, out, sb, rows, cols - half, cols, half, isz)]
-        keep = [sa, sb, out]
-    elif name in ("write_slice", "write_slice_rotating", "write_slice_doff"):
-        x = _data((rows, cols), dt)
-        dest_rows = 2 * rows
-        src, dest = up(x), up(np.zeros((dest_rows, cols), dt.numpy))
-        strides = View.contiguous((dest_rows, cols)).strides
-        arrays = {"x": x, "dest": np.zeros((dest_rows, cols), dt.numpy)}
-        ops = [Operand(dt, (rows, cols))]
-        start = rows // 2
-        keep = [src, dest]
-        if name == "write_slice":
-            params = {"dest_shape": (dest_rows, cols), "ranges": ((start, start + rows), (0, cols))}
-            describe = f"write ({rows}, {cols}) into rows [{start}, {start + rows}) of ({dest_rows}, {cols})"
-            run = lambda: kernels.write_slice(  # noqa: E731 - see `run` above
-                device, dest, src, (rows, cols), strides, start * cols, isz)
-        elif name == "write_slice_rotating":
-            pos = dest_rows - rows // 2
-            pos_buf = up(np.array([pos], np.int32))
-            keep.append(pos_buf)
-            params = {"dest_shape": (dest_rows, cols), "axis": 0, "modulus": dest_rows, "position": pos}
-            describe = f"ring write ({rows}, {cols}) at position {pos} of ({dest_rows}, {cols}) (wraps)"
-            run = lambda: kernels.write_slice_rotating(  # noqa: E731 - see `run` above
-                device, dest, src, (rows, cols), strides, 0, 0, dest_rows, (pos_buf, 0, int32), isz)
-        else:
-            off_buf = up(np.array([start], np.int64))
-            keep.append(off_buf)
-            params = {"dest_shape": (dest_rows, cols), "axis": 0, "offset": start}
-            describe = f"device-offset write ({rows}, {cols}) at {start} of ({dest_rows}, {cols})"
-
-            def run() -> list[Any]:
-                flags = errorflag.reserve(device, "calibration write_slice_doff: offset {offset} out of range")
-                return _events(kernels.write_slice_doff(device, dest, src, (rows, cols), strides, 0, 0, dest_rows,
-                                                        (off_buf, 0), flags, isz))
-    elif name == "triangular":
-        side = max(8, int(math.sqrt(n / 4)))
-        batch = max(1, n // (side * side))
-        x = _data((batch, side, side), dt)
-        src, out = up(x), alloc(x.size)
-        arrays, params = {"x": x}, {"upper": False, "diagonal": 0}
-        ops = [Operand(dt, x.shape)]
-        describe = f"tril ({batch}, {side}, {side})"
-        run = lambda: kernels.triangular(  # noqa: E731 - see `run` above
-            device, out, src, batch, side, side, False, 0, isz)
-        keep = [src, out]
-    elif name == "masked_fill":
-        x = _data((n,), dt)
-        m = (np.arange(n) % 3 == 0)
-        src, mask, out = up(x), up(m.astype(np.uint8)), alloc(n)
-        arrays, params = {"x": x, "mask": m}, {"fill": 7}
-        ops = [Operand(dt, (n,)), Operand(bool_, (n,))]
-        describe = f"masked_fill ({n},) every third"
-        fill = np.array(7, dtype=dt.numpy)
-        run = lambda: kernels.masked_fill(device, out, src, mask, n, fill, isz)  # noqa: E731 - see `run` above
-        keep = [src, mask, out]
-    elif name.startswith("cumsum"):
-        x = _data((n,), dt)
-        src, out = up(x), alloc(n)
-        arrays, params = {"x": x}, {"dim": 0}
-        ops = [Operand(dt, (n,))]
-        describe = f"cumsum ({n},) {dt.name}"
-        run = lambda: kernels.cumsum(device, out, src, dt, 1, n, 1)  # noqa: E731 - see `run` above
-        keep = [src, out]
-    else:
-        raise KeyError(f"no calibration workload for contract {name!r}")
-    symbols = costexpr.symbols_for(contract, ops, params)  # the FKC symbols this contract's cost takes
+    module = kernels.module_for(name)
+    dt = dtype or (contract.dtypes[0] if module.FIXED_DTYPE else float32)
+    case = module.calibration(device, dt, max(64, nbytes // dt.itemsize))
+    symbols = costexpr.symbols_for(contract, case.ops, case.params)  # the FKC symbols this contract's cost takes
     c = contract.cost(calibration=Fit(0.0, 1.0), **symbols)
-    shape = tuple(ops[0].shape)
-    return Workload(name, dt, shape, describe, symbols, c.bytes_moved, c.flops, lambda: _events(run()),
-                    arrays, params, keep)
+    run = case.run
+    return Workload(name, dt, tuple(case.ops[0].shape), case.describe, symbols, c.bytes_moved, c.flops,
+                    lambda: events(run()), case.arrays, case.params, case.keep)
 
 
 def time_workload(device: Device, w: Workload, repeats: int = 5, warmup: int = 1) -> float:
@@ -310,8 +176,8 @@ def calibrate(device: Any = None, quick: bool = False, names: list[str] | None =
     for contract in all_contracts():
         if names is not None and contract.name not in names:
             continue
-        if any(d is float64 for d in contract.dtypes) and contract.name.startswith("cumsum") \
-                and not dev.info.has_fp64:
+        fixed = kernels.module_for(contract.name).FIXED_DTYPE
+        if fixed and any(d is float64 for d in contract.dtypes) and not dev.info.has_fp64:
             continue
         points = []
         started = time.perf_counter()
@@ -330,7 +196,7 @@ def calibrate(device: Any = None, quick: bool = False, names: list[str] | None =
         records[contract.name] = {
             "overhead_s": f.overhead_s,
             "bytes_per_s": f.bytes_per_s,
-            "dtype": (contract.dtypes[0] if contract.name.startswith("cumsum") else float32).name,
+            "dtype": (contract.dtypes[0] if fixed else float32).name,
             "points": [{"bytes_moved": b, "measured_s": s, "predicted_s": f.overhead_s + b / f.bytes_per_s,
                         "workload": d, "symbols": sym} for b, s, d, sym in points],
             "check": check,

@@ -3,7 +3,7 @@
 Every op follows the same steps: look up its contract, ``validate`` the operands and
 params (``ContractError`` before anything is written), contiguize each input the
 contract wants dense (``needs_contiguize``) through the contiguize kernel, launch the
-kernel from ``kernels.py`` and wrap the result in a Tensor. In-place writers return
+kernel from ``kernels/`` and wrap the result in a Tensor. In-place writers return
 their destination, whose storage (seen through its view's strides) is the output.
 """
 from __future__ import annotations

@@ -50,26 +50,11 @@ def _sum(quick: bool) -> None:
 def _contract(op: str) -> Callable[[bool], None]:
     def run(quick: bool) -> None:
         import zyx
+        from zyx.contracts import kernels
 
         rows = 1024 if quick else 4096
         x = zyx.rand(rows, 4096)  # 64 MiB of float32 at full size
-        if op == "flip":
-            x.flip(1).realize()
-        elif op == "roll":
-            x.roll(7, 1).realize()
-        elif op == "concat":
-            zyx.cat([x, x], 0).realize()
-        elif op == "triangular":
-            x.triu(1).realize()
-        elif op == "masked_fill":
-            x.masked_fill(x > 0.5, 0.0).realize()
-        elif op == "cumsum":
-            x.cumsum(1).realize()
-        elif op == "contiguize":
-            x.T.contiguous().realize()
-        elif op == "write_slice":
-            zyx.write_slice(x, zyx.rand(rows // 2, 2048), ((0, rows // 2), (1024, 3072)))
-            x.realize()
+        kernels.module_for(op).tune_op(zyx, x, rows)
     return run
 
 

@@ -1,6 +1,6 @@
 """Tuning the contract kernels' declared tunables with the shared autotuner (``zyx.tune``).
 
-``tuned(name)`` decorates a launch function of ``kernels.py`` (signature
+``tuned(name)`` decorates a launch function of a ``kernels`` module (signature
 ``(device, out, ..., tun=None)``). With ``ZYX_TUNE=0``, or when a caller passes ``tun``,
 the call goes straight through. Otherwise the tunables the contract declares are chosen
 by ``zyx.tune.choose``: from the database, or by a search in which each candidate runs

@@ -1,0 +1,99 @@
+"""cumsum: inclusive prefix sum along the middle axis of (outer, dim_size, inner), one
+work-item per lane or a work-group scan with block carries."""
+from __future__ import annotations
+
+from typing import Any
+
+from zyx.backend.device import Device
+from zyx.backend.launch import compile_kernel, launch
+from zyx.backend.pool import Buffer
+from zyx.codegen.render import render
+from zyx.contracts.kernels.common import SCAN_TUNABLES, Tunables, index_np, index_type, template, tunables
+from zyx.contracts.kernels.tuning import tuned
+from zyx.contracts.kernels.workload import Case, alloc, data, upload
+from zyx.contracts.spec.model import Operand
+from zyx.dtype import DType, float32, float64
+
+CONTRACTS = ("cumsum_f32", "cumsum_f64", "cumsum_bf16", "cumsum_f16")
+DECLARED = SCAN_TUNABLES
+FIXED_DTYPE = True  # one contract per dtype: each calibrated on its own
+
+#: Strided cumsum lanes one work-item scans side by side (at most; CPUs: a 64-byte line of float32).
+SCAN_LANE_VECTOR = 16
+
+
+def accumulator(dtype: DType) -> DType:
+    """The dtype cumsum accumulates ``dtype`` in (float64 for float64, else float32)."""
+    return float64 if dtype is float64 else float32
+
+
+def cumsum_strategy(outer: int, dim_size: int, inner: int, tun: Tunables) -> str:
+    """``lanes`` (one work-item per lane) or ``blocks`` (work-group scan + block carries). Blocks of one
+    element (``scan_local = scan_items = 1``) would carry a scan as long as the input forever: lanes."""
+    lanes = outer * inner
+    block = tun.scan_local * tun.scan_items
+    if dim_size <= block or block < 2 or (inner > 1 and lanes >= tun.scan_lanes_min):
+        return "lanes"
+    return "blocks"
+
+
+def scan_lane_vector(inner: int, tun: Tunables) -> int:
+    """Neighbouring lanes per work-item of a strided "lanes" scan: a power of two dividing ``inner``."""
+    lv = 1
+    while lv * 2 <= SCAN_LANE_VECTOR and inner % (lv * 2) == 0:
+        lv *= 2
+    return lv
+
+
+@tuned("cumsum", DECLARED, tunables)
+def cumsum(device: Device, out: Buffer, src: Buffer, dtype: DType, outer: int, dim_size: int, inner: int,
+           tun: Tunables | None = None) -> list[Any]:
+    """Inclusive prefix sum of dense ``src`` (outer, dim_size, inner) along the middle axis.
+
+    Returns the events of every launch (the block-carry pass recurses on the block totals).
+    Sizes are run-time arguments: one build per dtype and code shape serves every size.
+    """
+    n = outer * dim_size * inner
+    if n == 0:
+        return []
+    tun = tun or tunables(device)
+    lanes = outer * inner
+    acc = accumulator(dtype)
+    strategy = cumsum_strategy(outer, dim_size, inner, tun)
+    index_t = index_type(n)
+    ity = index_np(index_t)
+    sizes = [ity(dim_size), ity(inner)]
+    base = dict(dtype=dtype, acc=acc.cl_storage, strategy=strategy, strided=inner > 1, index_t=index_t)
+    tpl = template(CONTRACTS[0])
+    if strategy == "lanes":
+        lv = scan_lane_vector(inner, tun) if inner > 1 else 1
+        source = render(tpl, wg=1, items=1, lv=lv, **base)
+        kernel = compile_kernel(device, source, "zyx_cumsum_lanes")
+        local = max(1, min(tun.local_size, kernel.work_group_size))
+        items = lanes // lv
+        return [launch(kernel, (-(-items // local) * local,), (local,), [out.cl, src.cl, *sizes, ity(lanes)])]
+    local, items = tun.scan_local, tun.scan_items
+    chunks = -(-dim_size // (local * items))  # >= 2: shorter axes take the "lanes" strategy
+    source = render(tpl, wg=local, items=items, lv=1, **base)
+    partials = device.pool.allocate(lanes * chunks * acc.itemsize)
+    k_part = compile_kernel(device, source, "zyx_cumsum_partials")
+    events = [launch(k_part, (local * chunks, lanes), (local, 1), [partials.cl, src.cl, *sizes, ity(chunks)])]
+    carry = device.pool.allocate(lanes * chunks * acc.itemsize)
+    events.extend(cumsum(device, carry, partials, acc, lanes, chunks, 1, tun))
+    k_scan = compile_kernel(device, source, "zyx_cumsum_scan")
+    events.append(launch(k_scan, (local * chunks, lanes), (local, 1),
+                         [out.cl, src.cl, carry.cl, *sizes, ity(chunks)]))
+    return events
+
+
+def calibration(device: Device, dt: DType, n: int) -> Case:
+    """A flat scan of ``n`` elements."""
+    x = data((n,), dt)
+    src, out = upload(device, x), alloc(device, n, dt)
+    return Case(f"cumsum ({n},) {dt.name}", lambda: cumsum(device, out, src, dt, 1, n, 1), [Operand(dt, (n,))],
+                {"dim": 0}, {"x": x}, [src, out])
+
+
+def tune_op(zyx: Any, x: Any, rows: int) -> None:
+    """What ``zyx tune`` runs for this kernel on a (rows, 4096) float32 tensor ``x``."""
+    x.cumsum(1).realize()
