@@ -94,7 +94,8 @@ for i, mode in enumerate(["garbage", "truncated", "empty", "header_only", "flipp
     buf = dev.pool.allocate(4)
     launch.launch(kernel, (1,), (1,), [buf.cl])
     out[mode] = {"rebuilt": BuildStats.source_builds - before, "value": int(read(buf).view(np.int32)[0]),
-                 "rewritten": path.read_bytes() == data}
+                 # a valid entry again (not byte-equal: Intel's binaries differ from build to build)
+                 "rewritten": program._unwrap(path.read_bytes()) is not None and path.read_bytes() != bad}
 print(json.dumps(out))
 """
 
