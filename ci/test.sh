@@ -21,7 +21,7 @@ python3 -m venv "$venv-nodevice"
 "$venv-nodevice/bin/python" -m pip install --quiet -e "$here" pytest
 empty_vendors="$(mktemp -d)"  # no system ICDs either
 (cd "$here" && OCL_ICD_VENDORS="$empty_vendors" ZYX_CACHE_DIR="$(mktemp -d)" \
-    "$venv-nodevice/bin/python" -m pytest tests -q -p no:cacheprovider --ignore=tests/sanitizer)
+    "$venv-nodevice/bin/python" -m pytest tests -q -rfE -p no:cacheprovider --ignore=tests/sanitizer)
 "$here/ci/install.sh" "$venv" test,torch pocl
 . "$venv/bin/activate"
 cd "$here"
