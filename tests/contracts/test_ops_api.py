@@ -239,6 +239,10 @@ def test_calibration_fits_stores_and_predicts(device, zyx_cache_dir):
     predicted = calibrate.cost(zyx.contracts.get("flip"), device, **symbols).predicted_s
     assert predicted is not None and predicted > 0
     assert zyx.contracts.get("flip").cost(**symbols).predicted_s is None  # the spec layer looks up no fit
+    # the public listing (API.md: zyx.contracts() ... .cost(**params) -> Cost(..., predicted_s)) predicts
+    listed = next(c for c in zyx.contracts(device) if c.name == "flip")
+    assert listed.cost(**symbols).predicted_s == predicted
+    assert listed == zyx.contracts.get("flip") and listed.op_kind == zyx.contracts.get("flip").op_kind
     if device is zyx.default_device():
         listing.install()
         assert "GB/s" in str(zyx.contracts())

@@ -16,8 +16,37 @@ import types
 from typing import Any
 
 from zyx.contracts import calibrate
+from zyx.contracts.spec.cost import Cost
 from zyx.contracts.spec.model import Contract
 from zyx.contracts.spec.registry import all_contracts
+
+
+class DeviceContract:
+    """A contract seen from one device (None: the default): ``cost(**symbols)`` fills
+    ``predicted_s`` from that device's stored calibration, as API.md promises; every other
+    attribute is the contract's own."""
+
+    def __init__(self, contract: Contract, device: Any = None) -> None:
+        self.contract = contract
+        self.device = device
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.contract, name)
+
+    def cost(self, calibration: Any = None, **symbols: Any) -> Cost:
+        """The contract's cost for ``symbols``, its time predicted from the device's calibration."""
+        if calibration is not None:
+            return self.contract.cost(calibration, **symbols)
+        return calibrate.cost(self.contract, self.device, **symbols)
+
+    def __eq__(self, other: object) -> bool:
+        return self.contract == (other.contract if isinstance(other, DeviceContract) else other)
+
+    def __hash__(self) -> int:
+        return hash(self.contract)
+
+    def __repr__(self) -> str:
+        return repr(self.contract)
 
 
 class ContractList(list):
@@ -36,8 +65,8 @@ class ContractList(list):
 
 
 def contracts(device: Any = None) -> ContractList:
-    """Every loaded contract (calibration figures in the report are for ``device``)."""
-    return ContractList(all_contracts(), device)
+    """Every loaded contract, seen from ``device`` (its calibration predicts ``cost().predicted_s``)."""
+    return ContractList([DeviceContract(c, device) for c in all_contracts()], device)
 
 
 def _dtypes(c: Contract) -> str:
