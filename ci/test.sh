@@ -32,7 +32,7 @@ export ZYX_CACHE_DIR="${ZYX_CACHE_DIR:-$(mktemp -d)}"
 # cores do about twice the work); each writes a log, printed in order when all have ended.
 other_device_tests=(tests/codegen tests/contracts tests/backend tests/test_elementwise.py tests/test_casts.py
                     tests/test_dtype.py tests/test_reduce.py tests/test_random.py tests/test_creation.py)
-gpu_heuristics_tests=(tests/codegen tests/contracts tests/test_reduce.py tests/test_nn.py tests/tune)
+gpu_heuristics_tests=(tests/codegen tests/contracts tests/test_reduce.py tests/test_nn.py tests/opt)
 python -m zyx doctor
 python -m zyx devices
 logs="$(mktemp -d)"

@@ -36,7 +36,7 @@ def test_tune_contracts_calibrates_like_contracts_calibrate(capsys: pytest.Captu
 @pytest.mark.needs_device
 def test_tune_show_on_an_empty_cache(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
                                      tmp_path) -> None:
-    from zyx.tune import db
+    from zyx.opt import db
 
     monkeypatch.setattr(db, "default_db", lambda: db.TuningDB(tmp_path / "tuning.sqlite3"))
     monkeypatch.setattr("zyx.tune.cli.default_db", lambda: db.TuningDB(tmp_path / "tuning.sqlite3"))

@@ -45,7 +45,7 @@ from zyx.ir import ops
 from zyx.ir import symbolic as sym
 from zyx.ir.kernel import Kernel, out_var, red_var
 from zyx.ir.view import View, contiguous_strides
-from zyx.tune.ir import choose_opts
+from zyx.opt.ir_tuning import choose_opts
 
 _BITS = {1: dtypes.uint8, 2: dtypes.uint16, 4: dtypes.uint32, 8: dtypes.uint64}
 SHARED_RECOMPUTE_LIMIT = 6  # a shared pending value costing more ALU ops than this is stored

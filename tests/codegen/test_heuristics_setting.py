@@ -17,7 +17,8 @@ from zyx.contracts import kernels
 from zyx.contracts.kernels import common
 from zyx.ir import ops
 from zyx.ir import symbolic as sym
-from zyx.ir.kernel import Kernel, default_opts, out_var, red_var
+from zyx.ir.kernel import Kernel, out_var, red_var
+from zyx.opt.heuristics import default_opts
 
 CPU = SimpleNamespace(kind="cpu", compute_units=2, preferred_vector_width={"float": 8, "double": 4})
 GPU = SimpleNamespace(kind="gpu", compute_units=132, preferred_vector_width={"float": 1, "double": 1})
@@ -128,9 +129,9 @@ def test_contract_kernels_take_their_gpu_variants(device, monkeypatch):
 
 
 def test_tuning_results_are_kept_per_mode(monkeypatch, tmp_path):
-    from zyx.tune.db import TuningDB
-    from zyx.tune.search import Param, Space
-    from zyx.tune.tuner import choose
+    from zyx.opt.db import TuningDB
+    from zyx.opt.search import Param, Space
+    from zyx.opt.tuner import choose
 
     db = TuningDB(tmp_path / "t.sqlite3")
     dev = SimpleNamespace(kind="cpu", info=SimpleNamespace(signature="sig"))

@@ -18,7 +18,8 @@ from zyx import settings
 from zyx.codegen.kernel import kernel_source
 from zyx.ir import ops
 from zyx.ir import symbolic as sym
-from zyx.ir.kernel import Kernel, Opts, default_opts, out_var, red_var
+from zyx.ir.kernel import Kernel, Opts, out_var, red_var
+from zyx.opt.heuristics import default_opts
 
 from ir_run import run_kernel as _run
 

@@ -5,8 +5,9 @@ from zyx import dtype as dt
 from zyx import settings
 from zyx.ir import ops
 from zyx.ir import symbolic as sym
-from zyx.ir.kernel import Kernel, Opts, default_opts, is_matmul_like, out_var, red_var
+from zyx.ir.kernel import Kernel, Opts, is_matmul_like, out_var, red_var
 from zyx.ir.linearize import Instr, cse, dce, fold_constants, linearize
+from zyx.opt.heuristics import default_opts
 
 
 def _matmul_kernel(n=8, m=8, k=16):

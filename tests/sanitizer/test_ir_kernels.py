@@ -16,7 +16,8 @@ from zyx.backend import transfer
 from zyx.codegen.kernel import kernel_source, launch_kernel
 from zyx.ir import ops
 from zyx.ir import symbolic as sym
-from zyx.ir.kernel import Kernel, Opts, default_opts, out_var, red_var
+from zyx.ir.kernel import Kernel, Opts, out_var, red_var
+from zyx.opt.heuristics import default_opts
 
 
 def rnd(shape, seed=0, dtype=np.float32) -> np.ndarray:

@@ -8,8 +8,8 @@ import time
 from typing import Any
 
 from zyx import settings
-from zyx.tune import tuner
-from zyx.tune.db import Entry, default_db
+from zyx.opt import tuner
+from zyx.opt.db import Entry, default_db
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -114,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_builtin(device: Any, budget: float, quick: bool) -> None:
-    from zyx.tune.workloads import BUILTIN
+    from zyx.opt.workloads import BUILTIN
 
     print(f"tuning the built-in set on {device} (search budget {budget:.0f} s per kernel)")
     progress = _Progress(len(BUILTIN))

@@ -1,9 +1,9 @@
-"""Tuning the contract kernels' declared tunables with the shared autotuner (``zyx.tune``).
+"""Tuning the contract kernels' declared tunables with the shared autotuner (``zyx.opt``).
 
 ``tuned(name)`` decorates a launch function of a ``kernels`` module (signature
 ``(device, out, ..., tun=None)``). With ``ZYX_TUNE=0``, or when a caller passes ``tun``,
 the call goes straight through. Otherwise the tunables the contract declares are chosen
-by ``zyx.tune.choose``: from the database, or by a search in which each candidate runs
+by ``zyx.opt.tuner.choose``: from the database, or by a search in which each candidate runs
 on a scratch copy of the output buffer (in-place kernels never touch the real
 destination while being measured), is timed with profiling events, and must produce
 the same bytes as the device defaults before it may win.
@@ -22,8 +22,8 @@ from zyx.backend import launch as launch_mod
 from zyx.backend import transfer
 from zyx.backend.launch import event_seconds
 from zyx.dtype import DType
-from zyx.tune.search import Param, Space
-from zyx.tune.tuner import choose
+from zyx.opt.search import Param, Space
+from zyx.opt.tuner import choose
 
 #: Candidate values of each tunable (filtered by the device's work-group limit).
 CANDIDATES: dict[str, tuple[int, ...]] = {

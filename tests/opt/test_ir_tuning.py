@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 import zyx
-from zyx.tune import TuneStats, TuningDB
-from zyx.tune import ir as tune_ir
+from zyx.opt import ir_tuning
+from zyx.opt.db import TuningDB
+from zyx.opt.tuner import TuneStats
 
 
 def _matmul(n: int = 48, seed: int = 3) -> tuple[np.ndarray, np.ndarray]:
@@ -45,7 +46,7 @@ def test_new_process_finds_the_result_and_builds_nothing(tuning: Path) -> None:
     # a size no other test uses: realized graph schedules are cached per process
     _matmul(56)
     code = ("import numpy as np, zyx\n"
-            "from zyx.tune import TuneStats\n"
+            "from zyx.opt.tuner import TuneStats\n"
             "from zyx.backend.program import BuildStats\n"
             "rng = np.random.default_rng(3)\n"
             "a = rng.standard_normal((56, 56)).astype(np.float32)\n"
@@ -62,7 +63,7 @@ def test_new_process_finds_the_result_and_builds_nothing(tuning: Path) -> None:
 
 @pytest.mark.needs_device
 def test_wrong_candidates_never_win(tuning: Path, corrupt_candidates) -> None:
-    corrupt_candidates(tune_ir)
+    corrupt_candidates(ir_tuning)
     got, ref = _matmul(40, seed=5)
     np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
     (entry,) = TuningDB(tuning / "tuning.sqlite3").entries()
@@ -77,7 +78,7 @@ def test_failing_candidates_are_skipped(tuning: Path, monkeypatch: pytest.Monkey
     real_launch = ck.launch_kernel
 
     def flaky_launch(device, k, opts, args):
-        if opts.local > 1 and opts.local != tune_ir.default_opts(k, device.info.max_work_group_size,
+        if opts.local > 1 and opts.local != ir_tuning.default_opts(k, device.info.max_work_group_size,
                                                                     device.info).local:
             raise zyx.CompileError("injected build failure", source="", build_log="injected")
         return real_launch(device, k, opts, args)
@@ -92,7 +93,7 @@ def test_structural_key_ignores_sizes() -> None:
     keys = set()
     for n in (32, 48):
         kernels = []
-        real = tune_ir.choose_opts
+        real = ir_tuning.choose_opts
 
         def spy(k, device, args, _real=real, _kernels=kernels):
             _kernels.append(k)
@@ -105,7 +106,7 @@ def test_structural_key_ignores_sizes() -> None:
             (zyx.rand(n, n) * 3 + 1).numpy()
         finally:
             lazy.choose_opts = saved
-        keys.add(tune_ir.structural_key(kernels[-1]))
+        keys.add(ir_tuning.structural_key(kernels[-1]))
     assert len(keys) == 1
 
 
@@ -120,9 +121,9 @@ def test_matmul_config_names_the_row_and_column_axes() -> None:
     b = ops.Load(2, dt.float32, sym.add(sym.mul(r, 48), j))
     k = Kernel((64, 48, 1), (32,), (dt.float32,) * 3, ops.Reduce("sum", ops.Alu("mul", (a, b), dt.float32), dt.float32))
     opts = Opts(local=1, upcast=(8, 2, 1), unroll=2, vec=8, vec_axis=1)
-    cfg = tune_ir.to_config(k, opts)
+    cfg = ir_tuning.to_config(k, opts)
     assert cfg["up_row"] == 8 and cfg["up_last"] == 2  # the keepdim axis of size 1 is not the column axis
-    assert tune_ir.from_config(k, opts, {**cfg, "up_row": 6}).upcast == (6, 2, 1)
-    assert 6 in next(p.values for p in tune_ir.opts_space(k, 256).params if p.name == "up_row")
+    assert ir_tuning.from_config(k, opts, {**cfg, "up_row": 6}).upcast == (6, 2, 1)
+    assert 6 in next(p.values for p in ir_tuning.opts_space(k, 256).params if p.name == "up_row")
     plain = Kernel((64, 48), (), (dt.float32, dt.float32), ops.Load(1, dt.float32, sym.add(sym.mul(i, 48), j)))
-    assert tune_ir.from_config(plain, Opts(), {"up_row": 2, "up_last": 4}).upcast == (2, 4)
+    assert ir_tuning.from_config(plain, Opts(), {"up_row": 2, "up_last": 4}).upcast == (2, 4)

@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from zyx.tune.search import Param, Space, beam_search, grid
+from zyx.opt.search import Param, Space, beam_search, grid
 
 SPACE = Space((Param("local", (16, 32, 64, 128, 256)), Param("vec", (1, 2, 4, 8))))
 

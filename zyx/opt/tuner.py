@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable
 
 from zyx import settings
-from zyx.tune.db import Entry, TuningDB, default_db, size_class
-from zyx.tune.search import Config, SearchResult, Space, beam_search, stderr_log
+from zyx.opt.db import Entry, TuningDB, default_db, size_class
+from zyx.opt.search import Config, SearchResult, Space, beam_search, stderr_log
 
 if TYPE_CHECKING:
     from zyx.backend.device import Device

@@ -8,7 +8,8 @@ import pytest
 
 import zyx
 from zyx.contracts.kernels import tuning as ctuning
-from zyx.tune import TuneStats, TuningDB
+from zyx.opt.db import TuningDB
+from zyx.opt.tuner import TuneStats
 
 pytestmark = pytest.mark.needs_device
 

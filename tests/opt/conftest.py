@@ -7,7 +7,7 @@ from typing import Any, Callable
 import pytest
 
 from zyx import settings
-from zyx.tune import tuner
+from zyx.opt import tuner
 
 
 @pytest.fixture()

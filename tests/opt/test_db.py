@@ -5,7 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from zyx.tune.db import Entry, TuningDB, size_class
+from zyx.opt.db import Entry, TuningDB, size_class
 
 
 def _entry(kernel: str = "k1", cfg: dict | None = None) -> Entry:
@@ -34,7 +34,7 @@ def test_put_get_roundtrip_and_replace(tmp_path: Path) -> None:
 def test_result_found_by_a_new_process(tmp_path: Path) -> None:
     path = tmp_path / "t.sqlite3"
     TuningDB(path).put(_entry("shared"))
-    code = ("import sys; from zyx.tune.db import TuningDB, size_class\n"
+    code = ("import sys; from zyx.opt.db import TuningDB, size_class\n"
             f"e = TuningDB({str(path)!r}).get('devsig', 'shared', size_class((1000, 33)))\n"
             "print(e.config['local'])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -20,9 +20,10 @@ from zyx import settings
 from zyx.backend import launch as launch_mod
 from zyx.backend import transfer
 from zyx.benchmarks import median_event_seconds
-from zyx.ir.kernel import Kernel, Opts, default_opts, matmul_axes
-from zyx.tune.search import Param, Space
-from zyx.tune.tuner import choose
+from zyx.ir.kernel import Kernel, Opts, matmul_axes
+from zyx.opt.heuristics import default_opts
+from zyx.opt.search import Param, Space
+from zyx.opt.tuner import choose
 
 
 def structural_key(k: Kernel) -> str:

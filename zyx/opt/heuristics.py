@@ -1,0 +1,207 @@
+"""Device heuristics: the opts an IR kernel runs with when nothing was tuned for it.
+
+``default_opts`` chooses per kind of device (``settings.heuristics_kind``: ``ZYX_HEURISTICS``):
+on a CPU (PoCL-like) explicit vectors on the contiguous axis, small work-groups, register tiles
+for matmul-like reduces and grouped reduction only when there are fewer outputs than cores; on a
+GPU upcast elementwise work, tile matmuls and split long reduces with few outputs over a work-group.
+Every choice is a valid ``Opts``: an opt that does not fit a kernel falls back (``ir.kernel``).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import Any
+
+from zyx import settings
+from zyx.ir import ops
+from zyx.ir import symbolic as sym
+from zyx.ir.kernel import Kernel, Opts, matmul_axes, out_var, red_var, row_kernel, vectorizable
+
+
+def default_opts(k: Kernel, max_local: int = 256, device: Any = None) -> Opts:
+    """Heuristic opts (see ``_cpu_opts`` for CPU devices, given a ``DeviceInfo``), then ``_split_opts``.
+    The kind of device they choose for is ``settings.heuristics_kind`` (``ZYX_HEURISTICS``)."""
+    cpu = device is not None and settings.heuristics_kind(device) == "cpu"
+    if row_kernel(k):  # one row per work item; vector lanes along the row on a CPU
+        items = k.numel // k.out_shape[-1]
+        local = 1
+        if cpu:  # big groups (each costs ~1 us to start on PoCL), but >= 4 per core for balance
+            while local * 2 <= min(max_local, CPU_ROW_LOCAL) and local * 2 * 4 * _cores(device) <= items:
+                local *= 2
+        else:
+            while local * 2 <= min(max_local, 64) and local * 2 <= items:
+                local *= 2
+        if not cpu or not vectorizable(k):
+            return Opts(local=local)
+        pref = int(device.preferred_vector_width.get("double" if k.out_dtype.name == "float64" else "float", 4) or 4)
+        row = min(k.out_shape[-1], k.red_shape[-1])
+        v = _vec_width(row, 2 * pref)
+        stream = k.numel * k.out_dtype.itemsize >= STREAM_MIN_BYTES  # codegen drops it if the row is read back
+        return Opts(local=local, unroll=2 if row >= 8 * v else 1, vec=v, vec_axis=len(k.out_shape), stream=stream)
+    opts = _cpu_opts(k, max_local, device) if cpu and vectorizable(k) else _generic_opts(k, max_local, cpu)
+    return _split_opts(k, opts, max_local, device)
+
+
+# CPU row kernels (one row per work item): work-groups of up to this many rows. PoCL starts each
+# group for about a microsecond, so 4-row groups cost layer_norm 4096x1024 ~0.3-0.5 ms of its
+# ~1.3 ms on the 2-core EPYC; 64-row groups ran it in ~0.9 ms (device time, alternating runs).
+CPU_ROW_LOCAL = 64
+
+# CPU: elementwise outputs of this many bytes or more are stored whole vectors at a time, non-temporally
+# (templates/common/stream.mako): on the 2-core EPYC PoCL machine 16M float32 a*b+c went from ~30 to
+# ~35 GB/s; below a few MiB the output is better left in the caches for whoever reads it next.
+STREAM_MIN_BYTES = 4 << 20
+
+
+# CPU (PoCL, measured on 2 cores): a work-group runs on one core and PoCL vectorizes across its
+# work items, so ``split`` only pays when there are fewer outputs than cores: 16 items striding the
+# row (scalar loads) reach ~0.85x the copy ceiling on a 16M sum, 32+ are much slower. With many
+# outputs (softmax/layer_norm rows) the per-row vector loop is as fast or faster.
+CPU_SPLIT, CPU_SPLIT_MIN = 16, 1 << 15
+# GPU: few outputs and a long reduce leave the device idle unless work items share each reduce.
+GPU_SPLIT_MIN, GPU_FEW_OUTPUTS = 256, 1 << 14
+
+
+def _split_opts(k: Kernel, opts: Opts, max_local: int, device: Any) -> Opts:
+    """Grouped reduction for kernels with few outputs and a long innermost reduce axis."""
+    if not k.red_shape or matmul_axes(k) is not None:
+        return opts
+    last = k.red_shape[-1]
+    if device is not None and settings.heuristics_kind(device) == "cpu":
+        few = k.numel < max(_cores(device), 2)
+        if few and last >= CPU_SPLIT_MIN and CPU_SPLIT <= max_local:
+            return replace(opts, local=CPU_SPLIT, split=CPU_SPLIT, vec=1, vec_axis=0, unroll=1, upcast=())
+        return opts
+    if last < GPU_SPLIT_MIN or k.numel > GPU_FEW_OUTPUTS:
+        return opts
+    split = 256
+    while split > 32 and (split > last // 8 or split > max_local):
+        split //= 2
+    if split > max_local:
+        return opts
+    return replace(opts, local=split, split=split, unroll=1, upcast=())
+
+
+def _unit_stride(k: Kernel, v: sym.Node) -> bool:
+    """Whether some load of ``k`` reads consecutive elements along the variable ``v``."""
+    if not isinstance(v, sym.Var):
+        return False
+    step = {v: sym.add(v, 1)}
+    return any(isinstance(e, ops.Load) and v in sym.variables(e.index)
+               and sym.substitute(e.index, step) == sym.add(e.index, 1) for e in ops.walk(k.body))
+
+
+_SIMPLE_OPS = frozenset({"add", "sub", "mul", "div", "neg"})
+
+
+def _vec_width(size: int, pref: int) -> int:
+    """A vector width for an axis of ``size``: the widest dividing one, else the widest that leaves a short
+    tail (a masked last vector / a scalar tail loop), else 2 when it divides."""
+    widths = [v for v in (16, 8, 4) if v <= max(pref, 4)]
+    for v in widths:
+        if size % v == 0:
+            return v
+    for v in widths:
+        if size >= 4 * v:
+            return v
+    return 2 if size % 2 == 0 else 1
+
+
+# CPU matmul register tile (PoCL, AVX2): MM_ROWS rows x 2 vectors of columns, unrolled twice along k.
+# Measured at 1024^3 (float8): 8x2 ~1.8x and 6x2 ~1.6x the 4x2 tile unrolled 4 times; 8x2 unrolled once
+# or 6x2 unrolled 4 times lose most of that. A last partial row tile is clamped (see ``linearize``).
+MM_ROWS = 8
+
+
+def _cores(device: Any) -> int:
+    """The device's compute units (2 when it does not say)."""
+    return int(getattr(device, "compute_units", 2) or 2)
+
+
+def _cpu_opts(k: Kernel, max_local: int, device: Any) -> Opts:
+    """CPU (PoCL-like): explicit vectors on the contiguous axis, since math builtins are not
+    vectorized across work items; small work-groups; register tiles for matmul-like reduces."""
+    n, m = len(k.out_shape), len(k.red_shape)
+    pref = int(device.preferred_vector_width.get("double" if k.out_dtype.name == "float64" else "float", 4) or 4)
+    upcast = [1] * n
+    if not m:
+        v = _vec_width(k.out_shape[-1], pref) if n else 1
+        simple = all(not isinstance(e, ops.Alu) or e.op in _SIMPLE_OPS for e in ops.walk(k.body))
+        stream = v > 1 and k.numel * k.out_dtype.itemsize >= STREAM_MIN_BYTES
+        if v == 1 or (simple and not stream):  # PoCL vectorizes plain arithmetic across work items by itself
+            return _generic_opts(k, max_local, cpu=True)
+        items = k.numel // v
+        local = 1  # streamed: big groups, each ends with one fence (16 items: 25 GB/s, 256: 35 GB/s)
+        while local * 2 <= min(max_local, 256 if stream else 16) and local * 2 <= items:
+            local *= 2
+        return Opts(local=local, upcast=tuple(upcast), vec=v, vec_axis=n - 1, stream=stream)
+    mm = matmul_axes(k)
+    if mm is not None:
+        row, col = mm
+        v = next((f for f in (pref, 8, 4) if k.out_shape[col] % f == 0 and f <= k.out_shape[col]), 0) or \
+            (pref if k.out_shape[col] >= 4 * pref and pref in (4, 8, 16) else 1)  # else a masked last vector
+        if v > 1 and k.out_shape[col] % v == 0 and k.out_shape[col] >= 2 * v:  # a last half tile is clamped
+            upcast[col] = 2
+        if upcast[col] == 2 and k.out_shape[row] >= 2 * MM_ROWS:
+            upcast[row] = MM_ROWS
+        else:
+            upcast[row] = next((f for f in (4, 2) if k.out_shape[row] % f == 0 and k.out_shape[row] >= 2 * f), 1)
+        unroll = 2 if k.red_shape[-1] % 2 == 0 or k.red_shape[-1] >= 16 else 1
+        return Opts(local=1, upcast=tuple(upcast), unroll=unroll, vec=v, vec_axis=col if v > 1 else 0)
+    v = _vec_width(k.red_shape[-1], 2 * pref)  # two registers a step: loads in flight
+    if v == 1 or not _unit_stride(k, red_var(m - 1, k.red_shape[-1])):
+        v = _vec_width(k.out_shape[-1], pref) if n else 1
+        if v > 1 and _unit_stride(k, out_var(n - 1, k.out_shape[-1])):  # e.g. a column reduce
+            # up to 64 columns a work item: each row step reads whole cache lines, several of them
+            # (4096x4096 sum(0): 12.3 ms with 8 columns, 3.4 ms with 64; PyTorch 4.4 ms)
+            up = 8
+            while up > 1 and (k.out_shape[-1] % (v * up) or k.numel // (v * up) < 4 * _cores(device)):
+                up //= 2
+            upcast[n - 1] = up
+            local = 4 if k.numel // (v * up) >= 16 else 1
+            return Opts(local=local, upcast=tuple(upcast), vec=v, vec_axis=n - 1)
+        return _generic_opts(k, max_local)
+    unroll = 2 if k.red_shape[-1] >= v * 8 else 1  # a scalar tail loop takes what does not divide
+    # two outputs a work item on long reduces: two independent accumulator chains (16M sum: 2.28 -> 2.05 ms)
+    pair = next((a for a in range(n - 1, -1, -1) if k.out_shape[a] > 1), None)
+    if (pair is not None and k.out_shape[pair] % 2 == 0 and k.numel >= 16 * _cores(device)
+            and k.red_shape[-1] >= 1024):
+        upcast[pair] = 2
+    items = k.numel // math.prod(upcast)
+    local = 1
+    while local * 2 <= min(max_local, 4) and local * 2 <= items:
+        local *= 2
+    return Opts(local=local, upcast=tuple(upcast), unroll=unroll, vec=v, vec_axis=n + m - 1)
+
+
+def _generic_opts(k: Kernel, max_local: int = 256, cpu: bool = False) -> Opts:
+    """Heuristic opts: vectorizable upcast for elementwise, register tiles for matmul-like reduces.
+
+    On a CPU an elementwise kernel keeps one element per work item: PoCL vectorizes across work items,
+    and several elements each made the float16/bfloat16 conversions spill (16M float16 a*b+c: 79 ms
+    with 4 a work item, 16 ms with 1; bfloat16 11 vs 6 ms; float32 and int32 the same)."""
+    n = len(k.out_shape)
+    upcast = [1] * n
+    if n and not k.red_shape and not cpu:
+        last = k.out_shape[-1]
+        for f in (4, 2):
+            if last % f == 0 and k.numel >= 4096:
+                upcast[-1] = f
+                break
+    elif matmul_axes(k) is not None:
+        for axis in matmul_axes(k):
+            for f in (4, 2):
+                if k.out_shape[axis] % f == 0 and k.out_shape[axis] >= 2 * f:
+                    upcast[axis] = f
+                    break
+    unroll = 1
+    if k.red_shape:
+        for f in (4, 2):
+            if k.red_shape[-1] % f == 0 and k.red_shape[-1] >= 8:
+                unroll = f
+                break
+    items = max(k.numel // max(math.prod(upcast), 1), 1)
+    local = 1
+    while local * 2 <= min(max_local, 64 if k.red_shape else 256) and local * 2 <= items:
+        local *= 2
+    return Opts(local=local, upcast=tuple(upcast), unroll=unroll)
