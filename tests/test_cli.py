@@ -39,6 +39,6 @@ def test_tune_show_on_an_empty_cache(capsys: pytest.CaptureFixture[str], monkeyp
     from zyx.opt import db
 
     monkeypatch.setattr(db, "default_db", lambda: db.TuningDB(tmp_path / "tuning.sqlite3"))
-    monkeypatch.setattr("zyx.tune.cli.default_db", lambda: db.TuningDB(tmp_path / "tuning.sqlite3"))
+    monkeypatch.setattr("zyx.cli.tune.default_db", lambda: db.TuningDB(tmp_path / "tuning.sqlite3"))
     assert main(["tune", "--show"]) == 0
     assert "0 tuning result(s)" in capsys.readouterr().out
