@@ -1,4 +1,4 @@
-"""Tensor creation (zyx.creation) against NumPy and PyTorch."""
+"""Tensor creation (zyx.frontend.creation) against NumPy and PyTorch."""
 from __future__ import annotations
 
 import ml_dtypes

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 import zyx
-from zyx import creation
 from zyx.backend.device import usable_devices
 from zyx.backend.transfer import read
 from zyx.codegen import basic_kernels
+from zyx.frontend import creation
 
 M32 = np.uint64(0xFFFFFFFF)
 

@@ -126,7 +126,7 @@ def test_matmul_shapes(sa, sb):
 def test_matmul_with_a_transposed_right_operand(monkeypatch, sa, sw, dt):
     """``a @ w.T`` (F.linear): above TRANSPOSED_MIN the transposed operand is copied row-major
     first (here forced for every size, and the natural big case), batched and broadcast included."""
-    from zyx import ops_reduce
+    from zyx.frontend import reduce as ops_reduce
 
     kinds = [1, ops_reduce.TRANSPOSED_MIN] if sa == (300, 130) else [1]
     for threshold in kinds:
@@ -149,7 +149,7 @@ def test_matmul_with_a_transposed_right_operand(monkeypatch, sa, sw, dt):
 @pytest.mark.parametrize("sa,sb", [((70, 37), (70, 45)), ((3, 1, 33, 9), (2, 33, 20)), ((5, 1), (5, 4))])
 def test_matmul_with_a_transposed_left_operand(monkeypatch, sa, sb):
     """``a.T @ b``: the transposed left operand is copied row-major first (forced for every size)."""
-    from zyx import ops_reduce
+    from zyx.frontend import reduce as ops_reduce
 
     monkeypatch.setattr(ops_reduce, "TRANSPOSED_MIN", 1)
     a = RNG.uniform(-1, 1, sa).astype(np.float32)

@@ -2,30 +2,9 @@
 from __future__ import annotations
 
 from zyx import nn, settings
-from zyx import ops_elementwise as _ew
-from zyx import ops_movement as _mv
-from zyx import ops_reduce as _red
 from zyx.backend.device import Device, default_device, devices, set_default_device
 from zyx.backend.launch import kernel_count
 from zyx.contracts import listing as _contracts_listing
-from zyx.contracts.ops import cat, concat, write_slice, write_slice_doff, write_slice_rotating
-from zyx.creation import (
-    arange,
-    eye,
-    from_numpy,
-    full,
-    full_like,
-    linspace,
-    manual_seed,
-    ones,
-    ones_like,
-    rand,
-    randint,
-    randn,
-    tensor,
-    zeros,
-    zeros_like,
-)
 from zyx.dtype import (
     DType,
     bfloat16,
@@ -59,18 +38,65 @@ from zyx.errors import (
     ShapeError,
     ZyxError,
 )
-from zyx.ops_movement import chunk, pad, split, stack
-from zyx.ops_reduce import argmax, argmin, logsumexp, matmul, mean, prod, std, var
+from zyx.frontend.contract_ops import cat, concat, write_slice, write_slice_doff, write_slice_rotating
+from zyx.frontend.creation import (
+    arange,
+    eye,
+    from_numpy,
+    full,
+    full_like,
+    linspace,
+    manual_seed,
+    ones,
+    ones_like,
+    rand,
+    randint,
+    randn,
+    tensor,
+    zeros,
+    zeros_like,
+)
+from zyx.frontend.elementwise import (
+    abs,  # noqa: A004 - the API names it zyx.abs
+    broadcast_shapes,
+    ceil,
+    clamp,
+    clip,
+    cos,
+    erf,
+    exp,
+    exp2,
+    floor,
+    gelu,
+    isinf,
+    isnan,
+    log,
+    log2,
+    logical_not,
+    maximum,
+    minimum,
+    neg,
+    pow,  # noqa: A004 - the API names it zyx.pow
+    reciprocal,
+    relu,
+    round,  # noqa: A004 - the API names it zyx.round
+    rsqrt,
+    sigmoid,
+    sign,
+    silu,
+    sin,
+    sqrt,
+    square,
+    tan,
+    tanh,
+    trunc,
+    where,
+)
+from zyx.frontend.movement import chunk, pad, split, stack
+from zyx.frontend.reduce import argmax, argmin, logsumexp, matmul, mean, prod, std, var
+from zyx.frontend.tensor import Tensor
 from zyx.runtime import debug, memory_stats, synchronize
-from zyx.tensor import Tensor
 from zyx.version import __version__ as __version__
-
-_ew.install(Tensor)
-_red.install(Tensor)
-_mv.install(Tensor)
-Tensor.softmax = lambda self, dim=-1: nn.functional.softmax(self, dim)
-Tensor.log_softmax = lambda self, dim=-1: nn.functional.log_softmax(self, dim)
-globals().update(_ew.functions())
 
 _contracts_listing.install()  # zyx.contracts() lists the loaded contracts; zyx.contracts.* stays the package
 
@@ -90,4 +116,8 @@ __all__ = [
     "tensor", "uint8", "uint16", "uint32", "uint64", "var", "write_slice", "write_slice_doff", "write_slice_rotating",
     "zeros", "zeros_like",
 ]
-__all__ += list(_ew.functions())  # exp, where, clip, ...: bound by globals().update above
+__all__ += [  # the elementwise functions
+    "abs", "broadcast_shapes", "ceil", "clamp", "clip", "cos", "erf", "exp", "exp2", "floor", "gelu", "isinf", "isnan",
+    "log", "log2", "logical_not", "maximum", "minimum", "neg", "pow", "reciprocal", "relu", "round", "rsqrt",
+    "sigmoid", "sign", "silu", "sin", "sqrt", "square", "tan", "tanh", "trunc", "where",
+]

@@ -243,12 +243,9 @@ def _operand_key(x: Any) -> tuple[int, DType] | None:
         return _SCALAR, d
     if t is DType:
         return _DIMENSIONED, x
-    if t in TENSOR_TYPES:
+    if getattr(t, "__zyx_tensor__", False):  # a tensor class (frontend/base.py; not importable here)
         return (_ZERO_DIM if not x._view.shape else _DIMENSIONED), x._dtype
     return None
-
-
-TENSOR_TYPES: set = set()  # zyx.tensor.Tensor registers itself (it cannot be imported here)
 
 
 def _result_type_slow(a: Any, b: Any) -> DType:

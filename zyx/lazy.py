@@ -58,7 +58,7 @@ class Src:
     """An operand: ``base`` (a LazyNode) read through ``view`` as ``dtype``, or a constant ``value``.
 
     ``param``: the constant reaches its kernel as a scalar argument, not a literal, so a new
-    value reuses the compiled kernel (default: float constants; ``ops_elementwise`` also marks
+    value reuses the compiled kernel (default: float constants; ``frontend.elementwise`` also marks
     integer operands of ops that gain nothing from a literal)."""
 
     __slots__ = ("base", "view", "dtype", "value", "param")
@@ -194,7 +194,7 @@ def choose_device(inputs: list[tuple[Any, int]], out_bytes: int) -> Any:
 
     The device holding most of the input bytes that has room for the output (ties: the
     first operand's); inputs elsewhere are copied over when the kernel is built. (A pinned
-    operand overrides this before it is called: ``ops_elementwise._device_of``.)
+    operand overrides this before it is called: ``frontend.args.device_of``.)
     """
     held: dict[Any, int] = {}
     for dev, nbytes in inputs:

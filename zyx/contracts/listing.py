@@ -7,7 +7,7 @@ once ``zyx.contracts.calibrate`` has measured the device, the fitted overhead an
 bandwidth and the predicted against the measured time of a held-out run.
 
 ``zyx.contracts`` is also the package ``zyx/contracts/``; ``install()`` makes that module
-object callable so both ``zyx.contracts()`` and ``zyx.contracts.ops`` work.
+object callable so both ``zyx.contracts()`` and ``zyx.contracts.<module>`` work.
 """
 from __future__ import annotations
 

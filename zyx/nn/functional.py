@@ -10,47 +10,12 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from zyx import dtype as dtypes
-from zyx import ops_reduce as R
 from zyx.errors import DTypeError, ShapeError
-from zyx.ir.view import normalize_dim
-from zyx.ops_elementwise import binary, unary, where
+from zyx.frontend import reduce as R
+from zyx.frontend.elementwise import binary, unary, where
+from zyx.frontend.softmax import float_work as _work
+from zyx.frontend.softmax import log_softmax, softmax
 from zyx.opt.heuristics import default_opts
-
-
-def _work(x: Any):
-    """Compute 16-bit floats in float32 (returns the working tensor and the dtype to give back)."""
-    if x.dtype.is_float and x.dtype.itemsize >= 4:
-        return x, x.dtype
-    if not x.dtype.is_float:
-        return x.cast(dtypes.float32), dtypes.float32
-    return x.cast(dtypes.float32), x.dtype
-
-
-def softmax(x: Any, dim: int = -1):
-    """``exp(x - max) * (1 / sum(exp(x - max)))`` along ``dim`` (one reciprocal per row, as PyTorch does)."""
-    w, out_dt = _work(x)
-    if w.ndim == 0:
-        return (w - w + 1.0).cast(out_dt)
-    d = normalize_dim(dim, w.ndim)
-    m = R.reduce(w, "max", d, keepdim=True)
-    e = unary("exp", w - m)
-    s = R.reduce(e, "sum", d, keepdim=True)
-    out = e * unary("reciprocal", s)
-    return out.cast(out_dt)
-
-
-def log_softmax(x: Any, dim: int = -1):
-    """``x - max - log(sum(exp(x - max)))`` along ``dim``."""
-    w, out_dt = _work(x)
-    if w.ndim == 0:
-        return (w - w).cast(out_dt)
-    d = normalize_dim(dim, w.ndim)
-    m = R.reduce(w, "max", d, keepdim=True)
-    z = w - m
-    s = R.reduce(unary("exp", z), "sum", d, keepdim=True)
-    out = z - unary("log", s)
-    return out.cast(out_dt)
 
 
 def linear(x: Any, weight: Any, bias: Any = None):
@@ -96,7 +61,7 @@ def embedding(indices: Any, weight: Any):
         raise ShapeError(f"embedding: weight must be 2-D (num_embeddings, embedding_dim), got shape {weight.shape}")
     from zyx import lazy
     from zyx.codegen.kernel import launch_kernel
-    from zyx.ops_elementwise import from_node
+    from zyx.frontend.elementwise import from_node
 
     vocab, dim = weight.shape
     shape = (*indices.shape, dim)
@@ -132,7 +97,7 @@ def scaled_dot_product_attention(q: Any, k: Any, v: Any, attn_mask: Any = None, 
     scores = R.matmul(q, k.transpose(-1, -2)) * scale
     L, S = scores.shape[-2], scores.shape[-1]
     if is_causal:
-        from zyx.creation import arange, pinned_as
+        from zyx.frontend.creation import arange, pinned_as
 
         rows, cols = (pinned_as(arange(n, device=q.device), q) for n in (L, S))
         keep = binary("ge", rows.unsqueeze(1), cols.unsqueeze(0))
@@ -153,7 +118,7 @@ def dropout(x: Any, p: float = 0.5, training: bool = True):
         return x
     if p == 1.0:
         return x * 0
-    from zyx.creation import pinned_as, rand
+    from zyx.frontend.creation import pinned_as, rand
 
     keep = binary("ge", pinned_as(rand(*x.shape, device=x.device), x), p)
     return where(keep, x * (1.0 / (1.0 - p)), 0.0).cast(x.dtype) if x.dtype.is_float else where(keep, x, 0)
@@ -163,7 +128,7 @@ def cross_entropy(logits: Any, target: Any, reduction: str = "mean"):
     """Cross entropy of (N, C) logits with int class targets (N,) or probability targets (N, C)."""
     logp = log_softmax(logits, -1)
     if target.dtype.is_int:
-        from zyx.creation import arange, pinned_as
+        from zyx.frontend.creation import arange, pinned_as
 
         onehot = binary("eq", target.unsqueeze(-1), pinned_as(arange(logits.shape[-1], device=logits.device), logits))
         loss = -R.reduce(where(onehot, logp, 0.0), "sum", -1)
@@ -183,7 +148,7 @@ def relu(x: Any):
 
 
 def gelu(x: Any, approximate: str = "none"):
-    from zyx.ops_elementwise import gelu as _g
+    from zyx.frontend.elementwise import gelu as _g
 
     return _g(x, approximate)
 

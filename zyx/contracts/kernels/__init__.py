@@ -5,7 +5,7 @@ explicit parameter dict, builds it once per device (``backend.launch.compile_ker
 caches by source) and enqueues it, returning the OpenCL event(s). It also declares its
 tunables (``DECLARED``) and its calibration workload (``calibration``). Launchers take
 device buffers and plain ints; checking the contract, contiguizing and making Tensors is
-``zyx.contracts.ops``'s job. ``common`` holds what they share (tunables, vector widths,
+``zyx.frontend.contract_ops``'s job. ``common`` holds what they share (tunables, vector widths,
 grids, index types, stream decisions); ``tuning`` the ``tuned`` decorator.
 
 Byte kernels are specialized on the element size (not the dtype) and on shapes; values

@@ -2,40 +2,41 @@
 
 Each op broadcasts its operands (views, no copies), casts them to the computation
 dtype (PyTorch's ``result_type``; true division and float functions of integers go
-to float32), and records one lazy node; fusion happens at realization. ``install``
-attaches the methods and operators to ``Tensor``.
+to float32), and records one lazy node; fusion happens at realization.
+``ElementwiseMixin`` gives ``Tensor`` the methods and operators.
 """
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from zyx import dtype as dtypes
 from zyx import lazy
-from zyx.dtype import DType, to_dtype
+from zyx.dtype import DType
 from zyx.errors import DivisionByZeroError, DTypeError, IntegerArithmeticError, IntegerOverflowError, ShapeError
+from zyx.frontend.args import device_of
+from zyx.frontend.base import TensorBase, tensor_class
 from zyx.ir.ops import COMPARISONS
 from zyx.ir.view import View
 
 Scalar = (bool, int, float, np.bool_, np.integer, np.floating)
-_OPERAND: tuple = Scalar  # (Tensor, *Scalar) once ``install`` ran
+_OPERAND: tuple = Scalar  # (Tensor, *Scalar) once the tensor class is known
 _contiguous = View.contiguous
 _LazyNode = lazy.LazyNode
 _LSrc = lazy.Src
 
 
-_Tensor: Any = None  # zyx.tensor.Tensor, set by ``install`` (this module is imported by it)
+_Tensor: Any = None  # the concrete tensor class, looked up once (see ``base.TensorBase``)
 
 
 def _tensor_cls():
-    global _Tensor
+    global _Tensor, _OPERAND
     if _Tensor is None:
-        from zyx.tensor import Tensor
-
-        _Tensor = Tensor
+        _Tensor = tensor_class()
+        _OPERAND = (_Tensor, *Scalar)
     return _Tensor
 
 
@@ -99,7 +100,7 @@ def src_of(x: Any, shape: tuple[int, ...], dtype: DType) -> lazy.Src:
     """An operand reading tensor or scalar ``x`` broadcast to ``shape`` as ``dtype``."""
     Tensor = _tensor_cls()
     if not isinstance(x, Tensor):
-        return lazy.Src(None, None, dtype, _scalar_value(x, dtype))
+        return lazy.Src(None, None, dtype, scalar_value(x, dtype))
     if x.dtype is not dtype:
         x = x.cast(dtype)
     view = x._view if x.shape == shape else x._view.expand(shape)
@@ -122,7 +123,7 @@ def _rounded(v: float, d: DType) -> float:
         return float(np.asarray(v, dtype=np.float64).astype(d.np_dtype))
 
 
-def _scalar_value(v: Any, d: DType, round_to_dtype: bool = False) -> Any:
+def scalar_value(v: Any, d: DType, round_to_dtype: bool = False) -> Any:
     t = type(v)
     if t is float or t is int or t is bool:
         if d.kind == "float":
@@ -140,23 +141,6 @@ def _scalar_value(v: Any, d: DType, round_to_dtype: bool = False) -> Any:
             return bool(v)
         return int(v)
     raise DTypeError(f"unsupported operand {v!r} of type {type(v).__name__}; expected a Tensor or a Python number")
-
-
-def _device_of(*xs: Any, out_bytes: int = 0):
-    """The device of a kernel on ``xs``: theirs; for mixed devices the first pinned operand's
-    (``Tensor.pinned``), else ``lazy.choose_device``."""
-    Tensor = _tensor_cls()
-    ts = [x for x in xs if isinstance(x, Tensor)]
-    first = ts[0].device
-    if all(t.device is first for t in ts):
-        return first
-    for t in ts:
-        if t._data.pinned:
-            return t.device
-    # bytes an operand brings: its elements without broadcast repeats
-    held = [(t.device, math.prod(d for d, st in zip(t.shape, t._view.strides) if st) * t.dtype.itemsize)
-            for t in ts]
-    return lazy.choose_device(held, out_bytes)
 
 
 def _shape_of(x: Any) -> tuple[int, ...]:
@@ -182,9 +166,9 @@ def _node(op: str, xs: Sequence[Any], compute: DType, result: DType | None = Non
     elif not same:
         shape = broadcast_shapes(*[x._view.shape for x in xs if isinstance(x, Tensor)])
     if not one_device:
-        device = _device_of(*xs, out_bytes=math.prod(shape) * compute.itemsize)
+        device = device_of(*xs, out_bytes=math.prod(shape) * compute.itemsize)
     elif device is None:  # no tensor operand (as before: an error from _device_of)
-        device = _device_of(*xs)
+        device = device_of(*xs)
     srcs = []
     for i, x in enumerate(xs):
         if isinstance(x, Tensor):
@@ -203,7 +187,7 @@ def _node(op: str, xs: Sequence[Any], compute: DType, result: DType | None = Non
         else:
             rounds = op in _ROUNDS_SCALAR or (op == "floordiv" and i == 0)
             param = None if compute.kind == "float" else (compute.is_int and op in _INT_SCALAR_ARGS)
-            srcs.append(_LSrc(None, None, compute, _scalar_value(x, compute, rounds), param))
+            srcs.append(_LSrc(None, None, compute, scalar_value(x, compute, rounds), param))
     # alu_dtype on operands all cast to ``compute``
     out = result or (dtypes.bool_ if op in COMPARISONS else compute)
     return Tensor(_LazyNode("alu", op, tuple(srcs), out, shape, device), _contiguous(shape), out, device)
@@ -218,7 +202,7 @@ def _check_operand(x: Any) -> None:
 
 def binary(op: str, a: Any, b: Any):
     """``a op b`` with PyTorch type promotion and broadcasting (either side may be a scalar)."""
-    Tensor = _Tensor
+    Tensor = _Tensor or _tensor_cls()
     ta, tb = type(a), type(b)
     if op == "div" and tb is Tensor and ta in _PY_SCALARS:
         # PyTorch computes ``s / x`` as ``x.reciprocal() * s`` (two roundings): so does zyx
@@ -294,7 +278,7 @@ def where(cond: Any, a: Any, b: Any):
     dt = dtypes.result_type(a, b) if (isinstance(a, Tensor) or isinstance(b, Tensor)) else \
         dtypes.result_type(dtypes.scalar_dtype(a), b)
     shape = broadcast_shapes(cond.shape, _shape_of(a), _shape_of(b))
-    device = _device_of(cond, a, b)
+    device = device_of(cond, a, b)
     srcs = [src_of(cond, shape, dtypes.bool_), src_of(a, shape, dt), src_of(b, shape, dt)]
     return from_node(lazy.alu("where", srcs, dt, shape, device))
 
@@ -378,77 +362,260 @@ def logical_not(x: Any):
     return unary("not", x)
 
 
-# ------------------------------------------------------------------ installation
-
-def _method(op: str):
-    def f(self):
-        return unary(op, self)
-
-    f.__name__ = op
-    f.__doc__ = f"Elementwise {op}."
-    return f
+UNARY_FUNCTIONS = _FLOAT_FNS + _SAME_DTYPE_FNS + ("isnan", "isinf")  # the zyx.<op> functions below
 
 
-def _binop(op: str, reverse: bool = False):
-    if reverse:
-        def f(self, other):
-            if not isinstance(other, _OPERAND) and not isinstance(other, _tensor_cls()):
-                return NotImplemented
-            return binary(op, other, self)
-    else:
-        def f(self, other):
-            if not isinstance(other, _OPERAND) and not isinstance(other, _tensor_cls()):
-                return NotImplemented
-            return binary(op, self, other)
-    return f
+# ------------------------------------------------------------------ unary functions (zyx.exp, ...)
+
+def exp(x: Any):
+    return unary("exp", x)
 
 
-def install(Tensor: type) -> None:
-    """Attach the elementwise methods and operators to ``Tensor``."""
-    global _Tensor, _OPERAND
-    _Tensor = Tensor
-    _OPERAND = (Tensor, *Scalar)
-    dtypes.TENSOR_TYPES.add(Tensor)
-    for op in ("add", "sub", "mul", "floordiv", "mod", "pow", "and", "or", "xor"):
-        name = {"div": "truediv"}.get(op, op)
-        setattr(Tensor, f"__{name}__", _binop(op))
-        setattr(Tensor, f"__r{name}__", _binop(op, reverse=True))
-    Tensor.__truediv__ = _binop("div")
-    Tensor.__rtruediv__ = _binop("div", reverse=True)
-    for op, name in (("eq", "eq"), ("ne", "ne"), ("lt", "lt"), ("le", "le"), ("gt", "gt"), ("ge", "ge")):
-        setattr(Tensor, f"__{name}__", _binop(op))
-    Tensor.__hash__ = object.__hash__
-    Tensor.__neg__ = _method("neg")
-    Tensor.__abs__ = _method("abs")
-    Tensor.__invert__ = _method("invert")
-    Tensor.__pos__ = lambda self: self
-    for op in _FLOAT_FNS + _SAME_DTYPE_FNS + ("isnan", "isinf"):
-        setattr(Tensor, op, _method(op))
-    Tensor.gelu = gelu
-    Tensor.clip = clip
-    Tensor.clamp = clip
-    Tensor.logical_not = logical_not
-    Tensor.maximum = maximum
-    Tensor.minimum = minimum
-    Tensor.pow = pow
-    Tensor.where = lambda self, cond, other: where(cond, self, other)
-    for name in ("add", "sub", "mul"):
-        setattr(Tensor, name, _binop(name))
-    Tensor.div = _binop("div")
-    Tensor.eq = _binop("eq")
-    Tensor.ne = _binop("ne")
+def exp2(x: Any):
+    return unary("exp2", x)
 
 
-def _unary_fn(op: str) -> Callable[[Any], Any]:
-    return lambda x: unary(op, x)
+def log(x: Any):
+    return unary("log", x)
 
 
-def functions() -> dict[str, Any]:
-    """The module-level functions exported as ``zyx.<name>``."""
-    out = {op: _unary_fn(op) for op in _FLOAT_FNS + _SAME_DTYPE_FNS + ("isnan", "isinf")}
-    out.update(where=where, maximum=maximum, minimum=minimum, pow=pow, clip=clip, clamp=clip, gelu=gelu,
-               logical_not=logical_not, broadcast_shapes=broadcast_shapes)
-    return out
+def log2(x: Any):
+    return unary("log2", x)
 
 
-__all__ = ["binary", "unary", "where", "maximum", "minimum", "clip", "gelu", "install", "functions", "to_dtype"]
+def sqrt(x: Any):
+    return unary("sqrt", x)
+
+
+def rsqrt(x: Any):
+    return unary("rsqrt", x)
+
+
+def sin(x: Any):
+    return unary("sin", x)
+
+
+def cos(x: Any):
+    return unary("cos", x)
+
+
+def tan(x: Any):
+    return unary("tan", x)
+
+
+def tanh(x: Any):
+    return unary("tanh", x)
+
+
+def sigmoid(x: Any):
+    return unary("sigmoid", x)
+
+
+def silu(x: Any):
+    return unary("silu", x)
+
+
+def erf(x: Any):
+    return unary("erf", x)
+
+
+def reciprocal(x: Any):
+    return unary("reciprocal", x)
+
+
+def neg(x: Any):
+    return unary("neg", x)
+
+
+def abs(x: Any):  # noqa: A001 - the API name
+    return unary("abs", x)
+
+
+def floor(x: Any):
+    return unary("floor", x)
+
+
+def ceil(x: Any):
+    return unary("ceil", x)
+
+
+def round(x: Any):  # noqa: A001 - the API name
+    return unary("round", x)
+
+
+def trunc(x: Any):
+    return unary("trunc", x)
+
+
+def sign(x: Any):
+    return unary("sign", x)
+
+
+def square(x: Any):
+    return unary("square", x)
+
+
+def relu(x: Any):
+    return unary("relu", x)
+
+
+def isnan(x: Any):
+    return unary("isnan", x)
+
+
+def isinf(x: Any):
+    return unary("isinf", x)
+
+
+# ------------------------------------------------------------------ the mixin
+
+class ElementwiseMixin(TensorBase):
+    """Operators and elementwise methods; results come from ``binary``/``unary`` (the concrete class)."""
+
+    __slots__ = ()
+
+    def _binop(op: str, reverse: bool = False):  # class-body helper, deleted below
+        if reverse:
+            def f(self, other):
+                if not isinstance(other, _OPERAND) and not isinstance(other, TensorBase):
+                    return NotImplemented
+                return binary(op, other, self)
+        else:
+            def f(self, other):
+                if not isinstance(other, _OPERAND) and not isinstance(other, TensorBase):
+                    return NotImplemented
+                return binary(op, self, other)
+        f.__name__ = op
+        return f
+
+    __add__, __radd__ = _binop("add"), _binop("add", True)
+    __sub__, __rsub__ = _binop("sub"), _binop("sub", True)
+    __mul__, __rmul__ = _binop("mul"), _binop("mul", True)
+    __floordiv__, __rfloordiv__ = _binop("floordiv"), _binop("floordiv", True)
+    __mod__, __rmod__ = _binop("mod"), _binop("mod", True)
+    __pow__, __rpow__ = _binop("pow"), _binop("pow", True)
+    __and__, __rand__ = _binop("and"), _binop("and", True)
+    __or__, __ror__ = _binop("or"), _binop("or", True)
+    __xor__, __rxor__ = _binop("xor"), _binop("xor", True)
+    __truediv__, __rtruediv__ = _binop("div"), _binop("div", True)
+    __eq__, __ne__ = _binop("eq"), _binop("ne")  # type: ignore[assignment]
+    __lt__, __le__, __gt__, __ge__ = _binop("lt"), _binop("le"), _binop("gt"), _binop("ge")
+    __hash__ = object.__hash__  # identity hashing although == is elementwise
+    add, sub, mul, div, eq, ne = _binop("add"), _binop("sub"), _binop("mul"), _binop("div"), _binop("eq"), _binop("ne")
+    del _binop
+
+    def __neg__(self):
+        return unary("neg", self)
+
+    def __abs__(self):
+        return unary("abs", self)
+
+    def __invert__(self):
+        return unary("invert", self)
+
+    def __pos__(self):
+        return self
+
+    def exp(self):
+        return unary("exp", self)
+
+    def exp2(self):
+        return unary("exp2", self)
+
+    def log(self):
+        return unary("log", self)
+
+    def log2(self):
+        return unary("log2", self)
+
+    def sqrt(self):
+        return unary("sqrt", self)
+
+    def rsqrt(self):
+        return unary("rsqrt", self)
+
+    def sin(self):
+        return unary("sin", self)
+
+    def cos(self):
+        return unary("cos", self)
+
+    def tan(self):
+        return unary("tan", self)
+
+    def tanh(self):
+        return unary("tanh", self)
+
+    def sigmoid(self):
+        return unary("sigmoid", self)
+
+    def silu(self):
+        return unary("silu", self)
+
+    def erf(self):
+        return unary("erf", self)
+
+    def reciprocal(self):
+        return unary("reciprocal", self)
+
+    def neg(self):
+        return unary("neg", self)
+
+    def abs(self):
+        return unary("abs", self)
+
+    def floor(self):
+        return unary("floor", self)
+
+    def ceil(self):
+        return unary("ceil", self)
+
+    def round(self):
+        return unary("round", self)
+
+    def trunc(self):
+        return unary("trunc", self)
+
+    def sign(self):
+        return unary("sign", self)
+
+    def square(self):
+        return unary("square", self)
+
+    def relu(self):
+        return unary("relu", self)
+
+    def isnan(self):
+        return unary("isnan", self)
+
+    def isinf(self):
+        return unary("isinf", self)
+
+    def gelu(self, approximate: str = "none"):
+        return gelu(self, approximate)
+
+    def clip(self, min: Any = None, max: Any = None):  # noqa: A002 - PyTorch's names
+        return clip(self, min, max)
+
+    clamp = clip
+
+    def logical_not(self):
+        return unary("not", self)
+
+    def maximum(self, other: Any):
+        return binary("maximum", self, other)
+
+    def minimum(self, other: Any):
+        return binary("minimum", self, other)
+
+    def pow(self, other: Any):
+        return binary("pow", self, other)
+
+    def where(self, cond: Any, other: Any):
+        return where(cond, self, other)
+
+
+clamp = clip
+
+__all__ = ["binary", "unary", "where", "maximum", "minimum", "pow", "clip", "clamp", "gelu", "logical_not",
+           "broadcast_shapes", "ElementwiseMixin", *UNARY_FUNCTIONS]

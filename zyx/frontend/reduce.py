@@ -3,7 +3,8 @@
 A reduce records one lazy node (keepdim form; ``keepdim=False`` is a view on it).
 Integer and bool sums/products accumulate in int64, 16/8-bit floats in float32 (the
 result is rounded back to the input dtype, as PyTorch does). A large reduction with
-few outputs is split in two stages so that many work items share it.
+few outputs is split in two stages so that many work items share it. ``ReduceMixin`` gives
+``Tensor`` these functions as methods.
 """
 from __future__ import annotations
 
@@ -15,8 +16,9 @@ from zyx import dtype as dtypes
 from zyx import lazy
 from zyx.dtype import DType
 from zyx.errors import DTypeError, ShapeError
+from zyx.frontend.base import TensorBase
+from zyx.frontend.elementwise import binary, broadcast_shapes, from_node, unary, where
 from zyx.ir.view import normalize_dim
-from zyx.ops_elementwise import binary, broadcast_shapes, from_node, unary, where
 
 SPLIT_MIN = 1 << 15  # reductions at least this long with few outputs run in two stages
 
@@ -207,9 +209,7 @@ TRANSPOSED_MIN = 1 << 25
 
 def matmul(a: Any, b: Any):
     """Batched, broadcasting matrix product: one fused multiply-reduce kernel."""
-    from zyx.tensor import Tensor
-
-    if not isinstance(a, Tensor) or not isinstance(b, Tensor):
+    if not isinstance(a, TensorBase) or not isinstance(b, TensorBase):
         raise DTypeError("matmul expects two tensors")
     if a.ndim == 0 or b.ndim == 0:
         raise ShapeError(f"matmul: both arguments need at least 1 dimension, got shapes {a.shape} and {b.shape}")
@@ -252,22 +252,17 @@ def matmul(a: Any, b: Any):
     return out
 
 
-def install(Tensor: type) -> None:
-    """Attach the reductions and matmul to ``Tensor``."""
-    Tensor.sum = sum
-    Tensor.prod = prod
-    Tensor.mean = mean
-    Tensor.max = max
-    Tensor.min = min
-    Tensor.amax = max
-    Tensor.amin = min
-    Tensor.argmax = argmax
-    Tensor.argmin = argmin
-    Tensor.var = var
-    Tensor.std = std
-    Tensor.logsumexp = logsumexp
-    Tensor.any = any
-    Tensor.all = all
-    Tensor.matmul = matmul
-    Tensor.__matmul__ = lambda self, other: matmul(self, other) if isinstance(other, Tensor) else NotImplemented
-    Tensor.__rmatmul__ = lambda self, other: matmul(other, self) if isinstance(other, Tensor) else NotImplemented
+class ReduceMixin(TensorBase):
+    """Reductions and matmul as methods (the module functions, ``self`` first)."""
+
+    __slots__ = ()
+
+    sum, prod, mean, var, std, logsumexp = sum, prod, mean, var, std, logsumexp
+    max, min, amax, amin, argmax, argmin = max, min, max, min, argmax, argmin
+    any, all, matmul = any, all, matmul
+
+    def __matmul__(self, other: Any) -> Any:
+        return matmul(self, other) if isinstance(other, TensorBase) else NotImplemented
+
+    def __rmatmul__(self, other: Any) -> Any:
+        return matmul(other, self) if isinstance(other, TensorBase) else NotImplemented

@@ -13,8 +13,11 @@ from zyx.backend.device import Device, resolve
 from zyx.codegen import basic_kernels
 from zyx.dtype import DType, to_dtype
 from zyx.errors import DTypeError, ShapeError
+from zyx.frontend.args import shape_arg
+from zyx.frontend.base import TensorBase, tensor_class
 from zyx.ir.view import View
-from zyx.tensor import Tensor, _shape_arg
+
+Tensor = TensorBase  # annotations and isinstance checks; results are built by ``tensor_class()``
 
 
 def _host_array(data: Any, keep_python_precision: bool = False) -> np.ndarray:
@@ -83,7 +86,7 @@ def from_host(arr: np.ndarray, dtype: DType | None, device: Device) -> Tensor:
     elif arr.dtype != dtype.numpy:
         arr = host_cast(arr, dtype)
     device.check_dtype(dtype)
-    return Tensor(transfer.upload(device, arr), View.contiguous(arr.shape), dtype, device)
+    return tensor_class()(transfer.upload(device, arr), View.contiguous(arr.shape), dtype, device)
 
 
 def tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
@@ -117,7 +120,7 @@ def _value_bits(value: Any, dtype: DType) -> np.ndarray:
 
 def full(shape: Any, fill_value: Any, dtype: Any = None, device: Any = None) -> Tensor:
     """A tensor of ``shape`` filled with ``fill_value`` (dtype inferred from the value if not given)."""
-    shape = _shape_arg((shape,) if isinstance(shape, (int, np.integer)) else tuple(shape))
+    shape = shape_arg((shape,) if isinstance(shape, (int, np.integer)) else tuple(shape))
     if any(s < 0 for s in shape):
         raise ShapeError(f"negative dimension in shape {shape}")
     dt = dtypes.scalar_dtype(fill_value) if dtype is None else to_dtype(dtype)
@@ -125,17 +128,17 @@ def full(shape: Any, fill_value: Any, dtype: Any = None, device: Any = None) -> 
     dev.check_dtype(dt)
     n = math.prod(shape)
     buf = basic_kernels.fill(dev, dt, n, _value_bits(fill_value, dt))
-    return _pinned_if(Tensor(buf, View.contiguous(shape), dt, dev), device is not None)
+    return _pinned_if(tensor_class()(buf, View.contiguous(shape), dt, dev), device is not None)
 
 
 def zeros(*shape: Any, dtype: Any = None, device: Any = None) -> Tensor:
     """A tensor of zeros (float32 unless ``dtype`` says otherwise)."""
-    return full(_shape_arg(shape), 0, dtypes.float32 if dtype is None else dtype, device)
+    return full(shape_arg(shape), 0, dtypes.float32 if dtype is None else dtype, device)
 
 
 def ones(*shape: Any, dtype: Any = None, device: Any = None) -> Tensor:
     """A tensor of ones (float32 unless ``dtype`` says otherwise)."""
-    return full(_shape_arg(shape), 1, dtypes.float32 if dtype is None else dtype, device)
+    return full(shape_arg(shape), 1, dtypes.float32 if dtype is None else dtype, device)
 
 
 def _like(x: Tensor, value: Any, dtype: Any, device: Any) -> Tensor:
@@ -233,7 +236,7 @@ def _random(shape: tuple[int, ...], dtype: DType, device: Any, distribution: str
     n = math.prod(shape)
     seed, counter = _generator.take(n)
     buf = basic_kernels.random_bits(dev, dtype, n, distribution, seed, counter, low, high)
-    return _pinned_if(Tensor(buf, View.contiguous(shape), dtype, dev), device is not None)
+    return _pinned_if(tensor_class()(buf, View.contiguous(shape), dtype, dev), device is not None)
 
 
 def _float_dtype(dtype: Any, fn: str) -> DType:
@@ -245,12 +248,12 @@ def _float_dtype(dtype: Any, fn: str) -> DType:
 
 def rand(*shape: Any, dtype: Any = None, device: Any = None) -> Tensor:
     """Uniform values in ``[0, 1)`` (float32 by default)."""
-    return _random(_shape_arg(shape), _float_dtype(dtype, "rand"), device, "uniform")
+    return _random(shape_arg(shape), _float_dtype(dtype, "rand"), device, "uniform")
 
 
 def randn(*shape: Any, dtype: Any = None, device: Any = None) -> Tensor:
     """Standard normal values (float32 by default)."""
-    return _random(_shape_arg(shape), _float_dtype(dtype, "randn"), device, "normal")
+    return _random(shape_arg(shape), _float_dtype(dtype, "randn"), device, "normal")
 
 
 def randint(low: int, high: int | None = None, shape: Any = (), dtype: Any = None, device: Any = None) -> Tensor:
@@ -267,5 +270,5 @@ def randint(low: int, high: int | None = None, shape: Any = (), dtype: Any = Non
     lo, hi = (0, 1) if dt.is_bool else (int(np.iinfo(dt.numpy).min), int(np.iinfo(dt.numpy).max))
     if low < lo or high - 1 > hi:
         raise DTypeError(f"randint: the range [{low}, {high}) does not fit {dt.name} (values {lo} .. {hi})")
-    shape = _shape_arg((shape,) if isinstance(shape, (int, np.integer)) else tuple(shape))
+    shape = shape_arg((shape,) if isinstance(shape, (int, np.integer)) else tuple(shape))
     return _random(shape, dt, device, "integer", int(low), int(high))

@@ -1,5 +1,8 @@
 """The user-facing ``Tensor``: a device buffer seen through a strided ``View``.
 
+The class holds the core (data, view, dtype, device, readback, realize, to, cast,
+contiguous); its operators and methods come from the mixins it is composed of, one
+module per family (elementwise, reduce, movement, contract ops, softmax).
 Movement ops (permute, expand, slicing, view-compatible reshape, squeeze/unsqueeze,
 flatten) only make a new View over the same buffer; ``contiguous()``, casts and
 transfers run generated kernels. No OpenCL code lives here: kernels come from
@@ -7,8 +10,6 @@ transfers run generated kernels. No OpenCL code lives here: kernels come from
 """
 from __future__ import annotations
 
-import math
-from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -20,23 +21,16 @@ from zyx.backend.device import Device, resolve
 from zyx.backend.pool import Buffer
 from zyx.codegen import basic_kernels
 from zyx.dtype import DType, to_dtype
-from zyx.errors import DeviceError, DTypeError, IndexOutOfRange, ShapeError
+from zyx.errors import DeviceError, DTypeError, ShapeError
+from zyx.frontend.contract_ops import ContractOpsMixin, contiguize
+from zyx.frontend.elementwise import ElementwiseMixin
+from zyx.frontend.movement import MovementMixin
+from zyx.frontend.reduce import ReduceMixin
+from zyx.frontend.softmax import SoftmaxMixin
 from zyx.ir.view import View, normalize_dim
 
 
-def _shape_arg(shape: Sequence[Any], what: str = "shape") -> tuple[int, ...]:
-    """``f(2, 3)`` and ``f((2, 3))`` both give ``(2, 3)``; sizes must be ints."""
-    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
-        shape = tuple(shape[0])
-    out = []
-    for s in shape:
-        if isinstance(s, bool) or not isinstance(s, (int, np.integer)):
-            raise ShapeError(f"{what} entries must be ints, got {s!r} in {tuple(shape)}")
-        out.append(int(s))
-    return tuple(out)
-
-
-class Tensor:
+class Tensor(ElementwiseMixin, ReduceMixin, MovementMixin, ContractOpsMixin, SoftmaxMixin, concrete=True):
     """An n-dimensional array on an OpenCL device (see API.md)."""
 
     __slots__ = ("_data", "_view", "_dtype", "_device", "__weakref__")
@@ -245,9 +239,7 @@ class Tensor:
         """A dense row-major tensor with these values (``self`` when already dense)."""
         if self._view.is_contiguous:
             return self
-        from zyx.contracts import ops  # the contiguize contract kernel
-
-        return ops.contiguize(self)
+        return contiguize(self)  # the contiguize contract kernel
 
     def clone(self) -> Tensor:
         """A copy of the values in a new dense buffer."""
@@ -258,173 +250,6 @@ class Tensor:
         """Whether the view is dense row-major from the start of its buffer."""
         return self._view.is_contiguous
 
-    # -- movement (views) ---------------------------------------------------------
     def _with_view(self, view: View) -> Tensor:
+        """This tensor's data seen through another view (the movement mixin's primitive)."""
         return Tensor(self._data, view, self._dtype, self._device)
-
-    def reshape(self, *shape: Any) -> Tensor:
-        """The same values in another shape (one ``-1`` allowed); a view when strides allow."""
-        shape = _infer_shape(_shape_arg(shape), self.numel(), self.shape)
-        view = self._view.reshape(shape)
-        if view is not None:
-            return self._with_view(view)
-        node = lazy.copy(lazy.Src(self._data, self._view, self._dtype), self.shape, self._device)
-        return Tensor(node, View.contiguous(shape), self._dtype, self._device)
-
-    def view(self, *shape: Any) -> Tensor:
-        """Alias of ``reshape``."""
-        return self.reshape(*shape)
-
-    def expand(self, *shape: Any) -> Tensor:
-        """Broadcast size-1 dims to ``shape`` (``-1`` keeps a dim) without copying."""
-        return self._with_view(self._view.expand(_shape_arg(shape)))
-
-    def broadcast_to(self, *shape: Any) -> Tensor:
-        """Alias of ``expand``."""
-        return self.expand(*shape)
-
-    def permute(self, *dims: Any) -> Tensor:
-        """Reorder the dims."""
-        return self._with_view(self._view.permute(_shape_arg(dims, "dims")))
-
-    def transpose(self, dim0: int, dim1: int) -> Tensor:
-        """Swap two dims."""
-        a, b = normalize_dim(dim0, self.ndim), normalize_dim(dim1, self.ndim)
-        order = list(range(self.ndim))
-        if self.ndim:
-            order[a], order[b] = order[b], order[a]
-        return self._with_view(self._view.permute(tuple(order)))
-
-    @property
-    def T(self) -> Tensor:  # PyTorch's name
-        if self.ndim > 2:
-            raise ShapeError(f".T expects a tensor of rank <= 2, got rank {self.ndim}; use permute")
-        return self._with_view(self._view.permute(tuple(reversed(range(self.ndim)))))
-
-    def squeeze(self, dim: int | Sequence[int] | None = None) -> Tensor:
-        """Drop size-1 dims (all of them, or those named in ``dim``)."""
-        if dim is None:
-            dims = tuple(range(self.ndim))
-        else:
-            dims = tuple(normalize_dim(d, self.ndim) for d in ((dim,) if isinstance(dim, int) else dim))
-        return self._with_view(self._view.squeeze(dims))
-
-    def unsqueeze(self, dim: int) -> Tensor:
-        """Insert a size-1 dim at ``dim`` (in ``[-ndim-1, ndim]``)."""
-        d = normalize_dim(dim, self.ndim + 1)
-        return self._with_view(self._view.unsqueeze(d))
-
-    def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor:
-        """Merge dims ``start_dim..end_dim`` into one."""
-        if self.ndim == 0:
-            return self.reshape(1)
-        s, e = normalize_dim(start_dim, self.ndim), normalize_dim(end_dim, self.ndim)
-        if s > e:
-            raise ShapeError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim}")
-        shape = self.shape[:s] + (math.prod(self.shape[s:e + 1]),) + self.shape[e + 1:]
-        return self.reshape(shape)
-
-    def narrow(self, dim: int, start: int, length: int) -> Tensor:
-        """Elements ``start .. start+length`` of ``dim`` (a view)."""
-        d = normalize_dim(dim, self.ndim)
-        size = self.shape[d]
-        if start < 0:
-            start += size
-        if not (0 <= start <= size) or length < 0 or start + length > size:
-            raise IndexOutOfRange(f"narrow: start {start} and length {length} exceed dim {d} of size {size}")
-        return self._with_view(self._view.slice(d, start, start + length, 1))
-
-    def __getitem__(self, index: Any) -> Tensor:
-        return self._with_view(basic_index(self._view, index))
-
-    def __iter__(self) -> Iterable[Tensor]:
-        if self.ndim == 0:
-            raise TypeError("iteration over a 0-d tensor")
-        return (self[i] for i in range(self.shape[0]))
-
-    # -- contract ops (FKC kernels, zyx/contracts/ops.py) ------------------------
-    def __setitem__(self, index: Any, value: Any) -> None:
-        """``x[index] = value`` in place (value broadcast to the indexed view)."""
-        from zyx.contracts import ops
-        ops.setitem(self, index, value)
-
-    def flip(self, *dims: Any) -> Tensor:
-        """Reverse the order along ``dims`` (``x.flip(0, 1)`` or ``x.flip((0, 1))``)."""
-        from zyx.contracts import ops
-        return ops.flip(self, dims[0] if len(dims) == 1 else dims)
-
-    def roll(self, shifts: Any, dims: Any = None) -> Tensor:
-        """Shift cyclically along ``dims`` (flattened when None), Python-style modulo."""
-        from zyx.contracts import ops
-        return ops.roll(self, shifts, dims)
-
-    def triu(self, diagonal: int = 0) -> Tensor:
-        """Keep ``j >= i + diagonal`` of the last two axes, zero elsewhere."""
-        from zyx.contracts import ops
-        return ops.triu(self, diagonal)
-
-    def tril(self, diagonal: int = 0) -> Tensor:
-        """Keep ``j <= i + diagonal`` of the last two axes, zero elsewhere."""
-        from zyx.contracts import ops
-        return ops.tril(self, diagonal)
-
-    def masked_fill(self, mask: Tensor, value: Any) -> Tensor:
-        """``value`` where the bool ``mask`` (broadcast to this shape) is True."""
-        from zyx.contracts import ops
-        return ops.masked_fill(self, mask, value)
-
-    def cumsum(self, dim: int) -> Tensor:
-        """Running sum along ``dim`` (float types; 16-bit floats accumulate in float32)."""
-        from zyx.contracts import ops
-        return ops.cumsum(self, dim)
-
-
-def _infer_shape(shape: tuple[int, ...], numel: int, old: tuple[int, ...]) -> tuple[int, ...]:
-    if shape.count(-1) > 1:
-        raise ShapeError(f"reshape: only one dimension can be -1, got {shape}")
-    if any(s < -1 for s in shape):
-        raise ShapeError(f"reshape: invalid size in {shape}")
-    if -1 in shape:
-        known = math.prod(s for s in shape if s != -1)
-        if known == 0 or numel % known:
-            raise ShapeError(f"reshape: cannot reshape {old} ({numel} elements) to {shape}")
-        shape = tuple(numel // known if s == -1 else s for s in shape)
-    if math.prod(shape) != numel:
-        raise ShapeError(f"reshape: cannot reshape {old} ({numel} elements) to {shape}")
-    return shape
-
-
-def basic_index(view: View, index: Any) -> View:
-    """The view selected by a basic index: ints, slices (any non-zero step), None and ``...``."""
-    items = index if isinstance(index, tuple) else (index,)
-    if sum(1 for it in items if it is Ellipsis) > 1:
-        raise ShapeError("an index can only have a single ellipsis ('...')")
-    consumed = sum(1 for it in items if it is not None and it is not Ellipsis)
-    if consumed > view.ndim:
-        raise IndexOutOfRange(f"too many indices for a tensor of rank {view.ndim}: got {consumed}")
-    expanded: list[Any] = []
-    for it in items:
-        if it is Ellipsis:
-            expanded.extend([slice(None)] * (view.ndim - consumed))
-        else:
-            expanded.append(it)
-    dim = 0
-    for it in expanded:
-        if it is None:
-            view = view.unsqueeze(dim)
-            dim += 1
-        elif isinstance(it, slice):
-            if it.step == 0:
-                raise ShapeError("slice step cannot be zero")
-            start, stop, step = it.indices(view.shape[dim])
-            view = view.slice(dim, start, stop, step)
-            dim += 1
-        elif isinstance(it, (int, np.integer)) and not isinstance(it, bool):
-            size = view.shape[dim]
-            i = int(it)
-            if not -size <= i < size:
-                raise IndexOutOfRange(f"index {i} is out of bounds for dim {dim} with size {size}")
-            view = view.select(dim, i % size)
-        else:
-            raise ShapeError(f"unsupported index {it!r}: only ints, slices, None and ... are supported")
-    return view

@@ -1,0 +1,40 @@
+"""Argument helpers shared by the frontend modules: shape arguments and the device of an op."""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from zyx import lazy
+from zyx.errors import ShapeError
+from zyx.frontend.base import TensorBase
+
+
+def shape_arg(shape: Sequence[Any], what: str = "shape") -> tuple[int, ...]:
+    """``f(2, 3)`` and ``f((2, 3))`` both give ``(2, 3)``; sizes must be ints."""
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = tuple(shape[0])
+    out = []
+    for s in shape:
+        if isinstance(s, bool) or not isinstance(s, (int, np.integer)):
+            raise ShapeError(f"{what} entries must be ints, got {s!r} in {tuple(shape)}")
+        out.append(int(s))
+    return tuple(out)
+
+
+def device_of(*xs: Any, out_bytes: int = 0):
+    """The device of a kernel on ``xs``: theirs; for mixed devices the first pinned operand's
+    (``Tensor.pinned``), else ``lazy.choose_device``."""
+    ts = [x for x in xs if isinstance(x, TensorBase)]
+    first = ts[0].device
+    if all(t.device is first for t in ts):
+        return first
+    for t in ts:
+        if t._data.pinned:
+            return t.device
+    # bytes an operand brings: its elements without broadcast repeats
+    held = [(t.device, math.prod(d for d, st in zip(t.shape, t._view.strides) if st) * t.dtype.itemsize)
+            for t in ts]
+    return lazy.choose_device(held, out_bytes)

@@ -1,0 +1,443 @@
+"""The contract ops of the public API (API.md, "The contract ops") and ``ContractOpsMixin``.
+
+Every op follows the same steps: look up its contract, ``validate`` the operands and
+params (``ContractError`` before anything is written), contiguize each input the
+contract wants dense (``needs_contiguize``) through the contiguize kernel, launch the
+kernel from ``zyx/contracts/kernels/`` and wrap the result in a Tensor. In-place writers return
+their destination, whose storage (seen through its view's strides) is the output.
+"""
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Sequence
+from typing import Any, Callable
+
+import numpy as np
+
+from zyx import dtype as dtypes
+from zyx.backend.device import Device
+from zyx.backend.launch import runtime_lock
+from zyx.contracts import errorflag, kernels
+from zyx.contracts.spec.model import Contract, Operand
+from zyx.contracts.spec.registry import get, lookup
+from zyx.contracts.spec.validate import needs_contiguize, validate
+from zyx.dtype import DType
+from zyx.errors import ContractError, DTypeError, ShapeError
+from zyx.frontend.args import device_of
+from zyx.frontend.base import TensorBase, tensor_class
+from zyx.frontend.creation import full
+from zyx.frontend.movement import basic_index
+from zyx.ir.view import View
+
+Tensor = TensorBase  # annotations and isinstance checks: any tensor of the concrete class
+
+# ---------------------------------------------------------------- helpers
+
+
+def _locked(fn: Callable) -> Callable:
+    """Run a contract op under the runtime lock (validate, contiguize, launch as one step)."""
+
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        with runtime_lock:
+            return fn(*args, **kwargs)
+
+    return call
+
+
+def operand(t: Tensor) -> Operand:
+    """The layout facts of a tensor, as validation sees them."""
+    v = t._view
+    return Operand(
+        dtype=t.dtype,
+        shape=tuple(v.shape),
+        is_contiguous=v.is_contiguous,
+        has_offset=v.offset != 0 and v.numel > 0,
+        is_broadcast=v.has_broadcast,
+        has_negative_strides=v.has_negative_strides and v.numel > 0,
+    )
+
+
+def _tensor(x: Any, contract: str, field: str) -> Tensor:
+    if not isinstance(x, Tensor):
+        raise ContractError(f"{contract}: {field} = {x!r} is not a zyx.Tensor")
+    return x.realize()
+
+
+def _rd(t: Tensor) -> Any:
+    """The realized buffer of a tensor a kernel only reads (its pending readers keep fusing)."""
+    return t._realized()
+
+
+def _on(t: Tensor, device: Device) -> Tensor:
+    return t if t.device is device else t.to(device)
+
+
+def _dense(contract: Contract, t: Tensor, index: int = 0) -> Tensor:
+    """``t`` itself, or a contiguized copy when ``contract`` wants input ``index`` dense."""
+    if needs_contiguize(contract, operand(t), index):
+        return contiguize(t)
+    return t
+
+
+def _new(shape: Sequence[int], dtype: DType, device: Device, *sources: Tensor) -> Tensor:
+    """A fresh output, pinned when one of the op's ``sources`` is (``Tensor.pinned``)."""
+    buf = device.pool.allocate(math.prod(shape) * dtype.itemsize)
+    out = tensor_class()(buf, View.contiguous(tuple(shape)), dtype, device)
+    out._data.pinned = any(t.pinned for t in sources)
+    return out
+
+
+def _split(shape: Sequence[int], axis: int) -> tuple[int, int, int]:
+    return math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1:])
+
+
+def _int_or_tuple(value: Any, contract: str, field: str) -> tuple[int, ...]:
+    if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+        return (int(value),)
+    if isinstance(value, (tuple, list)) and all(
+            isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) for v in value):
+        return tuple(int(v) for v in value)
+    raise ContractError(f"{contract}: {field} = {value!r} is not an int or a tuple of ints")
+
+
+# ---------------------------------------------------------------- contiguize
+
+
+@_locked
+def contiguize(x: Tensor) -> Tensor:
+    """A dense row-major copy of any view (strided, broadcast, offset, reversed); ``x`` if dense."""
+    x = _tensor(x, "contiguize", "input")
+    validate(get("contiguize"), [operand(x)], {})
+    if x._view.is_contiguous:
+        return x
+    out = _new(x.shape, x.dtype, x.device, x)
+    kernels.contiguize(x.device, out._buf, _rd(x), x._view, x.dtype.itemsize)
+    return out
+
+
+# ---------------------------------------------------------------- flip / roll / concat
+
+
+@_locked
+def flip(x: Tensor, dims: Any) -> Tensor:
+    """``x`` reversed along each axis in ``dims`` (an int or a tuple)."""
+    x = _tensor(x, "flip", "input")
+    c = lookup("Flip", x.dtype)
+    params = validate(c, [operand(x)], {"dims": _int_or_tuple(dims, c.name, "dims")})
+    x = _dense(c, x)
+    out = _new(x.shape, x.dtype, x.device, x)
+    kernels.flip(x.device, out._buf, _rd(x), x.shape, params["dims"], x.dtype.itemsize)
+    return out
+
+
+@_locked
+def roll(x: Tensor, shifts: Any, dims: Any = None) -> Tensor:
+    """``x`` shifted cyclically by ``shifts`` along ``dims`` (PyTorch's roll; no dims: flattened)."""
+    x = _tensor(x, "roll", "input")
+    c = lookup("Roll", x.dtype)
+    shift_t = _int_or_tuple(shifts, c.name, "shifts")
+    if dims is None:
+        if len(shift_t) != 1:
+            raise ContractError(f"{c.name}: shifts = {shifts!r} has {len(shift_t)} entries but dims is None; "
+                                "expected one shift for the flattened tensor")
+        n = x.numel()
+        validate(c, [operand(x)], {"shift": shift_t[0], "outer": 1, "dim_size": n, "inner": 1})
+        x = _dense(c, x)
+        out = _new(x.shape, x.dtype, x.device, x)
+        if n:
+            kernels.roll(x.device, out._buf, _rd(x), 1, n, 1, shift_t[0], x.dtype.itemsize)
+        return out
+    dim_t = _int_or_tuple(dims, c.name, "dims")
+    if not dim_t:
+        raise ContractError(f"{c.name}: dims = {dims!r} is empty; expected at least one dim (or dims=None)")
+    if len(dim_t) != len(shift_t):
+        raise ContractError(f"{c.name}: shifts = {shifts!r} has {len(shift_t)} entries but dims = {dims!r} has "
+                            f"{len(dim_t)}; expected one shift per dim")
+    rank = x.ndim
+    axes = []
+    for i, d in enumerate(dim_t):
+        if not -max(rank, 1) <= d < max(rank, 1):
+            raise ContractError(f"{c.name}: dims[{i}] = {d} is out of range for rank {rank}; "
+                                f"expected {-max(rank, 1)} <= dim < {max(rank, 1)}")
+        axes.append(d % max(rank, 1))
+    shape = x.shape if rank else (1,)
+    steps = [(s, _split(shape, a)) for s, a in zip(shift_t, axes)]
+    for s, (o, d, i) in steps:
+        validate(c, [operand(x)], {"shift": s, "outer": o, "dim_size": d, "inner": i})
+    x = _dense(c, x)
+    for s, (o, d, i) in steps:
+        out = _new(x.shape, x.dtype, x.device, x)
+        if o * d * i:
+            kernels.roll(x.device, out._buf, _rd(x), o, d, i, s, x.dtype.itemsize)
+        x = out
+    return x
+
+
+@_locked
+def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    """Join ``tensors`` along ``dim`` (dtypes promote as in PyTorch; 1-D empty inputs are skipped)."""
+    if isinstance(tensors, Tensor) or not isinstance(tensors, (tuple, list)):
+        raise ContractError(f"concat: tensors = {type(tensors).__name__} is not a sequence of tensors")
+    if not tensors:
+        raise ContractError("concat: tensors is empty; expected at least one tensor")
+    ts = [_tensor(t, "concat", f"inputs[{i}]") for i, t in enumerate(tensors)]
+    if any(t.ndim != 1 for t in ts):  # PyTorch's legacy rule: 1-D empty tensors join anything
+        ts = [t for t in ts if not (t.ndim == 1 and t.numel() == 0)] or ts[:1]
+    result = ts[0].dtype
+    for t in ts[1:]:
+        result = dtypes.promote_types(result, t.dtype)
+    sources = ts
+    device = device_of(*ts)  # a pinned input's device, else the one holding most of the bytes
+    ts = [_on(t.cast(result), device) for t in ts]
+    c = lookup("Concat", result)
+    params = validate(c, [operand(t) for t in ts], {"dim": dim})
+    axis = params["dim"]
+    ts = [_dense(c, t, i) for i, t in enumerate(ts)]
+    shape = list(ts[0].shape)
+    shape[axis] = sum(t.shape[axis] for t in ts)
+    out = _new(shape, result, device, *sources)
+    outer, total, inner = _split(shape, axis)
+    col = 0
+    for t in ts:
+        width = t.shape[axis] * inner
+        kernels.concat_part(device, out._buf, _rd(t), outer, width, total * inner, col, result.itemsize)
+        col += width
+    return out
+
+
+concat = cat
+
+# ---------------------------------------------------------------- triangular / masked_fill / cumsum
+
+
+def _triangular(x: Tensor, diagonal: int, kind: str) -> Tensor:
+    x = _tensor(x, kind.lower(), "input")
+    c = lookup(kind, x.dtype)
+    params = validate(c, [operand(x)], {"diagonal": diagonal}, op_kind=kind)
+    x = _dense(c, x)
+    out = _new(x.shape, x.dtype, x.device, x)
+    batch = math.prod(x.shape[:-2])
+    kernels.triangular(x.device, out._buf, _rd(x), batch, x.shape[-2], x.shape[-1], params["upper"],
+                       params["diagonal"], x.dtype.itemsize)
+    return out
+
+
+@_locked
+def triu(x: Tensor, diagonal: int = 0) -> Tensor:
+    """The upper triangle of the last two axes (``j >= i + diagonal``), zeros elsewhere."""
+    return _triangular(x, diagonal, "Triu")
+
+
+@_locked
+def tril(x: Tensor, diagonal: int = 0) -> Tensor:
+    """The lower triangle of the last two axes (``j <= i + diagonal``), zeros elsewhere."""
+    return _triangular(x, diagonal, "Tril")
+
+
+def fill_bits(value: Any, dtype: DType) -> np.ndarray:
+    """One element of ``dtype`` holding ``value`` (already range-checked), as a 0-d array."""
+    if dtype.is_bool:
+        return np.array(bool(value), dtype=np.bool_)
+    if dtype.is_int:
+        return np.array(int(value), dtype=dtype.numpy)
+    return np.array(float(value), dtype=np.float64).astype(dtype.numpy)
+
+
+@_locked
+def masked_fill(x: Tensor, mask: Tensor, value: Any) -> Tensor:
+    """``value`` where ``mask`` (bool, broadcastable to ``x``) is True, ``x`` elsewhere."""
+    x = _tensor(x, "masked_fill", "input")
+    mask = _tensor(mask, "masked_fill", "mask")
+    c = lookup("MaskedFill", x.dtype)
+    if isinstance(value, Tensor):
+        if value.numel() != 1:
+            raise ContractError(f"{c.name}: fill is a tensor of shape {value.shape}; expected one element")
+        value = value.item()
+    if mask.dtype is dtypes.bool_ and mask.shape != x.shape:
+        try:
+            mask = mask.expand(*x.shape)
+        except ShapeError:
+            raise ContractError(f"{c.name}: mask shape {mask.shape} is not broadcastable to input shape "
+                                f"{x.shape}") from None
+    params = validate(c, [operand(x), operand(mask)], {"fill": value})
+    mask = _on(mask, x.device)
+    x, mask = _dense(c, x, 0), _dense(c, mask, 1)
+    out = _new(x.shape, x.dtype, x.device, x)
+    kernels.masked_fill(x.device, out._buf, _rd(x), _rd(mask), x.numel(), fill_bits(params["fill"], x.dtype),
+                        x.dtype.itemsize)
+    return out
+
+
+@_locked
+def cumsum(x: Tensor, dim: int) -> Tensor:
+    """Running sum along ``dim`` (16-bit floats accumulate in float32, rounded once on store)."""
+    x = _tensor(x, "cumsum", "input")
+    c = lookup("CumSum", x.dtype)
+    params = validate(c, [operand(x)], {"dim": dim})
+    x = _dense(c, x)
+    out = _new(x.shape, x.dtype, x.device, x)
+    o, d, i = _split(x.shape if x.ndim else (1,), params["dim"])
+    kernels.cumsum(x.device, out._buf, _rd(x), x.dtype, o, d, i)
+    return out
+
+
+# ---------------------------------------------------------------- in-place writers
+
+
+def _check_dest(name: str, dest: Tensor) -> None:
+    v = dest._view
+    for k, (d, s) in enumerate(zip(v.shape, v.strides)):
+        if s == 0 and d > 1:
+            raise ContractError(f"{name}: dest is a broadcast view (stride 0 on axis {k} of extent {d}); "
+                                "several of its elements share one memory location, so it cannot be written")
+
+
+def _source_for(name: str, contract: Contract, dest: Tensor, source: Any) -> Tensor:
+    """The source on dest's device, dense, and never sharing dest's storage."""
+    src = _on(_tensor(source, name, "source"), dest.device)
+    if _rd(src) is _rd(dest):  # reading while writing the same memory: copy first
+        return contiguize(src) if not src._view.is_contiguous else src.clone()
+    return _dense(contract, src)
+
+
+
+def _prepare_write(name: str, dest: Any, source: Any, params: dict[str, Any]) -> tuple[Tensor, dict[str, Any], Tensor]:
+    """The shared first steps of the in-place writers: check the operands against contract
+    ``name`` (nothing written yet), then give a dense source that does not alias ``dest``."""
+    dest = _tensor(dest, name, "dest")
+    source = _tensor(source, name, "source")
+    c = get(name)
+    checked = validate(c, [operand(source)], {"dest_shape": dest.shape, **params, "dest_dtype": dest.dtype})
+    _check_dest(c.name, dest)
+    return dest, checked, _source_for(c.name, c, dest, source)
+
+def _box_base(dest: Tensor, starts: Sequence[int]) -> int:
+    v = dest._view
+    return v.offset + sum(s * st for s, st in zip(starts, v.strides))
+
+
+@_locked
+def write_slice(dest: Tensor, source: Tensor, ranges: Sequence[Sequence[int]]) -> Tensor:
+    """Copy ``source`` into the half-open box ``ranges`` of ``dest``, in place; returns ``dest``."""
+    dest, params, src = _prepare_write("write_slice", dest, source, {"ranges": ranges})
+    starts = [r[0] for r in params["ranges"]]
+    kernels.write_slice(dest.device, dest._buf, _rd(src), src.shape, dest._view.strides,
+                        _box_base(dest, starts), dest.dtype.itemsize)
+    return dest
+
+
+@_locked
+def write_slice_rotating(dest: Tensor, source: Tensor, axis: int, position: Any,
+                         modulus: int | None = None) -> Tensor:
+    """Ring-buffer write: source row r lands at ``(position % modulus + r) % modulus`` on ``axis``.
+
+    ``position`` is an int or a one-element uint32/int32 tensor read when the kernel runs.
+    """
+    dest, params, src = _prepare_write("write_slice_rotating", dest, source,
+                                       {"axis": axis, "modulus": modulus, "position": position})
+    pos = params["position"]
+    if isinstance(pos, Tensor):
+        pos = _on(pos.realize(), dest.device)
+        pos_arg: Any = (_rd(pos), pos._view.offset, pos.dtype)
+    else:
+        pos_arg = int(pos) % params["modulus"]  # Python modulo; any int fits the kernel argument
+    kernels.write_slice_rotating(dest.device, dest._buf, _rd(src), src.shape, dest._view.strides,
+                                 params["axis"], dest._view.offset, params["modulus"], pos_arg,
+                                 dest.dtype.itemsize)
+    return dest
+
+
+@_locked
+def write_slice_doff(dest: Tensor, source: Tensor, axis: int, offset: Tensor,
+                     ranges: Sequence[Sequence[int]] | None = None) -> Tensor:
+    """Write ``source`` into ``dest`` starting on ``axis`` at the int64 device value ``offset``.
+
+    Off ``axis`` the box is ``ranges`` (default: all of dest). An offset out of range writes
+    nothing and raises ``ContractError`` at the latest when values are next read.
+    """
+    dest, params, src = _prepare_write("write_slice_doff", dest, source,
+                                       {"axis": axis, "offset": offset, "ranges": ranges})
+    if src.numel() == 0:
+        return dest
+    ax = params["axis"]
+    off = _on(params["offset"].realize(), dest.device)
+    width, extent = src.shape[ax], dest.shape[ax]
+    starts = [0 if k == ax else r[0] for k, r in enumerate(params["ranges"])]
+    flags = errorflag.reserve(dest.device, f"write_slice_doff: offset = {{offset}} (read on the device) is out of "
+                                           f"range on axis {ax}: expected 0 <= offset <= dest_shape[{ax}] - width = "
+                                           f"{extent} - {width} = {extent - width}; nothing was written")
+    kernels.write_slice_doff(dest.device, dest._buf, _rd(src), src.shape, dest._view.strides, ax,
+                             _box_base(dest, starts), extent, (_rd(off), off._view.offset), flags,
+                             dest.dtype.itemsize)
+    return dest
+
+
+@_locked
+def setitem(x: Tensor, index: Any, value: Any) -> None:
+    """``x[index] = value`` in place, through write_slice on the indexed view of ``x``."""
+    x = x.realize()
+    target = x._with_view(basic_index(x._view, index))
+    if isinstance(value, Tensor):
+        v = _on(value.realize(), x.device)
+        if v.dtype is not x.dtype:
+            v = v.cast(x.dtype)
+    else:
+        try:
+            v = full((), value, dtype=x.dtype, device=x.device)
+        except DTypeError as exc:
+            raise DTypeError(f"x[...] = {value!r}: {exc}") from None
+    try:
+        v = v.expand(*target.shape)
+    except ShapeError as exc:
+        raise ShapeError(f"x[...] = value: cannot broadcast value of shape {value_shape(value)} to the indexed "
+                         f"shape {target.shape} ({exc})") from None
+    if target.numel() == 0:
+        return
+    _check_dest("write_slice", target)
+    # Fold the box to as few axes as dest's strides allow (rank 0 becomes rank 1).
+    shape, strides, _ = kernels.fold_axes(target.shape, target._view.strides)
+    box = x._with_view(View(shape, strides, target._view.offset))
+    if _rd(v) is _rd(x) or not v._view.is_contiguous:
+        v = contiguize(v) if not v._view.is_contiguous else v.clone()
+    write_slice(box, v.reshape(*shape), [(0, d) for d in shape])
+
+
+def value_shape(value: Any) -> tuple[int, ...]:
+    """The shape of an assigned value (``()`` for a scalar)."""
+    return tuple(value.shape) if isinstance(value, Tensor) else ()
+
+
+class ContractOpsMixin(TensorBase):
+    """The contract ops as methods (each realizes its operands and launches one contract kernel)."""
+
+    __slots__ = ()
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        """``x[index] = value`` in place (value broadcast to the indexed view)."""
+        setitem(self, index, value)
+
+    def flip(self, *dims: Any) -> Any:
+        """Reverse the order along ``dims`` (``x.flip(0, 1)`` or ``x.flip((0, 1))``)."""
+        return flip(self, dims[0] if len(dims) == 1 else dims)
+
+    def roll(self, shifts: Any, dims: Any = None) -> Any:
+        """Shift cyclically along ``dims`` (flattened when None), Python-style modulo."""
+        return roll(self, shifts, dims)
+
+    def triu(self, diagonal: int = 0) -> Any:
+        """Keep ``j >= i + diagonal`` of the last two axes, zero elsewhere."""
+        return triu(self, diagonal)
+
+    def tril(self, diagonal: int = 0) -> Any:
+        """Keep ``j <= i + diagonal`` of the last two axes, zero elsewhere."""
+        return tril(self, diagonal)
+
+    def masked_fill(self, mask: Any, value: Any) -> Any:
+        """``value`` where the bool ``mask`` (broadcast to this shape) is True."""
+        return masked_fill(self, mask, value)
+
+    def cumsum(self, dim: int) -> Any:
+        """Running sum along ``dim`` (float types; 16-bit floats accumulate in float32)."""
+        return cumsum(self, dim)

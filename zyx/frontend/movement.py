@@ -1,0 +1,240 @@
+"""Movement and basic indexing (API.md "Movement and indexing"): views, pad, stack, split.
+
+``MovementMixin`` gives ``Tensor`` its view methods (reshape, permute, slicing, ...), built on
+the one primitive ``_with_view`` of the concrete class. ``pad`` is lazy: a pad node whose
+reads are guarded by a validity condition, so it fuses with the work around it.
+``split``/``chunk`` are views; ``stack`` concatenates unsqueezed views through ``zyx.cat``.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from zyx import lazy
+from zyx.errors import IndexOutOfRange, ShapeError
+from zyx.frontend.args import shape_arg
+from zyx.frontend.base import TensorBase
+from zyx.frontend.elementwise import from_node, scalar_value
+from zyx.ir.view import View, normalize_dim
+
+
+def pad(x: Any, pads: Sequence[int], value: Any = 0):
+    """Pad with ``value``; ``pads`` in ``F.pad`` order (last dim first: before, after, ...).
+
+    Negative amounts crop.
+    """
+    pads = tuple(int(p) for p in pads)
+    if len(pads) % 2 or len(pads) // 2 > x.ndim:
+        raise ShapeError(f"pad: expected an even number of pad amounts for at most {x.ndim} dims, got {pads}")
+    per_dim = [(0, 0)] * x.ndim
+    for i in range(len(pads) // 2):
+        per_dim[x.ndim - 1 - i] = (pads[2 * i], pads[2 * i + 1])
+    # negative amounts crop first
+    for d, (lo, hi) in enumerate(per_dim):
+        if lo < 0 or hi < 0:
+            start = -lo if lo < 0 else 0
+            stop = x.shape[d] + (hi if hi < 0 else 0)
+            if stop < start:
+                raise ShapeError(f"pad: cropping {(lo, hi)} exceeds dim {d} of size {x.shape[d]}")
+            x = x.narrow(d, start, stop - start)
+            per_dim[d] = (max(lo, 0), max(hi, 0))
+    if all(lo == 0 and hi == 0 for lo, hi in per_dim):
+        return x
+    v = scalar_value(value, x.dtype)
+    node = lazy.pad(lazy.Src(x._data, x._view, x.dtype), tuple(per_dim), v, x.device)
+    return from_node(node)
+
+
+def stack(tensors: Sequence[Any], dim: int = 0):
+    """Join same-shaped tensors along a new dim ``dim``."""
+    tensors = list(tensors)
+    if not tensors:
+        raise ShapeError("stack expects a non-empty sequence of tensors")
+    shape = tensors[0].shape
+    for t in tensors[1:]:
+        if t.shape != shape:
+            raise ShapeError(f"stack expects each tensor to be equal size, got {shape} and {t.shape}")
+    d = normalize_dim(dim, len(shape) + 1)
+    from zyx.frontend.contract_ops import cat  # contract ops build on this module
+
+    return cat([t.unsqueeze(d) for t in tensors], d)
+
+
+def split(x: Any, split_size_or_sections: Any, dim: int = 0) -> tuple:
+    """Views of ``x`` along ``dim``: chunks of one size (last may be smaller) or the listed sizes."""
+    d = normalize_dim(dim, x.ndim)
+    size = x.shape[d]
+    if isinstance(split_size_or_sections, int):
+        step = split_size_or_sections
+        if step <= 0:
+            raise ShapeError(f"split: split_size must be positive, got {step}")
+        sizes = [min(step, size - s) for s in range(0, size, step)] or [0]
+    else:
+        sizes = [int(s) for s in split_size_or_sections]
+        if sum(sizes) != size or any(s < 0 for s in sizes):
+            raise ShapeError(f"split: sizes {sizes} do not add up to dim {d} of size {size}")
+    out, start = [], 0
+    for s in sizes:
+        out.append(x.narrow(d, start, s))
+        start += s
+    return tuple(out)
+
+
+def chunk(x: Any, chunks: int, dim: int = 0) -> tuple:
+    """``chunks`` (at most) nearly equal views along ``dim``."""
+    if chunks <= 0:
+        raise ShapeError(f"chunk: chunks must be positive, got {chunks}")
+    d = normalize_dim(dim, x.ndim)
+    size = x.shape[d]
+    if size == 0:  # like PyTorch: ``chunks`` empty pieces
+        return tuple(x.narrow(d, 0, 0) for _ in range(chunks))
+    return split(x, -(-size // chunks), dim)
+
+
+def infer_shape(shape: tuple[int, ...], numel: int, old: tuple[int, ...]) -> tuple[int, ...]:
+    if shape.count(-1) > 1:
+        raise ShapeError(f"reshape: only one dimension can be -1, got {shape}")
+    if any(s < -1 for s in shape):
+        raise ShapeError(f"reshape: invalid size in {shape}")
+    if -1 in shape:
+        known = math.prod(s for s in shape if s != -1)
+        if known == 0 or numel % known:
+            raise ShapeError(f"reshape: cannot reshape {old} ({numel} elements) to {shape}")
+        shape = tuple(numel // known if s == -1 else s for s in shape)
+    if math.prod(shape) != numel:
+        raise ShapeError(f"reshape: cannot reshape {old} ({numel} elements) to {shape}")
+    return shape
+
+
+def basic_index(view: View, index: Any) -> View:
+    """The view selected by a basic index: ints, slices (any non-zero step), None and ``...``."""
+    items = index if isinstance(index, tuple) else (index,)
+    if sum(1 for it in items if it is Ellipsis) > 1:
+        raise ShapeError("an index can only have a single ellipsis ('...')")
+    consumed = sum(1 for it in items if it is not None and it is not Ellipsis)
+    if consumed > view.ndim:
+        raise IndexOutOfRange(f"too many indices for a tensor of rank {view.ndim}: got {consumed}")
+    expanded: list[Any] = []
+    for it in items:
+        if it is Ellipsis:
+            expanded.extend([slice(None)] * (view.ndim - consumed))
+        else:
+            expanded.append(it)
+    dim = 0
+    for it in expanded:
+        if it is None:
+            view = view.unsqueeze(dim)
+            dim += 1
+        elif isinstance(it, slice):
+            if it.step == 0:
+                raise ShapeError("slice step cannot be zero")
+            start, stop, step = it.indices(view.shape[dim])
+            view = view.slice(dim, start, stop, step)
+            dim += 1
+        elif isinstance(it, (int, np.integer)) and not isinstance(it, bool):
+            size = view.shape[dim]
+            i = int(it)
+            if not -size <= i < size:
+                raise IndexOutOfRange(f"index {i} is out of bounds for dim {dim} with size {size}")
+            view = view.select(dim, i % size)
+        else:
+            raise ShapeError(f"unsupported index {it!r}: only ints, slices, None and ... are supported")
+    return view
+
+
+class MovementMixin(TensorBase):
+    """View methods; needs ``_with_view(view)`` and ``_data``/``_view``/``_dtype``/``_device`` of the concrete class."""
+
+    __slots__ = ()
+
+    def reshape(self, *shape: Any) -> Any:
+        """The same values in another shape (one ``-1`` allowed); a view when strides allow."""
+        shape = infer_shape(shape_arg(shape), self.numel(), self.shape)
+        view = self._view.reshape(shape)
+        if view is not None:
+            return self._with_view(view)
+        node = lazy.copy(lazy.Src(self._data, self._view, self._dtype), self.shape, self._device)
+        return type(self)(node, View.contiguous(shape), self._dtype, self._device)
+
+    def view(self, *shape: Any) -> Any:
+        """Alias of ``reshape``."""
+        return self.reshape(*shape)
+
+    def expand(self, *shape: Any) -> Any:
+        """Broadcast size-1 dims to ``shape`` (``-1`` keeps a dim) without copying."""
+        return self._with_view(self._view.expand(shape_arg(shape)))
+
+    def broadcast_to(self, *shape: Any) -> Any:
+        """Alias of ``expand``."""
+        return self.expand(*shape)
+
+    def permute(self, *dims: Any) -> Any:
+        """Reorder the dims."""
+        return self._with_view(self._view.permute(shape_arg(dims, "dims")))
+
+    def transpose(self, dim0: int, dim1: int) -> Any:
+        """Swap two dims."""
+        a, b = normalize_dim(dim0, self.ndim), normalize_dim(dim1, self.ndim)
+        order = list(range(self.ndim))
+        if self.ndim:
+            order[a], order[b] = order[b], order[a]
+        return self._with_view(self._view.permute(tuple(order)))
+
+    @property
+    def T(self) -> Any:  # PyTorch's name
+        if self.ndim > 2:
+            raise ShapeError(f".T expects a tensor of rank <= 2, got rank {self.ndim}; use permute")
+        return self._with_view(self._view.permute(tuple(reversed(range(self.ndim)))))
+
+    def squeeze(self, dim: int | Sequence[int] | None = None) -> Any:
+        """Drop size-1 dims (all of them, or those named in ``dim``)."""
+        if dim is None:
+            dims = tuple(range(self.ndim))
+        else:
+            dims = tuple(normalize_dim(d, self.ndim) for d in ((dim,) if isinstance(dim, int) else dim))
+        return self._with_view(self._view.squeeze(dims))
+
+    def unsqueeze(self, dim: int) -> Any:
+        """Insert a size-1 dim at ``dim`` (in ``[-ndim-1, ndim]``)."""
+        d = normalize_dim(dim, self.ndim + 1)
+        return self._with_view(self._view.unsqueeze(d))
+
+    def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Any:
+        """Merge dims ``start_dim..end_dim`` into one."""
+        if self.ndim == 0:
+            return self.reshape(1)
+        s, e = normalize_dim(start_dim, self.ndim), normalize_dim(end_dim, self.ndim)
+        if s > e:
+            raise ShapeError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim}")
+        shape = self.shape[:s] + (math.prod(self.shape[s:e + 1]),) + self.shape[e + 1:]
+        return self.reshape(shape)
+
+    def narrow(self, dim: int, start: int, length: int) -> Any:
+        """Elements ``start .. start+length`` of ``dim`` (a view)."""
+        d = normalize_dim(dim, self.ndim)
+        size = self.shape[d]
+        if start < 0:
+            start += size
+        if not (0 <= start <= size) or length < 0 or start + length > size:
+            raise IndexOutOfRange(f"narrow: start {start} and length {length} exceed dim {d} of size {size}")
+        return self._with_view(self._view.slice(d, start, start + length, 1))
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._with_view(basic_index(self._view, index))
+
+    def __iter__(self) -> Iterable[Any]:
+        if self.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self.shape[0]))
+
+    def pad(self, pads: Sequence[int], value: Any = 0) -> Any:
+        return pad(self, pads, value)
+
+    def split(self, split_size_or_sections: Any, dim: int = 0) -> tuple:
+        return split(self, split_size_or_sections, dim)
+
+    def chunk(self, chunks: int, dim: int = 0) -> tuple:
+        return chunk(self, chunks, dim)

@@ -1,0 +1,60 @@
+"""softmax and log_softmax (``zyx.nn.functional`` re-exports them) and ``SoftmaxMixin``.
+
+Composed from lazy elementwise ops and reductions, so over the last dim each is one row kernel.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from zyx import dtype as dtypes
+from zyx.frontend import reduce as R
+from zyx.frontend.base import TensorBase
+from zyx.frontend.elementwise import unary
+from zyx.ir.view import normalize_dim
+
+
+def float_work(x: Any):
+    """Compute 16-bit floats in float32 (returns the working tensor and the dtype to give back)."""
+    if x.dtype.is_float and x.dtype.itemsize >= 4:
+        return x, x.dtype
+    if not x.dtype.is_float:
+        return x.cast(dtypes.float32), dtypes.float32
+    return x.cast(dtypes.float32), x.dtype
+
+
+def softmax(x: Any, dim: int = -1):
+    """``exp(x - max) * (1 / sum(exp(x - max)))`` along ``dim`` (one reciprocal per row, as PyTorch does)."""
+    w, out_dt = float_work(x)
+    if w.ndim == 0:
+        return (w - w + 1.0).cast(out_dt)
+    d = normalize_dim(dim, w.ndim)
+    m = R.reduce(w, "max", d, keepdim=True)
+    e = unary("exp", w - m)
+    s = R.reduce(e, "sum", d, keepdim=True)
+    out = e * unary("reciprocal", s)
+    return out.cast(out_dt)
+
+
+def log_softmax(x: Any, dim: int = -1):
+    """``x - max - log(sum(exp(x - max)))`` along ``dim``."""
+    w, out_dt = float_work(x)
+    if w.ndim == 0:
+        return (w - w).cast(out_dt)
+    d = normalize_dim(dim, w.ndim)
+    m = R.reduce(w, "max", d, keepdim=True)
+    z = w - m
+    s = R.reduce(unary("exp", z), "sum", d, keepdim=True)
+    out = z - unary("log", s)
+    return out.cast(out_dt)
+
+
+class SoftmaxMixin(TensorBase):
+    """The nn-style methods of ``Tensor``: ``x.softmax(dim)``, ``x.log_softmax(dim)``."""
+
+    __slots__ = ()
+
+    def softmax(self, dim: int = -1) -> Any:
+        return softmax(self, dim)
+
+    def log_softmax(self, dim: int = -1) -> Any:
+        return log_softmax(self, dim)
