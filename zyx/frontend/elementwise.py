@@ -8,7 +8,7 @@ to float32), and records one lazy node; fusion happens at realization.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -367,104 +367,42 @@ UNARY_FUNCTIONS = _FLOAT_FNS + _SAME_DTYPE_FNS + ("isnan", "isinf")  # the zyx.<
 
 # ------------------------------------------------------------------ unary functions (zyx.exp, ...)
 
-def exp(x: Any):
-    return unary("exp", x)
+def _unary_function(op: str, what: str) -> Callable[[Any], Any]:
+    """The module-level function ``zyx.<op>(x)``: the elementwise ``op`` of a tensor."""
+
+    def fn(x: Any) -> Any:
+        return unary(op, x)
+
+    fn.__name__ = fn.__qualname__ = op
+    fn.__doc__ = f"Elementwise {what}."
+    return fn
 
 
-def exp2(x: Any):
-    return unary("exp2", x)
-
-
-def log(x: Any):
-    return unary("log", x)
-
-
-def log2(x: Any):
-    return unary("log2", x)
-
-
-def sqrt(x: Any):
-    return unary("sqrt", x)
-
-
-def rsqrt(x: Any):
-    return unary("rsqrt", x)
-
-
-def sin(x: Any):
-    return unary("sin", x)
-
-
-def cos(x: Any):
-    return unary("cos", x)
-
-
-def tan(x: Any):
-    return unary("tan", x)
-
-
-def tanh(x: Any):
-    return unary("tanh", x)
-
-
-def sigmoid(x: Any):
-    return unary("sigmoid", x)
-
-
-def silu(x: Any):
-    return unary("silu", x)
-
-
-def erf(x: Any):
-    return unary("erf", x)
-
-
-def reciprocal(x: Any):
-    return unary("reciprocal", x)
-
-
-def neg(x: Any):
-    return unary("neg", x)
-
-
-def abs(x: Any):  # noqa: A001 - the API name
-    return unary("abs", x)
-
-
-def floor(x: Any):
-    return unary("floor", x)
-
-
-def ceil(x: Any):
-    return unary("ceil", x)
-
-
-def round(x: Any):  # noqa: A001 - the API name
-    return unary("round", x)
-
-
-def trunc(x: Any):
-    return unary("trunc", x)
-
-
-def sign(x: Any):
-    return unary("sign", x)
-
-
-def square(x: Any):
-    return unary("square", x)
-
-
-def relu(x: Any):
-    return unary("relu", x)
-
-
-def isnan(x: Any):
-    return unary("isnan", x)
-
-
-def isinf(x: Any):
-    return unary("isinf", x)
+exp = _unary_function("exp", "e to the power x")
+exp2 = _unary_function("exp2", "2 to the power x")
+log = _unary_function("log", "natural logarithm")
+log2 = _unary_function("log2", "base-2 logarithm")
+sqrt = _unary_function("sqrt", "square root")
+rsqrt = _unary_function("rsqrt", "1 / sqrt(x)")
+sin = _unary_function("sin", "sine")
+cos = _unary_function("cos", "cosine")
+tan = _unary_function("tan", "tangent")
+tanh = _unary_function("tanh", "hyperbolic tangent")
+sigmoid = _unary_function("sigmoid", "1 / (1 + exp(-x))")
+silu = _unary_function("silu", "x * sigmoid(x)")
+erf = _unary_function("erf", "the error function")
+reciprocal = _unary_function("reciprocal", "1 / x")
+neg = _unary_function("neg", "-x")
+abs = _unary_function("abs", "absolute value")  # noqa: A001 - the API name
+floor = _unary_function("floor", "round down")
+ceil = _unary_function("ceil", "round up")
+round = _unary_function("round", "round half to even")  # noqa: A001 - the API name
+trunc = _unary_function("trunc", "round toward zero")
+sign = _unary_function("sign", "-1, 0 or 1 (NaN stays NaN)")
+square = _unary_function("square", "x * x")
+relu = _unary_function("relu", "max(x, 0)")
+isnan = _unary_function("isnan", "True where x is NaN")
+isinf = _unary_function("isinf", "True where x is +-inf")
 
 
 # ------------------------------------------------------------------ the mixin
