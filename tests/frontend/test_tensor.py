@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import zyx
 from zyx.frontend.base import TensorBase
 
@@ -43,6 +45,7 @@ def test_every_public_method_is_still_there():
     assert zyx.Tensor.__hash__ is object.__hash__  # identity hashing although == is elementwise
 
 
+@pytest.mark.needs_device
 def test_tensor_is_composed_from_mixins_with_slots():
     mixins = [c for c in zyx.Tensor.__mro__[1:] if c not in (TensorBase, object)]
     assert [c.__name__ for c in mixins] == ["ElementwiseMixin", "ReduceMixin", "MovementMixin", "ContractOpsMixin",
@@ -51,6 +54,7 @@ def test_tensor_is_composed_from_mixins_with_slots():
     assert not hasattr(zyx.tensor([1.0]), "__dict__")
 
 
+@pytest.mark.needs_device
 def test_fresh_interpreter_imports_the_tensor_module_alone():
     code = (
         "import sys\n"
