@@ -30,9 +30,9 @@ python -m ruff check zyx tests bench examples
 export ZYX_CACHE_DIR="${ZYX_CACHE_DIR:-$(mktemp -d)}"
 # Steps 1-3 run side by side (a cold run is bound by single-threaded kernel compiles, so two
 # cores do about twice the work); each writes a log, printed in order when all have ended.
-other_device_tests=(tests/codegen tests/contracts tests/backend tests/test_elementwise.py tests/test_casts.py
-                    tests/test_dtype.py tests/test_reduce.py tests/test_random.py tests/test_creation.py)
-gpu_heuristics_tests=(tests/codegen tests/contracts tests/test_reduce.py tests/test_nn.py tests/opt)
+other_device_tests=(tests/codegen tests/contracts tests/backend tests/frontend/test_elementwise.py tests/frontend/test_casts.py
+                    tests/test_dtype.py tests/frontend/test_reduce.py tests/frontend/test_random.py tests/frontend/test_creation.py)
+gpu_heuristics_tests=(tests/codegen tests/contracts tests/frontend/test_reduce.py tests/nn/test_functional.py tests/opt)
 python -m zyx doctor
 python -m zyx devices
 logs="$(mktemp -d)"

@@ -1,7 +1,7 @@
 """Random (rand/randn/randint), fill, the strided copy behind reading a view, and casts between
 dtypes (16- and 8-bit float emulation included) under Oclgrind, compared with NumPy and, for the
 random bits, with the same draw on the default device (itself checked against a host Philox in
-tests/test_random.py)."""
+tests/frontend/test_random.py)."""
 from __future__ import annotations
 
 import numpy as np
