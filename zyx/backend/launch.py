@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -22,14 +23,45 @@ _launches = 0
 #: always this lock before a pool's own lock; nothing that runs while a pool lock is held
 #: (buffer release from ``__del__``) takes this one, so dropping tensors cannot deadlock.
 runtime_lock = threading.RLock()
-# set to a list by the lazy scheduler while it records a schedule: every launch appends
-# (kernel, global size, local size, args) so the schedule can be replayed without codegen
-recorder: list | None = None
+# The lists of the open ``recording()`` blocks, outermost first; () while none is open or
+# inside ``not_recording()``. A tuple, so a block restores its outer state by assignment.
+_recordings: tuple[list, ...] = ()
 
 
 def kernel_count() -> int:
     """Kernels launched so far in this process."""
     return _launches
+
+
+@contextmanager
+def recording() -> Iterator[list]:
+    """Collect the launches of the block: yields a list that gets one entry per launch,
+    ``(kernel, global size, local size, args, offset, counts)``, so a schedule can be replayed
+    without codegen. Blocks nest: an outer block also collects the inner block's launches."""
+    global _recordings
+    outer, launches = _recordings, []
+    _recordings = (*outer, launches)
+    try:
+        yield launches
+    finally:
+        _recordings = outer
+
+
+@contextmanager
+def not_recording() -> Iterator[None]:
+    """Suspend every open ``recording()`` for the block (a tuner's trial launches are no part of
+    the schedule being recorded)."""
+    global _recordings
+    outer, _recordings = _recordings, ()
+    try:
+        yield
+    finally:
+        _recordings = outer
+
+
+def is_recording() -> bool:
+    """Whether launches made now are collected by some ``recording()`` block."""
+    return bool(_recordings)
 
 
 @dataclass(frozen=True)
@@ -110,9 +142,11 @@ def launch(
             f"local {local_size}): {exc}"
         ) from None
     _launches += counts
-    if recorder is not None:
-        recorder.append((kernel, tuple(global_size), None if local_size is None else tuple(local_size), tuple(args),
-                         None if offset is None else tuple(offset), counts))
+    if _recordings:
+        entry = (kernel, tuple(global_size), None if local_size is None else tuple(local_size), tuple(args),
+                 None if offset is None else tuple(offset), counts)
+        for launches in _recordings:
+            launches.append(entry)
     if settings.DEBUG >= 1:
         event.wait()
         ms = (event.profile.end - event.profile.start) * 1e-6

@@ -139,12 +139,9 @@ def choose_opts(k: Kernel, device: Any, args: list) -> Opts:
 
     def measure(cfg: dict[str, Any]) -> tuple[float, np.ndarray]:
         opts = from_config(k, base, cfg)
-        saved, launch_mod.recorder = launch_mod.recorder, None  # never record tuning launches
-        try:
+        with launch_mod.not_recording():  # trial launches are no part of a recorded schedule
             seconds = median_event_seconds(lambda: launch_kernel(device, k, opts, [scratch.cl, *inputs]),
                                            warmup=1, runs=3)
-        finally:
-            launch_mod.recorder = saved
         return seconds, _read_output(scratch, out_bytes)
 
     cfg = choose(device, structural_key(k), (*k.out_shape, *k.red_shape),

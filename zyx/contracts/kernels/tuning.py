@@ -107,13 +107,8 @@ def tuned(name: str, declared: tuple[str, ...], defaults: Callable[[Any], Any]) 
                 trial = sig.bind(*bound.args, **bound.kwargs)
                 trial.arguments[out_key] = scratch
                 trial.arguments["tun"] = replace(base, **cfg)
-                saved, launch_mod.recorder = launch_mod.recorder, None
-                try:
-                    times = []
-                    for _ in range(3):
-                        times.append(_seconds(fn(*trial.args, **trial.kwargs)))
-                finally:
-                    launch_mod.recorder = saved
+                with launch_mod.not_recording():  # trial launches are no part of a recorded schedule
+                    times = [_seconds(fn(*trial.args, **trial.kwargs)) for _ in range(3)]
                 return sorted(times)[1], _read_output(scratch, out.nbytes)
 
             default_cfg = {k: v for k, v in asdict(base).items() if k in declared}
