@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -33,6 +33,7 @@ from zyx.dtype import DType
 from zyx.ir import ops
 from zyx.ir import symbolic as sym
 from zyx.ir.kernel import Kernel, Opts, out_var, red_var, row_kernel, row_vec, vector_plan
+from zyx.ir.rewrite import rewrite
 
 PURE = frozenset({"const", "param", "load", "alu", "cast", "cond", "hreduce"})
 LANE = "lane"
@@ -65,25 +66,16 @@ class Program:
 
 # ------------------------------------------------------------------ lowering
 
-def _subst_expr(e: ops.Expr, mapping: dict, memo: dict) -> ops.Expr:
-    got = memo.get(id(e))
-    if got is not None:
-        return got[1]
-    if isinstance(e, ops.Load):
-        out: ops.Expr = ops.Load(e.buf, e.dtype, sym.substitute(e.index, mapping), sym.substitute(e.valid, mapping),
-                                 e.other, tuple((nm, _subst_expr(x, mapping, memo), sz) for nm, x, sz in e.gather))
-    elif isinstance(e, ops.Cond):
-        out = ops.Cond(sym.substitute(e.valid, mapping))
-    elif isinstance(e, ops.Alu):
-        out = ops.Alu(e.op, tuple(_subst_expr(s, mapping, memo) for s in e.srcs), e.dtype)
-    elif isinstance(e, ops.Cast):
-        out = ops.Cast(_subst_expr(e.src, mapping, memo), e.dtype)
-    elif isinstance(e, ops.Reduce):
-        out = ops.Reduce(e.op, _subst_expr(e.src, mapping, memo), e.dtype)
-    else:
-        out = e
-    memo[id(e)] = (e, out)
-    return out
+def _subst_expr(e: ops.Expr, mapping: dict) -> ops.Expr:
+    """``e`` with the index variables of ``mapping`` substituted in every load and condition."""
+    def fn(x: ops.Expr) -> ops.Expr | None:
+        if isinstance(x, ops.Load):
+            return ops.Load(x.buf, x.dtype, sym.substitute(x.index, mapping), sym.substitute(x.valid, mapping),
+                            x.other, x.gather)
+        if isinstance(x, ops.Cond):
+            return ops.Cond(sym.substitute(x.valid, mapping), x.dtype)
+        return None
+    return rewrite(e, fn)
 
 
 class _Builder:
@@ -141,16 +133,16 @@ class _Builder:
             arg = e.op in ("argmax", "argmin")
             for copy in self.loop_copies:
                 sub = {kk: vv for kk, vv in copy.items() if not isinstance(kk, str)}
-                v, _ = self.emit(_subst_expr(e.src, sub, {}) if sub else e.src)
+                v, _ = self.emit(_subst_expr(e.src, sub) if sub else e.src)
                 pos = copy["__pos__"] if arg else None
                 self.push(1, Instr("accum", e.dtype, (acc, v), (e.op, pos, sym.ONE, False)))
             if self.tail_copy is not None:  # scalar elements past the last whole step, into lane 0
                 tc = self.tail_copy
                 guard = tc["__guard__"]
                 sub = {kk: vv for kk, vv in tc.items() if not isinstance(kk, str)}
-                src = _subst_expr(e.src, sub, {})
+                src = _subst_expr(e.src, sub)
                 if guard != sym.ONE:
-                    src = _guard_loads(src, lambda ld: guard, {})
+                    src = _guard_loads(src, lambda ld: guard)
                 saved, self.memo = self.memo, {kk: vv for kk, vv in self.memo.items() if vv[1] == 0}
                 self.loop_section = 2
                 v, _ = self.emit(src)
@@ -175,23 +167,10 @@ def split_plan(k: Kernel, opts: Opts) -> tuple[int, int]:
     return s, s * max(1, min(opts.local, 256) // s)
 
 
-def _guard_loads(e: ops.Expr, guard_of: Any, memo: dict) -> ops.Expr:
+def _guard_loads(e: ops.Expr, guard_of: Any) -> ops.Expr:
     """``e`` with ``guard_of(load)`` ANDed into the validity of each load (masked lanes, tails)."""
-    got = memo.get(id(e))
-    if got is not None:
-        return got[1]
-    if isinstance(e, ops.Load):
-        g = guard_of(e)
-        gather = tuple((nm, _guard_loads(x, guard_of, memo), sz) for nm, x, sz in e.gather)
-        out: ops.Expr = ops.Load(e.buf, e.dtype, e.index, sym.land(e.valid, g), e.other, gather)
-    elif isinstance(e, ops.Alu):
-        out = ops.Alu(e.op, tuple(_guard_loads(s, guard_of, memo) for s in e.srcs), e.dtype)
-    elif isinstance(e, (ops.Cast, ops.Reduce)):
-        out = replace(e, src=_guard_loads(e.src, guard_of, memo))
-    else:
-        out = e
-    memo[id(e)] = (e, out)
-    return out
+    return rewrite(e, lambda x: ops.Load(x.buf, x.dtype, x.index, sym.land(x.valid, guard_of(x)), x.other, x.gather)
+                   if isinstance(x, ops.Load) else None)
 
 
 def _mentions(e: ops.Load, names: set[str]) -> bool:
@@ -301,8 +280,8 @@ def linearize(k: Kernel, opts: Opts) -> Program:
         body = k.body
         if guards:  # guard the original loads (the masks are already in tile/lane terms), then substitute
             body = _guard_loads(
-                body, lambda ld, guards=guards: sym.land(*(m for o, m in guards.items() if _mentions(ld, {o}))), {})
-        body = _subst_expr(body, body_map, {}) if body_map else body
+                body, lambda ld, guards=guards: sym.land(*(m for o, m in guards.items() if _mentions(ld, {o}))))
+        body = _subst_expr(body, body_map) if body_map else body
         v, _ = b.emit(body)
         flat = sym.add(*(sym.mul(mapping.get(out_var(i, k.out_shape[i]), sym.ZERO), ostrides[i]) for i in range(n)))
         stores.append((v, flat, sym.land(*masks.values())))
@@ -358,53 +337,30 @@ _RED = "__zyx_row_reduce"  # placeholder constants standing for a row kernel's h
 ROW = "rc"  # the loop over a row's outputs
 
 
-def _hoist_reduces(e: ops.Expr, table: dict, memo: dict) -> ops.Expr:
+def _hoist_reduces(e: ops.Expr, table: dict) -> ops.Expr:
     """``e`` with every ``Reduce`` (innermost first) replaced by a placeholder ``Const((_RED, i))``;
     ``table`` maps each distinct reduce (its placeholders inside) to (i, level): level 0 reads no other
     reduce, level L reads one of level L-1."""
-    got = memo.get(id(e))
-    if got is not None:
-        return got[1]
-    if isinstance(e, ops.Reduce):
-        src = _hoist_reduces(e.src, table, memo)
-        key = ops.Reduce(e.op, src, e.dtype)
-        if key not in table:
+    def fn(x: ops.Expr) -> ops.Expr | None:
+        if not isinstance(x, ops.Reduce):
+            return None
+        if x not in table:
             level_of = dict(table.values())
-            level = max((level_of[x.value[1]] + 1 for x in ops.walk(src)
-                         if isinstance(x, ops.Const) and isinstance(x.value, tuple) and x.value[:1] == (_RED,)),
+            level = max((level_of[c.value[1]] + 1 for c in ops.walk(x.src)
+                         if isinstance(c, ops.Const) and isinstance(c.value, tuple) and c.value[:1] == (_RED,)),
                         default=0)
-            table[key] = (len(table), level)
-        out: ops.Expr = ops.Const((_RED, table[key][0]), e.dtype)
-    elif isinstance(e, ops.Load) and e.gather:
-        out = replace(e, gather=tuple((nm, _hoist_reduces(x, table, memo), sz) for nm, x, sz in e.gather))
-    elif isinstance(e, ops.Alu):
-        out = ops.Alu(e.op, tuple(_hoist_reduces(x, table, memo) for x in e.srcs), e.dtype)
-    elif isinstance(e, ops.Cast):
-        out = ops.Cast(_hoist_reduces(e.src, table, memo), e.dtype)
-    else:
-        out = e
-    memo[id(e)] = (e, out)
-    return out
+            table[x] = (len(table), level)
+        return ops.Const((_RED, table[x][0]), x.dtype)
+    return rewrite(e, fn)
 
 
 _COSTLY = frozenset({"exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "tan", "tanh", "sigmoid", "gelu",
                      "gelu_tanh", "silu", "erf", "pow"})
 
 
-def _replace(e: ops.Expr, old: ops.Expr, new: ops.Expr, memo: dict) -> ops.Expr:
-    got = memo.get(id(e))
-    if got is not None:
-        return got[1]
-    if e == old:
-        out: ops.Expr = new
-    elif isinstance(e, ops.Alu):
-        out = ops.Alu(e.op, tuple(_replace(x, old, new, memo) for x in e.srcs), e.dtype)
-    elif isinstance(e, ops.Cast):
-        out = ops.Cast(_replace(e.src, old, new, memo), e.dtype)
-    else:
-        out = e
-    memo[id(e)] = (e, out)
-    return out
+def _replace(e: ops.Expr, old: ops.Expr, new: ops.Expr) -> ops.Expr:
+    """``e`` with every subtree equal to ``old`` replaced by ``new``."""
+    return rewrite(e, lambda x: new if x == old else None)
 
 
 def _reused(k: Kernel, body: ops.Expr, srcs: list[ops.Expr], ov: sym.Node, rv: sym.Node) -> ops.Expr | None:
@@ -415,7 +371,7 @@ def _reused(k: Kernel, body: ops.Expr, srcs: list[ops.Expr], ov: sym.Node, rv: s
     if k.red_shape[0] != k.out_shape[-1] or k.out_dtype.name not in ("float32", "float64"):
         return None
     inside = {e for s in srcs for e in ops.walk(s)}
-    for e in ops.walk(_subst_expr(body, {ov: rv}, {})):  # parents first: the largest such value wins
+    for e in ops.walk(_subst_expr(body, {ov: rv})):  # parents first: the largest such value wins
         if e not in inside or e.dtype != k.out_dtype or not isinstance(e, (ops.Alu, ops.Cast)):
             continue
         parts = list(ops.walk(e))
@@ -441,7 +397,7 @@ def _linearize_row(k: Kernel, opts: Opts) -> Program:
     items = math.prod(outer)
     gid = sym.var("gid", 0, max(items - 1, 0))
     table: dict[ops.Reduce, tuple[int, int]] = {}
-    body = _hoist_reduces(k.body, table, {})
+    body = _hoist_reduces(k.body, table)
     levels = max((lv for _, lv in table.values()), default=-1) + 1
     b = _Builder(set(), vec > 1)
     acc = 1
@@ -473,7 +429,7 @@ def _linearize_row(k: Kernel, opts: Opts) -> Program:
     def emit_in(sec: int, e: ops.Expr, sub: dict) -> int:
         b.loop_section = sec
         b.memo = {kk: vv for kk, vv in b.memo.items() if vv[1] % 4 in (0, 3)}  # nothing from another loop
-        v, _ = b.emit(_subst_expr(e, sub, {}) if sub else e)
+        v, _ = b.emit(_subst_expr(e, sub) if sub else e)
         return v
 
     rv = red_var(0, rsize)
@@ -500,10 +456,10 @@ def _linearize_row(k: Kernel, opts: Opts) -> Program:
                 b.push(sec, Instr("accum", r.dtype, (a, v), (r.op, sub[rv] if arg else None, sym.ONE,
                                                             vec > 1 and sec == 4 * p + 2)))
                 if reuse is not None and reuse in set(ops.walk(r.src)):  # kept in the output for the last loop
-                    keep, _ = b.emit(_subst_expr(reuse, sub, {}))
+                    keep, _ = b.emit(_subst_expr(reuse, sub))
                     b.push(sec, Instr("store", k.out_dtype, (keep,), (flat_of({ov: sub[rv]}), sym.ONE)))
             if reuse is not None and reuse in set(ops.walk(r.src)):
-                body = _replace(body, _subst_expr(reuse, {rv: ov}, {}), ops.Load(0, k.out_dtype, flat_of({ov: ov})), {})
+                body = _replace(body, _subst_expr(reuse, {rv: ov}), ops.Load(0, k.out_dtype, flat_of({ov: ov})))
                 reuse = None
             res = b.push(4 * p + 3, Instr("hreduce", r.dtype, (a,), r.op)) if vec > 1 else a
             b.memo[ops.Const((_RED, i), r.dtype)] = (res, 4 * p + 3)
