@@ -5,7 +5,7 @@ Each kernel runs a representative workload (``zyx.contracts.calibrate.workload``
 CPU (2 threads; skipped if torch is absent) and, where pyopencl has a ready tool
 (``pyopencl.scan`` for cumsum, ``pyopencl.array.concatenate``, array select and slice
 assignment), in pyopencl on the same device. Device times come from OpenCL profiling
-events, host times from ``time.perf_counter``; each is the median of several runs after a
+events, host times from the wall clock (both through ``zyx.backend.timing``); each is the median of several runs after a
 warm-up. GB/s count bytes read + written (the contract's ``bytes_moved``), and "% copy" is
 the ratio to the device's copy ceiling at the same size, measured in alternating rounds with
 the row's kernel (the median of each over ``ROUNDS`` rounds): the fastest of ``enqueue_copy``,
@@ -39,7 +39,8 @@ except ImportError:  # run from a checkout without installing
     import zyx
 
 from zyx.backend import transfer
-from zyx.benchmarks import bench_header, median_wall_seconds
+from zyx.backend.timing import median_wall_seconds, span_seconds
+from zyx.benchmarks import bench_header
 from zyx.benchmarks import copy_ceiling as kernel_copy_ceiling
 from zyx.contracts import calibrate, errorflag, kernels
 from zyx.contracts.kernels import workload
@@ -61,9 +62,7 @@ def _median_markers(queue: Any, fn: Callable[[], Any], repeats: int) -> float:
     for _ in range(repeats):
         before = cl.enqueue_marker(queue)
         fn()
-        after = cl.enqueue_marker(queue)
-        after.wait()
-        samples.append((after.profile.end - before.profile.end) * 1e-9)
+        samples.append(span_seconds(before, cl.enqueue_marker(queue)))
     return statistics.median(samples)
 
 

@@ -26,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import zyx
 import zyx.nn.functional as F
+from zyx.backend.timing import Stopwatch
 
 
 def _best(fn: Callable[[], Any], reps: int, sync: Callable[[], None] = lambda: None) -> float:
@@ -33,10 +34,10 @@ def _best(fn: Callable[[], Any], reps: int, sync: Callable[[], None] = lambda: N
     sync()
     best = float("inf")
     for _ in range(reps):
-        t0 = time.perf_counter()
+        watch = Stopwatch()
         fn()
         sync()
-        best = min(best, time.perf_counter() - t0)
+        best = min(best, watch.seconds())
     return best
 
 
@@ -58,10 +59,10 @@ def _alternating(fns: dict[str, tuple[Callable[[], Any], Callable[[], None]]], r
             fn()  # the first call of a block follows the other implementation: not timed
             sync()
             for _ in range(block):
-                t0 = time.perf_counter()
+                watch = Stopwatch()
                 fn()
                 sync()
-                times[name].append(time.perf_counter() - t0)
+                times[name].append(watch.seconds())
                 if pause and not name.startswith("zyx"):
                     time.sleep(pause)
     return {name: (min(ts), statistics.median(ts)) for name, ts in times.items()}

@@ -1,7 +1,7 @@
-"""Device timing helpers and the foundation's benchmarks (copy ceiling, host<->device).
+"""The foundation's benchmarks (copy ceiling, host<->device).
 
-Device work is timed with OpenCL profiling events: warm-up runs, then the median of
-several timed runs. Bandwidth counts bytes read plus bytes written.
+Device work is timed with ``backend.timing`` (OpenCL profiling events: warm-up runs, then
+the median of several timed runs). Bandwidth counts bytes read plus bytes written.
 
 Every bench entry point starts with ``bench_header()``: NumPy is compared at its real
 speed, without the OpenBLAS pins (``BLAS_PINS``) some machines set, and the header says
@@ -12,36 +12,16 @@ from __future__ import annotations
 import functools
 import json
 import os
-import statistics
 import sys
-import time
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 from zyx.backend import transfer
 from zyx.backend.device import Device
-from zyx.backend.launch import compile_kernel, event_seconds, launch
+from zyx.backend.launch import compile_kernel, launch
+from zyx.backend.timing import median_event_seconds
 from zyx.codegen.render import render
-
-
-def median_event_seconds(enqueue: Callable[[], Any], warmup: int = 2, runs: int = 7) -> float:
-    """Median device time of ``enqueue()`` (which returns a profiling event), in seconds."""
-    for _ in range(warmup):
-        event_seconds(enqueue())
-    return statistics.median(event_seconds(enqueue()) for _ in range(runs))
-
-
-def median_wall_seconds(fn: Callable[[], Any], warmup: int = 2, runs: int = 7) -> float:
-    """Median wall-clock time of ``fn()``, in seconds (for host-side work)."""
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
 
 
 def row(name: str, nbytes: int, seconds: float, ceiling_gbps: float | None = None, **extra: Any) -> dict:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from zyx import settings
 from zyx.backend.program import build_program
+from zyx.backend.timing import event_seconds
 from zyx.errors import AllocationError, ZyxError
 
 if TYPE_CHECKING:
@@ -148,8 +149,7 @@ def launch(
         for launches in _recordings:
             launches.append(entry)
     if settings.DEBUG >= 1:
-        event.wait()
-        ms = (event.profile.end - event.profile.start) * 1e-6
+        ms = event_seconds(event) * 1e3
         at = f" offset={tuple(offset)}" if offset is not None and any(offset) else ""
         print(f"zyx: {kernel.name:<32} global={tuple(global_size)} local={local_size}{at} {ms:9.3f} ms "
               f"on {device.id}", file=sys.stderr)
@@ -171,12 +171,3 @@ def launch_exact(kernel: CompiledKernel, n: int, local: int, args: Sequence[Any]
         glob, grp, at = ((n - bulk, rows), (n - bulk, 1), (bulk, 0)) if rows else ((n - bulk,), (1,), (bulk,))
         events.append(launch(kernel, glob, grp, args, offset=at, counts=not bulk))
     return events
-
-
-def event_seconds(event: Any) -> float:
-    """Device time between start and end of a finished profiling event, in seconds (summed over a
-    list of events: a kernel launched as whole work-groups plus a remainder)."""
-    if isinstance(event, (list, tuple)):
-        return sum(event_seconds(e) for e in event)
-    event.wait()
-    return (event.profile.end - event.profile.start) * 1e-9

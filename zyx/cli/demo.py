@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 import argparse
-import time
 from typing import Callable
 
 import numpy as np
+
+from zyx.backend.timing import Stopwatch
 
 
 def cmd_demo(_: argparse.Namespace) -> int:
@@ -15,14 +16,13 @@ def cmd_demo(_: argparse.Namespace) -> int:
 
     dev = zyx.default_device()
     print(f"zyx demo on {dev}")
-    t0 = time.perf_counter()
+    watch = Stopwatch()
     zyx.manual_seed(0)
     a = zyx.rand(512, 1024)
     b = a.T.contiguous()
     ok = np.array_equal(b.numpy(), a.numpy().T)
-    t1 = time.perf_counter()
     print(f"  rand(512, 1024) and transpose copy: {'ok' if ok else 'MISMATCH'}  "
-          f"({(t1 - t0) * 1e3:.1f} ms incl. compile)")
+          f"({watch.seconds() * 1e3:.1f} ms incl. compile)")
     h = a.cast(zyx.bfloat16)
     back = h.numpy().astype(np.float32)
     print(f"  float32 -> bfloat16 max abs error {np.abs(back - a.numpy()).max():.2e} (bf16 has 8 significant bits)")
@@ -41,10 +41,10 @@ def _timed(fn: Callable[[], object]) -> tuple[object, float]:
 
     fn()
     zyx.synchronize()
-    t0 = time.perf_counter()
+    watch = Stopwatch()
     out = fn()
     zyx.synchronize()
-    return out, (time.perf_counter() - t0) * 1e3
+    return out, watch.seconds() * 1e3
 
 
 def _demo_fused_ops(zyx: object) -> bool:

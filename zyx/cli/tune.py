@@ -4,10 +4,10 @@ from __future__ import annotations
 import argparse
 import runpy
 import sys
-import time
 from typing import Any
 
 from zyx import settings
+from zyx.backend.timing import Stopwatch
 from zyx.opt import tuner
 from zyx.opt.db import Entry, default_db
 
@@ -44,7 +44,7 @@ class _Progress:
         self.total = total
         self.index = 0
         self.name = ""
-        self.start = time.perf_counter()
+        self.watch = Stopwatch()
 
     def workload(self, index: int, name: str) -> None:
         self.index, self.name = index, name
@@ -56,7 +56,7 @@ class _Progress:
     def _print(self, detail: str) -> None:
         done = int(20 * (self.index - 1) / max(self.total, 1))
         bar = "#" * done + "-" * (20 - done)
-        line = f"\r[{bar}] {self.index}/{self.total} {self.name} {detail} ({time.perf_counter() - self.start:.0f} s)"
+        line = f"\r[{bar}] {self.index}/{self.total} {self.name} {detail} ({self.watch.seconds():.0f} s)"
         sys.stderr.write(line[:150].ljust(150))
         sys.stderr.flush()
 
@@ -91,7 +91,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     tuner.BUDGET_S[mode] = budget
     before = {(e.kernel, e.size_class) for e in db.entries(device.info.signature)}
     searches0, cands0 = tuner.TuneStats.searches, tuner.TuneStats.candidates
-    t0 = time.perf_counter()
+    watch = Stopwatch()
     try:
         if args.script:
             print(f"tuning {args.script} on {device} (search budget {budget:.0f} s per kernel)")
@@ -107,7 +107,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     zyx.synchronize()
     new = [e for e in db.entries(device.info.signature) if (e.kernel, e.size_class) not in before]
     print(f"\n{tuner.TuneStats.searches - searches0} kernel(s) searched, "
-          f"{tuner.TuneStats.candidates - cands0} candidate(s) measured in {time.perf_counter() - t0:.0f} s; "
+          f"{tuner.TuneStats.candidates - cands0} candidate(s) measured in {watch.seconds():.0f} s; "
           f"results in {db.path}\n")
     print(_table(new) if new else "nothing new to tune: every kernel already has a result (see --show)")
     return 0

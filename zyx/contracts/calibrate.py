@@ -27,6 +27,7 @@ import numpy as np
 
 from zyx import settings
 from zyx.backend.device import Device, default_device, resolve
+from zyx.backend.timing import Stopwatch, event_seconds
 from zyx.contracts import errorflag, kernels
 from zyx.contracts.kernels.workload import events
 from zyx.contracts.spec import cost as costexpr
@@ -88,10 +89,7 @@ def time_workload(device: Device, w: Workload, repeats: int = 5, warmup: int = 1
     device.queue.finish()
     samples = []
     for _ in range(repeats):
-        events = w.run()
-        for e in events:
-            e.wait()
-        samples.append(sum((e.profile.end - e.profile.start) * 1e-9 for e in events))
+        samples.append(event_seconds(w.run()))
     errorflag.check(device)
     return statistics.median(samples)
 
@@ -180,7 +178,7 @@ def calibrate(device: Any = None, quick: bool = False, names: list[str] | None =
         if fixed and any(d is float64 for d in contract.dtypes) and not dev.info.has_fp64:
             continue
         points = []
-        started = time.perf_counter()
+        watch = Stopwatch()
         for nbytes in sizes:
             w = workload(dev, contract.name, nbytes)
             seconds = time_workload(dev, w, repeats=3 if quick else repeats)
@@ -204,7 +202,7 @@ def calibrate(device: Any = None, quick: bool = False, names: list[str] | None =
         if log:
             log(f"{contract.name:<22} overhead {f.overhead_s * 1e6:8.1f} us  {f.bytes_per_s / 1e9:7.2f} GB/s  "
                 f"held-out {check['workload']}: predicted {check['predicted_s'] * 1e3:.3f} ms, measured "
-                f"{check['measured_s'] * 1e3:.3f} ms ({time.perf_counter() - started:.1f} s)")
+                f"{check['measured_s'] * 1e3:.3f} ms ({watch.seconds():.1f} s)")
     previous = load(dev) or {}
     kernels_rec = dict(previous.get("kernels", {}))
     kernels_rec.update(records)

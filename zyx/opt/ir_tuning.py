@@ -19,7 +19,7 @@ import numpy as np
 from zyx import settings
 from zyx.backend import launch as launch_mod
 from zyx.backend import transfer
-from zyx.benchmarks import median_event_seconds
+from zyx.backend.timing import median_event_seconds
 from zyx.ir.kernel import Kernel, Opts, matmul_axes
 from zyx.opt.heuristics import default_opts
 from zyx.opt.search import Param, Space

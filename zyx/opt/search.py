@@ -10,10 +10,11 @@ from __future__ import annotations
 import itertools
 import math
 import sys
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Callable
+
+from zyx.backend.timing import Stopwatch
 
 Config = Mapping[str, Any]
 
@@ -104,7 +105,7 @@ def beam_search(
     and the default are measured again at the end (``_confirm``) before one is chosen.
     """
     log = log or (lambda msg: None)
-    start = time.perf_counter()
+    watch = Stopwatch()
     default = dict(default)
     try:
         base_s, reference = measure(default)
@@ -124,7 +125,7 @@ def beam_search(
             break
         improved = False
         for cand in frontier:
-            if time.perf_counter() - start > budget_s:
+            if watch.seconds() > budget_s:
                 break
             trial = _measure_one(cand, measure, same_output, reference, log)
             result.trials.append(trial)
@@ -134,11 +135,11 @@ def beam_search(
                 result.best, result.best_s, improved = dict(cand), trial.seconds, True
         ok = [t for t in result.trials if t.verified and t.error is None and math.isfinite(t.seconds)]
         beam = sorted(ok, key=lambda t: t.seconds)[:beam_width]
-        if not improved or time.perf_counter() - start > budget_s:
+        if not improved or watch.seconds() > budget_s:
             break
     if result.best != default:
         _confirm(result, default, measure, beam_width)
-    result.elapsed_s = time.perf_counter() - start
+    result.elapsed_s = watch.seconds()
     return result
 
 

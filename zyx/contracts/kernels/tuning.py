@@ -20,7 +20,7 @@ import numpy as np
 from zyx import settings
 from zyx.backend import launch as launch_mod
 from zyx.backend import transfer
-from zyx.backend.launch import event_seconds
+from zyx.backend.timing import event_seconds
 from zyx.dtype import DType
 from zyx.opt.search import Param, Space
 from zyx.opt.tuner import choose
@@ -55,11 +55,6 @@ def _signature_token(value: Any) -> str:
     if isinstance(value, bool):
         return str(value)
     return type(value).__name__
-
-
-def _seconds(result: Any) -> float:
-    events = result if isinstance(result, list) else [result]
-    return sum(event_seconds(e) for e in events if e is not None)
 
 
 def _same_bytes_or_close(dtype: DType | None) -> Callable[[np.ndarray, np.ndarray], bool]:
@@ -108,7 +103,7 @@ def tuned(name: str, declared: tuple[str, ...], defaults: Callable[[Any], Any]) 
                 trial.arguments[out_key] = scratch
                 trial.arguments["tun"] = replace(base, **cfg)
                 with launch_mod.not_recording():  # trial launches are no part of a recorded schedule
-                    times = [_seconds(fn(*trial.args, **trial.kwargs)) for _ in range(3)]
+                    times = [event_seconds(fn(*trial.args, **trial.kwargs)) for _ in range(3)]
                 return sorted(times)[1], _read_output(scratch, out.nbytes)
 
             default_cfg = {k: v for k, v in asdict(base).items() if k in declared}

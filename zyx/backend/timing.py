@@ -1,0 +1,61 @@
+"""Timing: device durations from OpenCL profiling events, host durations from the wall clock.
+
+Every queue is created with profiling enabled, so a launch's event knows when its kernel
+started and ended on the device. Measurements take warm-up runs, then the median of several.
+"""
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Any, Callable
+
+
+def event_seconds(event: Any) -> float:
+    """Device time between start and end of a profiling event, in seconds, once it has finished
+    (waited for here). A list or tuple of events is summed (a kernel launched as whole
+    work-groups plus a remainder, a contract's several launches); None, nothing launched, is 0."""
+    if event is None:
+        return 0.0
+    if isinstance(event, (list, tuple)):
+        return sum(event_seconds(e) for e in event)
+    event.wait()
+    return (event.profile.end - event.profile.start) * 1e-9
+
+
+def span_seconds(first: Any, last: Any) -> float:
+    """Device time from the end of event ``first`` to the end of event ``last`` (two markers
+    around work whose own events are not at hand), in seconds."""
+    last.wait()
+    return (last.profile.end - first.profile.end) * 1e-9
+
+
+def median_event_seconds(enqueue: Callable[[], Any], warmup: int = 2, runs: int = 7) -> float:
+    """Median device time of ``enqueue()`` (which returns its profiling event or events), in seconds."""
+    for _ in range(warmup):
+        event_seconds(enqueue())
+    return statistics.median(event_seconds(enqueue()) for _ in range(runs))
+
+
+def median_wall_seconds(fn: Callable[[], Any], warmup: int = 2, runs: int = 7) -> float:
+    """Median wall-clock time of ``fn()``, in seconds (for host-side work)."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(runs):
+        watch = Stopwatch()
+        fn()
+        times.append(watch.seconds())
+    return statistics.median(times)
+
+
+class Stopwatch:
+    """Wall-clock seconds since it was made (``time.perf_counter``)."""
+
+    __slots__ = ("start",)
+
+    def __init__(self) -> None:
+        self.start = time.perf_counter()
+
+    def seconds(self) -> float:
+        """Seconds elapsed so far."""
+        return time.perf_counter() - self.start
