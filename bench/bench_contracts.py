@@ -38,11 +38,11 @@ except ImportError:  # run from a checkout without installing
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     import zyx
 
-from zyx.backend import transfer
+from zyx.backend import errorflags, transfer
 from zyx.backend.timing import median_wall_seconds, span_seconds
 from zyx.benchmarks import bench_header
 from zyx.benchmarks import copy_ceiling as kernel_copy_ceiling
-from zyx.contracts import calibrate, errorflag, kernels
+from zyx.contracts import calibrate, kernels
 from zyx.contracts.kernels import workload
 
 MIB = 1 << 20
@@ -263,7 +263,7 @@ def run(quick: bool = False, only: tuple[str, ...] | None = None) -> list[dict]:
         row["pyopencl_gbs"] = _gbs(w.bytes_moved, p_s)
         rows.append(row)
         del w
-    errorflag.check(device)
+    errorflags.check(device)
     return rows
 
 

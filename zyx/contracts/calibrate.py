@@ -26,9 +26,10 @@ from typing import Any, Callable
 import numpy as np
 
 from zyx import settings
+from zyx.backend import errorflags
 from zyx.backend.device import Device, default_device, resolve
 from zyx.backend.timing import Stopwatch, event_seconds
-from zyx.contracts import errorflag, kernels
+from zyx.contracts import kernels
 from zyx.contracts.kernels.workload import events
 from zyx.contracts.spec import cost as costexpr
 from zyx.contracts.spec.cost import Cost, Fit
@@ -90,7 +91,7 @@ def time_workload(device: Device, w: Workload, repeats: int = 5, warmup: int = 1
     samples = []
     for _ in range(repeats):
         samples.append(event_seconds(w.run()))
-    errorflag.check(device)
+    errorflags.check(device)
     return statistics.median(samples)
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import zyx
-from zyx.contracts import errorflag
+from zyx.backend import errorflags
 
 from contract_data import DTYPE_IDS, DTYPES, make, on_device, raw
 
@@ -199,7 +199,7 @@ def test_write_slice_doff_out_of_range_raises_at_read(device, bits_equal, offset
     dest = on_device(d, device)
     s = zyx.ones(2, 4, device=device)
     zyx.write_slice_doff(dest, s, 0, zyx.tensor([offset], device=device))  # no host read-back here
-    assert errorflag.pending(device) >= 1
+    assert errorflags.pending(device) >= 1
     with pytest.raises(zyx.ContractError, match=rf"write_slice_doff: offset = {offset} .*out of range"):
         dest.numpy()
     bits_equal(dest.numpy(), d)  # nothing was written; the error is reported once

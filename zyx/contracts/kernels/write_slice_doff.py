@@ -7,9 +7,9 @@ from typing import Any
 
 import numpy as np
 
+from zyx.backend import errorflags
 from zyx.backend.device import Device
 from zyx.backend.pool import Buffer
-from zyx.contracts import errorflag
 from zyx.contracts.kernels.common import (
     BYTE_TUNABLES,
     Tunables,
@@ -75,7 +75,7 @@ def calibration(device: Device, dt: DType, n: int) -> Case:
     off_buf = upload(device, np.array([start], np.int64))
 
     def run() -> list[Any]:
-        flags = errorflag.reserve(device, "calibration write_slice_doff: offset {offset} out of range")
+        flags = errorflags.reserve(device, "calibration write_slice_doff: offset {offset} out of range")
         return events(write_slice_doff(device, b.dest, b.src, (rows, cols), b.strides, 0, 0, dest_rows,
                                        (off_buf, 0), flags, dt.itemsize))
     return Case(f"device-offset write ({rows}, {cols}) at {start} of ({dest_rows}, {cols})", run,
