@@ -4,10 +4,10 @@ Parameters: name, header (comment lines), bufs ((name, dtype, is_output) ...), p
 scalar arguments after the buffers), dtypes
 (every dtype used, for the conversion preamble), index_t, items (work items needed),
 split (work items per output tile, sharing its reduce through local memory; otherwise the launch
-has exactly ``items`` work items and the kernel no bounds test), stmts (see
-zyx.codegen.kernel.statements), uses_ipow, uses_floordiv (float // as PyTorch and Python compute
-it, for float and double scalars and vectors), err_flag (the error-flag parameter's name
-or None: an int the kernel atomic_or's error bits into), fp32 (the float32 DType), vec_types
+has exactly ``items`` work items and the kernel no bounds test), stmts (statement records,
+each with a ``kind`` and named fields: zyx.codegen.kernel.Statement), uses_ipow, uses_floordiv
+(float // as PyTorch and Python compute it, for float and double scalars and vectors), err_flag (the error-flag parameter's name
+or None: an int the kernel atomic_or's error bits into), vec_types
 ((vector type, element alignment) pairs: each gets a typedef ``zyx_<type>_u`` with that alignment,
 for unaligned whole-vector loads and stores), helpers ((fn, types) for each float32 function
 of common/math.mako: the scalar/vector types whose ``zyx_<fn>_<type>`` the statements call;
@@ -101,60 +101,52 @@ __kernel void ${name}(
 % else:
     const ${index_t} gid = get_global_id(0);
 % endif
-<%
-    depth = 1
-    fmt = dt.attr._FMT  # minifloat dtypes: values rounded to them also keep their storage bits
-    kept_bits = set()   # names with a ``<name>_bits`` twin: a store of them writes the bits (no re-rounding)
-%>\
+<% depth = 1 %>\
 % for s in stmts:
 <% pad = "    " * depth %>\
-% if s[0] == "define":
-${pad}const ${index_t} ${s[1]} = ${s[2]};
-% elif s[0] == "expr":
-${pad}const ${s[1]} ${s[2]} = ${s[3]};
-% elif s[0] == "round" and s[3].name in fmt:
-<% kept_bits.add(s[2]) %>\
-${pad}const ${s[3].cl_storage} ${s[2]}_bits = (${s[3].cl_storage})zyx_f32_to_${fmt[s[3].name]}(${s[4]});
-${pad}const ${s[1]} ${s[2]} = zyx_${fmt[s[3].name]}_to_f32(${s[2]}_bits);
-% elif s[0] == "round":
-${pad}const ${s[1]} ${s[2]} = ${dt.convert(fp32, s[3], s[4])};
-% elif s[0] == "load":
-%   if s[6] is None:
-${pad}const ${s[1]} ${s[2]} = ${dt.load(s[3], s[4], s[5])};
+% if s.kind == "define":
+${pad}const ${index_t} ${s.name} = ${s.expr};
+% elif s.kind == "let":
+${pad}const ${s.ctype} ${s.name} = ${s.expr};
+% elif s.kind == "round":
+${pad}const ${s.dtype.cl_storage} ${s.name}_bits = ${dt.to_bits(s.dtype, s.expr)};
+${pad}const ${s.ctype} ${s.name} = ${dt.from_bits(s.dtype, s.name + "_bits")};
+% elif s.kind == "read":
+%   if s.valid is None:
+${pad}const ${s.ctype} ${s.name} = ${dt.load(s.dtype, s.buf, s.index)};
 %   else:
-${pad}const ${s[1]} ${s[2]} = (${s[6]}) ? ${dt.load(s[3], s[4], s[5])} : ${s[7]};
+${pad}const ${s.ctype} ${s.name} = (${s.valid}) ? ${dt.load(s.dtype, s.buf, s.index)} : ${s.other};
 %   endif
-% elif s[0] == "cast" and s[4].name in fmt and s[3].name != s[4].name:
-<% kept_bits.add(s[2]) %>\
-${pad}const ${s[4].cl_storage} ${s[2]}_bits = (${s[4].cl_storage})zyx_f32_to_${fmt[s[4].name]}(${'(float)' if s[3].name == 'bool' else 'convert_float'}(${s[5]}));
-${pad}const ${s[1]} ${s[2]} = zyx_${fmt[s[4].name]}_to_f32(${s[2]}_bits);
-% elif s[0] == "cast":
-${pad}const ${s[1]} ${s[2]} = ${dt.convert(s[3], s[4], s[5])};
-% elif s[0] == "acc":
-${pad}${s[1]} ${s[2]} = ${s[3]};
-% elif s[0] == "line":
-${pad}${s[1]}
-% elif s[0] == "local":
-${pad}__local ${s[1]} ${s[2]}[${s[3]}];
-% elif s[0] == "open":
-${pad}${s[1]} {
+% elif s.kind == "convert" and s.bits:
+${pad}const ${s.dtype.cl_storage} ${s.name}_bits = ${dt.to_bits(s.dtype, ('(float)(%s)' if s.src.name == 'bool' else 'convert_float(%s)') % s.value)};
+${pad}const ${s.ctype} ${s.name} = ${dt.from_bits(s.dtype, s.name + "_bits")};
+% elif s.kind == "convert":
+${pad}const ${s.ctype} ${s.name} = ${dt.convert(s.src, s.dtype, s.value)};
+% elif s.kind == "acc":
+${pad}${s.ctype} ${s.name} = ${s.init};
+% elif s.kind == "line":
+${pad}${s.text}
+% elif s.kind == "local":
+${pad}__local ${s.ctype} ${s.name}[${s.size}];
+% elif s.kind == "open":
+${pad}${s.head} {
 <% depth += 1 %>\
-% elif s[0] == "close":
+% elif s.kind == "close":
 <% depth -= 1 %>\
 ${"    " * depth}}
-% elif s[0] == "loop":
-${pad}for (${index_t} ${s[1]} = 0; ${s[1]} < ${s[2]}; ${s[1]}++) {
+% elif s.kind == "loop":
+${pad}for (${index_t} ${s.var} = 0; ${s.var} < ${s.count}; ${s.var}++) {
 <% depth += 1 %>\
-% elif s[0] == "endloop":
+% elif s.kind == "endloop":
 <% depth -= 1 %>\
 ${"    " * depth}}
-% elif s[0] == "store":
-%   if s[3].name == s[4].name and s[5] in kept_bits:
-${pad}${s[1]}[${s[2]}] = ${s[5]}_bits;
-%   elif s[3].name == s[4].name:
-${pad}${dt.store(s[4], s[1], s[2], s[5])}
+% elif s.kind == "write":
+%   if s.bits:
+${pad}${s.buf}[${s.index}] = ${s.value}_bits;
+%   elif s.src is s.dtype:
+${pad}${dt.store(s.dtype, s.buf, s.index, s.value)}
 %   else:
-${pad}${dt.store_converted(s[3], s[4], s[1], s[2], s[5])}
+${pad}${dt.store_converted(s.src, s.dtype, s.buf, s.index, s.value)}
 %   endif
 % endif
 % endfor

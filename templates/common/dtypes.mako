@@ -119,6 +119,16 @@ ${ptr}[${idx}]\
 % endif
 </%def>
 
+## Expression: the storage bits (of d's width) of float compute value v rounded to 16-/8-bit float d.
+<%def name="to_bits(d, v)">\
+(${d.cl_storage})zyx_f32_to_${_FMT[d.name]}(${v})\
+</%def>
+
+## Expression: the float value of 16-/8-bit float d's storage bits.
+<%def name="from_bits(d, bits)">\
+zyx_${_FMT[d.name]}_to_f32(${bits})\
+</%def>
+
 ## Statement: store compute-type value v into ptr[idx] as dtype d.
 <%def name="store(d, ptr, idx, v)">\
 % if d.name in _FMT:

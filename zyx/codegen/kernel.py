@@ -1,7 +1,8 @@
 """Linear IR -> OpenCL C through ``templates/kernel.cl.mako``, then build and launch.
 
-This module turns each ``Instr`` of a linearized program into one statement (a small
-tuple the template renders with the shared dtype helpers of ``common/dtypes.mako``):
+This module turns each ``Instr`` of a linearized program into statement records (frozen
+dataclasses with a ``kind`` and named fields, ``Statement``) that the template renders with the
+shared dtype helpers of ``common/dtypes.mako``:
 values are named ``v<N>``, accumulators ``acc<N>``, buffers ``out`` / ``in<N>``.
 16-bit and 8-bit floats compute in float32 and every op's result is rounded to its
 dtype (``dt.convert``), so a fused kernel gives the bits of PyTorch's op-by-op result.
@@ -9,11 +10,10 @@ dtype (``dt.convert``), so a fused kernel gives the bits of PyTorch's op-by-op r
 from __future__ import annotations
 
 import re
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import lru_cache
-from typing import Any
+from typing import Any, ClassVar
 
-from zyx import dtype as dtypes
 from zyx.codegen.render import render
 from zyx.dtype import DType
 from zyx.ir import ops
@@ -299,15 +299,150 @@ def _hreduce_lines(op: str, name: str, acc: str, w: int, d: DType) -> list[str]:
             for j in range(1, w)]
 
 
-def statements(prog: Program, k: Kernel, stream: bool = False) -> tuple[tuple, ...]:
+
+# ------------------------------------------------------------------ statement records (templates/kernel.cl.mako)
+
+@dataclass(frozen=True)
+class Define:
+    """``const index_t name = expr;``: an index variable from the global id."""
+
+    kind: ClassVar[str] = "define"
+    name: str
+    expr: str
+
+
+@dataclass(frozen=True)
+class Let:
+    """``const ctype name = expr;``."""
+
+    kind: ClassVar[str] = "let"
+    ctype: str
+    name: str
+    expr: str
+
+
+@dataclass(frozen=True)
+class Round:
+    """A 16-/8-bit float result ``expr`` (computed in float) rounded to ``dtype``: its storage bits as
+    ``<name>_bits`` (stored as they are) and its value as ``name``."""
+
+    kind: ClassVar[str] = "round"
+    ctype: str
+    name: str
+    dtype: DType
+    expr: str
+
+
+@dataclass(frozen=True)
+class Read:
+    """``name`` = element ``index`` of buffer ``buf`` (of ``dtype``) when ``valid`` (None: always), else ``other``."""
+
+    kind: ClassVar[str] = "read"
+    ctype: str
+    name: str
+    dtype: DType
+    buf: str
+    index: str
+    valid: str | None
+    other: str
+
+
+@dataclass(frozen=True)
+class Convert:
+    """``name`` = ``value`` converted from ``src`` to ``dtype``; with ``bits`` (a 16-/8-bit float target)
+    its storage bits are kept as ``<name>_bits``, as ``Round``."""
+
+    kind: ClassVar[str] = "convert"
+    ctype: str
+    name: str
+    src: DType
+    dtype: DType
+    value: str
+    bits: bool
+
+
+@dataclass(frozen=True)
+class Acc:
+    """A mutable ``ctype name = init;`` (an accumulator)."""
+
+    kind: ClassVar[str] = "acc"
+    ctype: str
+    name: str
+    init: str
+
+
+@dataclass(frozen=True)
+class Line:
+    """One statement, written as is."""
+
+    kind: ClassVar[str] = "line"
+    text: str
+
+
+@dataclass(frozen=True)
+class Local:
+    """``__local ctype name[size];``."""
+
+    kind: ClassVar[str] = "local"
+    ctype: str
+    name: str
+    size: int
+
+
+@dataclass(frozen=True)
+class Open:
+    """``head {``: a block, indented until its ``Close``."""
+
+    kind: ClassVar[str] = "open"
+    head: str
+
+
+@dataclass(frozen=True)
+class Close:
+    kind: ClassVar[str] = "close"
+
+
+@dataclass(frozen=True)
+class Loop:
+    """``for (index_t var = 0; var < count; var++) {``, until its ``EndLoop``."""
+
+    kind: ClassVar[str] = "loop"
+    var: str
+    count: int
+
+
+@dataclass(frozen=True)
+class EndLoop:
+    kind: ClassVar[str] = "endloop"
+
+
+@dataclass(frozen=True)
+class Write:
+    """``buf[index]`` = compute-type ``value`` of ``src`` stored as ``dtype``; ``bits``: ``value`` has a
+    ``<value>_bits`` twin of ``dtype`` (``Round``, ``Convert``), stored as it is."""
+
+    kind: ClassVar[str] = "write"
+    buf: str
+    index: str
+    src: DType
+    dtype: DType
+    value: str
+    bits: bool
+
+
+Statement = Define | Let | Round | Read | Convert | Acc | Line | Local | Open | Close | Loop | EndLoop | Write
+
+
+def statements(prog: Program, k: Kernel, stream: bool = False) -> tuple[Statement, ...]:
     """The template's statement list for a program (``stream``: whole-vector output stores non-temporal,
     unless the program reads its output back, as a row kernel reusing stored values does)."""
     stream = stream and not any(ins.op == "load" and ins.arg[0] == 0 for ins in prog.instrs)
-    out: list[tuple] = []
+    out: list[Statement] = []
     names: dict[int, str] = {}
     dts: dict[int, DType] = {}
     width = _widths(prog)
     split_open = False
+    kept_bits: set[str] = set()  # values with a ``<name>_bits`` twin (Round, Convert)
 
     def operand(s: int, w: int) -> str:
         return names[s] if width[s] == w else f"({vtype(dts[s], w)})({names[s]})"
@@ -317,12 +452,12 @@ def statements(prog: Program, k: Kernel, stream: bool = False) -> tuple[tuple, .
         w = width[i]
         if ins.op == "define":
             vname, expr = ins.arg
-            out.append(("define", vname, sym.render(expr, _index_name)))
+            out.append(Define(vname, sym.render(expr, _index_name)))
             continue
         if ins.op == "const":
-            out.append(("expr", ctype(ins.dtype), name, literal(ins.arg, ins.dtype)))
+            out.append(Let(ctype(ins.dtype), name, literal(ins.arg, ins.dtype)))
         elif ins.op == "param":
-            out.append(("expr", ctype(ins.dtype), name, f"({ctype(ins.dtype)}){PARAM}{ins.arg}"))
+            out.append(Let(ctype(ins.dtype), name, f"({ctype(ins.dtype)}){PARAM}{ins.arg}"))
         elif ins.op == "load" and w > 1:
             buf, index, valid, other = ins.arg[:4]
             vt, oth = vtype(ins.dtype, w), literal(other, ins.dtype)
@@ -342,44 +477,48 @@ def statements(prog: Program, k: Kernel, stream: bool = False) -> tuple[tuple, .
                 if full is not None and full != sym.ZERO:
                     whole = _vector_at(vt, True, f"{_buf(buf)} + {sym.render(base, _index_name)}")
                     expr = f"({sym.render(full, _index_name)}) ? {whole} : {expr}"
-            out.append(("expr", vt, name, expr))
+            out.append(Let(vt, name, expr))
         elif ins.op == "load":
             buf, index, valid, other, gather = ins.arg
             gnames: dict[str, str] = {}
             for j, ((gv, size), s) in enumerate(zip(gather, ins.srcs)):  # bounds-checked gathered indices
                 x, gn = f"(long){names[s]}", f"{name}_x{j}"
-                out.append(("expr", "long", gn, f"({x} < 0 || {x} >= {size}L) ? "
+                out.append(Let("long", gn, f"({x} < 0 || {x} >= {size}L) ? "
                                                 f"(atomic_or({ERR_FLAG}, {INDEX_OOB}), 0L) : {x}"))
                 gnames[gv] = gn
             rn = (lambda var, gnames=gnames: gnames.get(var.name, var.name)) if gnames else _index_name
             v = None if valid == sym.ONE else sym.render(valid, rn)
-            out.append(("load", ctype(ins.dtype), name, ins.dtype, _buf(buf), sym.render(index, rn), v,
-                        literal(other, ins.dtype)))
+            out.append(Read(ctype(ins.dtype), name, ins.dtype, _buf(buf), sym.render(index, rn), v,
+                            literal(other, ins.dtype)))
         elif ins.op == "cond":
-            out.append(("expr", "uchar", name, f"(uchar)({sym.render(ins.arg, _index_name)})"))
+            out.append(Let("uchar", name, f"(uchar)({sym.render(ins.arg, _index_name)})"))
         elif ins.op == "cast":
-            out.append(("cast", ctype(ins.dtype), name, ins.arg, ins.dtype, names[ins.srcs[0]]))
+            bits = needs_rounding(ins.dtype) and ins.arg is not ins.dtype
+            if bits:
+                kept_bits.add(name)
+            out.append(Convert(ctype(ins.dtype), name, ins.arg, ins.dtype, names[ins.srcs[0]], bits))
         elif ins.op == "alu" and w > 1:
             op, src_dts = ins.arg
             expr = _vector_alu(op, ctype(ins.dtype), vtype(ins.dtype, w), [operand(s, w) for s in ins.srcs])
-            out.append(("expr", vtype(ins.dtype, w), name, expr))
+            out.append(Let(vtype(ins.dtype, w), name, expr))
         elif ins.op == "alu":
             op, src_dts = ins.arg
             expr = alu_expr(op, src_dts, ins.dtype, [names[s] for s in ins.srcs])
             if needs_rounding(ins.dtype) and op not in ops.EXACT_OPS and op not in ops.COMPARISONS:
-                out.append(("round", ctype(ins.dtype), name, ins.dtype, expr))
+                kept_bits.add(name)
+                out.append(Round(ctype(ins.dtype), name, ins.dtype, expr))
             else:
-                out.append(("expr", ctype(ins.dtype), name, expr))
+                out.append(Let(ctype(ins.dtype), name, expr))
         elif ins.op == "acc":
             rop, init, src_dt = ins.arg
             name = f"acc{i}"
             if rop in ("argmax", "argmin"):
-                out.append(("acc", ctype(src_dt), f"{name}_v", literal(init, src_dt)))
-                out.append(("acc", "long", name, "0L"))
+                out.append(Acc(ctype(src_dt), f"{name}_v", literal(init, src_dt)))
+                out.append(Acc("long", name, "0L"))
             elif w > 1:
-                out.append(("acc", vtype(ins.dtype, w), name, f"({vtype(ins.dtype, w)})({literal(init, ins.dtype)})"))
+                out.append(Acc(vtype(ins.dtype, w), name, f"({vtype(ins.dtype, w)})({literal(init, ins.dtype)})"))
             else:
-                out.append(("acc", ctype(ins.dtype), name, literal(init, ins.dtype)))
+                out.append(Acc(ctype(ins.dtype), name, literal(init, ins.dtype)))
         elif ins.op == "accum":
             acc_i, v_i = ins.srcs
             src_dt = dts[v_i]
@@ -391,14 +530,14 @@ def statements(prog: Program, k: Kernel, stream: bool = False) -> tuple[tuple, .
             if guard != sym.ONE:
                 lines = [f"if ({sym.render(guard, _index_name)}) {{ {' '.join(lines)} }}"]
             for line in lines:
-                out.append(("line", line))
+                out.append(Line(line))
         elif ins.op == "hreduce":
             acc_i = ins.srcs[0]
             aw = width[acc_i]
             acc = names[acc_i]
-            out.append(("acc", ctype(ins.dtype), name, f"{acc}.s0" if aw > 1 else acc))
+            out.append(Acc(ctype(ins.dtype), name, f"{acc}.s0" if aw > 1 else acc))
             for line in _hreduce_lines(ins.arg, name, acc, aw, ins.dtype):
-                out.append(("line", line))
+                out.append(Line(line))
         elif ins.op == "combine":
             rop, split = ins.arg
             src_i = ins.srcs[0]
@@ -407,30 +546,30 @@ def statements(prog: Program, k: Kernel, stream: bool = False) -> tuple[tuple, .
             part = f"zyx_part{i}"
             if arg:
                 src_dt = prog.instrs[src_i].arg[2]
-                out.append(("local", "long", part, prog.local))
-                out.append(("local", ctype(src_dt), f"{part}_v", prog.local))
+                out.append(Local("long", part, prog.local))
+                out.append(Local(ctype(src_dt), f"{part}_v", prog.local))
                 ct = ctype(src_dt)
             else:
                 ct = vtype(ins.dtype, w)
-                out.append(("local", ct, part, prog.local))
+                out.append(Local(ct, part, prog.local))
             for line in _combine_lines(rop, name, part, ct, split, arg):
-                out.append(("line", line))
+                out.append(Line(line))
         elif ins.op == "loop":
-            out.append(("loop", ins.arg[0], ins.arg[1]))
+            out.append(Loop(ins.arg[0], ins.arg[1]))
         elif ins.op == "endloop":
-            out.append(("endloop",))
+            out.append(EndLoop())
         elif ins.op == "store":
             v = ins.srcs[0]
             flat, mask = ins.arg
             if prog.split > 1 and not split_open:  # the group's first item stores (the others hold partials)
-                out.append(("open", f"if (zyx_sid == 0 && zyx_tile < {prog.global_items})"))
+                out.append(Open(f"if (zyx_sid == 0 && zyx_tile < {prog.global_items})"))
                 split_open = True
             if prog.vec > 1 and _mentions_lane(flat):
                 vw = prog.vec
                 base = _contiguous(flat, vw)
                 val = operand(v, vw)
                 if width[v] == 1 and (base is None or mask != sym.ONE):
-                    out.append(("expr", vtype(dts[v], vw), f"{names[v]}_b", val))
+                    out.append(Let(vtype(dts[v], vw), f"{names[v]}_b", val))
                     val = f"{names[v]}_b"
                 full = _all_lanes(mask, vw) if base is not None else None
                 target = None if base is None else _vector_at(vtype(k.out_dtype, vw), False,
@@ -439,35 +578,34 @@ def statements(prog: Program, k: Kernel, stream: bool = False) -> tuple[tuple, .
                 if stream and target is not None:  # templates/common/stream.mako
                     vstore = f"zyx_stream_store_{vtype(k.out_dtype, vw)}({val}, out + {sym.render(base, _index_name)});"
                 if full == sym.ONE:
-                    out.append(("line", vstore))
+                    out.append(Line(vstore))
                 elif full is not None and full == _lanes(mask, vw)[0]:  # all lanes or none (a tile past the end)
-                    out += [("open", f"if ({sym.render(full, _index_name)})"), ("line", vstore), ("close",)]
+                    out += [Open(f"if ({sym.render(full, _index_name)})"), Line(vstore), Close()]
                 else:  # lane by lane (a scatter, or the masked last vector behind a whole-vector test)
                     if full is not None and full != sym.ZERO:
-                        out += [("open", f"if ({sym.render(full, _index_name)})"), ("line", vstore), ("close",),
-                                ("open", "else")]
+                        out += [Open(f"if ({sym.render(full, _index_name)})"), Line(vstore), Close(), Open("else")]
                     for j, (ix, ok) in enumerate(zip(_lanes(flat, vw), _lanes(mask, vw))):
                         line = f"out[{sym.render(ix, _index_name)}] = {val}.s{_LANES[j]};"
                         if ok != sym.ZERO:
-                            out.append(("line", line if ok == sym.ONE
-                                        else f"if ({sym.render(ok, _index_name)}) {line}"))
+                            out.append(Line(line if ok == sym.ONE else f"if ({sym.render(ok, _index_name)}) {line}"))
                     if full is not None and full != sym.ZERO:
-                        out.append(("close",))
+                        out.append(Close())
             else:
                 if mask != sym.ONE:
-                    out.append(("open", f"if ({sym.render(mask, _index_name)})"))
-                out.append(("store", "out", sym.render(flat, _index_name), dts[v], ins.dtype, names[v]))
+                    out.append(Open(f"if ({sym.render(mask, _index_name)})"))
+                out.append(Write("out", sym.render(flat, _index_name), dts[v], ins.dtype, names[v],
+                                 dts[v] is ins.dtype and names[v] in kept_bits))
                 if mask != sym.ONE:
-                    out.append(("close",))
+                    out.append(Close())
         names[i] = name
         dts[i] = ins.dtype
     if split_open:
-        out.append(("close",))
+        out.append(Close())
     if stream and any("zyx_stream_store_" in str(st) for st in out):  # the group's last item drains the stores
         last = "get_local_id(0) == get_local_size(0) - 1"
         if prog.split <= 1:
             last += f" || gid == {prog.global_items - 1}"
-        out.append(("line", f"ZYX_STREAM_FENCE({last});"))
+        out.append(Line(f"ZYX_STREAM_FENCE({last});"))
     return tuple(out)
 
 
@@ -516,7 +654,7 @@ def source(k: Kernel, opts: Opts) -> tuple[str, str, Program]:
                  helpers=tuple((fn, _helper_types(fn, text)) for fn in MATH_HELPERS),
                  items=prog.global_items, split=prog.split, stmts=stmts,
                  uses_ipow="zyx_ipow" in text, uses_floordiv="zyx_floordiv_py" in text,
-                 err_flag=ERR_FLAG if ERR_FLAG in text else None, fp32=dtypes.float32)
+                 err_flag=ERR_FLAG if ERR_FLAG in text else None)
     return name, src, prog
 
 
@@ -538,10 +676,9 @@ def launch_kernel(device: Any, k: Kernel, opts: Opts, args: list) -> Any:
     if split > 1 and need_local > limit:  # fewer items share each reduce; same results' shape
         return launch_kernel(device, k, replace(opts, split=split // 2), args)
     if uses_flag:  # integer division/pow checks report through the device's error flag
-        from zyx.backend import arith_flags
+        from zyx.backend import errorflags
 
-        args = [*args, arith_flags.buffer(device)]
-        arith_flags.arm(device)
+        args = [*args, errorflags.reserve(device)[0]]
     if split > 1:  # whole split groups per work-group (their partials meet in local memory)
         return launch(ck, (-(-items * split // need_local) * need_local,), (need_local,), args)
     # No bounds test in the source (float16 a*b+c ran 5x, uint8 9x slower with one on PoCL),
