@@ -1,10 +1,11 @@
 """zyx: PyTorch-style tensors fused into OpenCL kernels (see API.md)."""
 from __future__ import annotations
 
+from zyx import contracts as _contracts_package
 from zyx import nn, settings
 from zyx.backend.device import Device, default_device, devices, set_default_device
 from zyx.backend.launch import kernel_count
-from zyx.contracts import listing as _contracts_listing
+from zyx.contracts.listing import ContractsEntry
 from zyx.dtype import (
     DType,
     bfloat16,
@@ -98,7 +99,8 @@ from zyx.frontend.tensor import Tensor
 from zyx.runtime import debug, memory_stats, synchronize
 from zyx.version import __version__ as __version__
 
-_contracts_listing.install()  # zyx.contracts() lists the loaded contracts; zyx.contracts.* stays the package
+# zyx.contracts() lists the loaded contracts; zyx.contracts.<name> stays the package's
+contracts = ContractsEntry(_contracts_package)
 
 half = float16
 float = float32  # noqa: A001 - the API names it zyx.float

@@ -6,12 +6,12 @@ The call returns a list of ``Contract`` objects (``.name``, ``.op_kind``, ``.dty
 once ``zyx.contracts.calibrate`` has measured the device, the fitted overhead and
 bandwidth and the predicted against the measured time of a held-out run.
 
-``zyx.contracts`` is also the package ``zyx/contracts/``; ``install()`` makes that module
-object callable so both ``zyx.contracts()`` and ``zyx.contracts.<module>`` work.
+``zyx.contracts`` is a ``ContractsEntry``: called, it lists; otherwise it stands for the
+package ``zyx/contracts/``, so ``zyx.contracts.get(...)`` and ``import zyx.contracts as zc``
+keep working.
 """
 from __future__ import annotations
 
-import sys
 import types
 from typing import Any
 
@@ -123,18 +123,22 @@ def cli_main(args: Any) -> int:
     return 0
 
 
-class _CallablePackage(types.ModuleType):
-    """The ``zyx.contracts`` package, callable as ``zyx.contracts()``; ``cli_main`` serves the CLI."""
+class ContractsEntry:
+    """``zyx.contracts``: called, the loaded contracts (``contracts(device)``); every other
+    attribute is the package's (``zyx.contracts.get``, ``zyx.contracts.calibrate``), since the
+    package and the listing share the name."""
+
+    def __init__(self, package: types.ModuleType) -> None:
+        self.package = package
 
     def __call__(self, device: Any = None) -> ContractList:
         return contracts(device)
 
-    def cli_main(self, args: Any) -> int:
-        return cli_main(args)
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.package, name)
 
+    def __dir__(self) -> list[str]:
+        return sorted({*dir(self.package), "package"})
 
-def install() -> None:
-    """Make the ``zyx.contracts`` module object callable (idempotent)."""
-    module = sys.modules["zyx.contracts"]
-    if not isinstance(module, _CallablePackage):
-        module.__class__ = _CallablePackage
+    def __repr__(self) -> str:
+        return f"<zyx.contracts: call it to list the loaded contracts; the package {self.package!r}>"
