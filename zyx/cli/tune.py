@@ -4,7 +4,8 @@ from __future__ import annotations
 import argparse
 import runpy
 import sys
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Callable
 
 from zyx import settings
 from zyx.backend.timing import Stopwatch
@@ -113,9 +114,70 @@ def cmd_tune(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_builtin(device: Any, budget: float, quick: bool) -> None:
-    from zyx.opt.workloads import BUILTIN
+# ---------------------------------------------------------------- the built-in set
+# Each workload builds its inputs, then runs the op once with tuning enabled (which searches
+# every kernel the op launches) and realizes the result.
 
+@dataclass(frozen=True)
+class Workload:
+    """A named piece of work; ``run(quick)`` executes it once."""
+
+    name: str
+    run: Callable[[bool], None]
+
+
+def _matmul(quick: bool) -> None:
+    import zyx
+
+    n = 256 if quick else 1024
+    a, b = zyx.rand(n, n), zyx.rand(n, n)
+    (a @ b).realize()
+
+
+def _softmax(quick: bool) -> None:
+    import zyx
+
+    x = zyx.randn(512 if quick else 4096, 1024)
+    x.softmax(-1).realize()
+
+
+def _layer_norm(quick: bool) -> None:
+    import zyx
+    import zyx.nn.functional as F
+
+    x = zyx.randn(512 if quick else 4096, 1024)
+    F.layer_norm(x, (1024,)).realize()
+
+
+def _sum(quick: bool) -> None:
+    import zyx
+
+    x = zyx.rand((1 << 20) if quick else (1 << 24))
+    x.sum().realize()
+
+
+def _contract(op: str) -> Callable[[bool], None]:
+    def run(quick: bool) -> None:
+        import zyx
+        from zyx.contracts import kernels
+
+        rows = 1024 if quick else 4096
+        x = zyx.rand(rows, 4096)  # 64 MiB of float32 at full size
+        kernels.module_for(op).tune_op(zyx, x, rows)
+    return run
+
+
+BUILTIN: tuple[Workload, ...] = (
+    Workload("matmul 1024^3 float32", _matmul),
+    Workload("softmax 4096x1024", _softmax),
+    Workload("layer_norm 4096x1024", _layer_norm),
+    Workload("sum 16M float32", _sum),
+    *(Workload(f"contract {op} 64 MiB", _contract(op)) for op in
+      ("contiguize", "flip", "roll", "concat", "triangular", "masked_fill", "cumsum", "write_slice")),
+)
+
+
+def _run_builtin(device: Any, budget: float, quick: bool) -> None:
     print(f"tuning the built-in set on {device} (search budget {budget:.0f} s per kernel)")
     progress = _Progress(len(BUILTIN))
     tuner.progress_hook = progress.candidate
