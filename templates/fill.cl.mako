@@ -2,7 +2,8 @@
 Fill a dense buffer with one element's bit pattern (dtype-agnostic: specialized on the
 element size only). Parameters: name, itemsize, n, index_t.
 </%doc>\
-<% t = {1: "uchar", 2: "ushort", 4: "uint", 8: "ulong"}[itemsize] %>\
+<%namespace name="dt" file="/common/dtypes.mako"/>\
+<% t = dt.attr.uint_type(itemsize) %>\
 /* zyx ${name}: ${n} elements of ${itemsize} bytes */
 __kernel void ${name}(__global ${t} *restrict zyx_out, const ${t} zyx_value)
 {

@@ -123,8 +123,20 @@ def to_dtype(spec: Any) -> DType:
 _SIGNED_INTS = (int8, int16, int32, int64)
 _UNSIGNED_INTS = (uint8, uint16, uint32, uint64)
 
-#: The unsigned integer of each itemsize: how byte kernels move an element's bits.
+#: The unsigned integer of each itemsize: how byte kernels move an element's bits (the one
+#: itemsize -> unsigned type table; templates/common/dtypes.mako reads it too).
 UINT_OF_SIZE: dict[int, DType] = {d.itemsize: d for d in _UNSIGNED_INTS}
+
+
+def index_type(*extents: int) -> str:
+    """The OpenCL index type of a kernel whose indices, extents and offsets are ``extents``: ``int``
+    when each magnitude stays below 2**31 - 1 (so one past it still fits), else ``long``."""
+    return "int" if max((abs(e) for e in extents), default=0) < 2**31 - 1 else "long"
+
+
+def index_np(index_t: str) -> type[np.integer]:
+    """The NumPy type of a run-time index argument of OpenCL type ``index_t`` (``int``/``long``)."""
+    return np.int32 if index_t == "int" else np.int64
 
 
 def _promote_ints(a: DType, b: DType) -> DType:

@@ -6,7 +6,8 @@
 ## dtype's own width; conversions below are round-to-nearest-even with NaN preserved.
 ##
 ## A template includes this file with <%namespace name="dt" file="/common/dtypes.mako"/>
-## and calls ${dt.preamble(dtypes)} once at the top of the source.
+## and calls ${dt.preamble(dtypes)} once at the top of the source. Its public module-level
+## functions (``dt.attr.uint_type``, ``dt.attr.bits_type``, ``dt.attr.ctype``) serve other templates.
 
 <%def name="_minifloat(fmt, E, M, ieee)">\
 <%
@@ -88,6 +89,8 @@ ${_minifloat("f8e5m2", 5, 2, True)}
 
 <%!
     # Python-side tables shared by the defs below (module-level, computed once).
+    from zyx.dtype import UINT_OF_SIZE
+
     _FMT = {"float16": "f16", "bfloat16": "bf16", "float8_e4m3": "f8e4m3", "float8_e5m2": "f8e5m2"}
 
     def ctype(d):
@@ -100,9 +103,13 @@ ${_minifloat("f8e5m2", 5, 2, True)}
             return "uchar"
         return d.cl_storage
 
+    def uint_type(itemsize):
+        """The unsigned OpenCL type of ``itemsize`` bytes (zyx.dtype.UINT_OF_SIZE, the one table)."""
+        return UINT_OF_SIZE[itemsize].cl_storage
+
     def bits_type(d):
         """An unsigned OpenCL type of the dtype's width, for raw (bit-exact) copies."""
-        return {1: "uchar", 2: "ushort", 4: "uint", 8: "ulong"}[d.itemsize]
+        return uint_type(d.itemsize)
 %>
 
 ## Expression: the element ptr[idx] of dtype d as a compute-type value.

@@ -1,6 +1,8 @@
 """Linearizer and passes: structure of lowered programs, CSE/DCE/constant folding, opts."""
 from __future__ import annotations
 
+import numpy as np
+
 from zyx import dtype as dt
 from zyx import settings
 from zyx.ir import ops
@@ -128,3 +130,11 @@ def test_cpu_column_reduce_vectorizes_the_output_axis(monkeypatch):
                             dt.float32))
     o = default_opts(col, 256, _cpu_info())
     assert o.vec == 8 and o.vec_axis == 1  # the reduce axis is strided: lanes go along the output
+
+
+def test_index_type_one_rule():
+    # one rule for IR, basic and contract kernels: int while every magnitude stays below 2**31 - 1
+    assert dt.index_type() == "int" and dt.index_type(0, 2**31 - 2, -(2**31 - 2)) == "int"
+    assert dt.index_type(2**31 - 1) == "long" and dt.index_type(5, -(2**31)) == "long"
+    assert dt.index_np("int") is np.int32 and dt.index_np("long") is np.int64
+    assert linearize(_matmul_kernel(), Opts()).index_t == "int"

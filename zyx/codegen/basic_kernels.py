@@ -7,16 +7,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from zyx import dtype as dtypes
 from zyx.backend.device import Device
 from zyx.backend.launch import compile_kernel, launch
 from zyx.backend.pool import Buffer
 from zyx.codegen.render import render
-from zyx.dtype import DType
+from zyx.dtype import UINT_OF_SIZE, DType, index_type
 from zyx.ir.view import View
 
 DEFAULT_LOCAL_SIZE = 256
-_BITS_DTYPE = {1: dtypes.uint8, 2: dtypes.uint16, 4: dtypes.uint32, 8: dtypes.uint64}
 
 
 def launch_1d(device: Device, source: str, name: str, n: int, args: list, local: int | None = None) -> object:
@@ -27,11 +25,6 @@ def launch_1d(device: Device, source: str, name: str, n: int, args: list, local:
     return launch(kernel, (global_size,), (local,), args)
 
 
-def index_type(view_extent: int) -> str:
-    """``int`` when every index fits in 31 bits, else ``long``."""
-    return "int" if view_extent < 2**31 - 1 else "long"
-
-
 def copy_cast(device: Device, src: Buffer, view: View, src_dtype: DType, dst_dtype: DType) -> Buffer:
     """A new dense buffer holding ``view`` of ``src`` converted to ``dst_dtype``."""
     n = view.numel
@@ -40,12 +33,11 @@ def copy_cast(device: Device, src: Buffer, view: View, src_dtype: DType, dst_dty
         return out
     m = view.merged()
     lo, hi = m.span()
-    extent = max(hi + 1, n, abs(lo))
     if src_dtype is dst_dtype:  # a raw copy only needs the element width: share it across dtypes
-        src_dtype = dst_dtype = _BITS_DTYPE[src_dtype.itemsize]
+        src_dtype = dst_dtype = UINT_OF_SIZE[src_dtype.itemsize]
     name = "zyx_copy" if src_dtype is dst_dtype else f"zyx_cast_{src_dtype.name}_to_{dst_dtype.name}"
     source = render("copy.cl.mako", name=name, src=src_dtype, dst=dst_dtype, shape=m.shape,
-                    strides=m.strides, offset=m.offset, n=n, index_t=index_type(extent))
+                    strides=m.strides, offset=m.offset, n=n, index_t=index_type(hi + 1, n, lo))
     launch_1d(device, source, name, n, [out.cl, src.cl])
     return out
 
@@ -55,7 +47,7 @@ def fill(device: Device, dtype: DType, n: int, value_bits: np.ndarray) -> Buffer
     out = device.pool.allocate(n * dtype.itemsize)
     if n == 0:
         return out
-    bits = np.ascontiguousarray(value_bits).view(_BITS_DTYPE[dtype.itemsize].numpy)
+    bits = np.ascontiguousarray(value_bits).view(UINT_OF_SIZE[dtype.itemsize].numpy)
     source = render("fill.cl.mako", name="zyx_fill", itemsize=dtype.itemsize, n=n, index_t=index_type(n))
     launch_1d(device, source, "zyx_fill", n, [out.cl, bits.reshape(())[()]])
     return out

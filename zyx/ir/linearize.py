@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from zyx import dtype as dtypes
-from zyx.dtype import DType
+from zyx.dtype import DType, index_type
 from zyx.ir import ops
 from zyx.ir import symbolic as sym
 from zyx.ir.kernel import Kernel, Opts, out_var, red_var, row_kernel, row_vec, vector_plan
@@ -328,7 +328,7 @@ def linearize(k: Kernel, opts: Opts) -> Program:
         if ins.op in ("load", "store"):
             node = ins.arg[1] if ins.op == "load" else ins.arg[0]
             biggest = max(biggest, abs(node.vmax), abs(node.vmin))
-    return Program(prog, items, "int" if biggest < 2**31 - 1 else "long", vec, vred, split, local)
+    return Program(prog, items, index_type(biggest), vec, vred, split, local)
 
 
 # ------------------------------------------------------------------ row kernels
@@ -505,7 +505,7 @@ def _linearize_row(k: Kernel, opts: Opts) -> Program:
         if ins.op in ("load", "store"):
             node = ins.arg[1] if ins.op == "load" else ins.arg[0]
             biggest = max(biggest, abs(node.vmax), abs(node.vmin))
-    return Program(prog, items, "int" if biggest < 2**31 - 1 else "long", vec, vec > 1, 1, 0)
+    return Program(prog, items, index_type(biggest), vec, vec > 1, 1, 0)
 
 
 # ------------------------------------------------------------------ passes

@@ -23,7 +23,6 @@ from zyx.contracts.kernels.common import (
     Tunables,
     default_tunables,
     fold_axes,
-    index_type,
     set_tunables,
     streams,
     tunables,
@@ -40,6 +39,7 @@ from zyx.contracts.kernels.triangular import triangular
 from zyx.contracts.kernels.write_slice import write_slice
 from zyx.contracts.kernels.write_slice_doff import write_slice_doff
 from zyx.contracts.kernels.write_slice_rotating import write_slice_rotating
+from zyx.dtype import index_type
 
 #: The kernel modules, one per template (a module's launcher shares its name, so the
 #: modules are taken from ``sys.modules``, not from this package's attributes).

@@ -29,8 +29,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-import numpy as np
-
 from zyx import settings
 from zyx.backend.device import Device
 from zyx.backend.launch import compile_kernel, launch, launch_exact
@@ -38,7 +36,6 @@ from zyx.backend.pool import Buffer
 from zyx.codegen.render import render
 from zyx.contracts.spec.registry import get
 
-INT_MAX = 2**31 - 1
 NEVER = 2**62  # a stream_bytes no output reaches
 
 
@@ -143,16 +140,6 @@ def template(contract: str) -> str:
 
 
 # ---------------------------------------------------------------- helpers
-
-
-def index_type(*extents: int) -> str:
-    """``int`` when every index stays below 2**31 - 1, else ``long``."""
-    return "int" if max((abs(e) for e in extents), default=0) < INT_MAX else "long"
-
-
-def index_np(index_t: str) -> type[np.integer]:
-    """The NumPy type of a run-time index argument of OpenCL type ``index_t`` (``int``/``long``)."""
-    return np.int32 if index_t == "int" else np.int64
 
 
 def vector_width(itemsize: int, run: int, tun: Tunables) -> int:

@@ -9,8 +9,6 @@ from zyx.contracts.kernels.common import (
     BYTE_TUNABLES,
     Tunables,
     exact_grid,
-    index_np,
-    index_type,
     run_bytes,
     streams,
     template,
@@ -21,7 +19,7 @@ from zyx.contracts.kernels.common import (
 from zyx.contracts.kernels.tuning import tuned
 from zyx.contracts.kernels.workload import Case, alloc, data, square, upload
 from zyx.contracts.spec.model import Operand
-from zyx.dtype import DType
+from zyx.dtype import DType, index_np, index_type
 
 CONTRACTS = ("concat",)
 DECLARED = BYTE_TUNABLES

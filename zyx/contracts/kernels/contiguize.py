@@ -13,7 +13,6 @@ from zyx.contracts.kernels.common import (
     Tunables,
     exact_grid,
     fold_axes,
-    index_type,
     on_gpu,
     run_bytes,
     run_strided,
@@ -26,7 +25,7 @@ from zyx.contracts.kernels.common import (
 from zyx.contracts.kernels.tuning import tuned
 from zyx.contracts.kernels.workload import Case, alloc, data, square, upload
 from zyx.contracts.spec.model import Operand
-from zyx.dtype import DType
+from zyx.dtype import DType, index_type
 from zyx.ir.view import View
 
 CONTRACTS = ("contiguize",)

@@ -8,11 +8,11 @@ from zyx.backend.device import Device
 from zyx.backend.launch import compile_kernel, launch
 from zyx.backend.pool import Buffer
 from zyx.codegen.render import render
-from zyx.contracts.kernels.common import SCAN_TUNABLES, Tunables, index_np, index_type, template, tunables
+from zyx.contracts.kernels.common import SCAN_TUNABLES, Tunables, template, tunables
 from zyx.contracts.kernels.tuning import tuned
 from zyx.contracts.kernels.workload import Case, alloc, data, upload
 from zyx.contracts.spec.model import Operand
-from zyx.dtype import DType, float32, float64
+from zyx.dtype import DType, float32, float64, index_np, index_type
 
 CONTRACTS = ("cumsum_f32", "cumsum_f64", "cumsum_bf16", "cumsum_f16")
 DECLARED = SCAN_TUNABLES

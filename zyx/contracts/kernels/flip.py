@@ -11,7 +11,6 @@ from zyx.contracts.kernels.common import (
     BYTE_TUNABLES,
     Tunables,
     exact_grid,
-    index_type,
     run_bytes,
     streams,
     template,
@@ -22,7 +21,7 @@ from zyx.contracts.kernels.common import (
 from zyx.contracts.kernels.tuning import tuned
 from zyx.contracts.kernels.workload import Case, alloc, data, square, upload
 from zyx.contracts.spec.model import Operand
-from zyx.dtype import DType
+from zyx.dtype import DType, index_type
 
 CONTRACTS = ("flip",)
 DECLARED = BYTE_TUNABLES

@@ -12,8 +12,6 @@ from zyx.contracts.kernels.common import (
     BYTE_TUNABLES,
     Tunables,
     exact_grid,
-    index_np,
-    index_type,
     on_gpu,
     run_bytes,
     streams,
@@ -25,7 +23,7 @@ from zyx.contracts.kernels.common import (
 from zyx.contracts.kernels.tuning import tuned
 from zyx.contracts.kernels.workload import Case, alloc, data, square, upload
 from zyx.contracts.spec.model import Operand
-from zyx.dtype import DType
+from zyx.dtype import DType, index_np, index_type
 
 CONTRACTS = ("roll",)
 DECLARED = BYTE_TUNABLES

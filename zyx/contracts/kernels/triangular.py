@@ -11,7 +11,6 @@ from zyx.backend.pool import Buffer
 from zyx.contracts.kernels.common import (
     BYTE_TUNABLES,
     Tunables,
-    index_type,
     on_gpu,
     run_strided,
     streams,
@@ -22,7 +21,7 @@ from zyx.contracts.kernels.common import (
 from zyx.contracts.kernels.tuning import tuned
 from zyx.contracts.kernels.workload import Case, alloc, data, upload
 from zyx.contracts.spec.model import Operand
-from zyx.dtype import DType
+from zyx.dtype import DType, index_type
 
 CONTRACTS = ("triangular",)
 DECLARED = BYTE_TUNABLES

@@ -13,8 +13,6 @@ from zyx.contracts.kernels.common import (
     dest_elements,
     exact_grid,
     fold_axes,
-    index_np,
-    index_type,
     run_bytes,
     streams,
     template,
@@ -25,7 +23,7 @@ from zyx.contracts.kernels.common import (
 from zyx.contracts.kernels.tuning import tuned
 from zyx.contracts.kernels.workload import Case, write_box
 from zyx.contracts.spec.model import Operand
-from zyx.dtype import DType
+from zyx.dtype import DType, index_np, index_type
 
 CONTRACTS = ("write_slice",)
 DECLARED = BYTE_TUNABLES

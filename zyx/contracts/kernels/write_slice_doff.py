@@ -16,7 +16,6 @@ from zyx.contracts.kernels.common import (
     dest_elements,
     exact_grid,
     fold_axes,
-    index_type,
     run_bytes,
     streams,
     template,
@@ -27,7 +26,7 @@ from zyx.contracts.kernels.common import (
 from zyx.contracts.kernels.tuning import tuned
 from zyx.contracts.kernels.workload import Case, events, upload, write_box
 from zyx.contracts.spec.model import Operand
-from zyx.dtype import DType
+from zyx.dtype import DType, index_type
 
 CONTRACTS = ("write_slice_doff",)
 DECLARED = BYTE_TUNABLES

@@ -15,7 +15,6 @@ from zyx.contracts.kernels.common import (
     dest_elements,
     exact_grid,
     fold_axes,
-    index_type,
     run_bytes,
     streams,
     template,
@@ -26,7 +25,7 @@ from zyx.contracts.kernels.common import (
 from zyx.contracts.kernels.tuning import tuned
 from zyx.contracts.kernels.workload import Case, upload, write_box
 from zyx.contracts.spec.model import Operand
-from zyx.dtype import DType, int32
+from zyx.dtype import DType, index_type, int32
 
 CONTRACTS = ("write_slice_rotating",)
 DECLARED = BYTE_TUNABLES
