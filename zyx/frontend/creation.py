@@ -10,7 +10,7 @@ import numpy as np
 from zyx import dtype as dtypes
 from zyx.backend import transfer
 from zyx.backend.device import Device, resolve
-from zyx.codegen import basic_kernels
+from zyx.codegen import fill_copy_random
 from zyx.dtype import DType, to_dtype
 from zyx.errors import DTypeError, ShapeError
 from zyx.frontend.args import shape_arg
@@ -127,7 +127,7 @@ def full(shape: Any, fill_value: Any, dtype: Any = None, device: Any = None) -> 
     dev = resolve(device)
     dev.check_dtype(dt)
     n = math.prod(shape)
-    buf = basic_kernels.fill(dev, dt, n, _value_bits(fill_value, dt))
+    buf = fill_copy_random.fill(dev, dt, n, _value_bits(fill_value, dt))
     return _pinned_if(tensor_class()(buf, View.contiguous(shape), dt, dev), device is not None)
 
 
@@ -235,7 +235,7 @@ def _random(shape: tuple[int, ...], dtype: DType, device: Any, distribution: str
     dev.check_dtype(dtype)
     n = math.prod(shape)
     seed, counter = _generator.take(n)
-    buf = basic_kernels.random_bits(dev, dtype, n, distribution, seed, counter, low, high)
+    buf = fill_copy_random.random_bits(dev, dtype, n, distribution, seed, counter, low, high)
     return _pinned_if(tensor_class()(buf, View.contiguous(shape), dtype, dev), device is not None)
 
 
