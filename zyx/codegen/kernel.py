@@ -24,8 +24,8 @@ from zyx.ir.linearize import LANE, Program, linearize
 # -w: generated code; PoCL's clang otherwise prints "N warnings generated." to stderr at launch time for
 # float16 vectors on AVX2 ("changes the ABI"), noise a user can do nothing about (ZYX_DEBUG=2 shows the source).
 BUILD_OPTIONS = "-cl-fp32-correctly-rounded-divide-sqrt -w"
-ERR_FLAG = "zyx_err"  # the error-flag parameter (backend/arith_flags.py), present when a statement uses it
-INDEX_OOB = 4  # arith_flags.INDEX_OOB: a gathered index outside its table
+ERR_FLAG = "zyx_err"  # the error-flag parameter (backend/errorflags.py), present when a statement uses it
+INDEX_OOB = 4  # errorflags.INDEX_OOB: a gathered index outside its table
 
 
 def ctype(d: DType) -> str:
@@ -109,7 +109,7 @@ def _int_expr(op: str, a: str, b: str | None, d: DType) -> str:
     ct = ctype(d)
     signed = d.kind == "int"
     guard = f"{b} == -1 ? " if signed else ""
-    fail = f"(atomic_or({ERR_FLAG}, {{}}), ({ct})0)"  # set a bit of the error flag (arith_flags), yield 0
+    fail = f"(atomic_or({ERR_FLAG}, {{}}), ({ct})0)"  # set a bit of the error flag (backend/errorflags.py), yield 0
     table = {
         "add": f"({ct})({a} + {b})", "sub": f"({ct})({a} - {b})", "mul": f"({ct})({a} * {b})",
         "floordiv": f"({b} == 0 ? {fail.format(1)} : " + (f"{guard}({ct})(-{a}) : " if signed else "")
