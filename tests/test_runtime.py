@@ -58,11 +58,11 @@ def test_debug_function(device: zyx.Device, capsys: pytest.CaptureFixture, monke
     monkeypatch.setattr(settings, "DEBUG", settings.DEBUG)
     n = 17 + uuid.uuid4().int % 1000  # a fresh kernel (shapes are baked into the source)
     zyx.debug(2)
-    x = zyx.tensor(np.arange(2 * n, dtype=np.int32).reshape(2, n), device=device).T.contiguous()
+    x = zyx.tensor(np.arange(2 * n, dtype=np.int32).reshape(2, n), device=device).T.contiguous().realize()
     zyx.debug(0)
     err = capsys.readouterr().err
     assert "__kernel void " in err and LAUNCH.search(err)
-    x.T.contiguous()
+    x.T.contiguous().realize()
     assert capsys.readouterr().err == ""
     assert x.numpy()[n - 1, 1] == 2 * n - 1
 
@@ -86,7 +86,7 @@ def test_kernel_count_counts_launches(device: zyx.Device) -> None:
     x.numpy()  # a dense readback launches nothing
     x.reshape(4, 3)
     assert zyx.kernel_count() == before
-    x.T.contiguous()
+    x.T.contiguous().realize()  # contract ops are graph nodes: launched when realized
     assert zyx.kernel_count() == before + 1
 
 

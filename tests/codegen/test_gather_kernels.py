@@ -12,7 +12,6 @@ import pytest
 
 import zyx
 import zyx.nn.functional as F
-from zyx import dtype as dt
 from zyx.codegen.kernel import kernel_source
 from zyx.ir.kernel import Opts
 
@@ -43,10 +42,18 @@ def test_embedding_table_dtypes_and_strided_indices(wdt):
     np.testing.assert_array_equal(got.cast(zyx.float32).numpy(), want)
 
 
-def test_embedding_empty_and_kernel_is_a_gather():
+def test_embedding_empty_and_kernel_is_a_gather(monkeypatch):
+    import zyx.graph.realization as realization
+
     w = zyx.tensor(np.ones((4, 3), np.float32))
     assert F.embedding(zyx.tensor(np.zeros((0, 2), np.int64)), w).shape == (0, 2, 3)
-    k = F._gather_rows_kernel(6, 4, 3, dt.int64, dt.float32)
+    seen = []
+    real = realization.launch_kernel
+    monkeypatch.setattr(realization, "launch_kernel", lambda d, k, o, a: (seen.append(k), real(d, k, o, a))[1])
+    ids = zyx.tensor(np.array([[0, 3, 1], [2, 2, 0]], np.int64))
+    np.testing.assert_array_equal(F.embedding(ids + 0, w).numpy(), np.ones((2, 3, 3)))
+    assert len(seen) == 1  # the index arithmetic fuses into the gather
+    k = seen[0]
     src = kernel_source(k, Opts(local=2, upcast=(1, 2)))
     assert "zyx_err" in src and "_x0" in src and "in1[" in src  # the row comes from the index buffer, checked
     assert k.red_shape == ()  # n x D work, no reduce over the vocabulary

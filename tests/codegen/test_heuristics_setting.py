@@ -77,17 +77,17 @@ def test_gpu_setting_chooses_the_gpu_opts_on_a_cpu(monkeypatch):
 
 
 def _captured(monkeypatch):
-    import zyx.lazy as lazy
+    import zyx.graph.realization as realize_mod
 
     seen = []
-    choose = lazy.choose_opts
+    choose = realize_mod.choose_opts
 
     def spy(k, device, args):
         opts = choose(k, device, args)
         seen.append((k, opts))
         return opts
 
-    monkeypatch.setattr(lazy, "choose_opts", spy)
+    monkeypatch.setattr(realize_mod, "choose_opts", spy)
     return seen
 
 

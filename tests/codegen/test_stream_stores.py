@@ -17,16 +17,16 @@ pytestmark = pytest.mark.needs_device
 
 def _captured(monkeypatch):
     """Record the (kernel, opts) of every launch."""
-    import zyx.lazy as lazy
+    import zyx.graph.realization as realize_mod
 
     seen = []
-    choose = lazy.choose_opts
+    choose = realize_mod.choose_opts
 
     def spy(k, device, args):
         opts = choose(k, device, args)
         seen.append((k, opts, args))
         return opts
-    monkeypatch.setattr(lazy, "choose_opts", spy)
+    monkeypatch.setattr(realize_mod, "choose_opts", spy)
     return seen
 
 

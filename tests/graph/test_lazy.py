@@ -175,7 +175,7 @@ def test_a_long_lived_buffer_keeps_a_short_list_of_pending_readers():
 
 
 def test_second_run_of_same_graph_structure_does_no_codegen(monkeypatch):
-    from zyx import lazy
+    from zyx import graph
     from zyx.codegen import kernel as codegen
 
     calls = []
@@ -183,18 +183,18 @@ def test_second_run_of_same_graph_structure_does_no_codegen(monkeypatch):
     monkeypatch.setattr(codegen, "source", lambda *a, **k: (calls.append(1), real_source(*a, **k))[1])
     rng = np.random.default_rng(5)
 
-    def graph(a, b):
+    def compute(a, b):
         # softmax over dim 0 is three kernels (dim 1 would make the whole graph one row kernel)
         return ((a * b + 1.5).exp().sum(1, keepdim=True) + a.softmax(0)) / (b - -0.0)
 
     a, b = (zyx.tensor(rng.uniform(-1, 1, (5, 37)).astype(np.float32)) for _ in range(2))
-    want = graph(a, b).numpy()
+    want = compute(a, b).numpy()
     c, d = (zyx.tensor(rng.uniform(-1, 1, (5, 37)).astype(np.float32)) for _ in range(2))
-    want2 = graph(c, d).numpy()  # same structure, other buffers: replayed
-    builds, hits = lazy.schedule_stats["builds"], lazy.schedule_stats["hits"]
+    want2 = compute(c, d).numpy()  # same structure, other buffers: replayed
+    builds, hits = graph.schedule_stats["builds"], graph.schedule_stats["hits"]
     n_calls, n_kernels = len(calls), zyx.kernel_count()
-    got = graph(a, b).numpy()
-    assert lazy.schedule_stats["builds"] == builds and lazy.schedule_stats["hits"] == hits + 1
+    got = compute(a, b).numpy()
+    assert graph.schedule_stats["builds"] == builds and graph.schedule_stats["hits"] == hits + 1
     assert len(calls) == n_calls  # no codegen
     assert zyx.kernel_count() - n_kernels >= 3  # softmax + sum + final, all replayed
     np.testing.assert_array_equal(got, want)
@@ -318,30 +318,30 @@ def test_a_pinned_device_wins_over_input_bytes():
 
 
 def test_mixed_devices_prefer_a_device_with_room(monkeypatch):
-    from zyx import lazy
+    from zyx import graph
 
     d0, d1 = _second_device()
-    assert lazy.choose_device([(d0, 100), (d1, 400)], 64) is d1
+    assert graph.choose_device([(d0, 100), (d1, 400)], 64) is d1
     monkeypatch.setattr(d1.pool, "bytes_in_use", d1.global_mem_bytes - 10)
-    assert lazy.choose_device([(d0, 100), (d1, 400)], 64) is d0
+    assert graph.choose_device([(d0, 100), (d1, 400)], 64) is d0
 
 
 def test_new_float_scalars_reuse_the_compiled_kernel():
     """A float scalar is a kernel argument, not a literal: a loop over many values builds one
     schedule and compiles one kernel, and every value (NaN, inf, -0.0 included) lands exactly."""
-    from zyx import lazy
+    from zyx import graph
 
     a = np.linspace(-3, 3, 257).astype(np.float32)
     for np_dt in (np.float32, np.float64):
         x = zyx.tensor(a.astype(np_dt)).realize()
         (x * 0.5 + 0.25).realize()
-        builds = lazy.schedule_stats["builds"]
+        builds = graph.schedule_stats["builds"]
         for s in (1.5, -2.75, 1e-30, float("inf"), float("nan"), -0.0, 0.1):
             got = (x * s + 0.25).numpy()
             with np.errstate(invalid="ignore"):
                 want = a.astype(np_dt) * np_dt(s) + np_dt(0.25)
             np.testing.assert_array_equal(got.view(f"u{got.itemsize}"), want.view(f"u{want.itemsize}"))
-        assert lazy.schedule_stats["builds"] == builds, "a new scalar value rebuilt the schedule"
+        assert graph.schedule_stats["builds"] == builds, "a new scalar value rebuilt the schedule"
 
 
 def test_scalar_arguments_keep_16_bit_rounding_rules():
@@ -349,11 +349,11 @@ def test_scalar_arguments_keep_16_bit_rounding_rules():
     kernel argument, both hold for every value, with one schedule per op."""
     import ml_dtypes
 
-    from zyx import lazy
+    from zyx import graph
 
     x = zyx.tensor(np.array([100.0, 1.0], np.float32)).cast(zyx.bfloat16).realize()
     (x * 1.0).realize(), (x + 1.0).realize()
-    builds = lazy.schedule_stats["builds"]
+    builds = graph.schedule_stats["builds"]
     bf = ml_dtypes.bfloat16
     for s in (1.006, 0.0039063, 3.3):
         got_mul = (x * s).numpy()
@@ -361,7 +361,7 @@ def test_scalar_arguments_keep_16_bit_rounding_rules():
         xs = np.array([100.0, 1.0], np.float32)
         np.testing.assert_array_equal(got_mul, (xs * np.float32(s)).astype(bf))
         np.testing.assert_array_equal(got_add, (xs + np.float32(np.float32(s).astype(bf))).astype(bf))
-    assert lazy.schedule_stats["builds"] == builds
+    assert graph.schedule_stats["builds"] == builds
 
 
 @pytest.mark.parametrize("dt", ["int8", "uint8", "int16", "int32", "int64", "uint32", "uint64"])
@@ -369,18 +369,18 @@ def test_integer_scalars_are_arguments_and_wrap_like_literals(dt):
     """Integer add/mul/compare/where operands are kernel arguments (one schedule for a loop of
     values); a value outside the dtype wraps exactly as PyTorch's int ops do; ``//`` keeps a
     literal and still gives the right values."""
-    from zyx import lazy
+    from zyx import graph
 
     a = np.arange(-5, 6).astype(np.int64).astype(dt)
     x = zyx.tensor(a).realize()
     ((x + 1) * 2 > 3).realize()
-    builds = lazy.schedule_stats["builds"]
+    builds = graph.schedule_stats["builds"]
     for s in (0, 3, 200, 300, -7, 2**40 + 5):
         wrapped = np.array(s % 2**64, dtype=np.uint64).astype(dt)  # the value modulo 2**bits, as the dtype
         got = ((x + s) * 2 > int(wrapped)).numpy()
         with np.errstate(over="ignore"):
             want = ((a + wrapped) * np.array(2, dt)) > wrapped
         np.testing.assert_array_equal(got, want, err_msg=f"{dt} {s}")
-    assert lazy.schedule_stats["builds"] == builds
+    assert graph.schedule_stats["builds"] == builds
     np.testing.assert_array_equal(zyx.where(x > 0, x, 7).numpy(), np.where(a > 0, a, np.array(7, dt)))
     np.testing.assert_array_equal((x // 3).numpy(), a // np.array(3, dt))

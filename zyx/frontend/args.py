@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from zyx import lazy
+from zyx import graph
 from zyx.errors import ShapeError
 from zyx.frontend.base import TensorBase
 
@@ -26,7 +26,7 @@ def shape_arg(shape: Sequence[Any], what: str = "shape") -> tuple[int, ...]:
 
 def device_of(*xs: Any, out_bytes: int = 0):
     """The device of a kernel on ``xs``: theirs; for mixed devices the first pinned operand's
-    (``Tensor.pinned``), else ``lazy.choose_device``."""
+    (``Tensor.pinned``), else ``graph.choose_device``."""
     ts = [x for x in xs if isinstance(x, TensorBase)]
     first = ts[0].device
     if all(t.device is first for t in ts):
@@ -37,4 +37,4 @@ def device_of(*xs: Any, out_bytes: int = 0):
     # bytes an operand brings: its elements without broadcast repeats
     held = [(t.device, math.prod(d for d, st in zip(t.shape, t._view.strides) if st) * t.dtype.itemsize)
             for t in ts]
-    return lazy.choose_device(held, out_bytes)
+    return graph.choose_device(held, out_bytes)

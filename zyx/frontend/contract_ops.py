@@ -16,9 +16,12 @@ from typing import Any, Callable
 import numpy as np
 
 from zyx import dtype as dtypes
+from zyx import graph
+from zyx.backend import errorflags
 from zyx.backend.device import Device
 from zyx.backend.launch import runtime_lock
-from zyx.contracts import errorflag, kernels
+from zyx.backend.pool import Buffer
+from zyx.contracts import kernels
 from zyx.contracts.spec.model import Contract, Operand
 from zyx.contracts.spec.registry import get, lookup
 from zyx.contracts.spec.validate import needs_contiguize, validate
@@ -62,7 +65,7 @@ def operand(t: Tensor) -> Operand:
 def _tensor(x: Any, contract: str, field: str) -> Tensor:
     if not isinstance(x, Tensor):
         raise ContractError(f"{contract}: {field} = {x!r} is not a zyx.Tensor")
-    return x.realize()
+    return x
 
 
 def _rd(t: Tensor) -> Any:
@@ -81,12 +84,22 @@ def _dense(contract: Contract, t: Tensor, index: int = 0) -> Tensor:
     return t
 
 
-def _new(shape: Sequence[int], dtype: DType, device: Device, *sources: Tensor) -> Tensor:
-    """A fresh output, pinned when one of the op's ``sources`` is (``Tensor.pinned``)."""
-    buf = device.pool.allocate(math.prod(shape) * dtype.itemsize)
-    out = tensor_class()(buf, View.contiguous(tuple(shape)), dtype, device)
-    out._data.pinned = any(t.pinned for t in sources)
-    return out
+def _pending(name: str, shape: Sequence[int], dtype: DType, device: Device, inputs: Sequence[Tensor],
+             launcher: Callable[..., None], sources: Sequence[Tensor]) -> Tensor:
+    """The output of a contract kernel as a pending graph node: when realized, its ``inputs`` are
+    realized first (a fusion break) and ``launcher(out, *input buffers)`` fills a fresh buffer. Pinned
+    when one of the op's ``sources`` is (``Tensor.pinned``)."""
+    nbytes = math.prod(shape) * dtype.itemsize
+
+    def run(buffers: list[Buffer]) -> Buffer:
+        out = device.pool.allocate(nbytes)
+        launcher(out, *buffers)
+        return out
+
+    srcs = [graph.Src(t._data, t._view, t.dtype) for t in inputs]
+    node = graph.extern(name, run, srcs, dtype, tuple(shape), device)
+    node.pinned = any(t.pinned for t in sources)
+    return tensor_class()(node, View.contiguous(tuple(shape)), dtype, device)
 
 
 def _split(shape: Sequence[int], axis: int) -> tuple[int, int, int]:
@@ -105,34 +118,31 @@ def _int_or_tuple(value: Any, contract: str, field: str) -> tuple[int, ...]:
 # ---------------------------------------------------------------- contiguize
 
 
-@_locked
 def contiguize(x: Tensor) -> Tensor:
     """A dense row-major copy of any view (strided, broadcast, offset, reversed); ``x`` if dense."""
     x = _tensor(x, "contiguize", "input")
     validate(get("contiguize"), [operand(x)], {})
     if x._view.is_contiguous:
         return x
-    out = _new(x.shape, x.dtype, x.device, x)
-    kernels.contiguize(x.device, out._buf, _rd(x), x._view, x.dtype.itemsize)
-    return out
+    view, size = x._view, x.dtype.itemsize
+    return _pending("contiguize", x.shape, x.dtype, x.device, [x],
+                    lambda out, src: kernels.contiguize(x.device, out, src, view, size), [x])
 
 
 # ---------------------------------------------------------------- flip / roll / concat
 
 
-@_locked
 def flip(x: Tensor, dims: Any) -> Tensor:
     """``x`` reversed along each axis in ``dims`` (an int or a tuple)."""
     x = _tensor(x, "flip", "input")
     c = lookup("Flip", x.dtype)
     params = validate(c, [operand(x)], {"dims": _int_or_tuple(dims, c.name, "dims")})
     x = _dense(c, x)
-    out = _new(x.shape, x.dtype, x.device, x)
-    kernels.flip(x.device, out._buf, _rd(x), x.shape, params["dims"], x.dtype.itemsize)
-    return out
+    shape, dims, size = x.shape, params["dims"], x.dtype.itemsize
+    return _pending("flip", shape, x.dtype, x.device, [x],
+                    lambda out, src: kernels.flip(x.device, out, src, shape, dims, size), [x])
 
 
-@_locked
 def roll(x: Tensor, shifts: Any, dims: Any = None) -> Tensor:
     """``x`` shifted cyclically by ``shifts`` along ``dims`` (PyTorch's roll; no dims: flattened)."""
     x = _tensor(x, "roll", "input")
@@ -145,10 +155,11 @@ def roll(x: Tensor, shifts: Any, dims: Any = None) -> Tensor:
         n = x.numel()
         validate(c, [operand(x)], {"shift": shift_t[0], "outer": 1, "dim_size": n, "inner": 1})
         x = _dense(c, x)
-        out = _new(x.shape, x.dtype, x.device, x)
-        if n:
-            kernels.roll(x.device, out._buf, _rd(x), 1, n, 1, shift_t[0], x.dtype.itemsize)
-        return out
+        if not n:
+            return x
+        shift, size = shift_t[0], x.dtype.itemsize
+        return _pending("roll", x.shape, x.dtype, x.device, [x],
+                        lambda out, src: kernels.roll(x.device, out, src, 1, n, 1, shift, size), [x])
     dim_t = _int_or_tuple(dims, c.name, "dims")
     if not dim_t:
         raise ContractError(f"{c.name}: dims = {dims!r} is empty; expected at least one dim (or dims=None)")
@@ -167,15 +178,19 @@ def roll(x: Tensor, shifts: Any, dims: Any = None) -> Tensor:
     for s, (o, d, i) in steps:
         validate(c, [operand(x)], {"shift": s, "outer": o, "dim_size": d, "inner": i})
     x = _dense(c, x)
+    if not x.numel():
+        return x
     for s, (o, d, i) in steps:
-        out = _new(x.shape, x.dtype, x.device, x)
-        if o * d * i:
-            kernels.roll(x.device, out._buf, _rd(x), o, d, i, s, x.dtype.itemsize)
-        x = out
+        x = _pending("roll", x.shape, x.dtype, x.device, [x], functools.partial(
+            _roll_step, x.device, o, d, i, s, x.dtype.itemsize), [x])
     return x
 
 
-@_locked
+def _roll_step(device: Device, outer: int, dim_size: int, inner: int, shift: int, size: int, out: Buffer,
+               src: Buffer) -> None:
+    kernels.roll(device, out, src, outer, dim_size, inner, shift, size)
+
+
 def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     """Join ``tensors`` along ``dim`` (dtypes promote as in PyTorch; 1-D empty inputs are skipped)."""
     if isinstance(tensors, Tensor) or not isinstance(tensors, (tuple, list)):
@@ -197,14 +212,16 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     ts = [_dense(c, t, i) for i, t in enumerate(ts)]
     shape = list(ts[0].shape)
     shape[axis] = sum(t.shape[axis] for t in ts)
-    out = _new(shape, result, device, *sources)
     outer, total, inner = _split(shape, axis)
-    col = 0
-    for t in ts:
-        width = t.shape[axis] * inner
-        kernels.concat_part(device, out._buf, _rd(t), outer, width, total * inner, col, result.itemsize)
-        col += width
-    return out
+    widths = [t.shape[axis] * inner for t in ts]
+
+    def launch(out: Buffer, *parts: Buffer) -> None:
+        col = 0
+        for part, width in zip(parts, widths):
+            kernels.concat_part(device, out, part, outer, width, total * inner, col, result.itemsize)
+            col += width
+
+    return _pending("concat", shape, result, device, ts, launch, sources)
 
 
 concat = cat
@@ -217,20 +234,17 @@ def _triangular(x: Tensor, diagonal: int, kind: str) -> Tensor:
     c = lookup(kind, x.dtype)
     params = validate(c, [operand(x)], {"diagonal": diagonal}, op_kind=kind)
     x = _dense(c, x)
-    out = _new(x.shape, x.dtype, x.device, x)
-    batch = math.prod(x.shape[:-2])
-    kernels.triangular(x.device, out._buf, _rd(x), batch, x.shape[-2], x.shape[-1], params["upper"],
-                       params["diagonal"], x.dtype.itemsize)
-    return out
+    batch, rows, cols = math.prod(x.shape[:-2]), x.shape[-2], x.shape[-1]
+    upper, diag, size = params["upper"], params["diagonal"], x.dtype.itemsize
+    return _pending(kind.lower(), x.shape, x.dtype, x.device, [x], lambda out, src: kernels.triangular(
+        x.device, out, src, batch, rows, cols, upper, diag, size), [x])
 
 
-@_locked
 def triu(x: Tensor, diagonal: int = 0) -> Tensor:
     """The upper triangle of the last two axes (``j >= i + diagonal``), zeros elsewhere."""
     return _triangular(x, diagonal, "Triu")
 
 
-@_locked
 def tril(x: Tensor, diagonal: int = 0) -> Tensor:
     """The lower triangle of the last two axes (``j <= i + diagonal``), zeros elsewhere."""
     return _triangular(x, diagonal, "Tril")
@@ -245,7 +259,6 @@ def fill_bits(value: Any, dtype: DType) -> np.ndarray:
     return np.array(float(value), dtype=np.float64).astype(dtype.numpy)
 
 
-@_locked
 def masked_fill(x: Tensor, mask: Tensor, value: Any) -> Tensor:
     """``value`` where ``mask`` (bool, broadcastable to ``x``) is True, ``x`` elsewhere."""
     x = _tensor(x, "masked_fill", "input")
@@ -264,23 +277,21 @@ def masked_fill(x: Tensor, mask: Tensor, value: Any) -> Tensor:
     params = validate(c, [operand(x), operand(mask)], {"fill": value})
     mask = _on(mask, x.device)
     x, mask = _dense(c, x, 0), _dense(c, mask, 1)
-    out = _new(x.shape, x.dtype, x.device, x)
-    kernels.masked_fill(x.device, out._buf, _rd(x), _rd(mask), x.numel(), fill_bits(params["fill"], x.dtype),
-                        x.dtype.itemsize)
-    return out
+    n, bits, size = x.numel(), fill_bits(params["fill"], x.dtype), x.dtype.itemsize
+    return _pending("masked_fill", x.shape, x.dtype, x.device, [x, mask], lambda out, src, m: kernels.masked_fill(
+        x.device, out, src, m, n, bits, size), [x])
 
 
-@_locked
 def cumsum(x: Tensor, dim: int) -> Tensor:
     """Running sum along ``dim`` (16-bit floats accumulate in float32, rounded once on store)."""
     x = _tensor(x, "cumsum", "input")
     c = lookup("CumSum", x.dtype)
     params = validate(c, [operand(x)], {"dim": dim})
     x = _dense(c, x)
-    out = _new(x.shape, x.dtype, x.device, x)
     o, d, i = _split(x.shape if x.ndim else (1,), params["dim"])
-    kernels.cumsum(x.device, out._buf, _rd(x), x.dtype, o, d, i)
-    return out
+    dt = x.dtype
+    return _pending("cumsum", x.shape, dt, x.device, [x], lambda out, src: kernels.cumsum(
+        x.device, out, src, dt, o, d, i), [x])
 
 
 # ---------------------------------------------------------------- in-place writers
@@ -365,7 +376,7 @@ def write_slice_doff(dest: Tensor, source: Tensor, axis: int, offset: Tensor,
     off = _on(params["offset"].realize(), dest.device)
     width, extent = src.shape[ax], dest.shape[ax]
     starts = [0 if k == ax else r[0] for k, r in enumerate(params["ranges"])]
-    flags = errorflag.reserve(dest.device, f"write_slice_doff: offset = {{offset}} (read on the device) is out of "
+    flags = errorflags.reserve(dest.device, f"write_slice_doff: offset = {{offset}} (read on the device) is out of "
                                            f"range on axis {ax}: expected 0 <= offset <= dest_shape[{ax}] - width = "
                                            f"{extent} - {width} = {extent - width}; nothing was written")
     kernels.write_slice_doff(dest.device, dest._buf, _rd(src), src.shape, dest._view.strides, ax,

@@ -8,9 +8,10 @@ from typing import Any
 import numpy as np
 
 from zyx import dtype as dtypes
+from zyx import graph
 from zyx.backend import transfer
 from zyx.backend.device import Device, resolve
-from zyx.codegen import fill_copy_random
+from zyx.codegen import fill_copy_random as fills
 from zyx.dtype import DType, to_dtype
 from zyx.errors import DTypeError, ShapeError
 from zyx.frontend.args import shape_arg
@@ -118,6 +119,16 @@ def _value_bits(value: Any, dtype: DType) -> np.ndarray:
     return host_cast(np.array(value), dtype)
 
 
+def _fill_value(value: Any, dtype: DType) -> Any:
+    """``value`` as the Python number ``dtype`` holds (rounded or wrapped as a device cast would)."""
+    bits = _value_bits(value, dtype)
+    if dtype.is_bool:
+        return bool(bits)
+    if dtype.is_int:
+        return int(bits)
+    return float(bits.astype(np.float64)) if dtype.emulated or dtype.itemsize < 4 else bits.item()
+
+
 def full(shape: Any, fill_value: Any, dtype: Any = None, device: Any = None) -> Tensor:
     """A tensor of ``shape`` filled with ``fill_value`` (dtype inferred from the value if not given)."""
     shape = shape_arg((shape,) if isinstance(shape, (int, np.integer)) else tuple(shape))
@@ -126,9 +137,8 @@ def full(shape: Any, fill_value: Any, dtype: Any = None, device: Any = None) -> 
     dt = dtypes.scalar_dtype(fill_value) if dtype is None else to_dtype(dtype)
     dev = resolve(device)
     dev.check_dtype(dt)
-    n = math.prod(shape)
-    buf = fill_copy_random.fill(dev, dt, n, _value_bits(fill_value, dt))
-    return _pinned_if(tensor_class()(buf, View.contiguous(shape), dt, dev), device is not None)
+    node = graph.const(_fill_value(fill_value, dt), dt, shape, dev)
+    return _pinned_if(tensor_class()(node, View.contiguous(shape), dt, dev), device is not None)
 
 
 def zeros(*shape: Any, dtype: Any = None, device: Any = None) -> Tensor:
@@ -235,8 +245,12 @@ def _random(shape: tuple[int, ...], dtype: DType, device: Any, distribution: str
     dev.check_dtype(dtype)
     n = math.prod(shape)
     seed, counter = _generator.take(n)
-    buf = fill_copy_random.random_bits(dev, dtype, n, distribution, seed, counter, low, high)
-    return _pinned_if(tensor_class()(buf, View.contiguous(shape), dtype, dev), device is not None)
+
+    def run(inputs: list) -> Any:
+        return fills.random_bits(dev, dtype, n, distribution, seed, counter, low, high)
+
+    node = graph.extern(f"random {distribution}", run, [], dtype, shape, dev)
+    return _pinned_if(tensor_class()(node, View.contiguous(shape), dtype, dev), device is not None)
 
 
 def _float_dtype(dtype: Any, fn: str) -> DType:

@@ -14,19 +14,19 @@ from typing import Any
 import numpy as np
 
 from zyx import dtype as dtypes
-from zyx import lazy
+from zyx import graph
 from zyx.dtype import DType
 from zyx.errors import DivisionByZeroError, DTypeError, IntegerArithmeticError, IntegerOverflowError, ShapeError
 from zyx.frontend.args import device_of
 from zyx.frontend.base import TensorBase, tensor_class
-from zyx.ir.ops import COMPARISONS
 from zyx.ir.view import View
+from zyx.op import COMPARISON, Op
 
 Scalar = (bool, int, float, np.bool_, np.integer, np.floating)
 _OPERAND: tuple = Scalar  # (Tensor, *Scalar) once the tensor class is known
 _contiguous = View.contiguous
-_LazyNode = lazy.LazyNode
-_LSrc = lazy.Src
+_LazyNode = graph.LazyNode
+_LSrc = graph.Src
 
 
 _Tensor: Any = None  # the concrete tensor class, looked up once (see ``base.TensorBase``)
@@ -90,31 +90,32 @@ def _broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:
     return tuple(out)
 
 
-def from_node(node: lazy.LazyNode, shape: tuple[int, ...] | None = None):
+def from_node(node: graph.LazyNode, shape: tuple[int, ...] | None = None):
     """A tensor viewing a lazy node (reshaped to ``shape`` if given, same element count)."""
     shape = node.shape if shape is None else tuple(shape)
     return (_Tensor or _tensor_cls())(node, _contiguous(shape), node.dtype, node.device)
 
 
-def src_of(x: Any, shape: tuple[int, ...], dtype: DType) -> lazy.Src:
+def src_of(x: Any, shape: tuple[int, ...], dtype: DType) -> graph.Src:
     """An operand reading tensor or scalar ``x`` broadcast to ``shape`` as ``dtype``."""
     Tensor = _tensor_cls()
     if not isinstance(x, Tensor):
-        return lazy.Src(None, None, dtype, scalar_value(x, dtype))
+        return graph.Src(None, None, dtype, scalar_value(x, dtype))
     if x.dtype is not dtype:
         x = x.cast(dtype)
     view = x._view if x.shape == shape else x._view.expand(shape)
-    return lazy.Src(x._data, view, dtype)
+    return graph.Src(x._data, view, dtype)
 
 
 #: Ops whose Python-number operand PyTorch first rounds to a 16/8-bit float tensor's dtype
 #: (bfloat16 ``x + 0.1`` adds bf16(0.1), ``x == 0.1`` compares with it), where ``x * 0.1``
 #: (and ``0.1 * x``), ``x / 0.1`` and ``x // 0.1`` use the number as it is, but ``0.1 // x``
 #: rounds it, and ``0.1 / x`` is ``x.reciprocal() * 0.1`` (measured on PyTorch 2.13 CPU).
-_ROUNDS_SCALAR = frozenset({"add", "sub", "eq", "ne", "lt", "le", "gt", "ge", "mod", "pow", "maximum", "minimum"})
+_ROUNDS_SCALAR = frozenset({Op.ADD, Op.SUB, Op.EQ, Op.NE, Op.LT, Op.LE, Op.GT, Op.GE, Op.MOD, Op.POW, Op.MAXIMUM,
+                            Op.MINIMUM})
 #: Ops whose right operand PyTorch uses unrounded when it is a 0-d float tensor (a Python
 #: number is unrounded on either side of ``*``).
-_UNROUNDED_RIGHT = frozenset({"mul", "div", "floordiv"})
+_UNROUNDED_RIGHT = frozenset({Op.MUL, Op.DIV, Op.FLOORDIV})
 
 
 def _rounded(v: float, d: DType) -> float:
@@ -185,12 +186,12 @@ def _node(op: str, xs: Sequence[Any], compute: DType, result: DType | None = Non
                 view = view.expand(shape)
             srcs.append(_LSrc(x._data, view, read_as))
         else:
-            rounds = op in _ROUNDS_SCALAR or (op == "floordiv" and i == 0)
+            rounds = op in _ROUNDS_SCALAR or (op == Op.FLOORDIV and i == 0)
             param = None if compute.kind == "float" else (compute.is_int and op in _INT_SCALAR_ARGS)
             srcs.append(_LSrc(None, None, compute, scalar_value(x, compute, rounds), param))
     # alu_dtype on operands all cast to ``compute``
-    out = result or (dtypes.bool_ if op in COMPARISONS else compute)
-    return Tensor(_LazyNode("alu", op, tuple(srcs), out, shape, device), _contiguous(shape), out, device)
+    out = result or (dtypes.bool_ if op in COMPARISON else compute)
+    return Tensor(_LazyNode(op, None, tuple(srcs), out, shape, device), _contiguous(shape), out, device)
 
 
 def _check_operand(x: Any) -> None:
@@ -204,9 +205,9 @@ def binary(op: str, a: Any, b: Any):
     """``a op b`` with PyTorch type promotion and broadcasting (either side may be a scalar)."""
     Tensor = _Tensor or _tensor_cls()
     ta, tb = type(a), type(b)
-    if op == "div" and tb is Tensor and ta in _PY_SCALARS:
+    if op == Op.DIV and tb is Tensor and ta in _PY_SCALARS:
         # PyTorch computes ``s / x`` as ``x.reciprocal() * s`` (two roundings): so does zyx
-        return binary("mul", unary("reciprocal", b), a)
+        return binary(Op.MUL, unary(Op.RECIPROCAL, b), a)
     # fast paths of result_type: equal tensor dtypes, or a float tensor with a Python number
     if ta is Tensor and tb is Tensor and a._dtype is b._dtype:
         dt = a._dtype
@@ -220,26 +221,26 @@ def binary(op: str, a: Any, b: Any):
         if not isinstance(b, _OPERAND):
             _check_operand(b)
         dt = dtypes.result_type(a, b)
-    if op == "div":
+    if op == Op.DIV:
         if dt.kind != "float":
             dt = dtypes.float32
-        return _node("div", (a, b), dt)
+        return _node(Op.DIV, (a, b), dt)
     if dt.kind == "float" and op in _PLAIN_FLOAT_BINARY:
         return _node(op, (a, b), dt)
     if op in _CMP_OPS:
         return _node(op, (a, b), dt)
-    if op in ("and", "or", "xor"):
+    if op in (Op.AND, Op.OR, Op.XOR):
         if dt.is_float:
             raise DTypeError(f"bitwise {op} needs bool or integer tensors, got {dt.name}")
         return _node(op, (a, b), dt)
     if not dt.is_float:
         _check_int_scalar(op, b)
     if dt.is_bool:
-        if op == "add" or op == "maximum":
-            return _node("or", (a, b), dt)
-        if op == "mul" or op == "minimum":
-            return _node("and", (a, b), dt)
-        if op == "sub":
+        if op == Op.ADD or op == Op.MAXIMUM:
+            return _node(Op.OR, (a, b), dt)
+        if op == Op.MUL or op == Op.MINIMUM:
+            return _node(Op.AND, (a, b), dt)
+        if op == Op.SUB:
             raise DTypeError("subtraction of bool tensors is not supported; use logical ops (^ or logical_not)")
         dt = dtypes.int64
     return _node(op, (a, b), dt)
@@ -248,11 +249,11 @@ def binary(op: str, a: Any, b: Any):
 _PY_SCALARS = frozenset((float, int, bool))
 #: Integer ops whose Python-number operand is a kernel argument (a loop over new values reuses
 #: the kernel); ``//``, ``%`` and ``**`` keep a literal, which the compiler turns into cheaper code.
-_INT_SCALAR_ARGS = frozenset(("add", "sub", "mul", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge",
+_INT_SCALAR_ARGS = frozenset((Op.ADD, Op.SUB, Op.MUL, Op.MAXIMUM, Op.MINIMUM, Op.EQ, Op.NE, Op.LT, Op.LE, Op.GT, Op.GE,
                               "and", "or", "xor", "where"))
-_CMP_OPS = frozenset(("eq", "ne", "lt", "le", "gt", "ge"))
+_CMP_OPS = frozenset((Op.EQ, Op.NE, Op.LT, Op.LE, Op.GT, Op.GE))
 # float operands: these record ``op`` itself with no further checks (see ``binary``)
-_PLAIN_FLOAT_BINARY = frozenset(("add", "sub", "mul", "maximum", "minimum", "pow", "floordiv", "mod"))
+_PLAIN_FLOAT_BINARY = frozenset((Op.ADD, Op.SUB, Op.MUL, Op.MAXIMUM, Op.MINIMUM, Op.POW, Op.FLOORDIV, Op.MOD))
 
 
 def _check_int_scalar(op: str, b: Any) -> None:
@@ -262,10 +263,10 @@ def _check_int_scalar(op: str, b: Any) -> None:
     """
     if isinstance(b, _tensor_cls()):
         return
-    if op in ("floordiv", "mod") and b == 0:
+    if op in (Op.FLOORDIV, Op.MOD) and b == 0:
         raise DivisionByZeroError("ZeroDivisionError: integer division or modulo by zero (expected a non-zero "
                                   "divisor)")
-    if op == "pow" and b < 0:
+    if op == Op.POW and b < 0:
         raise IntegerArithmeticError(f"Integers to negative integer powers are not allowed (exponent {b})")
 
 
@@ -280,30 +281,30 @@ def where(cond: Any, a: Any, b: Any):
     shape = broadcast_shapes(cond.shape, _shape_of(a), _shape_of(b))
     device = device_of(cond, a, b)
     srcs = [src_of(cond, shape, dtypes.bool_), src_of(a, shape, dt), src_of(b, shape, dt)]
-    return from_node(lazy.alu("where", srcs, dt, shape, device))
+    return from_node(graph.alu(Op.WHERE, srcs, dt, shape, device))
 
 
 def maximum(a: Any, b: Any):
     """Elementwise maximum (NaN propagates)."""
-    return binary("maximum", a, b)
+    return binary(Op.MAXIMUM, a, b)
 
 
 def minimum(a: Any, b: Any):
     """Elementwise minimum (NaN propagates)."""
-    return binary("minimum", a, b)
+    return binary(Op.MINIMUM, a, b)
 
 
 def pow(a: Any, b: Any):  # noqa: A001 - the API name
     """``a ** b``."""
-    return binary("pow", a, b)
+    return binary(Op.POW, a, b)
 
 
 # ------------------------------------------------------------------ unary
 
-_FLOAT_FNS = ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "tan", "tanh", "sigmoid", "silu", "erf",
-              "reciprocal")
-_SAME_DTYPE_FNS = ("neg", "abs", "floor", "ceil", "round", "trunc", "sign", "square", "relu")
-_FLOAT_FN_SET = frozenset(_FLOAT_FNS + ("gelu", "gelu_tanh"))
+_FLOAT_FNS = (Op.EXP, Op.EXP2, Op.LOG, Op.LOG2, Op.SQRT, Op.RSQRT, Op.SIN, Op.COS, Op.TAN, Op.TANH, Op.SIGMOID,
+              Op.SILU, Op.ERF, Op.RECIPROCAL)
+_SAME_DTYPE_FNS = (Op.NEG, Op.ABS, Op.FLOOR, Op.CEIL, Op.ROUND, Op.TRUNC, Op.SIGN, Op.SQUARE, Op.RELU)
+_FLOAT_FN_SET = frozenset(_FLOAT_FNS + (Op.GELU, Op.GELU_TANH))
 
 
 def unary(op: str, x: Any):
@@ -315,19 +316,19 @@ def unary(op: str, x: Any):
         if not dt.is_float:
             dt = dtypes.float32
         return _node(op, (x,), dt)
-    if op in ("isnan", "isinf", "not"):
+    if op in (Op.ISNAN, Op.ISINF, Op.NOT):
         return _node(op, (x,), dt)
-    if op == "invert":
+    if op == Op.INVERT:
         if dt.is_float:
             raise DTypeError(f"~ needs a bool or integer tensor, got {dt.name}")
         return _node(op, (x,), dt)
-    if op == "neg" and dt.is_bool:
+    if op == Op.NEG and dt.is_bool:
         raise DTypeError("negation of a bool tensor is not supported; use ~ or logical_not")
-    if dt.is_bool and op in ("sign", "floor", "ceil", "round", "trunc"):
+    if dt.is_bool and op in (Op.SIGN, Op.FLOOR, Op.CEIL, Op.ROUND, Op.TRUNC):
         return x
-    if not dt.is_float and op in ("floor", "ceil", "round", "trunc"):
+    if not dt.is_float and op in (Op.FLOOR, Op.CEIL, Op.ROUND, Op.TRUNC):
         return x
-    if dt.is_bool and op == "square":
+    if dt.is_bool and op == Op.SQUARE:
         dt = dtypes.int64
     return _node(op, (x,), dt)
 
@@ -345,9 +346,9 @@ def clip(x: Any, min: Any = None, max: Any = None):  # noqa: A002 - PyTorch's na
         raise ShapeError("clip: at least one of min and max must be given")
     out = x
     if min is not None:
-        out = _clamp_side(out, min, "maximum")
+        out = _clamp_side(out, min, Op.MAXIMUM)
     if max is not None:
-        out = _clamp_side(out, max, "minimum")
+        out = _clamp_side(out, max, Op.MINIMUM)
     return out
 
 
@@ -359,10 +360,10 @@ def _clamp_side(x: Any, bound: Any, op: str):
 
 
 def logical_not(x: Any):
-    return unary("not", x)
+    return unary(Op.NOT, x)
 
 
-UNARY_FUNCTIONS = _FLOAT_FNS + _SAME_DTYPE_FNS + ("isnan", "isinf")  # the zyx.<op> functions below
+UNARY_FUNCTIONS = _FLOAT_FNS + _SAME_DTYPE_FNS + (Op.ISNAN, Op.ISINF)  # the zyx.<op> functions below
 
 
 # ------------------------------------------------------------------ unary functions (zyx.exp, ...)
@@ -378,31 +379,31 @@ def _unary_function(op: str, what: str) -> Callable[[Any], Any]:
     return fn
 
 
-exp = _unary_function("exp", "e to the power x")
-exp2 = _unary_function("exp2", "2 to the power x")
-log = _unary_function("log", "natural logarithm")
-log2 = _unary_function("log2", "base-2 logarithm")
-sqrt = _unary_function("sqrt", "square root")
-rsqrt = _unary_function("rsqrt", "1 / sqrt(x)")
-sin = _unary_function("sin", "sine")
-cos = _unary_function("cos", "cosine")
-tan = _unary_function("tan", "tangent")
-tanh = _unary_function("tanh", "hyperbolic tangent")
-sigmoid = _unary_function("sigmoid", "1 / (1 + exp(-x))")
-silu = _unary_function("silu", "x * sigmoid(x)")
-erf = _unary_function("erf", "the error function")
-reciprocal = _unary_function("reciprocal", "1 / x")
-neg = _unary_function("neg", "-x")
-abs = _unary_function("abs", "absolute value")  # noqa: A001 - the API name
-floor = _unary_function("floor", "round down")
-ceil = _unary_function("ceil", "round up")
-round = _unary_function("round", "round half to even")  # noqa: A001 - the API name
-trunc = _unary_function("trunc", "round toward zero")
-sign = _unary_function("sign", "-1, 0 or 1 (NaN stays NaN)")
-square = _unary_function("square", "x * x")
-relu = _unary_function("relu", "max(x, 0)")
-isnan = _unary_function("isnan", "True where x is NaN")
-isinf = _unary_function("isinf", "True where x is +-inf")
+exp = _unary_function(Op.EXP, "e to the power x")
+exp2 = _unary_function(Op.EXP2, "2 to the power x")
+log = _unary_function(Op.LOG, "natural logarithm")
+log2 = _unary_function(Op.LOG2, "base-2 logarithm")
+sqrt = _unary_function(Op.SQRT, "square root")
+rsqrt = _unary_function(Op.RSQRT, "1 / sqrt(x)")
+sin = _unary_function(Op.SIN, "sine")
+cos = _unary_function(Op.COS, "cosine")
+tan = _unary_function(Op.TAN, "tangent")
+tanh = _unary_function(Op.TANH, "hyperbolic tangent")
+sigmoid = _unary_function(Op.SIGMOID, "1 / (1 + exp(-x))")
+silu = _unary_function(Op.SILU, "x * sigmoid(x)")
+erf = _unary_function(Op.ERF, "the error function")
+reciprocal = _unary_function(Op.RECIPROCAL, "1 / x")
+neg = _unary_function(Op.NEG, "-x")
+abs = _unary_function(Op.ABS, "absolute value")  # noqa: A001 - the API name
+floor = _unary_function(Op.FLOOR, "round down")
+ceil = _unary_function(Op.CEIL, "round up")
+round = _unary_function(Op.ROUND, "round half to even")  # noqa: A001 - the API name
+trunc = _unary_function(Op.TRUNC, "round toward zero")
+sign = _unary_function(Op.SIGN, "-1, 0 or 1 (NaN stays NaN)")
+square = _unary_function(Op.SQUARE, "x * x")
+relu = _unary_function(Op.RELU, "max(x, 0)")
+isnan = _unary_function(Op.ISNAN, "True where x is NaN")
+isinf = _unary_function(Op.ISINF, "True where x is +-inf")
 
 
 # ------------------------------------------------------------------ the mixin
@@ -426,108 +427,109 @@ class ElementwiseMixin(TensorBase):
         f.__name__ = op
         return f
 
-    __add__, __radd__ = _binop("add"), _binop("add", True)
-    __sub__, __rsub__ = _binop("sub"), _binop("sub", True)
-    __mul__, __rmul__ = _binop("mul"), _binop("mul", True)
-    __floordiv__, __rfloordiv__ = _binop("floordiv"), _binop("floordiv", True)
-    __mod__, __rmod__ = _binop("mod"), _binop("mod", True)
-    __pow__, __rpow__ = _binop("pow"), _binop("pow", True)
-    __and__, __rand__ = _binop("and"), _binop("and", True)
-    __or__, __ror__ = _binop("or"), _binop("or", True)
-    __xor__, __rxor__ = _binop("xor"), _binop("xor", True)
-    __truediv__, __rtruediv__ = _binop("div"), _binop("div", True)
-    __eq__, __ne__ = _binop("eq"), _binop("ne")  # type: ignore[assignment]
-    __lt__, __le__, __gt__, __ge__ = _binop("lt"), _binop("le"), _binop("gt"), _binop("ge")
+    __add__, __radd__ = _binop(Op.ADD), _binop(Op.ADD, True)
+    __sub__, __rsub__ = _binop(Op.SUB), _binop(Op.SUB, True)
+    __mul__, __rmul__ = _binop(Op.MUL), _binop(Op.MUL, True)
+    __floordiv__, __rfloordiv__ = _binop(Op.FLOORDIV), _binop(Op.FLOORDIV, True)
+    __mod__, __rmod__ = _binop(Op.MOD), _binop(Op.MOD, True)
+    __pow__, __rpow__ = _binop(Op.POW), _binop(Op.POW, True)
+    __and__, __rand__ = _binop(Op.AND), _binop(Op.AND, True)
+    __or__, __ror__ = _binop(Op.OR), _binop(Op.OR, True)
+    __xor__, __rxor__ = _binop(Op.XOR), _binop(Op.XOR, True)
+    __truediv__, __rtruediv__ = _binop(Op.DIV), _binop(Op.DIV, True)
+    __eq__, __ne__ = _binop(Op.EQ), _binop(Op.NE)  # type: ignore[assignment]
+    __lt__, __le__, __gt__, __ge__ = _binop(Op.LT), _binop(Op.LE), _binop(Op.GT), _binop(Op.GE)
     __hash__ = object.__hash__  # identity hashing although == is elementwise
-    add, sub, mul, div, eq, ne = _binop("add"), _binop("sub"), _binop("mul"), _binop("div"), _binop("eq"), _binop("ne")
+    add, sub, mul, div = _binop(Op.ADD), _binop(Op.SUB), _binop(Op.MUL), _binop(Op.DIV)
+    eq, ne = _binop(Op.EQ), _binop(Op.NE)
     del _binop
 
     def __neg__(self):
-        return unary("neg", self)
+        return unary(Op.NEG, self)
 
     def __abs__(self):
-        return unary("abs", self)
+        return unary(Op.ABS, self)
 
     def __invert__(self):
-        return unary("invert", self)
+        return unary(Op.INVERT, self)
 
     def __pos__(self):
         return self
 
     def exp(self):
-        return unary("exp", self)
+        return unary(Op.EXP, self)
 
     def exp2(self):
-        return unary("exp2", self)
+        return unary(Op.EXP2, self)
 
     def log(self):
-        return unary("log", self)
+        return unary(Op.LOG, self)
 
     def log2(self):
-        return unary("log2", self)
+        return unary(Op.LOG2, self)
 
     def sqrt(self):
-        return unary("sqrt", self)
+        return unary(Op.SQRT, self)
 
     def rsqrt(self):
-        return unary("rsqrt", self)
+        return unary(Op.RSQRT, self)
 
     def sin(self):
-        return unary("sin", self)
+        return unary(Op.SIN, self)
 
     def cos(self):
-        return unary("cos", self)
+        return unary(Op.COS, self)
 
     def tan(self):
-        return unary("tan", self)
+        return unary(Op.TAN, self)
 
     def tanh(self):
-        return unary("tanh", self)
+        return unary(Op.TANH, self)
 
     def sigmoid(self):
-        return unary("sigmoid", self)
+        return unary(Op.SIGMOID, self)
 
     def silu(self):
-        return unary("silu", self)
+        return unary(Op.SILU, self)
 
     def erf(self):
-        return unary("erf", self)
+        return unary(Op.ERF, self)
 
     def reciprocal(self):
-        return unary("reciprocal", self)
+        return unary(Op.RECIPROCAL, self)
 
     def neg(self):
-        return unary("neg", self)
+        return unary(Op.NEG, self)
 
     def abs(self):
-        return unary("abs", self)
+        return unary(Op.ABS, self)
 
     def floor(self):
-        return unary("floor", self)
+        return unary(Op.FLOOR, self)
 
     def ceil(self):
-        return unary("ceil", self)
+        return unary(Op.CEIL, self)
 
     def round(self):
-        return unary("round", self)
+        return unary(Op.ROUND, self)
 
     def trunc(self):
-        return unary("trunc", self)
+        return unary(Op.TRUNC, self)
 
     def sign(self):
-        return unary("sign", self)
+        return unary(Op.SIGN, self)
 
     def square(self):
-        return unary("square", self)
+        return unary(Op.SQUARE, self)
 
     def relu(self):
-        return unary("relu", self)
+        return unary(Op.RELU, self)
 
     def isnan(self):
-        return unary("isnan", self)
+        return unary(Op.ISNAN, self)
 
     def isinf(self):
-        return unary("isinf", self)
+        return unary(Op.ISINF, self)
 
     def gelu(self, approximate: str = "none"):
         return gelu(self, approximate)
@@ -538,16 +540,16 @@ class ElementwiseMixin(TensorBase):
     clamp = clip
 
     def logical_not(self):
-        return unary("not", self)
+        return unary(Op.NOT, self)
 
     def maximum(self, other: Any):
-        return binary("maximum", self, other)
+        return binary(Op.MAXIMUM, self, other)
 
     def minimum(self, other: Any):
-        return binary("minimum", self, other)
+        return binary(Op.MINIMUM, self, other)
 
     def pow(self, other: Any):
-        return binary("pow", self, other)
+        return binary(Op.POW, self, other)
 
     def where(self, cond: Any, other: Any):
         return where(cond, self, other)

@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from zyx import lazy
+from zyx import graph
 from zyx.errors import IndexOutOfRange, ShapeError
-from zyx.frontend.args import shape_arg
+from zyx.frontend.args import device_of, shape_arg
 from zyx.frontend.base import TensorBase
 from zyx.frontend.elementwise import from_node, scalar_value
 from zyx.ir.view import View, normalize_dim
@@ -44,7 +44,21 @@ def pad(x: Any, pads: Sequence[int], value: Any = 0):
     if all(lo == 0 and hi == 0 for lo, hi in per_dim):
         return x
     v = scalar_value(value, x.dtype)
-    node = lazy.pad(lazy.Src(x._data, x._view, x.dtype), tuple(per_dim), v, x.device)
+    node = graph.pad(graph.Src(x._data, x._view, x.dtype), tuple(per_dim), v, x.device)
+    return from_node(node)
+
+
+def take_rows(table: Any, index: Any):
+    """Rows of the 2-D ``table`` picked by the integer tensor ``index`` (any shape): ``(*index.shape, D)``.
+
+    A gather node: the index fuses with the work that computes it, ``table`` is read from its buffer,
+    and an index outside ``[0, rows)`` reads nothing and raises ``IndexOutOfRange`` (an ``IndexError``)
+    when values are next read (device error flag)."""
+    shape = (*index.shape, table.shape[1])
+    if index.numel() == 0 or table.shape[1] == 0:
+        return from_node(graph.const(0, table.dtype, shape, table.device))
+    node = graph.gather(graph.Src(table._data, table._view, table.dtype),
+                        graph.Src(index._data, index._view, index.dtype), shape, device_of(table, index))
     return from_node(node)
 
 
@@ -156,7 +170,7 @@ class MovementMixin(TensorBase):
         view = self._view.reshape(shape)
         if view is not None:
             return self._with_view(view)
-        node = lazy.copy(lazy.Src(self._data, self._view, self._dtype), self.shape, self._device)
+        node = graph.copy(graph.Src(self._data, self._view, self._dtype), self.shape, self._device)
         return type(self)(node, View.contiguous(shape), self._dtype, self._device)
 
     def view(self, *shape: Any) -> Any:

@@ -13,12 +13,13 @@ import math
 from typing import Any
 
 from zyx import dtype as dtypes
-from zyx import lazy
+from zyx import graph
 from zyx.dtype import DType
 from zyx.errors import DTypeError, ShapeError
 from zyx.frontend.base import TensorBase
 from zyx.frontend.elementwise import binary, broadcast_shapes, from_node, unary, where
 from zyx.ir.view import normalize_dim
+from zyx.op import Op
 
 SPLIT_MIN = 1 << 15  # reductions at least this long with few outputs run in two stages
 
@@ -39,7 +40,7 @@ def _dims(x: Any, dim: Any) -> tuple[int, ...]:
 
 
 def _acc_dtype(op: str, d: DType) -> DType:
-    if op in ("sum", "prod"):
+    if op in (Op.SUM, Op.PROD):
         if d.is_bool or d.is_int:
             return dtypes.int64
         if d.itemsize < 4:
@@ -47,7 +48,7 @@ def _acc_dtype(op: str, d: DType) -> DType:
     return d
 
 
-def _finish(node: lazy.LazyNode, x: Any, dims: tuple[int, ...], keepdim: bool):
+def _finish(node: graph.LazyNode, x: Any, dims: tuple[int, ...], keepdim: bool):
     out = from_node(node)
     if not keepdim:
         out = out.reshape(tuple(d for i, d in enumerate(x.shape) if i not in dims))
@@ -72,7 +73,7 @@ def reduce(x: Any, op: str, dim: Any = None, keepdim: bool = False, acc: DType |
         split = _two_stage(src, op, dims, acc)
         if split is not None:
             return split if keepdim else split.reshape(tuple(d for i, d in enumerate(x.shape) if i not in dims))
-    node = lazy.reduce(op, lazy.Src(src._data, src._view, acc), dims, acc, x.device)
+    node = graph.reduce(op, graph.Src(src._data, src._view, acc), dims, acc, x.device)
     return _finish(node, x, dims, keepdim)
 
 
@@ -85,21 +86,21 @@ def _two_stage(x: Any, op: str, dims: tuple[int, ...], acc: DType):
         return None
     y = x.permute(*keep, *dims).reshape(*(x.shape[i] for i in keep), groups, red // groups)
     n = y.ndim
-    part = lazy.reduce(op, lazy.Src(y._data, y._view, acc), (n - 1,), acc, x.device)
+    part = graph.reduce(op, graph.Src(y._data, y._view, acc), (n - 1,), acc, x.device)
     p = from_node(part).reshape(y.shape[:-1])
-    final = lazy.reduce("sum" if op == "sum" else op, lazy.Src(p._data, p._view, acc), (n - 2,), acc, x.device)
+    final = graph.reduce(Op.SUM if op == Op.SUM else op, graph.Src(p._data, p._view, acc), (n - 2,), acc, x.device)
     return from_node(final).reshape(tuple(1 if i in dims else s for i, s in enumerate(x.shape)))
 
 
 def sum(x: Any, dim: Any = None, keepdim: bool = False, dtype: Any = None):  # noqa: A001 - PyTorch's name
     """Sum over ``dim`` (ints accumulate in int64; 16-bit floats in float32)."""
-    out = reduce(x, "sum", dim, keepdim)
+    out = reduce(x, Op.SUM, dim, keepdim)
     target = dtypes.to_dtype(dtype) if dtype is not None else (x.dtype if x.dtype.is_float else dtypes.int64)
     return out.cast(target)
 
 
 def prod(x: Any, dim: Any = None, keepdim: bool = False):
-    out = reduce(x, "prod", dim, keepdim)
+    out = reduce(x, Op.PROD, dim, keepdim)
     target = x.dtype if x.dtype.is_float else dtypes.int64
     return out.cast(target)
 
@@ -109,19 +110,19 @@ def mean(x: Any, dim: Any = None, keepdim: bool = False):
         raise DTypeError(f"mean(): expected a floating point tensor, got {x.dtype.name}")
     dims = _dims(x, dim)
     n = math.prod(x.shape[d] for d in dims) if x.ndim else 1
-    s = reduce(x, "sum", dim, keepdim)
+    s = reduce(x, Op.SUM, dim, keepdim)
     out = s / n if n else s * float("nan")
     return out.cast(x.dtype)
 
 
 def max(x: Any, dim: Any = None, keepdim: bool = False):  # noqa: A001 - PyTorch's name
     _nonempty(x, dim, "max")
-    return reduce(x, "max", dim, keepdim)
+    return reduce(x, Op.MAX, dim, keepdim)
 
 
 def min(x: Any, dim: Any = None, keepdim: bool = False):  # noqa: A001 - PyTorch's name
     _nonempty(x, dim, "min")
-    return reduce(x, "min", dim, keepdim)
+    return reduce(x, Op.MIN, dim, keepdim)
 
 
 def _nonempty(x: Any, dim: Any, name: str) -> None:
@@ -137,24 +138,24 @@ def _arg(x: Any, op: str, dim: Any, keepdim: bool):
     _nonempty(x, dim, op)
     if dim is None:
         flat = x.reshape(-1)
-        node = lazy.reduce(op, lazy.Src(flat._data, flat._view, x.dtype), (0,), dtypes.int64, x.device)
+        node = graph.reduce(op, graph.Src(flat._data, flat._view, x.dtype), (0,), dtypes.int64, x.device)
         out = from_node(node)
         return out.reshape(()) if not keepdim else out.reshape((1,) * x.ndim)
     if x.ndim == 0:
-        return from_node(lazy.cast(lazy.Src(None, None, dtypes.int64, 0), dtypes.int64, (), x.device))
+        return from_node(graph.cast(graph.Src(None, None, dtypes.int64, 0), dtypes.int64, (), x.device))
     d = normalize_dim(dim, x.ndim)
-    node = lazy.reduce(op, lazy.Src(x._data, x._view, x.dtype), (d,), dtypes.int64, x.device)
+    node = graph.reduce(op, graph.Src(x._data, x._view, x.dtype), (d,), dtypes.int64, x.device)
     return _finish(node, x, (d,), keepdim)
 
 
 def argmax(x: Any, dim: Any = None, keepdim: bool = False):
     """int64 index of the first maximum (NaN counts as the maximum)."""
-    return _arg(x, "argmax", dim, keepdim)
+    return _arg(x, Op.ARGMAX, dim, keepdim)
 
 
 def argmin(x: Any, dim: Any = None, keepdim: bool = False):
     """int64 index of the first minimum."""
-    return _arg(x, "argmin", dim, keepdim)
+    return _arg(x, Op.ARGMIN, dim, keepdim)
 
 
 def var(x: Any, dim: Any = None, correction: int = 1, keepdim: bool = False, unbiased: Any = None):
@@ -168,21 +169,21 @@ def var(x: Any, dim: Any = None, correction: int = 1, keepdim: bool = False, unb
     n = math.prod(x.shape[d] for d in dims) if x.ndim else 1
     mu = mean(work, dim, keepdim=True)
     d = work - mu
-    s = reduce(d * d, "sum", dim, keepdim)
+    s = reduce(d * d, Op.SUM, dim, keepdim)
     out = s / (n - correction) if n - correction > 0 else s * float("nan")
     return out.cast(x.dtype)
 
 
 def std(x: Any, dim: Any = None, correction: int = 1, keepdim: bool = False, unbiased: Any = None):
-    return unary("sqrt", var(x, dim, correction, keepdim, unbiased))
+    return unary(Op.SQRT, var(x, dim, correction, keepdim, unbiased))
 
 
 def logsumexp(x: Any, dim: Any = None, keepdim: bool = False):
     work = x if x.dtype.is_float and x.dtype.itemsize >= 4 else x.cast(dtypes.float32)
-    m = reduce(work, "max", dim, keepdim=True)
-    m = where(unary("isinf", m), 0.0, m)
-    s = reduce(unary("exp", work - m), "sum", dim, keepdim=True)
-    out = unary("log", s) + m
+    m = reduce(work, Op.MAX, dim, keepdim=True)
+    m = where(unary(Op.ISINF, m), 0.0, m)
+    s = reduce(unary(Op.EXP, work - m), Op.SUM, dim, keepdim=True)
+    out = unary(Op.LOG, s) + m
     if not keepdim:
         dims = _dims(x, dim)
         out = out.reshape(tuple(d for i, d in enumerate(x.shape) if i not in dims))
@@ -190,13 +191,13 @@ def logsumexp(x: Any, dim: Any = None, keepdim: bool = False):
 
 
 def any(x: Any, dim: Any = None, keepdim: bool = False):  # noqa: A001 - PyTorch's name
-    b = x if x.dtype.is_bool else binary("ne", x, 0)
-    return reduce(b, "max", dim, keepdim)
+    b = x if x.dtype.is_bool else binary(Op.NE, x, 0)
+    return reduce(b, Op.MAX, dim, keepdim)
 
 
 def all(x: Any, dim: Any = None, keepdim: bool = False):  # noqa: A001 - PyTorch's name
-    b = x if x.dtype.is_bool else binary("ne", x, 0)
-    return reduce(b, "min", dim, keepdim)
+    b = x if x.dtype.is_bool else binary(Op.NE, x, 0)
+    return reduce(b, Op.MIN, dim, keepdim)
 
 
 # ------------------------------------------------------------------ linear algebra
@@ -233,7 +234,7 @@ def matmul(a: Any, b: Any):
             b = b.contiguous()
         if n > 1 and a.stride()[-2] == 1 and a.stride()[-1] != 1:
             a = a.contiguous()
-    acc = _acc_dtype("sum", dt)
+    acc = _acc_dtype(Op.SUM, dt)
     # 16/8-bit floats: the products are exact in the float32 accumulator and are not rounded
     # to the dtype one by one (as PyTorch: one rounding, of the sum)
     mul_dt = acc if dt.is_float and acc is not dt else dt
@@ -241,9 +242,9 @@ def matmul(a: Any, b: Any):
     bb = b.cast(mul_dt)
     av = aa.expand(*batch, n, k).unsqueeze(-2).expand(*batch, n, m, k)
     bv = bb.expand(*batch, k, m).transpose(-1, -2).unsqueeze(-3).expand(*batch, n, m, k)
-    prod_ = binary("mul", av, bv)
-    out = reduce(prod_, "sum", prod_.ndim - 1, keepdim=False, acc=acc) if k else \
-        from_node(lazy.cast(lazy.Src(None, None, acc, 0), acc, (), a.device)).expand(*batch, n, m)
+    prod_ = binary(Op.MUL, av, bv)
+    out = reduce(prod_, Op.SUM, prod_.ndim - 1, keepdim=False, acc=acc) if k else \
+        from_node(graph.cast(graph.Src(None, None, acc, 0), acc, (), a.device)).expand(*batch, n, m)
     out = out.cast(dt)
     if va:
         out = out.squeeze(-2)

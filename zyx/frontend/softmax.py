@@ -11,6 +11,7 @@ from zyx.frontend import reduce as R
 from zyx.frontend.base import TensorBase
 from zyx.frontend.elementwise import unary
 from zyx.ir.view import normalize_dim
+from zyx.op import Op
 
 
 def float_work(x: Any):
@@ -28,10 +29,10 @@ def softmax(x: Any, dim: int = -1):
     if w.ndim == 0:
         return (w - w + 1.0).cast(out_dt)
     d = normalize_dim(dim, w.ndim)
-    m = R.reduce(w, "max", d, keepdim=True)
-    e = unary("exp", w - m)
-    s = R.reduce(e, "sum", d, keepdim=True)
-    out = e * unary("reciprocal", s)
+    m = R.reduce(w, Op.MAX, d, keepdim=True)
+    e = unary(Op.EXP, w - m)
+    s = R.reduce(e, Op.SUM, d, keepdim=True)
+    out = e * unary(Op.RECIPROCAL, s)
     return out.cast(out_dt)
 
 
@@ -41,10 +42,10 @@ def log_softmax(x: Any, dim: int = -1):
     if w.ndim == 0:
         return (w - w).cast(out_dt)
     d = normalize_dim(dim, w.ndim)
-    m = R.reduce(w, "max", d, keepdim=True)
+    m = R.reduce(w, Op.MAX, d, keepdim=True)
     z = w - m
-    s = R.reduce(unary("exp", z), "sum", d, keepdim=True)
-    out = z - unary("log", s)
+    s = R.reduce(unary(Op.EXP, z), Op.SUM, d, keepdim=True)
+    out = z - unary(Op.LOG, s)
     return out.cast(out_dt)
 
 

@@ -15,11 +15,10 @@ from typing import Any
 import numpy as np
 
 from zyx import dtype as dtypes
-from zyx import lazy
+from zyx import graph
 from zyx.backend import transfer
 from zyx.backend.device import Device, resolve
 from zyx.backend.pool import Buffer
-from zyx.codegen import basic_kernels
 from zyx.dtype import DType, to_dtype
 from zyx.errors import DeviceError, DTypeError, ShapeError
 from zyx.frontend.contract_ops import ContractOpsMixin, contiguize
@@ -36,9 +35,9 @@ class Tensor(ElementwiseMixin, ReduceMixin, MovementMixin, ContractOpsMixin, Sof
     __slots__ = ("_data", "_view", "_dtype", "_device", "__weakref__")
     __array_priority__ = 1000  # numpy defers binary ops to Tensor
 
-    def __init__(self, buf: Buffer | lazy.LazyNode, view: View, dtype: DType, device: Device) -> None:
+    def __init__(self, buf: Buffer | graph.LazyNode, view: View, dtype: DType, device: Device) -> None:
         # _data: the lazy node this tensor views (a realized buffer or pending work)
-        self._data = buf if isinstance(buf, lazy.LazyNode) else lazy.from_buffer(buf, dtype, device)
+        self._data = buf if isinstance(buf, graph.LazyNode) else graph.from_buffer(buf, dtype, device)
         self._view = view
         self._dtype = dtype
         self._device = device
@@ -50,19 +49,13 @@ class Tensor(ElementwiseMixin, ReduceMixin, MovementMixin, ContractOpsMixin, Sof
         Runs pending work producing it, and first runs every pending reader of the
         buffer, so an in-place write through it can never change what they compute.
         """
-        buf = lazy.realize(self._data)
-        lazy.pending_readers_flush(buf)
+        buf = graph.realize(self._data)
+        graph.flush_readers(self._data)
         return buf
-
-    @_buf.setter
-    def _buf(self, buf: Buffer) -> None:
-        pinned = self._data.pinned
-        self._data = lazy.from_buffer(buf, self._dtype, self._device)
-        self._data.pinned = pinned
 
     def _realized(self) -> Buffer:
         """The realized buffer for reading (pending readers of it keep fusing)."""
-        return lazy.realize(self._data)
+        return graph.realize(self._data)
 
     # -- basic properties ---------------------------------------------------------
     @property
@@ -107,21 +100,23 @@ class Tensor(ElementwiseMixin, ReduceMixin, MovementMixin, ContractOpsMixin, Sof
     # -- realization and readback ---------------------------------------------
     def realize(self) -> Tensor:
         """Run any pending work producing this tensor and return it."""
-        lazy.realize(self._data)
+        graph.realize(self._data)
         return self
 
     def _host_bytes(self) -> np.ndarray:
         """This tensor's elements, dense row-major, as raw bytes on the host."""
         from zyx.backend import sync_hooks  # device-side error flags surface at readback
 
-        buf = self._realized()  # launch pending work first: its flags are checked before reading
-        sync_hooks.run(self._device)
         v = self._view
         size = self._dtype.itemsize
         if v.is_dense:
+            buf = self._realized()  # launch pending work first: its flags are checked before reading
+            sync_hooks.run(self._device)
             return transfer.read(buf, v.numel * size, v.offset * size)
-        dense = basic_kernels.copy_cast(self._device, buf, v, self._dtype, self._dtype)
-        return transfer.read(dense, v.numel * size)
+        dense = graph.copy(graph.Src(self._data, v, self._dtype), v.shape, self._device, store=True)
+        buf = graph.realize(dense)  # a raw-bits copy of the view
+        sync_hooks.run(self._device)
+        return transfer.read(buf, v.numel * size)
 
     def numpy(self) -> np.ndarray:
         """A NumPy copy of the values (ml_dtypes arrays for bfloat16 and float8)."""
@@ -219,7 +214,7 @@ class Tensor(ElementwiseMixin, ReduceMixin, MovementMixin, ContractOpsMixin, Sof
         if dtype is self._dtype:
             return self
         self._device.check_dtype(dtype)
-        node = lazy.cast(lazy.Src(self._data, self._view, self._dtype), dtype, self.shape, self._device)
+        node = graph.cast(graph.Src(self._data, self._view, self._dtype), dtype, self.shape, self._device)
         return Tensor(node, View.contiguous(self.shape), dtype, self._device)
 
     def type(self, dtype: Any) -> Tensor:
@@ -243,7 +238,7 @@ class Tensor(ElementwiseMixin, ReduceMixin, MovementMixin, ContractOpsMixin, Sof
 
     def clone(self) -> Tensor:
         """A copy of the values in a new dense buffer."""
-        node = lazy.copy(lazy.Src(self._data, self._view, self._dtype), self.shape, self._device, store=True)
+        node = graph.copy(graph.Src(self._data, self._view, self._dtype), self.shape, self._device, store=True)
         return Tensor(node, View.contiguous(self.shape), self._dtype, self._device)
 
     def is_contiguous(self) -> bool:

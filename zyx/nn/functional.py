@@ -13,9 +13,10 @@ from typing import Any
 from zyx.errors import DTypeError, ShapeError
 from zyx.frontend import reduce as R
 from zyx.frontend.elementwise import binary, unary, where
+from zyx.frontend.movement import take_rows
 from zyx.frontend.softmax import float_work as _work
 from zyx.frontend.softmax import log_softmax, softmax
-from zyx.opt.heuristics import default_opts
+from zyx.op import Op
 
 
 def linear(x: Any, weight: Any, bias: Any = None):
@@ -37,10 +38,10 @@ def layer_norm(x: Any, normalized_shape: Sequence[int] | int, weight: Any = None
     w, out_dt = _work(x)
     dims = tuple(range(x.ndim - k, x.ndim))
     n = math.prod(normalized_shape)
-    mu = R.reduce(w, "sum", dims, keepdim=True) * (1.0 / n)
+    mu = R.reduce(w, Op.SUM, dims, keepdim=True) * (1.0 / n)
     d = w - mu
-    var = R.reduce(d * d, "sum", dims, keepdim=True) * (1.0 / n)
-    out = d * unary("rsqrt", var + eps)
+    var = R.reduce(d * d, Op.SUM, dims, keepdim=True) * (1.0 / n)
+    out = d * unary(Op.RSQRT, var + eps)
     if weight is not None:
         out = out * weight
     if bias is not None:
@@ -59,34 +60,7 @@ def embedding(indices: Any, weight: Any):
         raise DTypeError(f"embedding: indices must be an integer tensor, got {indices.dtype.name}")
     if weight.ndim != 2:
         raise ShapeError(f"embedding: weight must be 2-D (num_embeddings, embedding_dim), got shape {weight.shape}")
-    from zyx import lazy
-    from zyx.codegen.kernel import launch_kernel
-    from zyx.frontend.elementwise import from_node
-
-    vocab, dim = weight.shape
-    shape = (*indices.shape, dim)
-    n = indices.numel()
-    device = weight.device
-    out = device.pool.allocate(n * dim * weight.dtype.itemsize)
-    if n and dim:
-        idx, table = indices.contiguous(), weight.contiguous()
-        k = _gather_rows_kernel(n, vocab, dim, idx.dtype, table.dtype)
-        args = [out.cl, lazy.realize(idx._data).cl, lazy.realize(table._data).cl]
-        launch_kernel(device, k, default_opts(k, device.info.max_work_group_size, device.info), args)
-    return from_node(lazy.LazyNode("buffer", None, (), weight.dtype, (n * dim,), device, out), shape)
-
-
-def _gather_rows_kernel(n: int, vocab: int, dim: int, idx_dt: Any, dt: Any):
-    """``out[i, j] = table[ids[i], j]``: the row index is a gathered (bounds-checked) value."""
-    from zyx.ir import ops
-    from zyx.ir import symbolic as sym
-    from zyx.ir.kernel import Kernel, out_var
-
-    i, j = out_var(0, n), out_var(1, dim)
-    row = sym.var("zyx_row", 0, vocab - 1)
-    ids = ops.Load(1, idx_dt, i)
-    body = ops.Load(2, dt, sym.add(sym.mul(row, dim), j), gather=(("zyx_row", ids, vocab),))
-    return Kernel((n, dim), (), (dt, idx_dt, dt), body)
+    return take_rows(weight, indices)
 
 
 def scaled_dot_product_attention(q: Any, k: Any, v: Any, attn_mask: Any = None, is_causal: bool = False,
@@ -100,7 +74,7 @@ def scaled_dot_product_attention(q: Any, k: Any, v: Any, attn_mask: Any = None, 
         from zyx.frontend.creation import arange, pinned_as
 
         rows, cols = (pinned_as(arange(n, device=q.device), q) for n in (L, S))
-        keep = binary("ge", rows.unsqueeze(1), cols.unsqueeze(0))
+        keep = binary(Op.GE, rows.unsqueeze(1), cols.unsqueeze(0))
         scores = where(keep, scores, float("-inf"))
     if attn_mask is not None:
         if attn_mask.dtype.is_bool:
@@ -120,7 +94,7 @@ def dropout(x: Any, p: float = 0.5, training: bool = True):
         return x * 0
     from zyx.frontend.creation import pinned_as, rand
 
-    keep = binary("ge", pinned_as(rand(*x.shape, device=x.device), x), p)
+    keep = binary(Op.GE, pinned_as(rand(*x.shape, device=x.device), x), p)
     return where(keep, x * (1.0 / (1.0 - p)), 0.0).cast(x.dtype) if x.dtype.is_float else where(keep, x, 0)
 
 
@@ -130,21 +104,21 @@ def cross_entropy(logits: Any, target: Any, reduction: str = "mean"):
     if target.dtype.is_int:
         from zyx.frontend.creation import arange, pinned_as
 
-        onehot = binary("eq", target.unsqueeze(-1), pinned_as(arange(logits.shape[-1], device=logits.device), logits))
-        loss = -R.reduce(where(onehot, logp, 0.0), "sum", -1)
+        onehot = binary(Op.EQ, target.unsqueeze(-1), pinned_as(arange(logits.shape[-1], device=logits.device), logits))
+        loss = -R.reduce(where(onehot, logp, 0.0), Op.SUM, -1)
     else:
-        loss = -R.reduce(logp * target, "sum", -1)
+        loss = -R.reduce(logp * target, Op.SUM, -1)
     if reduction == "none":
         return loss
     if reduction == "sum":
-        return R.reduce(loss, "sum", None)
+        return R.reduce(loss, Op.SUM, None)
     if reduction == "mean":
         return R.mean(loss)
     raise ShapeError(f"cross_entropy: reduction must be 'none', 'mean' or 'sum', got {reduction!r}")
 
 
 def relu(x: Any):
-    return unary("relu", x)
+    return unary(Op.RELU, x)
 
 
 def gelu(x: Any, approximate: str = "none"):
@@ -154,8 +128,8 @@ def gelu(x: Any, approximate: str = "none"):
 
 
 def silu(x: Any):
-    return unary("silu", x)
+    return unary(Op.SILU, x)
 
 
 def sigmoid(x: Any):
-    return unary("sigmoid", x)
+    return unary(Op.SIGMOID, x)

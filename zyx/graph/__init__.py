@@ -1,0 +1,23 @@
+"""The lazy graph: nodes (``node``), fusion into kernels (``fusion``), the schedule cache
+(``schedule``) and realization (``realize``). The frontend builds nodes with the functions
+re-exported here; nothing in this package knows about ``Tensor``."""
+from zyx.graph.node import (
+    Extern,
+    LazyNode,
+    Src,
+    alu,
+    cast,
+    choose_device,
+    const,
+    copy,
+    extern,
+    from_buffer,
+    gather,
+    pad,
+    reduce,
+)
+from zyx.graph.realization import flush_readers, realize
+from zyx.graph.schedule import schedule_stats
+
+__all__ = ["Extern", "LazyNode", "Src", "alu", "cast", "choose_device", "const", "copy", "extern", "flush_readers",
+           "from_buffer", "gather", "pad", "realize", "reduce", "schedule_stats"]

@@ -1,0 +1,199 @@
+"""Graph nodes: a ``LazyNode`` is one value, realized (a device buffer) or pending (an op on sources).
+
+A ``LazyNode`` of ``shape`` (dense row-major once stored) is either a realized device
+buffer (``op is Op.BUFFER``) or a pending op on ``Src`` operands. A ``Src`` reads another
+node through a ``View`` (movement ops are views: index arithmetic, never copies) or is a
+constant. Nodes only point at their sources, so a pending graph nobody can reach any more
+is freed by reference counting and never runs.
+
+The kinds of pending node (``node.op``):
+
+* an ALU op (``zyx.op.ALU``; ``arg`` None) on one to three sources;
+* a reduce (``zyx.op.REDUCE``; ``arg`` the reduced axes, kept as size 1);
+* ``CAST``, ``COPY`` (``arg``: stored when True: clone/contiguous), ``PAD`` (``arg``: pads, value);
+* ``CONST``: one value at every element of ``shape`` (full, zeros, ones); ``arg`` is its constant
+  ``Src`` (a float reaches the kernel as a scalar argument, so a new value compiles nothing);
+* ``GATHER``: ``out[..., j] = table[index[...], j]`` (``arg``: the table's row count);
+* ``EXTERN``: a kernel that is not IR (a contract kernel, random bits): ``arg`` is an ``Extern``
+  whose ``run`` launches it on the realized buffers of the sources and returns the output.
+
+Every node keeps weak references to the pending nodes that read it (``readers``), so an
+in-place write into a buffer can first run everything still waiting to read it.
+"""
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from zyx.backend.pool import Buffer
+from zyx.dtype import DType
+from zyx.ir.view import View
+from zyx.op import ALU, REDUCE, Op
+
+_ref = weakref.ref
+
+
+@dataclass(frozen=True, eq=False)
+class Extern:
+    """A kernel the graph runs but does not generate: ``run(input buffers) -> output buffer``.
+
+    ``name`` names it in debug output; the graph realizes every source first (a fusion break)."""
+
+    name: str
+    run: Callable[[list[Buffer]], Buffer]
+
+
+class Src:
+    """An operand: ``base`` (a LazyNode) read through ``view`` as ``dtype``, or a constant ``value``.
+
+    ``param``: the constant reaches its kernel as a scalar argument, not a literal, so a new
+    value reuses the compiled kernel (default: float constants; ``frontend.elementwise`` also marks
+    integer operands of ops that gain nothing from a literal)."""
+
+    __slots__ = ("base", "view", "dtype", "value", "param")
+
+    def __init__(self, base: LazyNode | None, view: View | None, dtype: DType, value: Any = None,
+                 param: bool | None = None) -> None:
+        self.base = base
+        self.view = view
+        self.dtype = dtype
+        self.value = value
+        self.param = (base is None and dtype.kind == "float") if param is None else param
+
+
+class LazyNode:
+    """A value: a realized buffer or a pending op (see the module docstring)."""
+
+    __slots__ = ("op", "arg", "srcs", "dtype", "shape", "device", "buffer", "readers", "cost", "has_reduce",
+                 "pinned", "__weakref__")
+
+    def __init__(self, op: Op, arg: Any, srcs: tuple[Src, ...], dtype: DType, shape: tuple[int, ...],
+                 device: Any, buffer: Buffer | None = None) -> None:
+        self.op = op
+        self.arg = arg
+        self.srcs = srcs
+        self.dtype = dtype
+        self.shape = shape
+        self.device = device
+        self.buffer = buffer
+        self.readers: list[weakref.ref] | None = None  # weak refs to pending nodes reading this one
+        cost = 1 if op in ALU else 0
+        has_reduce = op in REDUCE
+        pinned = False  # computed from a pinned value: kernels using it stay on its device
+        for s in srcs:
+            b = s.base
+            if b is None:
+                continue
+            if b.pinned:
+                pinned = True
+            if b.buffer is None:
+                cost += b.cost
+                if b.has_reduce:
+                    has_reduce = True
+            _add_reader(b, self)
+        self.cost = cost
+        self.has_reduce = has_reduce
+        self.pinned = pinned
+
+    @property
+    def realized(self) -> bool:
+        return self.buffer is not None
+
+    def __repr__(self) -> str:
+        state = ("realized" if self.buffer is not None
+                 else f"pending {self.op}{'' if self.arg is None else ' ' + str(self.arg)}")
+        return f"<LazyNode {state} {self.dtype.name}{list(self.shape)}>"
+
+
+def _add_reader(node: LazyNode, reader: LazyNode) -> None:
+    """Note that pending ``reader`` reads ``node``; at powers of two the list drops readers that died
+    or ran (amortized O(1)), so a long-lived weight's list stays short."""
+    readers = node.readers
+    if readers is None:
+        node.readers = [_ref(reader)]
+        return
+    readers.append(_ref(reader))
+    n = len(readers)
+    if n >= 64 and not (n & (n - 1)):
+        readers[:] = [r for r in readers if (m := r()) is not None and m.buffer is None]
+
+
+def pending_readers(node: LazyNode) -> list[LazyNode]:
+    """The pending nodes that read ``node`` (and forgets them: the caller runs them)."""
+    readers = node.readers
+    node.readers = None
+    if not readers:
+        return []
+    return [m for r in readers if (m := r()) is not None and m.buffer is None]
+
+
+# ------------------------------------------------------------------ building
+
+def from_buffer(buf: Buffer, dtype: DType, device: Any) -> LazyNode:
+    """A realized node over a fresh buffer (its elements indexed flat); one node per buffer, so the
+    node's readers are every pending reader of the buffer."""
+    n = buf.nbytes // dtype.itemsize if dtype.itemsize else 0
+    return LazyNode(Op.BUFFER, None, (), dtype, (n,), device, buf)
+
+
+def alu(op: Op, srcs: list[Src], dtype: DType, shape: tuple[int, ...], device: Any) -> LazyNode:
+    """``op`` (an ALU op) on ``srcs``, each already read at ``shape``."""
+    return LazyNode(op, None, tuple(srcs), dtype, shape, device)
+
+
+def cast(src: Src, dtype: DType, shape: tuple[int, ...], device: Any) -> LazyNode:
+    """``src`` converted to ``dtype``."""
+    return LazyNode(Op.CAST, None, (src,), dtype, shape, device)
+
+
+def copy(src: Src, shape: tuple[int, ...], device: Any, store: bool = False) -> LazyNode:
+    """The values of ``src`` as a new dense value; ``store`` forces a buffer (clone/contiguous)."""
+    return LazyNode(Op.COPY, store, (src,), src.dtype, shape, device)
+
+
+def reduce(op: Op, src: Src, axes: tuple[int, ...], dtype: DType, device: Any) -> LazyNode:
+    """``op`` over ``axes`` of ``src`` (result keeps the axes as size 1); ``dtype`` is the accumulator's."""
+    shape = tuple(1 if i in axes else d for i, d in enumerate(src.view.shape))
+    return LazyNode(op, tuple(axes), (src,), dtype, shape, device)
+
+
+def pad(src: Src, pads: tuple[tuple[int, int], ...], value: Any, device: Any) -> LazyNode:
+    """``src`` with ``pads[i] = (before, after)`` elements of ``value`` on each dim (non-negative)."""
+    shape = tuple(d + lo + hi for d, (lo, hi) in zip(src.view.shape, pads))
+    return LazyNode(Op.PAD, (tuple(pads), value), (src,), src.dtype, shape, device)
+
+
+def const(value: Any, dtype: DType, shape: tuple[int, ...], device: Any) -> LazyNode:
+    """``value`` (exactly representable in ``dtype``) at every element of ``shape``."""
+    return LazyNode(Op.CONST, Src(None, None, dtype, value, param=not dtype.is_bool), (), dtype, shape, device)
+
+
+def gather(table: Src, index: Src, shape: tuple[int, ...], device: Any) -> LazyNode:
+    """Rows of the 2-D ``table`` picked by the integer ``index`` (read at ``shape[:-1]``):
+    ``out[..., j] = table[index[...], j]``; an index outside the table raises the device error flag."""
+    return LazyNode(Op.GATHER, table.view.shape[0], (table, index), table.dtype, shape, device)
+
+
+def extern(name: str, run: Callable[[list[Buffer]], Buffer], srcs: list[Src], dtype: DType,
+           shape: tuple[int, ...], device: Any) -> LazyNode:
+    """A value computed by a kernel that is not IR (see ``Extern``) from the realized ``srcs``."""
+    return LazyNode(Op.EXTERN, Extern(name, run), tuple(srcs), dtype, shape, device)
+
+
+def choose_device(inputs: list[tuple[Any, int]], out_bytes: int) -> Any:
+    """The device a kernel runs on, given its ``(device, bytes read)`` inputs (DESIGN.md).
+
+    The device holding most of the input bytes that has room for the output (ties: the
+    first operand's); inputs elsewhere are copied over when the kernel is built. (A pinned
+    operand overrides this before it is called: ``frontend.args.device_of``.)
+    """
+    held: dict[Any, int] = {}
+    for dev, nbytes in inputs:
+        held[dev] = held.get(dev, 0) + nbytes
+    ranked = sorted(held, key=lambda d: -held[d])  # stable: first operand first among equals
+    for dev in ranked:
+        if dev.global_mem_bytes - dev.pool.bytes_in_use >= out_bytes:
+            return dev
+    return ranked[0]
