@@ -50,7 +50,7 @@ def test_fill_and_strided_reads(sim, needs, dtype):
     x = zyx.from_numpy(a, device=sim)
     for view, want in ((x.permute(2, 0, 1), a.transpose(2, 0, 1)), (x[1:4, ::2, 1:], a[1:4, ::2, 1:]),
                        (x[:1].expand(4, 9, 3), np.broadcast_to(a[:1], (4, 9, 3)))):
-        np.testing.assert_array_equal(view.numpy(), want)  # copy.cl.mako: a strided view read back
+        np.testing.assert_array_equal(view.numpy(), want)  # a strided view read back through a graph copy
 
 
 CASTS = [(zyx.float32, zyx.bfloat16), (zyx.bfloat16, zyx.float16), (zyx.float16, zyx.float8_e4m3),

@@ -11,7 +11,7 @@ from zyx import dtype as dtypes
 from zyx import graph
 from zyx.backend import transfer
 from zyx.backend.device import Device, resolve
-from zyx.codegen import fill_copy_random as fills
+from zyx.codegen import random_bits as philox
 from zyx.dtype import DType, to_dtype
 from zyx.errors import DTypeError, ShapeError
 from zyx.frontend.args import shape_arg
@@ -247,7 +247,7 @@ def _random(shape: tuple[int, ...], dtype: DType, device: Any, distribution: str
     seed, counter = _generator.take(n)
 
     def run(inputs: list) -> Any:
-        return fills.random_bits(dev, dtype, n, distribution, seed, counter, low, high)
+        return philox.random_bits(dev, dtype, n, distribution, seed, counter, low, high)
 
     node = graph.extern(f"random {distribution}", run, [], dtype, shape, dev)
     return _pinned_if(tensor_class()(node, View.contiguous(shape), dtype, dev), device is not None)

@@ -1,7 +1,9 @@
-"""The foundation's generated kernels: strided copy/cast, fill and counter-based random.
+"""Counter-based random bits: the one generated kernel that is not IR (Philox needs 64-bit
+counter arithmetic per block of values, not an expression per element).
 
-Each renders its Mako template with a small explicit parameter set, builds it once per
-device (backend.program caches) and launches it asynchronously on the device queue.
+It renders ``templates/random.cl.mako`` with a small explicit parameter set, builds it once per
+device (backend.program caches) and launches it asynchronously on the device queue; the graph
+runs it as an ``EXTERN`` node (``frontend.creation``).
 """
 from __future__ import annotations
 
@@ -11,8 +13,7 @@ from zyx.backend.device import Device
 from zyx.backend.launch import compile_kernel, launch
 from zyx.backend.pool import Buffer
 from zyx.codegen.render import render
-from zyx.dtype import UINT_OF_SIZE, DType, index_type
-from zyx.ir.view import View
+from zyx.dtype import DType
 
 DEFAULT_LOCAL_SIZE = 256
 
@@ -23,34 +24,6 @@ def launch_1d(device: Device, source: str, name: str, n: int, args: list, local:
     local = local or min(DEFAULT_LOCAL_SIZE, kernel.work_group_size, device.info.max_work_group_size)
     global_size = -(-n // local) * local
     return launch(kernel, (global_size,), (local,), args)
-
-
-def copy_cast(device: Device, src: Buffer, view: View, src_dtype: DType, dst_dtype: DType) -> Buffer:
-    """A new dense buffer holding ``view`` of ``src`` converted to ``dst_dtype``."""
-    n = view.numel
-    out = device.pool.allocate(n * dst_dtype.itemsize)
-    if n == 0:
-        return out
-    m = view.merged()
-    lo, hi = m.span()
-    if src_dtype is dst_dtype:  # a raw copy only needs the element width: share it across dtypes
-        src_dtype = dst_dtype = UINT_OF_SIZE[src_dtype.itemsize]
-    name = "zyx_copy" if src_dtype is dst_dtype else f"zyx_cast_{src_dtype.name}_to_{dst_dtype.name}"
-    source = render("copy.cl.mako", name=name, src=src_dtype, dst=dst_dtype, shape=m.shape,
-                    strides=m.strides, offset=m.offset, n=n, index_t=index_type(hi + 1, n, lo))
-    launch_1d(device, source, name, n, [out.cl, src.cl])
-    return out
-
-
-def fill(device: Device, dtype: DType, n: int, value_bits: np.ndarray) -> Buffer:
-    """A new buffer of ``n`` elements all holding the one-element bit pattern ``value_bits``."""
-    out = device.pool.allocate(n * dtype.itemsize)
-    if n == 0:
-        return out
-    bits = np.ascontiguousarray(value_bits).view(UINT_OF_SIZE[dtype.itemsize].numpy)
-    source = render("fill.cl.mako", name="zyx_fill", itemsize=dtype.itemsize, n=n, index_t=index_type(n))
-    launch_1d(device, source, "zyx_fill", n, [out.cl, bits.reshape(())[()]])
-    return out
 
 
 def random_bits(device: Device, dtype: DType, n: int, distribution: str, seed: int, counter: int,
