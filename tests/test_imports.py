@@ -33,7 +33,7 @@ LAYERS: list[dict[str, tuple[str, ...]]] = [
     {"codegen": ("zyx.codegen",)},  # linear IR -> OpenCL C, built and launched through backend
     {"opt": ("zyx.opt",)},  # heuristics, search and database; the tuner renders and times candidates
     {"contracts.kernels": ("zyx.contracts.kernels",)},  # launchers, tuned through opt's search
-    {"contracts": ("zyx.contracts",)},  # listing, calibrate, errorflag, the demo ops
+    {"contracts": ("zyx.contracts",)},  # listing, calibrate
     {"graph": ("zyx.graph",)},  # nodes, fusion, scheduling and realization of IR and contract kernels
     {"frontend": ("zyx.frontend",), "runtime": ("zyx.runtime",)},  # the user API
     {"nn": ("zyx.nn",), "optim": ("zyx.optim",), "io": ("zyx.io",)},

@@ -259,7 +259,7 @@ _PLAIN_FLOAT_BINARY = frozenset((Op.ADD, Op.SUB, Op.MUL, Op.MAXIMUM, Op.MINIMUM,
 def _check_int_scalar(op: str, b: Any) -> None:
     """Integer ``//``/``%`` by a scalar 0 and ``**`` a negative scalar raise now, like PyTorch.
 
-    Tensor divisors and exponents are checked by the kernel (``backend/arith_flags``).
+    Tensor divisors and exponents are checked by the kernel (``backend/errorflags``).
     """
     if isinstance(b, _tensor_cls()):
         return
