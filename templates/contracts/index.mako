@@ -10,16 +10,18 @@
 <%!
     import math
 
-    _BITS = {1: "uchar", 2: "ushort", 4: "uint", 8: "ulong"}
+    from zyx.dtype import UINT_OF_SIZE  # the one itemsize -> unsigned type table
+
+    _UNSIGNED = [(size, d.cl_storage) for size, d in UINT_OF_SIZE.items()]
     _SWIZZLE = "0123456789ABCDEF"
 
     def bits(itemsize):
         """The unsigned OpenCL type holding one element of ``itemsize`` bytes."""
-        return _BITS[itemsize]
+        return UINT_OF_SIZE[itemsize].cl_storage
 
     def vtype(itemsize, vw):
         """The OpenCL vector (or scalar) type of ``vw`` elements of ``itemsize`` bytes."""
-        return _BITS[itemsize] if vw == 1 else f"{_BITS[itemsize]}{vw}"
+        return bits(itemsize) if vw == 1 else f"{bits(itemsize)}{vw}"
 
     def uvec(itemsize, vw):
         """The element-aligned alias of the ``vw``-wide vector type (declared by ``preamble``)."""
@@ -129,7 +131,7 @@ zyx_stream_store(${value}, ${dst} + ${di});\
 <%def name="preamble(itemsize, vw, stream, aligned=False)">\
 #ifndef ZYX_UNALIGNED_VECTORS
 #define ZYX_UNALIGNED_VECTORS
-% for size, t in _BITS.items():
+% for size, t in _UNSIGNED:
 typedef ${t}2 zyx_${t}2_u __attribute__((aligned(${size})));
 typedef ${t}4 zyx_${t}4_u __attribute__((aligned(${size})));
 typedef ${t}8 zyx_${t}8_u __attribute__((aligned(${size})));

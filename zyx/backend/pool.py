@@ -60,14 +60,13 @@ def size_class(nbytes: int) -> int:
 class Buffer:
     """A block of device memory of at least ``nbytes`` bytes (``cl`` is None when empty)."""
 
-    __slots__ = ("cl", "nbytes", "capacity", "pool", "readers", "__weakref__")
+    __slots__ = ("cl", "nbytes", "capacity", "pool", "__weakref__")
 
     def __init__(self, cl_buffer: Any, nbytes: int, capacity: int, pool: BufferPool) -> None:
         self.cl = cl_buffer
         self.nbytes = nbytes
         self.capacity = capacity
         self.pool = pool
-        self.readers: list[Any] | None = None  # weak refs to pending lazy nodes reading it (zyx.lazy)
 
     @property
     def device(self) -> Device:
