@@ -1,11 +1,11 @@
 <%doc>
-An IR kernel (zyx.codegen.kernel): one statement per line, values in compute types.
+An IR kernel (zyx.codegen.ir_source): one statement per line, values in compute types.
 Parameters: name, header (comment lines), bufs ((name, dtype, is_output) ...), params ((name, C type) ...:
 scalar arguments after the buffers), dtypes
 (every dtype used, for the conversion preamble), index_t, items (work items needed),
 split (work items per output tile, sharing its reduce through local memory; otherwise the launch
 has exactly ``items`` work items and the kernel no bounds test), stmts (statement records,
-each with a ``kind`` and named fields: zyx.codegen.kernel.Statement), uses_ipow, uses_floordiv
+each with a ``kind`` and named fields: zyx.codegen.ir_source.Statement), uses_ipow, uses_floordiv
 (float // as PyTorch and Python compute it, for float and double scalars and vectors), err_flag (the error-flag parameter's name
 or None: an int the kernel atomic_or's error bits into), vec_types
 ((vector type, element alignment) pairs: each gets a typedef ``zyx_<type>_u`` with that alignment,

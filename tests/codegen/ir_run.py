@@ -5,7 +5,7 @@ import numpy as np
 
 import zyx
 from zyx.backend import transfer
-from zyx.codegen.kernel import launch_kernel
+from zyx.codegen.ir_source import launch_kernel
 from zyx.ir.kernel import Kernel, Opts
 
 POISON = 0xA5  # every output byte starts as this, so an element the kernel skips is caught

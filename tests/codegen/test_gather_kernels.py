@@ -12,7 +12,7 @@ import pytest
 
 import zyx
 import zyx.nn.functional as F
-from zyx.codegen.kernel import kernel_source
+from zyx.codegen.ir_source import kernel_source
 from zyx.ir.kernel import Opts
 
 torch = pytest.importorskip("torch")

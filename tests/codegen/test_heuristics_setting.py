@@ -12,10 +12,10 @@ import pytest
 import zyx
 from zyx import dtype as dt
 from zyx import settings
-from zyx.codegen.kernel import kernel_source
+from zyx.codegen.ir_source import kernel_source
 from zyx.contracts import kernels
 from zyx.contracts.kernels import common
-from zyx.ir import ops
+from zyx.ir import expr
 from zyx.ir import symbolic as sym
 from zyx.ir.kernel import Kernel, out_var, red_var
 from zyx.opt.heuristics import default_opts
@@ -26,14 +26,14 @@ GPU = SimpleNamespace(kind="gpu", compute_units=132, preferred_vector_width={"fl
 
 def _sum_all(n: int) -> Kernel:
     return Kernel((1,), (n,), (dt.float32, dt.float32),
-                  ops.Reduce("sum", ops.Load(1, dt.float32, red_var(0, n)), dt.float32))
+                  expr.Reduce("sum", expr.Load(1, dt.float32, red_var(0, n)), dt.float32))
 
 
 def _matmul(n: int, m: int, kk: int) -> Kernel:
     i, j, r = out_var(0, n), out_var(1, m), red_var(0, kk)
-    a = ops.Load(1, dt.float32, sym.add(sym.mul(i, kk), r))
-    b = ops.Load(2, dt.float32, sym.add(sym.mul(r, m), j))
-    return Kernel((n, m), (kk,), (dt.float32,) * 3, ops.Reduce("sum", ops.Alu("mul", (a, b), dt.float32), dt.float32))
+    a = expr.Load(1, dt.float32, sym.add(sym.mul(i, kk), r))
+    b = expr.Load(2, dt.float32, sym.add(sym.mul(r, m), j))
+    return Kernel((n, m), (kk,), (dt.float32,) * 3, expr.Reduce("sum", expr.Alu("mul", (a, b), dt.float32), dt.float32))
 
 
 def test_heuristics_kind_is_the_setting_or_the_device_kind(monkeypatch):

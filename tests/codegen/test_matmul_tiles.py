@@ -15,8 +15,8 @@ import pytest
 import zyx
 from zyx import dtype as dt
 from zyx import settings
-from zyx.codegen.kernel import kernel_source
-from zyx.ir import ops
+from zyx.codegen.ir_source import kernel_source
+from zyx.ir import expr
 from zyx.ir import symbolic as sym
 from zyx.ir.kernel import Kernel, Opts, out_var, red_var
 from zyx.opt.heuristics import default_opts
@@ -28,9 +28,9 @@ def _matmul(batch: int, n: int, m: int, kk: int, d=dt.float32) -> Kernel:
     """``out[b, i, j] = sum_r a[b, i, r] * y[b, r, j]`` (no batch axis when ``batch`` is 0)."""
     i, j, r = out_var(1, n), out_var(2, m), red_var(0, kk)
     bv = out_var(0, batch) if batch else sym.ZERO
-    a = ops.Load(1, d, sym.add(sym.mul(bv, n * kk), sym.mul(i, kk), r))
-    y = ops.Load(2, d, sym.add(sym.mul(bv, kk * m), sym.mul(r, m), j))
-    return Kernel((max(batch, 1), n, m), (kk,), (d, d, d), ops.Reduce("sum", ops.Alu("mul", (a, y), d), d))
+    a = expr.Load(1, d, sym.add(sym.mul(bv, n * kk), sym.mul(i, kk), r))
+    y = expr.Load(2, d, sym.add(sym.mul(bv, kk * m), sym.mul(r, m), j))
+    return Kernel((max(batch, 1), n, m), (kk,), (d, d, d), expr.Reduce("sum", expr.Alu("mul", (a, y), d), d))
 
 
 def _loop_body(src: str) -> str:

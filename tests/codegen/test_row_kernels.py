@@ -16,7 +16,7 @@ import pytest
 import zyx
 import zyx.nn.functional as F
 from zyx import dtype as dt
-from zyx.ir import ops
+from zyx.ir import expr
 from zyx.ir import symbolic as sym
 from zyx.ir.kernel import Kernel, Opts, out_var, red_var, row_kernel
 
@@ -35,12 +35,12 @@ def _rng(shape, seed=0):
 
 def test_row_kernel_detection():
     i, j, r = out_var(0, 4), out_var(1, 8), red_var(0, 8)
-    x = ops.Load(1, dt.float32, sym.add(sym.mul(i, 8), j))
-    row = ops.Reduce("max", ops.Load(1, dt.float32, sym.add(sym.mul(i, 8), r)), dt.float32)
-    assert row_kernel(Kernel((4, 8), (8,), (dt.float32, dt.float32), ops.Alu("sub", (x, row), dt.float32)))
-    col = ops.Reduce("sum", ops.Load(1, dt.float32, sym.add(sym.mul(r, 8), j)), dt.float32)  # reads o1
-    assert not row_kernel(Kernel((4, 8), (8,), (dt.float32, dt.float32), ops.Alu("sub", (x, col), dt.float32)))
-    plain = ops.Reduce("sum", ops.Load(1, dt.float32, sym.add(sym.mul(i, 8), r)), dt.float32)
+    x = expr.Load(1, dt.float32, sym.add(sym.mul(i, 8), j))
+    row = expr.Reduce("max", expr.Load(1, dt.float32, sym.add(sym.mul(i, 8), r)), dt.float32)
+    assert row_kernel(Kernel((4, 8), (8,), (dt.float32, dt.float32), expr.Alu("sub", (x, row), dt.float32)))
+    col = expr.Reduce("sum", expr.Load(1, dt.float32, sym.add(sym.mul(r, 8), j)), dt.float32)  # reads o1
+    assert not row_kernel(Kernel((4, 8), (8,), (dt.float32, dt.float32), expr.Alu("sub", (x, col), dt.float32)))
+    plain = expr.Reduce("sum", expr.Load(1, dt.float32, sym.add(sym.mul(i, 8), r)), dt.float32)
     assert not row_kernel(Kernel((4, 1), (8,), (dt.float32, dt.float32), plain))
 
 
@@ -114,18 +114,18 @@ def test_few_long_rows_are_not_row_fused():
 def _softmax_kernel(rows: int, cols: int) -> Kernel:
     i, j, r = out_var(0, rows), out_var(1, cols), red_var(0, cols)
     f = dt.float32
-    x, xr = (ops.Load(1, f, sym.add(sym.mul(i, cols), c)) for c in (j, r))
-    m = ops.Reduce("max", xr, f)
-    s = ops.Reduce("sum", ops.Alu("exp", (ops.Alu("sub", (xr, m), f),), f), f)
-    e = ops.Alu("exp", (ops.Alu("sub", (x, m), f),), f)
-    return Kernel((rows, cols), (cols,), (f, f), ops.Alu("div", (e, s), f))
+    x, xr = (expr.Load(1, f, sym.add(sym.mul(i, cols), c)) for c in (j, r))
+    m = expr.Reduce("max", xr, f)
+    s = expr.Reduce("sum", expr.Alu("exp", (expr.Alu("sub", (xr, m), f),), f), f)
+    e = expr.Alu("exp", (expr.Alu("sub", (x, m), f),), f)
+    return Kernel((rows, cols), (cols,), (f, f), expr.Alu("div", (e, s), f))
 
 
 @pytest.mark.parametrize("vec,unroll,cols", [(1, 1, 203), (4, 1, 203), (16, 2, 203), (16, 1, 17), (1, 2, 9)])
 def test_row_kernel_opts(vec, unroll, cols):  # one-step loops and one-element tails included
     import pyopencl as cl
 
-    from zyx.codegen.kernel import kernel_source, launch_kernel
+    from zyx.codegen.ir_source import kernel_source, launch_kernel
 
     k = _softmax_kernel(3, cols)
     opts = Opts(local=2, vec=vec, vec_axis=2, unroll=unroll)

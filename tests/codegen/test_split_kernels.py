@@ -14,8 +14,8 @@ import pytest
 import zyx
 from zyx import dtype as dt
 from zyx import settings
-from zyx.codegen.kernel import kernel_source, launch_kernel
-from zyx.ir import ops
+from zyx.codegen.ir_source import kernel_source, launch_kernel
+from zyx.ir import expr
 from zyx.ir import symbolic as sym
 from zyx.ir.kernel import Kernel, Opts, out_var, red_var
 from zyx.ir.linearize import linearize
@@ -30,11 +30,11 @@ def _bits(a: np.ndarray) -> np.ndarray:
 
 def _row_reduce(op: str, rows: int, cols: int, src: dt.DType, acc: dt.DType) -> Kernel:
     i, r = out_var(0, rows), red_var(0, cols)
-    x: ops.Expr = ops.Load(1, src, sym.add(sym.mul(i, cols), r))
+    x: expr.Expr = expr.Load(1, src, sym.add(sym.mul(i, cols), r))
     if acc is not src and op not in ("argmax", "argmin"):
-        x = ops.Cast(x, acc)
+        x = expr.Cast(x, acc)
     out = dt.int64 if op in ("argmax", "argmin") else acc
-    return Kernel((rows, 1), (cols,), (out, src), ops.Reduce(op, x, out))
+    return Kernel((rows, 1), (cols,), (out, src), expr.Reduce(op, x, out))
 
 
 def _want(op: str, a: np.ndarray) -> np.ndarray:
@@ -116,9 +116,9 @@ def test_split_two_reduce_axes_keepdim_and_epilogue():
     # out[i] = sum_{p,q} x[p, i, q] * 2 + c[i] over a (3, 4, 130) input: reduce axes (0, 2)
     n, p, q = 4, 3, 130
     i, r0, r1 = out_var(1, n), red_var(0, p), red_var(1, q)
-    x = ops.Load(1, dt.float32, sym.add(sym.mul(r0, n * q), sym.mul(i, q), r1))
-    red = ops.Reduce("sum", ops.Alu("mul", (x, ops.Const(2.0, dt.float32)), dt.float32), dt.float32)
-    body = ops.Alu("add", (red, ops.Load(2, dt.float32, i)), dt.float32)
+    x = expr.Load(1, dt.float32, sym.add(sym.mul(r0, n * q), sym.mul(i, q), r1))
+    red = expr.Reduce("sum", expr.Alu("mul", (x, expr.Const(2.0, dt.float32)), dt.float32), dt.float32)
+    body = expr.Alu("add", (red, expr.Load(2, dt.float32, i)), dt.float32)
     k = Kernel((1, n, 1), (p, q), (dt.float32,) * 3, body)
     rng = np.random.default_rng(5)
     a = rng.normal(size=(p, n, q)).astype(np.float32)
@@ -177,8 +177,8 @@ def test_split_through_the_tensor_api():
 def test_masked_last_vector_elementwise(shape, vec, up):
     n, m = shape
     i, j = out_var(0, n), out_var(1, m)
-    x = ops.Load(1, dt.float32, sym.add(sym.mul(i, m), j))
-    k = Kernel(shape, (), (dt.float32, dt.float32), ops.Alu("exp", (x,), dt.float32))
+    x = expr.Load(1, dt.float32, sym.add(sym.mul(i, m), j))
+    k = Kernel(shape, (), (dt.float32, dt.float32), expr.Alu("exp", (x,), dt.float32))
     opts = Opts(local=4, upcast=(1, up), vec=vec, vec_axis=1)
     a = np.random.default_rng(7).normal(size=shape).astype(np.float32)
     np.testing.assert_allclose(_run(k, opts, a), np.exp(a), rtol=1e-6)
@@ -190,9 +190,9 @@ def test_masked_last_vector_elementwise(shape, vec, up):
 def test_masked_register_tiles_matmul():
     n, m, kk = 13, 19, 7
     i, j, r = out_var(0, n), out_var(1, m), red_var(0, kk)
-    a = ops.Load(1, dt.float32, sym.add(sym.mul(i, kk), r))
-    b = ops.Load(2, dt.float32, sym.add(sym.mul(r, m), j))
-    k = Kernel((n, m, 1), (kk,), (dt.float32,) * 3, ops.Reduce("sum", ops.Alu("mul", (a, b), dt.float32), dt.float32))
+    a = expr.Load(1, dt.float32, sym.add(sym.mul(i, kk), r))
+    b = expr.Load(2, dt.float32, sym.add(sym.mul(r, m), j))
+    k = Kernel((n, m, 1), (kk,), (dt.float32,) * 3, expr.Reduce("sum", expr.Alu("mul", (a, b), dt.float32), dt.float32))
     rng = np.random.default_rng(8)
     x, y = rng.normal(size=(n, kk)).astype(np.float32), rng.normal(size=(kk, m)).astype(np.float32)
     for opts in (Opts(local=1, upcast=(4, 2, 1), unroll=4, vec=4, vec_axis=1), Opts(local=2, upcast=(3, 5, 1))):
@@ -210,8 +210,8 @@ def test_reduce_tail_loop_and_column_reduce(dtype):
     np.testing.assert_allclose(_run(row, opts, a), _want("sum", a), rtol=1e-5)
     assert "for (int rt = 0; rt < 9; rt++)" in kernel_source(row, opts)  # 1001 = 31 x 32 + 9
     i, r = out_var(1, cols), red_var(0, rows)
-    col = Kernel((1, cols), (rows,), (dtype, dtype), ops.Reduce("max", ops.Load(1, dtype, sym.add(sym.mul(r, cols), i)),
-                                                                  dtype))
+    col = Kernel((1, cols), (rows,), (dtype, dtype),
+                 expr.Reduce("max", expr.Load(1, dtype, sym.add(sym.mul(r, cols), i)), dtype))
     copts = default_opts(col, 256, zyx.default_device().info)
     np.testing.assert_array_equal(_run(col, copts, a)[0], a.max(axis=0))
     if settings.heuristics_kind(zyx.default_device()) == "cpu":

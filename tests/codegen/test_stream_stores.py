@@ -8,7 +8,7 @@ import pytest
 
 import zyx
 from zyx import settings
-from zyx.codegen.kernel import kernel_source
+from zyx.codegen.ir_source import kernel_source
 from zyx.ir.kernel import Opts
 from zyx.opt.heuristics import STREAM_MIN_BYTES
 
@@ -46,7 +46,7 @@ def test_large_elementwise_outputs_stream_and_stay_exact(monkeypatch, shape):
 
 
 def test_stream_opt_off_and_on_give_the_same_bits(monkeypatch):
-    from zyx.codegen.kernel import launch_kernel
+    from zyx.codegen.ir_source import launch_kernel
     from zyx.opt.ir_tuning import from_config, to_config
 
     x = zyx.rand(3, 5000).realize()

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from zyx import dtype as dt
-from zyx.codegen.kernel import kernel_source
-from zyx.ir import ops
+from zyx.codegen.ir_source import kernel_source
+from zyx.ir import expr
 from zyx.ir import symbolic as sym
 from zyx.ir.kernel import Kernel, Opts, out_var, red_var
 
@@ -23,8 +23,8 @@ pytestmark = pytest.mark.needs_device
 
 
 
-def _ld(buf: int, index: sym.Node, d=dt.float32, valid: sym.Node = sym.ONE) -> ops.Load:
-    return ops.Load(buf, d, index, valid)
+def _ld(buf: int, index: sym.Node, d=dt.float32, valid: sym.Node = sym.ONE) -> expr.Load:
+    return expr.Load(buf, d, index, valid)
 
 
 @pytest.mark.parametrize("shape, vec, up", [((6, 40), 8, 2), ((3, 20), 4, 1), ((5, 7), 8, 1)])
@@ -33,8 +33,8 @@ def test_elementwise_exp_max_with_broadcast(shape, vec, up):
     i, j = out_var(0, n), out_var(1, m)
     x = _ld(1, sym.add(sym.mul(i, m), j))
     row = _ld(2, i)  # broadcast along the vector axis: a scalar operand
-    e = ops.Alu("exp", (ops.Alu("sub", (x, row), dt.float32),), dt.float32)
-    body = ops.Alu("maximum", (e, ops.Alu("relu", (x,), dt.float32)), dt.float32)
+    e = expr.Alu("exp", (expr.Alu("sub", (x, row), dt.float32),), dt.float32)
+    body = expr.Alu("maximum", (e, expr.Alu("relu", (x,), dt.float32)), dt.float32)
     k = Kernel(shape, (), (dt.float32,) * 3, body)
     rng = np.random.default_rng(0)
     a = rng.normal(size=shape).astype(np.float32)
@@ -52,8 +52,8 @@ def test_transposed_read_gathers_and_pad_guards():
     i, j = out_var(0, n), out_var(1, m)
     t = _ld(1, sym.add(sym.mul(j, n), i))  # x.T: lanes (along j) are n apart -> a gather
     inside = sym.land(sym.ge(j, 2), sym.lt(j, 10))  # a pad of 2 on both sides of a (n, 8) input
-    p = ops.Load(2, dt.float32, sym.add(sym.mul(i, 8), sym.add(j, -2)), inside, 0)
-    k = Kernel((n, m), (), (dt.float32,) * 3, ops.Alu("add", (t, p), dt.float32))
+    p = expr.Load(2, dt.float32, sym.add(sym.mul(i, 8), sym.add(j, -2)), inside, 0)
+    k = Kernel((n, m), (), (dt.float32,) * 3, expr.Alu("add", (t, p), dt.float32))
     a = np.arange(n * m, dtype=np.float32).reshape(m, n)
     b = np.arange(n * 8, dtype=np.float32).reshape(n, 8) + 0.5
     opts = Opts(local=2, vec=4, vec_axis=1)
@@ -68,7 +68,7 @@ def test_row_reduce_vector_accumulator(op, cols, vec, unroll):
     rows = 5
     i, r = out_var(0, rows), red_var(0, cols)
     x = _ld(1, sym.add(sym.mul(i, cols), r))
-    k = Kernel((rows, 1), (cols,), (dt.float32,) * 2, ops.Reduce(op, x, dt.float32))
+    k = Kernel((rows, 1), (cols,), (dt.float32,) * 2, expr.Reduce(op, x, dt.float32))
     rng = np.random.default_rng(1)
     a = rng.uniform(0.9, 1.1, size=(rows, cols)).astype(np.float32)
     a[2, cols - 1] = np.nan  # the last lane: NaN must win max/min wherever it is
@@ -86,7 +86,7 @@ def test_float64_reduce_and_matmul_tile():
     i, j, r = out_var(0, n), out_var(1, m), red_var(0, kk)
     a = _ld(1, sym.add(sym.mul(i, kk), r), dt.float64)
     b = _ld(2, sym.add(sym.mul(r, m), j), dt.float64)
-    k = Kernel((n, m, 1), (kk,), (dt.float64,) * 3, ops.Reduce("sum", ops.Alu("mul", (a, b), dt.float64), dt.float64))
+    k = Kernel((n, m, 1), (kk,), (dt.float64,) * 3, expr.Reduce("sum", expr.Alu("mul", (a, b), dt.float64), dt.float64))
     rng = np.random.default_rng(2)
     x, y = rng.normal(size=(n, kk)), rng.normal(size=(kk, m))
     opts = Opts(local=1, upcast=(4, 2, 1), unroll=4, vec=8, vec_axis=1)
@@ -98,7 +98,8 @@ def test_float64_reduce_and_matmul_tile():
 
 def test_unfit_vector_falls_back():
     i = out_var(0, 10)
-    k = Kernel((10,), (), (dt.int32, dt.int32), ops.Alu("add", (_ld(1, i, dt.int32), ops.Const(1, dt.int32)), dt.int32))
+    k = Kernel((10,), (), (dt.int32, dt.int32),
+               expr.Alu("add", (_ld(1, i, dt.int32), expr.Const(1, dt.int32)), dt.int32))
     src = kernel_source(k, Opts(local=2, vec=8, vec_axis=0))
     assert "zyx_int8_u" not in src and "int8" not in src
     np.testing.assert_array_equal(_run(k, Opts(local=2, vec=8, vec_axis=0), np.arange(10, dtype=np.int32)),

@@ -5,7 +5,7 @@ import numpy as np
 
 from zyx import dtype as dt
 from zyx import settings
-from zyx.ir import ops
+from zyx.ir import expr
 from zyx.ir import symbolic as sym
 from zyx.ir.kernel import Kernel, Opts, is_matmul_like, out_var, red_var
 from zyx.ir.linearize import Instr, cse, dce, fold_constants, linearize
@@ -14,16 +14,16 @@ from zyx.opt.heuristics import default_opts
 
 def _matmul_kernel(n=8, m=8, k=16):
     i, j, r = out_var(0, n), out_var(1, m), red_var(0, k)
-    a = ops.Load(1, dt.float32, sym.add(sym.mul(i, k), r))
-    b = ops.Load(2, dt.float32, sym.add(sym.mul(r, m), j))
-    body = ops.Reduce("sum", ops.Alu("mul", (a, b), dt.float32), dt.float32)
+    a = expr.Load(1, dt.float32, sym.add(sym.mul(i, k), r))
+    b = expr.Load(2, dt.float32, sym.add(sym.mul(r, m), j))
+    body = expr.Reduce("sum", expr.Alu("mul", (a, b), dt.float32), dt.float32)
     return Kernel((n, m), (k,), (dt.float32, dt.float32, dt.float32), body)
 
 
 def test_elementwise_lowering_shares_loads():
     i = out_var(0, 64)
-    x = ops.Load(1, dt.float32, i)
-    body = ops.Alu("add", (ops.Alu("mul", (x, x), dt.float32), ops.Alu("mul", (x, x), dt.float32)), dt.float32)
+    x = expr.Load(1, dt.float32, i)
+    body = expr.Alu("add", (expr.Alu("mul", (x, x), dt.float32), expr.Alu("mul", (x, x), dt.float32)), dt.float32)
     k = Kernel((64,), (), (dt.float32, dt.float32), body)
     prog = linearize(k, Opts(local=16, upcast=(4,)))
     loads = [ins for ins in prog.instrs if ins.op == "load"]
@@ -88,7 +88,7 @@ def test_vector_plan_masks_or_falls_back():
     assert vector_plan(k, Opts(vec=16, vec_axis=2)) == (16, 2)
     assert vector_plan(k, Opts(vec=3, vec_axis=1)) == (1, 0)
     i = out_var(0, 16)
-    ik = Kernel((16,), (), (dt.int32, dt.int32), ops.Load(1, dt.int32, i))
+    ik = Kernel((16,), (), (dt.int32, dt.int32), expr.Load(1, dt.int32, i))
     assert vector_plan(ik, Opts(vec=4, vec_axis=0)) == (1, 0)  # ints have no vector path
 
 
@@ -111,14 +111,14 @@ def test_cpu_heuristics_pick_vectors_and_register_tiles(monkeypatch):
     o = default_opts(keep, 256, _cpu_info())
     assert o.vec == 8 and o.vec_axis == 1 and o.upcast[:2] == (8, 2) and o.unroll == 2  # the 8x2 register tile
     row = Kernel((4, 1), (1024,), (dt.float32, dt.float32),
-                 ops.Reduce("max", ops.Load(1, dt.float32, sym.add(sym.mul(out_var(0, 4), 1024), red_var(0, 1024))),
+                 expr.Reduce("max", expr.Load(1, dt.float32, sym.add(sym.mul(out_var(0, 4), 1024), red_var(0, 1024))),
                             dt.float32))
     o = default_opts(row, 256, _cpu_info())
     assert o.vec_axis == 2 and o.vec in (8, 16)
-    x = ops.Load(1, dt.float32, i)
-    simple = Kernel((64,), (), (dt.float32, dt.float32), ops.Alu("add", (x, x), dt.float32))
+    x = expr.Load(1, dt.float32, i)
+    simple = Kernel((64,), (), (dt.float32, dt.float32), expr.Alu("add", (x, x), dt.float32))
     assert default_opts(simple, 256, _cpu_info()).vec == 1  # plain arithmetic: PoCL vectorizes it itself
-    ex = Kernel((64,), (), (dt.float32, dt.float32), ops.Alu("exp", (x,), dt.float32))
+    ex = Kernel((64,), (), (dt.float32, dt.float32), expr.Alu("exp", (x,), dt.float32))
     assert default_opts(ex, 256, _cpu_info()).vec == 8
     assert default_opts(ex).vec == 1  # no device: the generic (GPU-shaped) heuristic
 
@@ -126,7 +126,7 @@ def test_cpu_heuristics_pick_vectors_and_register_tiles(monkeypatch):
 def test_cpu_column_reduce_vectorizes_the_output_axis(monkeypatch):
     monkeypatch.setattr(settings, "HEURISTICS", "auto")  # by the device's own kind
     col = Kernel((1, 64), (300,), (dt.float32, dt.float32),
-                 ops.Reduce("sum", ops.Load(1, dt.float32, sym.add(sym.mul(red_var(0, 300), 64), out_var(1, 64))),
+                 expr.Reduce("sum", expr.Load(1, dt.float32, sym.add(sym.mul(red_var(0, 300), 64), out_var(1, 64))),
                             dt.float32))
     o = default_opts(col, 256, _cpu_info())
     assert o.vec == 8 and o.vec_axis == 1  # the reduce axis is strided: lanes go along the output

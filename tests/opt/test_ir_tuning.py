@@ -73,9 +73,9 @@ def test_wrong_candidates_never_win(tuning: Path, corrupt_candidates) -> None:
 
 @pytest.mark.needs_device
 def test_failing_candidates_are_skipped(tuning: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import zyx.codegen.kernel as ck
+    from zyx.codegen import ir_source
 
-    real_launch = ck.launch_kernel
+    real_launch = ir_source.launch_kernel
 
     def flaky_launch(device, k, opts, args):
         if opts.local > 1 and opts.local != ir_tuning.default_opts(k, device.info.max_work_group_size,
@@ -83,7 +83,7 @@ def test_failing_candidates_are_skipped(tuning: Path, monkeypatch: pytest.Monkey
             raise zyx.CompileError("injected build failure", source="", build_log="injected")
         return real_launch(device, k, opts, args)
 
-    monkeypatch.setattr(ck, "launch_kernel", flaky_launch)
+    monkeypatch.setattr(ir_source, "launch_kernel", flaky_launch)
     got, ref = _matmul(40, seed=7)
     np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
 
@@ -112,18 +112,19 @@ def test_structural_key_ignores_sizes() -> None:
 
 def test_matmul_config_names_the_row_and_column_axes() -> None:
     from zyx import dtype as dt
-    from zyx.ir import ops
+    from zyx.ir import expr
     from zyx.ir import symbolic as sym
     from zyx.ir.kernel import Kernel, Opts, out_var, red_var
 
     i, j, r = out_var(0, 64), out_var(1, 48), red_var(0, 32)
-    a = ops.Load(1, dt.float32, sym.add(sym.mul(i, 32), r))
-    b = ops.Load(2, dt.float32, sym.add(sym.mul(r, 48), j))
-    k = Kernel((64, 48, 1), (32,), (dt.float32,) * 3, ops.Reduce("sum", ops.Alu("mul", (a, b), dt.float32), dt.float32))
+    a = expr.Load(1, dt.float32, sym.add(sym.mul(i, 32), r))
+    b = expr.Load(2, dt.float32, sym.add(sym.mul(r, 48), j))
+    k = Kernel((64, 48, 1), (32,), (dt.float32,) * 3,
+               expr.Reduce("sum", expr.Alu("mul", (a, b), dt.float32), dt.float32))
     opts = Opts(local=1, upcast=(8, 2, 1), unroll=2, vec=8, vec_axis=1)
     cfg = ir_tuning.to_config(k, opts)
     assert cfg["up_row"] == 8 and cfg["up_last"] == 2  # the keepdim axis of size 1 is not the column axis
     assert ir_tuning.from_config(k, opts, {**cfg, "up_row": 6}).upcast == (6, 2, 1)
     assert 6 in next(p.values for p in ir_tuning.opts_space(k, 256).params if p.name == "up_row")
-    plain = Kernel((64, 48), (), (dt.float32, dt.float32), ops.Load(1, dt.float32, sym.add(sym.mul(i, 48), j)))
+    plain = Kernel((64, 48), (), (dt.float32, dt.float32), expr.Load(1, dt.float32, sym.add(sym.mul(i, 48), j)))
     assert ir_tuning.from_config(plain, Opts(), {"up_row": 2, "up_last": 4}).upcast == (2, 4)

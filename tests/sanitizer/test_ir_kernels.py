@@ -13,8 +13,8 @@ import zyx.nn.functional as F
 from zyx import dtype as dt
 from zyx import settings
 from zyx.backend import transfer
-from zyx.codegen.kernel import kernel_source, launch_kernel
-from zyx.ir import ops
+from zyx.codegen.ir_source import kernel_source, launch_kernel
+from zyx.ir import expr
 from zyx.ir import symbolic as sym
 from zyx.ir.kernel import Kernel, Opts, out_var, red_var
 from zyx.opt.heuristics import default_opts
@@ -101,7 +101,7 @@ def test_reduces(sim, shape, axis):
 
 
 def test_reduce_opts_are_split_on_the_simulator(sim):
-    k = Kernel((1,), (1001,), (dt.float32, dt.float32), ops.Reduce("sum", ops.Load(1, dt.float32, red_var(0, 1001)),
+    k = Kernel((1,), (1001,), (dt.float32, dt.float32), expr.Reduce("sum", expr.Load(1, dt.float32, red_var(0, 1001)),
                                                                      dt.float32))
     o = default_opts(k, sim.max_work_group_size, sim.info)
     assert o.split > 1 and "barrier(CLK_LOCAL_MEM_FENCE)" in kernel_source(k, o)
@@ -138,22 +138,22 @@ def test_matmul_through_the_api(sim, monkeypatch, mode, n, m, k):
 
 def _matmul(n: int, m: int, kk: int) -> Kernel:
     i, j, r = out_var(0, n), out_var(1, m), red_var(0, kk)
-    a = ops.Load(1, dt.float32, sym.add(sym.mul(i, kk), r))
-    b = ops.Load(2, dt.float32, sym.add(sym.mul(r, m), j))
-    return Kernel((n, m), (kk,), (dt.float32,) * 3, ops.Reduce("sum", ops.Alu("mul", (a, b), dt.float32), dt.float32))
+    a = expr.Load(1, dt.float32, sym.add(sym.mul(i, kk), r))
+    b = expr.Load(2, dt.float32, sym.add(sym.mul(r, m), j))
+    return Kernel((n, m), (kk,), (dt.float32,) * 3, expr.Reduce("sum", expr.Alu("mul", (a, b), dt.float32), dt.float32))
 
 
 def _rows(op: str, rows: int, cols: int) -> Kernel:
     i, r = out_var(0, rows), red_var(0, cols)
     out = dt.int64 if op.startswith("arg") else dt.float32
-    x = ops.Load(1, dt.float32, sym.add(sym.mul(i, cols), r))
-    return Kernel((rows, 1), (cols,), (out, dt.float32), ops.Reduce(op, x, out))
+    x = expr.Load(1, dt.float32, sym.add(sym.mul(i, cols), r))
+    return Kernel((rows, 1), (cols,), (out, dt.float32), expr.Reduce(op, x, out))
 
 
 def _ew(rows: int, cols: int) -> Kernel:
     i, j = out_var(0, rows), out_var(1, cols)
-    v = ops.Load(1, dt.float32, sym.add(sym.mul(i, cols), j))
-    return Kernel((rows, cols), (), (dt.float32, dt.float32), ops.Alu("exp", (ops.Alu("mul", (v, v), dt.float32),),
+    v = expr.Load(1, dt.float32, sym.add(sym.mul(i, cols), j))
+    return Kernel((rows, cols), (), (dt.float32, dt.float32), expr.Alu("exp", (expr.Alu("mul", (v, v), dt.float32),),
                                                                       dt.float32))
 
 

@@ -30,7 +30,7 @@ from zyx.backend.pool import Buffer
 from zyx.dtype import DType
 from zyx.errors import ZyxError
 from zyx.graph.node import LazyNode, Src
-from zyx.ir import ops
+from zyx.ir import expr
 from zyx.ir import symbolic as sym
 from zyx.ir.kernel import Kernel, out_var, red_var
 from zyx.ir.view import View, contiguous_strides
@@ -112,7 +112,7 @@ class KernelBuilder:
         self.outer = {f"o{i}" for i in range(len(root.shape) - 1)}
         self.fusable: dict[int, bool] = {}
         self.copies: dict[int, Buffer] = {}  # inputs from other devices, copied over
-        self.params: list[Src] = []  # constants passed as scalar arguments (ops.Param slots)
+        self.params: list[Src] = []  # constants passed as scalar arguments (expr.Param slots)
         self.param_slot: dict[int, int] = {}
         self.gathers = 0
 
@@ -128,7 +128,7 @@ class KernelBuilder:
             return Kernel(tuple(root.shape), (), tuple(self.bufs), body)
         body = self.node_expr(self.root, coords, sym.ONE)
         if body.dtype != self.root.dtype:
-            body = ops.Cast(body, self.root.dtype)
+            body = expr.Cast(body, self.root.dtype)
         return Kernel(tuple(self.root.shape), self.red_shape or (), tuple(self.bufs), body,
                       tuple(s.dtype for s in self.params))
 
@@ -242,16 +242,16 @@ class KernelBuilder:
                 return self.red_sizes(s.base)
         return None
 
-    def src_expr(self, s: Src, coords: list[sym.Node], valid: sym.Node) -> ops.Expr:
+    def src_expr(self, s: Src, coords: list[sym.Node], valid: sym.Node) -> expr.Expr:
         n = s.base
         if n is None:
             if not s.param:
-                return ops.Const(s.value, s.dtype)
+                return expr.Const(s.value, s.dtype)
             slot = self.param_slot.get(id(s))
             if slot is None:
                 slot = self.param_slot[id(s)] = len(self.params)
                 self.params.append(s)
-            return ops.Param(slot, s.dtype)
+            return expr.Param(slot, s.dtype)
         v = s.view
         if n.buffer is None:
             if v.shape == n.shape and _identity(v, n.shape):
@@ -269,18 +269,18 @@ class KernelBuilder:
                 return self.node_expr(n, inner, valid)
             self.store(n)
         if valid == sym.ZERO:
-            return ops.Const(0, s.dtype)
+            return expr.Const(0, s.dtype)
         index = sym.add(v.offset, *(sym.mul(c, st) for c, st, d in zip(coords, v.strides, v.shape) if d != 1))
-        return ops.Load(self.buf_index(n.buffer, s.dtype), s.dtype, index, valid)
+        return expr.Load(self.buf_index(n.buffer, s.dtype), s.dtype, index, valid)
 
-    def node_expr(self, n: LazyNode, coords: list[sym.Node], valid: sym.Node) -> ops.Expr:
+    def node_expr(self, n: LazyNode, coords: list[sym.Node], valid: sym.Node) -> expr.Expr:
         op = n.op
         if op in ALU:
             srcs = tuple(self.src_expr(s, coords, valid) for s in n.srcs)
-            return ops.Alu(op, srcs, n.dtype)
+            return expr.Alu(op, srcs, n.dtype)
         if op is Op.CAST:
             inner = self.src_expr(n.srcs[0], coords, valid)
-            return inner if inner.dtype == n.dtype else ops.Cast(inner, n.dtype)
+            return inner if inner.dtype == n.dtype else expr.Cast(inner, n.dtype)
         if op is Op.COPY:
             return self.src_expr(n.srcs[0], coords, valid)
         if op is Op.CONST:
@@ -293,7 +293,7 @@ class KernelBuilder:
             return self.gather_expr(n, coords, valid)
         raise ZyxError(f"internal: lazy op {op!r} reached node_expr")
 
-    def pad_expr(self, n: LazyNode, coords: list[sym.Node], valid: sym.Node) -> ops.Expr:
+    def pad_expr(self, n: LazyNode, coords: list[sym.Node], valid: sym.Node) -> expr.Expr:
         pads, value = n.arg
         src = n.srcs[0]
         inner_coords, conds = [], []
@@ -307,11 +307,11 @@ class KernelBuilder:
         inner = self.src_expr(src, inner_coords, sym.land(valid, cond))
         if cond == sym.ONE:
             return inner
-        if isinstance(inner, ops.Load) and inner.other == 0:
-            return ops.Load(inner.buf, inner.dtype, inner.index, inner.valid, value)
-        return ops.Alu(Op.WHERE, (ops.Cond(cond), inner, ops.Const(value, n.dtype)), n.dtype)
+        if isinstance(inner, expr.Load) and inner.other == 0:
+            return expr.Load(inner.buf, inner.dtype, inner.index, inner.valid, value)
+        return expr.Alu(Op.WHERE, (expr.Cond(cond), inner, expr.Const(value, n.dtype)), n.dtype)
 
-    def reduce_expr(self, n: LazyNode, coords: list[sym.Node], valid: sym.Node) -> ops.Expr:
+    def reduce_expr(self, n: LazyNode, coords: list[sym.Node], valid: sym.Node) -> expr.Expr:
         axes = n.arg
         src = n.srcs[0]
         sizes = tuple(src.view.shape[a] for a in axes)
@@ -325,9 +325,9 @@ class KernelBuilder:
         saved, self.in_reduce = self.in_reduce, True
         body = self.src_expr(src, inner, valid)
         self.in_reduce = saved
-        return ops.Reduce(n.op, body, n.dtype)
+        return expr.Reduce(n.op, body, n.dtype)
 
-    def gather_expr(self, n: LazyNode, coords: list[sym.Node], valid: sym.Node) -> ops.Expr:
+    def gather_expr(self, n: LazyNode, coords: list[sym.Node], valid: sym.Node) -> expr.Expr:
         """``table[index[coords[:-1]], coords[-1]]``: the row is a per-element value (a bounds-checked
         gather variable); the table is read from its buffer."""
         table, index = n.srcs
@@ -341,5 +341,5 @@ class KernelBuilder:
         row = sym.var(name, 0, rows - 1)
         v = table.view
         flat = sym.add(v.offset, sym.mul(row, v.strides[0]), sym.mul(coords[-1], v.strides[1]))
-        return ops.Load(self.buf_index(base.buffer, table.dtype), table.dtype, flat, valid,
+        return expr.Load(self.buf_index(base.buffer, table.dtype), table.dtype, flat, valid,
                         gather=((name, row_value, rows),))

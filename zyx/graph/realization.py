@@ -17,11 +17,11 @@ import math
 from zyx.backend import launch as launch_mod
 from zyx.backend.launch import runtime_lock
 from zyx.backend.pool import Buffer
-from zyx.codegen.kernel import launch_kernel
+from zyx.codegen.ir_source import launch_kernel
 from zyx.graph import schedule
 from zyx.graph.fusion import KernelBuilder, count_parents
 from zyx.graph.node import LazyNode, Src, pending_readers
-from zyx.ir import ops
+from zyx.ir import expr
 from zyx.op import Op
 from zyx.opt.ir_tuning import choose_opts
 
@@ -91,7 +91,7 @@ def _realize_one(node: LazyNode, build: _Build) -> None:
         kernel = kb.build()
         args = [out.cl] + [b.cl for b in kb.args[1:]]  # type: ignore[union-attr]
         for c in kb.params:
-            value = ops.param_value(c.value, c.dtype)
+            value = expr.param_value(c.value, c.dtype)
             build.param_objs[id(value)] = c
             args.append(value)
         opts = choose_opts(kernel, device, args)

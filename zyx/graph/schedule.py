@@ -19,7 +19,7 @@ from zyx.backend import errorflags
 from zyx.backend.launch import launch
 from zyx.backend.pool import Buffer
 from zyx.graph.node import LazyNode, Src
-from zyx.ir import ops
+from zyx.ir import expr
 from zyx.op import Op
 
 SCHEDULE_CACHE_SIZE = 4096
@@ -167,7 +167,7 @@ def replay(schedule: tuple, gk: GraphKey, device: Any, set_buffer: Callable[[Laz
                 args.append(outs[i].cl)
             elif kind == 3:
                 c = consts[i]
-                args.append(ops.param_value(c.value, c.dtype))
+                args.append(expr.param_value(c.value, c.dtype))
             else:
                 args.append(errorflags.reserve(device)[0])
         launch(ck, glob, local, args, offset=offset, counts=counts)

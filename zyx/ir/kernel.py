@@ -29,7 +29,7 @@ import math
 from dataclasses import dataclass
 
 from zyx.dtype import DType
-from zyx.ir import ops
+from zyx.ir import expr
 from zyx.ir import symbolic as sym
 
 
@@ -46,8 +46,8 @@ class Kernel:
     out_shape: tuple[int, ...]
     red_shape: tuple[int, ...]
     bufs: tuple[DType, ...]
-    body: ops.Expr
-    params: tuple[DType, ...] = ()  # dtypes of the scalar arguments (``ops.Param`` slots), after the buffers
+    body: expr.Expr
+    params: tuple[DType, ...] = ()  # dtypes of the scalar arguments (``expr.Param`` slots), after the buffers
 
     @property
     def out_dtype(self) -> DType:
@@ -64,8 +64,8 @@ class Kernel:
     def op_names(self) -> list[str]:
         """The distinct op names of the body, for the header comment and the kernel name."""
         seen: list[str] = []
-        for e in ops.walk(self.body):
-            name = e.op if isinstance(e, (ops.Alu, ops.Reduce)) else ("cast" if isinstance(e, ops.Cast) else None)
+        for e in expr.walk(self.body):
+            name = e.op if isinstance(e, (expr.Alu, expr.Reduce)) else ("cast" if isinstance(e, expr.Cast) else None)
             if name and name not in seen:
                 seen.append(name)
         return seen
@@ -97,10 +97,10 @@ def matmul_axes(k: Kernel) -> tuple[int, int] | None:
     axes = [i for i, s in enumerate(k.out_shape) if s > 1]
     if len(axes) < 2:
         return None
-    red = [e for e in ops.walk(k.body) if isinstance(e, ops.Reduce)]
+    red = [e for e in expr.walk(k.body) if isinstance(e, expr.Reduce)]
     if len(red) != 1 or red[0].op != "sum":
         return None
-    loads = [e for e in ops.walk(red[0].src) if isinstance(e, ops.Load)]
+    loads = [e for e in expr.walk(red[0].src) if isinstance(e, expr.Load)]
     if len(loads) < 2:
         return None
     row, col = axes[-2], axes[-1]
@@ -129,14 +129,14 @@ def vectorizable(k: Kernel) -> bool:
     """Whether every value of ``k`` has a vector form: float32/float64 only, ops in ``VECTOR_OPS``."""
     if any(d.name not in VECTOR_DTYPES for d in k.bufs):
         return False
-    for e in ops.walk(k.body):
-        if e.dtype.name not in VECTOR_DTYPES or isinstance(e, (ops.Cast, ops.Cond)):
+    for e in expr.walk(k.body):
+        if e.dtype.name not in VECTOR_DTYPES or isinstance(e, (expr.Cast, expr.Cond)):
             return False
-        if isinstance(e, ops.Alu) and e.op not in VECTOR_OPS:
+        if isinstance(e, expr.Alu) and e.op not in VECTOR_OPS:
             return False
-        if isinstance(e, ops.Reduce) and e.op not in ("sum", "prod", "max", "min"):
+        if isinstance(e, expr.Reduce) and e.op not in ("sum", "prod", "max", "min"):
             return False
-        if isinstance(e, ops.Load) and e.gather:
+        if isinstance(e, expr.Load) and e.gather:
             return False
     return True
 
@@ -163,12 +163,12 @@ def row_kernel(k: Kernel) -> bool:
         return False
     last = f"o{n - 1}"
     found = False
-    for r in ops.walk(k.body):
-        if not isinstance(r, ops.Reduce):
+    for r in expr.walk(k.body):
+        if not isinstance(r, expr.Reduce):
             continue
         found = True
-        for e in ops.walk(r.src):
-            idx = (e.index, e.valid) if isinstance(e, ops.Load) else (e.valid,) if isinstance(e, ops.Cond) else ()
+        for e in expr.walk(r.src):
+            idx = (e.index, e.valid) if isinstance(e, expr.Load) else (e.valid,) if isinstance(e, expr.Cond) else ()
             if any(v.name == last for x in idx for v in sym.variables(x)):
                 return False
     return found

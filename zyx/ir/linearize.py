@@ -30,7 +30,7 @@ import numpy as np
 
 from zyx import dtype as dtypes
 from zyx.dtype import DType, index_type
-from zyx.ir import ops
+from zyx.ir import expr
 from zyx.ir import symbolic as sym
 from zyx.ir.kernel import Kernel, Opts, out_var, red_var, row_kernel, row_vec, vector_plan
 from zyx.ir.rewrite import rewrite
@@ -66,14 +66,14 @@ class Program:
 
 # ------------------------------------------------------------------ lowering
 
-def _subst_expr(e: ops.Expr, mapping: dict) -> ops.Expr:
+def _subst_expr(e: expr.Expr, mapping: dict) -> expr.Expr:
     """``e`` with the index variables of ``mapping`` substituted in every load and condition."""
-    def fn(x: ops.Expr) -> ops.Expr | None:
-        if isinstance(x, ops.Load):
-            return ops.Load(x.buf, x.dtype, sym.substitute(x.index, mapping), sym.substitute(x.valid, mapping),
+    def fn(x: expr.Expr) -> expr.Expr | None:
+        if isinstance(x, expr.Load):
+            return expr.Load(x.buf, x.dtype, sym.substitute(x.index, mapping), sym.substitute(x.valid, mapping),
                             x.other, x.gather)
-        if isinstance(x, ops.Cond):
-            return ops.Cond(sym.substitute(x.valid, mapping), x.dtype)
+        if isinstance(x, expr.Cond):
+            return expr.Cond(sym.substitute(x.valid, mapping), x.dtype)
         return None
     return rewrite(e, fn)
 
@@ -83,7 +83,7 @@ class _Builder:
         self.vec_reduce = vec_reduce
         self.instrs: list[tuple[int, Instr]] = []  # (section, instr with provisional ids)
         self.reduce_vars = reduce_vars
-        self.memo: dict[ops.Expr, tuple[int, int]] = {}
+        self.memo: dict[expr.Expr, tuple[int, int]] = {}
         self.loop_copies: list[dict] = [{}]  # substitutions of the unrolled reduce variable (main loop)
         self.tail_copy: dict | None = None  # the substitution of the scalar tail loop (with "__guard__")
         self.loop_section = 1  # where values that depend on the reduce variables go (1 main, 2 tail)
@@ -99,15 +99,15 @@ class _Builder:
                 return self.loop_section
         return 0
 
-    def emit(self, e: ops.Expr) -> tuple[int, int]:
+    def emit(self, e: expr.Expr) -> tuple[int, int]:
         got = self.memo.get(e)
         if got is not None:
             return got
-        if isinstance(e, ops.Const):
+        if isinstance(e, expr.Const):
             res = (self.push(0, Instr("const", e.dtype, (), e.value)), 0)
-        elif isinstance(e, ops.Param):
+        elif isinstance(e, expr.Param):
             res = (self.push(0, Instr("param", e.dtype, (), e.slot)), 0)
-        elif isinstance(e, ops.Load):
+        elif isinstance(e, expr.Load):
             gathered = [self.emit(x) for _, x, _ in e.gather]  # the values a gather's index uses
             sec = max([self._section_of_index(e.index, e.valid)] + [s for _, s in gathered])
             if e.buf == 0:  # a row kernel reading back its output: after the store, never hoisted above it
@@ -115,20 +115,20 @@ class _Builder:
             res = (self.push(sec, Instr("load", e.dtype, tuple(i for i, _ in gathered),
                                         (e.buf, e.index, e.valid, e.other, tuple((nm, sz) for nm, _, sz in e.gather)))),
                    sec)
-        elif isinstance(e, ops.Cond):
+        elif isinstance(e, expr.Cond):
             sec = self._section_of_index(e.valid)
             res = (self.push(sec, Instr("cond", e.dtype, (), e.valid)), sec)
-        elif isinstance(e, ops.Cast):
+        elif isinstance(e, expr.Cast):
             i, sec = self.emit(e.src)
             res = (self.push(sec, Instr("cast", e.dtype, (i,), e.src.dtype)), sec)
-        elif isinstance(e, ops.Alu):
+        elif isinstance(e, expr.Alu):
             srcs = [self.emit(s) for s in e.srcs]
             sec = max(s for _, s in srcs)
             res = (self.push(sec, Instr("alu", e.dtype, tuple(i for i, _ in srcs),
                                         (e.op, tuple(s.dtype for s in e.srcs)))),
                    sec)
-        elif isinstance(e, ops.Reduce):
-            acc = self.push(0, Instr("acc", e.dtype, (), (e.op, ops.reduce_identity(e.op, e.src.dtype if e.op in (
+        elif isinstance(e, expr.Reduce):
+            acc = self.push(0, Instr("acc", e.dtype, (), (e.op, expr.reduce_identity(e.op, e.src.dtype if e.op in (
                 "argmax", "argmin") else e.dtype), e.src.dtype)))
             arg = e.op in ("argmax", "argmin")
             for copy in self.loop_copies:
@@ -167,13 +167,13 @@ def split_plan(k: Kernel, opts: Opts) -> tuple[int, int]:
     return s, s * max(1, min(opts.local, 256) // s)
 
 
-def _guard_loads(e: ops.Expr, guard_of: Any) -> ops.Expr:
+def _guard_loads(e: expr.Expr, guard_of: Any) -> expr.Expr:
     """``e`` with ``guard_of(load)`` ANDed into the validity of each load (masked lanes, tails)."""
-    return rewrite(e, lambda x: ops.Load(x.buf, x.dtype, x.index, sym.land(x.valid, guard_of(x)), x.other, x.gather)
-                   if isinstance(x, ops.Load) else None)
+    return rewrite(e, lambda x: expr.Load(x.buf, x.dtype, x.index, sym.land(x.valid, guard_of(x)), x.other, x.gather)
+                   if isinstance(x, expr.Load) else None)
 
 
-def _mentions(e: ops.Load, names: set[str]) -> bool:
+def _mentions(e: expr.Load, names: set[str]) -> bool:
     return any(v.name in names for v in sym.variables(e.index) | sym.variables(e.valid))
 
 
@@ -203,15 +203,15 @@ def linearize(k: Kernel, opts: Opts) -> Program:
     acc = 1
     defs = []
     for i in reversed(range(n)):
-        expr = sym.mod(sym.floordiv(gid, acc), grid[i])
+        coord = sym.mod(sym.floordiv(gid, acc), grid[i])
         acc *= grid[i]
         gv = sym.var(f"g{i}", 0, max(grid[i] - 1, 0))
-        if isinstance(gv, sym.Var) and not isinstance(expr, sym.Var):
-            defs.append(Instr("define", dtypes.int64, (), (gv.name, expr)))
+        if isinstance(gv, sym.Var) and not isinstance(coord, sym.Var):
+            defs.append(Instr("define", dtypes.int64, (), (gv.name, coord)))
         elif not isinstance(gv, sym.Var):
             gv = sym.ZERO
         else:
-            gv = expr
+            gv = coord
         gvars.append(gv)
     gvars.reverse()
     for d in reversed(defs):
@@ -337,20 +337,20 @@ _RED = "__zyx_row_reduce"  # placeholder constants standing for a row kernel's h
 ROW = "rc"  # the loop over a row's outputs
 
 
-def _hoist_reduces(e: ops.Expr, table: dict) -> ops.Expr:
+def _hoist_reduces(e: expr.Expr, table: dict) -> expr.Expr:
     """``e`` with every ``Reduce`` (innermost first) replaced by a placeholder ``Const((_RED, i))``;
     ``table`` maps each distinct reduce (its placeholders inside) to (i, level): level 0 reads no other
     reduce, level L reads one of level L-1."""
-    def fn(x: ops.Expr) -> ops.Expr | None:
-        if not isinstance(x, ops.Reduce):
+    def fn(x: expr.Expr) -> expr.Expr | None:
+        if not isinstance(x, expr.Reduce):
             return None
         if x not in table:
             level_of = dict(table.values())
-            level = max((level_of[c.value[1]] + 1 for c in ops.walk(x.src)
-                         if isinstance(c, ops.Const) and isinstance(c.value, tuple) and c.value[:1] == (_RED,)),
+            level = max((level_of[c.value[1]] + 1 for c in expr.walk(x.src)
+                         if isinstance(c, expr.Const) and isinstance(c.value, tuple) and c.value[:1] == (_RED,)),
                         default=0)
             table[x] = (len(table), level)
-        return ops.Const((_RED, table[x][0]), x.dtype)
+        return expr.Const((_RED, table[x][0]), x.dtype)
     return rewrite(e, fn)
 
 
@@ -358,25 +358,25 @@ _COSTLY = frozenset({"exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos"
                      "gelu_tanh", "silu", "erf", "pow"})
 
 
-def _replace(e: ops.Expr, old: ops.Expr, new: ops.Expr) -> ops.Expr:
+def _replace(e: expr.Expr, old: expr.Expr, new: expr.Expr) -> expr.Expr:
     """``e`` with every subtree equal to ``old`` replaced by ``new``."""
     return rewrite(e, lambda x: new if x == old else None)
 
 
-def _reused(k: Kernel, body: ops.Expr, srcs: list[ops.Expr], ov: sym.Node, rv: sym.Node) -> ops.Expr | None:
+def _reused(k: Kernel, body: expr.Expr, srcs: list[expr.Expr], ov: sym.Node, rv: sym.Node) -> expr.Expr | None:
     """The largest costly value (a transcendental op) of the outputs that the last reduce level also computes
     element by element (``exp(x - max)`` in softmax), in terms of ``rv``: that loop stores it into the output
     and the output loop reads it back instead of recomputing it. Only for a float32/float64 output of the
     value's dtype (stored exactly) with as many reduce elements as outputs in a row."""
     if k.red_shape[0] != k.out_shape[-1] or k.out_dtype.name not in ("float32", "float64"):
         return None
-    inside = {e for s in srcs for e in ops.walk(s)}
-    for e in ops.walk(_subst_expr(body, {ov: rv})):  # parents first: the largest such value wins
-        if e not in inside or e.dtype != k.out_dtype or not isinstance(e, (ops.Alu, ops.Cast)):
+    inside = {e for s in srcs for e in expr.walk(s)}
+    for e in expr.walk(_subst_expr(body, {ov: rv})):  # parents first: the largest such value wins
+        if e not in inside or e.dtype != k.out_dtype or not isinstance(e, (expr.Alu, expr.Cast)):
             continue
-        parts = list(ops.walk(e))
-        loads = [x for x in parts if isinstance(x, ops.Load)]
-        if any(isinstance(x, ops.Alu) and x.op in _COSTLY for x in parts) and not any(x.gather for x in loads) \
+        parts = list(expr.walk(e))
+        loads = [x for x in parts if isinstance(x, expr.Load)]
+        if any(isinstance(x, expr.Alu) and x.op in _COSTLY for x in parts) and not any(x.gather for x in loads) \
                 and any(rv in sym.variables(x.index) for x in loads):
             return e
     return None
@@ -396,7 +396,7 @@ def _linearize_row(k: Kernel, opts: Opts) -> Program:
     outer = k.out_shape[:-1]
     items = math.prod(outer)
     gid = sym.var("gid", 0, max(items - 1, 0))
-    table: dict[ops.Reduce, tuple[int, int]] = {}
+    table: dict[expr.Reduce, tuple[int, int]] = {}
     body = _hoist_reduces(k.body, table)
     levels = max((lv for _, lv in table.values()), default=-1) + 1
     b = _Builder(set(), vec > 1)
@@ -426,7 +426,7 @@ def _linearize_row(k: Kernel, opts: Opts) -> Program:
         tail = [{var: sym.add(sym.var(TAIL, 0, rem - 1), steps * chunk)}] if rem else []
         return main, tail
 
-    def emit_in(sec: int, e: ops.Expr, sub: dict) -> int:
+    def emit_in(sec: int, e: expr.Expr, sub: dict) -> int:
         b.loop_section = sec
         b.memo = {kk: vv for kk, vv in b.memo.items() if vv[1] % 4 in (0, 3)}  # nothing from another loop
         v, _ = b.emit(_subst_expr(e, sub) if sub else e)
@@ -449,20 +449,20 @@ def _linearize_row(k: Kernel, opts: Opts) -> Program:
             if lv != p:
                 continue
             arg = r.op in ("argmax", "argmin")
-            a = b.push(0, Instr("acc", r.dtype, (), (r.op, ops.reduce_identity(r.op, r.src.dtype if arg else r.dtype),
+            a = b.push(0, Instr("acc", r.dtype, (), (r.op, expr.reduce_identity(r.op, r.src.dtype if arg else r.dtype),
                                                      r.src.dtype)))
             for sec, sub in [(4 * p + 1, c) for c in main] + [(4 * p + 2, c) for c in tail]:
                 v = emit_in(sec, r.src, sub)
                 b.push(sec, Instr("accum", r.dtype, (a, v), (r.op, sub[rv] if arg else None, sym.ONE,
                                                             vec > 1 and sec == 4 * p + 2)))
-                if reuse is not None and reuse in set(ops.walk(r.src)):  # kept in the output for the last loop
+                if reuse is not None and reuse in set(expr.walk(r.src)):  # kept in the output for the last loop
                     keep, _ = b.emit(_subst_expr(reuse, sub))
                     b.push(sec, Instr("store", k.out_dtype, (keep,), (flat_of({ov: sub[rv]}), sym.ONE)))
-            if reuse is not None and reuse in set(ops.walk(r.src)):
-                body = _replace(body, _subst_expr(reuse, {rv: ov}), ops.Load(0, k.out_dtype, flat_of({ov: ov})))
+            if reuse is not None and reuse in set(expr.walk(r.src)):
+                body = _replace(body, _subst_expr(reuse, {rv: ov}), expr.Load(0, k.out_dtype, flat_of({ov: ov})))
                 reuse = None
             res = b.push(4 * p + 3, Instr("hreduce", r.dtype, (a,), r.op)) if vec > 1 else a
-            b.memo[ops.Const((_RED, i), r.dtype)] = (res, 4 * p + 3)
+            b.memo[expr.Const((_RED, i), r.dtype)] = (res, 4 * p + 3)
     p = levels
     b.reduce_vars = {ROW}
     main, tail = phase_copies(p, ov, size, ROW)

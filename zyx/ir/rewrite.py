@@ -1,4 +1,4 @@
-"""The one tree-rewrite helper for kernel IR expressions (``zyx.ir.ops``).
+"""The one tree-rewrite helper for kernel IR expressions (``zyx.ir.expr``).
 
 Every pass that changes an expression tree (substituting index variables, guarding loads,
 hoisting reduces, replacing a subtree) is a function ``fn`` handed to ``rewrite``, so
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from zyx.ir.ops import Alu, Cast, Expr, Load, Reduce
+from zyx.ir.expr import Alu, Cast, Expr, Load, Reduce
 
 
 def rewrite(root: Expr, fn: Callable[[Expr], Expr | None]) -> Expr:

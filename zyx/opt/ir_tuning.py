@@ -131,7 +131,7 @@ def choose_opts(k: Kernel, device: Any, args: list) -> Opts:
     base = default_opts(k, device.info.max_work_group_size, device.info)
     if settings.TUNE <= 0:
         return base
-    from zyx.codegen.kernel import launch_kernel
+    from zyx.codegen.ir_source import launch_kernel
 
     out_bytes = k.numel * k.out_dtype.itemsize
     scratch = device.pool.allocate(out_bytes)

@@ -6,14 +6,14 @@ import pytest
 
 import zyx
 from zyx import dtype as dt
-from zyx.codegen.kernel import kernel_source, literal
-from zyx.ir import ops
+from zyx.codegen.ir_source import kernel_source, literal
+from zyx.ir import expr
 from zyx.ir.kernel import Kernel, Opts, out_var
 
 
 def test_source_is_readable():
     i = out_var(0, 100)
-    body = ops.Alu("add", (ops.Load(1, dt.bfloat16, i), ops.Const(1.0, dt.bfloat16)), dt.bfloat16)
+    body = expr.Alu("add", (expr.Load(1, dt.bfloat16, i), expr.Const(1.0, dt.bfloat16)), dt.bfloat16)
     src = kernel_source(Kernel((100,), (), (dt.bfloat16, dt.bfloat16), body), Opts(local=32))
     assert "zyx_e_add: out bfloat16[100]" in src
     assert "__global ushort *restrict out" in src and "__global const ushort *restrict in1" in src

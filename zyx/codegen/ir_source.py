@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 from zyx.codegen.render import render
 from zyx.dtype import DType
-from zyx.ir import ops
+from zyx.ir import expr
 from zyx.ir import symbolic as sym
 from zyx.ir.kernel import Kernel, Opts
 from zyx.ir.linearize import LANE, Program, linearize
@@ -451,8 +451,8 @@ def statements(prog: Program, k: Kernel, stream: bool = False) -> tuple[Statemen
         name = f"v{i}"
         w = width[i]
         if ins.op == "define":
-            vname, expr = ins.arg
-            out.append(Define(vname, sym.render(expr, _index_name)))
+            vname, node = ins.arg
+            out.append(Define(vname, sym.render(node, _index_name)))
             continue
         if ins.op == "const":
             out.append(Let(ctype(ins.dtype), name, literal(ins.arg, ins.dtype)))
@@ -464,20 +464,20 @@ def statements(prog: Program, k: Kernel, stream: bool = False) -> tuple[Statemen
             base = _contiguous(index, w)
             full = _all_lanes(valid, w) if base is not None and _mentions_lane(valid) else None
             if base is not None and not _mentions_lane(valid):
-                expr = _vector_at(vt, True, f"{_buf(buf)} + {sym.render(base, _index_name)}")
+                code = _vector_at(vt, True, f"{_buf(buf)} + {sym.render(base, _index_name)}")
                 if valid != sym.ONE:
-                    expr = f"({sym.render(valid, _index_name)}) ? {expr} : ({vt})({oth})"
+                    code = f"({sym.render(valid, _index_name)}) ? {code} : ({vt})({oth})"
             else:  # a gather, lane by lane (behind a whole-vector load when every lane is valid)
                 parts = []
                 for ix, ok in zip(_lanes(index, w), _lanes(valid, w)):
                     ld = f"{_buf(buf)}[{sym.render(ix, _index_name)}]"
                     parts.append(ld if ok == sym.ONE else (oth if ok == sym.ZERO else
                                                           f"(({sym.render(ok, _index_name)}) ? {ld} : {oth})"))
-                expr = f"({vt})({', '.join(parts)})"
+                code = f"({vt})({', '.join(parts)})"
                 if full is not None and full != sym.ZERO:
                     whole = _vector_at(vt, True, f"{_buf(buf)} + {sym.render(base, _index_name)}")
-                    expr = f"({sym.render(full, _index_name)}) ? {whole} : {expr}"
-            out.append(Let(vt, name, expr))
+                    code = f"({sym.render(full, _index_name)}) ? {whole} : {code}"
+            out.append(Let(vt, name, code))
         elif ins.op == "load":
             buf, index, valid, other, gather = ins.arg
             gnames: dict[str, str] = {}
@@ -499,16 +499,16 @@ def statements(prog: Program, k: Kernel, stream: bool = False) -> tuple[Statemen
             out.append(Convert(ctype(ins.dtype), name, ins.arg, ins.dtype, names[ins.srcs[0]], bits))
         elif ins.op == "alu" and w > 1:
             op, src_dts = ins.arg
-            expr = _vector_alu(op, ctype(ins.dtype), vtype(ins.dtype, w), [operand(s, w) for s in ins.srcs])
-            out.append(Let(vtype(ins.dtype, w), name, expr))
+            code = _vector_alu(op, ctype(ins.dtype), vtype(ins.dtype, w), [operand(s, w) for s in ins.srcs])
+            out.append(Let(vtype(ins.dtype, w), name, code))
         elif ins.op == "alu":
             op, src_dts = ins.arg
-            expr = alu_expr(op, src_dts, ins.dtype, [names[s] for s in ins.srcs])
-            if needs_rounding(ins.dtype) and op not in ops.EXACT_OPS and op not in ops.COMPARISONS:
+            code = alu_expr(op, src_dts, ins.dtype, [names[s] for s in ins.srcs])
+            if needs_rounding(ins.dtype) and op not in expr.EXACT_OPS and op not in expr.COMPARISONS:
                 kept_bits.add(name)
-                out.append(Round(ctype(ins.dtype), name, ins.dtype, expr))
+                out.append(Round(ctype(ins.dtype), name, ins.dtype, code))
             else:
-                out.append(Let(ctype(ins.dtype), name, expr))
+                out.append(Let(ctype(ins.dtype), name, code))
         elif ins.op == "acc":
             rop, init, src_dt = ins.arg
             name = f"acc{i}"
@@ -609,7 +609,7 @@ def statements(prog: Program, k: Kernel, stream: bool = False) -> tuple[Statemen
     return tuple(out)
 
 
-#: Name prefix of the scalar kernel arguments (``ops.Param`` slots).
+#: Name prefix of the scalar kernel arguments (``expr.Param`` slots).
 PARAM = "zyx_p"
 
 
@@ -635,7 +635,7 @@ def source(k: Kernel, opts: Opts) -> tuple[str, str, Program]:
     stmts = statements(prog, k, opts.stream)
     bufs = tuple(("out" if i == 0 else f"in{i}", d, i == 0) for i, d in enumerate(k.bufs))
     params = tuple((f"{PARAM}{i}", param_ctype(d)) for i, d in enumerate(k.params))
-    all_dtypes = tuple({d.name: d for d in (*k.bufs, *(e.dtype for e in ops.walk(k.body)))}.values())
+    all_dtypes = tuple({d.name: d for d in (*k.bufs, *(e.dtype for e in expr.walk(k.body)))}.values())
     header = (f"{name}: out {k.out_dtype.name}{list(k.out_shape)}"
               + (f", reduce over {list(k.red_shape)}" if k.red_shape else "")
               + f"; ops: {', '.join(k.op_names()) or 'copy'}",
