@@ -20,6 +20,7 @@ from zyx.ir import expr
 from zyx.ir import symbolic as sym
 from zyx.ir.kernel import Kernel, Opts
 from zyx.ir.linearize import LANE, Program, linearize
+from zyx.op import ARG_REDUCE, COMPARISON, EXACT, Op
 
 # -w: generated code; PoCL's clang otherwise prints "N warnings generated." to stderr at launch time for
 # float16 vectors on AVX2 ("changes the ABI"), noise a user can do nothing about (ZYX_DEBUG=2 shows the source).
@@ -75,7 +76,7 @@ def _tanh(x: str, ct: str) -> str:
     return f"(!(fabs({x}) >= {edge}) ? tanh({x}) : copysign(fmin(fabs({x}), {one}), {x}))"
 
 
-def _float_expr(op: str, a: str, b: str | None, ct: str, vt: str | None = None) -> str:
+def _float_expr(op: Op, a: str, b: str | None, ct: str, vt: str | None = None) -> str:
     # NaN tests are written ``x != x``: PoCL calls (never inlines) its isnan(), with spills around each call
     one = "1.0f" if ct == "float" else "1.0"
     # float32 exp, erf, log, log2, sin, cos: zyx's own, tan: the built-in guarded (templates/common/math.mako);
@@ -84,94 +85,93 @@ def _float_expr(op: str, a: str, b: str | None, ct: str, vt: str | None = None) 
     half = "0.5f" if ct == "float" else "0.5"
     f = "f" if ct == "float" else ""
     table = {
-        "add": f"{a} + {b}", "sub": f"{a} - {b}", "mul": f"{a} * {b}", "div": f"{a} / {b}",
-        "floordiv": f"zyx_floordiv_py({a}, {b})", "mod": f"zyx_fmod_py{'' if ct == 'float' else '_d'}({a}, {b})",
-        "pow": f"pow({a}, {b})",
+        Op.ADD: f"{a} + {b}", Op.SUB: f"{a} - {b}", Op.MUL: f"{a} * {b}", Op.DIV: f"{a} / {b}",
+        Op.FLOORDIV: f"zyx_floordiv_py({a}, {b})", Op.MOD: f"zyx_fmod_py{'' if ct == 'float' else '_d'}({a}, {b})",
+        Op.POW: f"pow({a}, {b})",
         # NaN from either side; between equal values (-0.0 and 0.0) the second operand, as NumPy
         # and PyTorch's vectorized loops (its scalar tail loop returns the first)
-        "maximum": f"(({a} > {b} || ({a} != {a})) ? {a} : {b})",
-        "minimum": f"(({a} < {b} || ({a} != {a})) ? {a} : {b})",
-        "neg": f"-{a}", "abs": f"fabs({a})", "exp": f"{exp}({a})", "exp2": f"exp2({a})", "log": f"{log}({a})",
-        "log2": f"{log2}({a})", "sqrt": f"sqrt({a})", "rsqrt": f"{one} / sqrt({a})", "sin": f"{sin}({a})",
-        "cos": f"{cos}({a})", "tan": f"{tan}({a})", "tanh": _tanh(a, ct), "erf": f"{erf}({a})",
-        "sigmoid": f"{one} / ({one} + {exp}(-{a}))", "silu": f"{a} / ({one} + {exp}(-{a}))",
-        "relu": f"({a} < 0 ? 0 : {a})",  # NaN and -0.0 pass through, as in PyTorch
-        "gelu": f"{half} * {a} * ({one} + {erf}({a} * 0.7071067811865476{f}))",
-        "gelu_tanh":
+        Op.MAXIMUM: f"(({a} > {b} || ({a} != {a})) ? {a} : {b})",
+        Op.MINIMUM: f"(({a} < {b} || ({a} != {a})) ? {a} : {b})",
+        Op.NEG: f"-{a}", Op.ABS: f"fabs({a})", Op.EXP: f"{exp}({a})", Op.EXP2: f"exp2({a})", Op.LOG: f"{log}({a})",
+        Op.LOG2: f"{log2}({a})", Op.SQRT: f"sqrt({a})", Op.RSQRT: f"{one} / sqrt({a})", Op.SIN: f"{sin}({a})",
+        Op.COS: f"{cos}({a})", Op.TAN: f"{tan}({a})", Op.TANH: _tanh(a, ct), Op.ERF: f"{erf}({a})",
+        Op.SIGMOID: f"{one} / ({one} + {exp}(-{a}))", Op.SILU: f"{a} / ({one} + {exp}(-{a}))",
+        Op.RELU: f"({a} < 0 ? 0 : {a})",  # NaN and -0.0 pass through, as in PyTorch
+        Op.GELU: f"{half} * {a} * ({one} + {erf}({a} * 0.7071067811865476{f}))",
+        Op.GELU_TANH:
             f"{half} * {a} * ({one} + {_tanh(f'(0.7978845608028654{f} * ({a} + 0.044715{f} * {a} * {a} * {a}))', ct)})",
-        "reciprocal": f"{one} / {a}", "floor": f"floor({a})", "ceil": f"ceil({a})", "round": f"rint({a})",
-        "trunc": f"trunc({a})", "sign": f"({a} > 0 ? {one} : ({a} < 0 ? -{one} : 0))", "square": f"{a} * {a}",
+        Op.RECIPROCAL: f"{one} / {a}", Op.FLOOR: f"floor({a})", Op.CEIL: f"ceil({a})", Op.ROUND: f"rint({a})",
+        Op.TRUNC: f"trunc({a})", Op.SIGN: f"({a} > 0 ? {one} : ({a} < 0 ? -{one} : 0))", Op.SQUARE: f"{a} * {a}",
     }
     return table[op]
 
 
-def _int_expr(op: str, a: str, b: str | None, d: DType) -> str:
+def _int_expr(op: Op, a: str, b: str | None, d: DType) -> str:
     ct = ctype(d)
     signed = d.kind == "int"
     guard = f"{b} == -1 ? " if signed else ""
     fail = f"(atomic_or({ERR_FLAG}, {{}}), ({ct})0)"  # set a bit of the error flag (backend/errorflags.py), yield 0
     table = {
-        "add": f"({ct})({a} + {b})", "sub": f"({ct})({a} - {b})", "mul": f"({ct})({a} * {b})",
-        "floordiv": f"({b} == 0 ? {fail.format(1)} : " + (f"{guard}({ct})(-{a}) : " if signed else "")
-                    + (f"({ct})({a} / {b} - ((({a} % {b}) != 0 && (({a} < 0) != ({b} < 0))) ? 1 : 0)))"
-                       if signed else f"({ct})({a} / {b}))"),
-        "mod": f"({b} == 0 ? {fail.format(1)} : " + (f"{guard}({ct})0 : " if signed else "")
-               + (f"({ct})((({a} % {b}) != 0 && (({a} % {b} < 0) != ({b} < 0))) ? {a} % {b} + {b} : {a} % {b}))"
-                  if signed else f"({ct})({a} % {b}))"),
-        "pow": (f"({b} < 0 ? {fail.format(2)} : " if signed else "(") + f"({ct})zyx_ipow((long){a}, (long){b}))",
-        "maximum": f"max({a}, {b})", "minimum": f"min({a}, {b})",
-        "and": f"({ct})({a} & {b})", "or": f"({ct})({a} | {b})", "xor": f"({ct})({a} ^ {b})",
-        "neg": f"({ct})(-{a})", "abs": f"({ct})abs({a})" if signed else a,
-        "sign": f"({ct})(({a} > 0) - ({a} < 0))", "square": f"({ct})({a} * {a})",
-        "relu": f"({a} > 0 ? {a} : ({ct})0)", "invert": f"({ct})(~{a})",
-        "floor": a, "ceil": a, "round": a, "trunc": a,
+        Op.ADD: f"({ct})({a} + {b})", Op.SUB: f"({ct})({a} - {b})", Op.MUL: f"({ct})({a} * {b})",
+        Op.FLOORDIV: f"({b} == 0 ? {fail.format(1)} : " + (f"{guard}({ct})(-{a}) : " if signed else "")
+                     + (f"({ct})({a} / {b} - ((({a} % {b}) != 0 && (({a} < 0) != ({b} < 0))) ? 1 : 0)))"
+                        if signed else f"({ct})({a} / {b}))"),
+        Op.MOD: f"({b} == 0 ? {fail.format(1)} : " + (f"{guard}({ct})0 : " if signed else "")
+                + (f"({ct})((({a} % {b}) != 0 && (({a} % {b} < 0) != ({b} < 0))) ? {a} % {b} + {b} : {a} % {b}))"
+                   if signed else f"({ct})({a} % {b}))"),
+        Op.POW: (f"({b} < 0 ? {fail.format(2)} : " if signed else "(") + f"({ct})zyx_ipow((long){a}, (long){b}))",
+        Op.MAXIMUM: f"max({a}, {b})", Op.MINIMUM: f"min({a}, {b})",
+        Op.AND: f"({ct})({a} & {b})", Op.OR: f"({ct})({a} | {b})", Op.XOR: f"({ct})({a} ^ {b})",
+        Op.NEG: f"({ct})(-{a})", Op.ABS: f"({ct})abs({a})" if signed else a,
+        Op.SIGN: f"({ct})(({a} > 0) - ({a} < 0))", Op.SQUARE: f"({ct})({a} * {a})",
+        Op.RELU: f"({a} > 0 ? {a} : ({ct})0)", Op.INVERT: f"({ct})(~{a})",
+        Op.FLOOR: a, Op.CEIL: a, Op.ROUND: a, Op.TRUNC: a,
     }
     return table[op]
 
 
-def alu_expr(op: str, srcs: tuple[DType, ...], out: DType, names: list[str]) -> str:
+_CMP = {Op.EQ: "==", Op.NE: "!=", Op.LT: "<", Op.LE: "<=", Op.GT: ">", Op.GE: ">="}
+_BOOL_BITWISE = {Op.AND: "&", Op.OR: "|", Op.XOR: "^", Op.MAXIMUM: "|", Op.MINIMUM: "&"}
+
+
+def alu_expr(op: Op, srcs: tuple[DType, ...], out: DType, names: list[str]) -> str:
     """The C expression of one ALU op on named compute-type operands."""
     a = names[0]
     b = names[1] if len(names) > 1 else None
     s = srcs[0]
-    cmp = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
-    if op in cmp:
-        return f"(uchar)({a} {cmp[op]} {b})"
-    if op == "where":
+    if op in _CMP:
+        return f"(uchar)({a} {_CMP[op]} {b})"
+    if op == Op.WHERE:
         return f"({a} ? {names[1]} : {names[2]})"
-    if op == "not":
+    if op == Op.NOT:
         return f"(uchar)(!{a})"
-    if op == "isnan":
+    if op == Op.ISNAN:
         return f"(uchar)({a} != {a})" if s.is_float else "(uchar)0"
-    if op == "isinf":
+    if op == Op.ISINF:
         return f"(uchar)isinf({a})" if s.is_float else "(uchar)0"
     if s.is_bool:
-        if op in ("and", "or", "xor"):
-            return f"(uchar)({a} {'&' if op == 'and' else '|' if op == 'or' else '^'} {b})"
-        if op == "invert":
+        if op in _BOOL_BITWISE:  # bools are 0/1: maximum is or, minimum is and
+            return f"(uchar)({a} {_BOOL_BITWISE[op]} {b})"
+        if op == Op.INVERT:
             return f"(uchar)(!{a})"
-        if op in ("maximum",):
-            return f"(uchar)({a} | {b})"
-        if op in ("minimum",):
-            return f"(uchar)({a} & {b})"
-        if op in ("abs", "relu", "square"):
+        if op in (Op.ABS, Op.RELU, Op.SQUARE):
             return a
     if s.is_float:
         return _float_expr(op, a, b, ctype(s))
     return _int_expr(op, a, b, s)
 
 
-def _accum_line(op: str, acc: str, v: str, d: DType, src: DType, pos: str | None) -> list[str]:
-    if op == "sum":
+def _accum_line(op: Op, acc: str, v: str, d: DType, src: DType, pos: str | None) -> list[str]:
+    if op == Op.SUM:
         return [f"{acc} += {v};"]
-    if op == "prod":
+    if op == Op.PROD:
         return [f"{acc} *= {v};"]
-    if op in ("max", "min"):
-        cmp = ">" if op == "max" else "<"
+    if op in (Op.MAX, Op.MIN):
+        cmp = ">" if op == Op.MAX else "<"
         if d.is_float:
             return [f"{acc} = ({v} {cmp} {acc} || ({v} != {v})) ? {v} : {acc};"]
-        return [f"{acc} = {'max' if op == 'max' else 'min'}({acc}, {v});"]
-    cmp = ">" if op == "argmax" else "<"
+        return [f"{acc} = {'max' if op == Op.MAX else 'min'}({acc}, {v});"]
+    cmp = ">" if op == Op.ARGMAX else "<"
     nan = f" || (({v} != {v}) && !({acc}_v != {acc}_v))" if src.is_float else ""
     return [f"if ({v} {cmp} {acc}_v{nan}) {{ {acc}_v = {v}; {acc} = {pos}; }}"]
 
@@ -200,11 +200,11 @@ def vtype(d: DType, w: int) -> str:
     return ctype(d) if w == 1 else f"{ctype(d)}{w}"
 
 
-def _vector_alu(op: str, ct: str, vt: str, names: list[str]) -> str:
+def _vector_alu(op: Op, ct: str, vt: str, names: list[str]) -> str:
     """An ALU op on vector operands (every operand already a ``vt`` vector)."""
     a = names[0]
     b = names[1] if len(names) > 1 else None
-    if op == "relu":  # a vector ?: (not select(): PoCL compiles it faster) needs vector operands
+    if op == Op.RELU:  # a vector ?: (not select(): PoCL compiles it faster) needs vector operands
         return f"({a} < ({vt})(0) ? ({vt})(0) : {a})"
     return _float_expr(op, a, b, ct, vt)
 
@@ -262,14 +262,14 @@ def _all_lanes(valid: sym.Node, w: int) -> sym.Node | None:
     return sym.land(*out)
 
 
-def _combine_lines(op: str, x: str, part: str, ct: str, split: int, arg: bool) -> list[str]:
+def _combine_lines(op: Op, x: str, part: str, ct: str, split: int, arg: bool) -> list[str]:
     """Item 0 of a split group folds the partials of items 1..split-1 into ``x``, in item order."""
     lines = [f"{part}[zyx_lid] = {x};"] + ([f"{part}_v[zyx_lid] = {x}_v;"] if arg else [])
     lines += ["barrier(CLK_LOCAL_MEM_FENCE);", "if (zyx_sid == 0) {",
               f"    for (int zyx_j = 1; zyx_j < {split}; zyx_j++) {{",
               f"        const {ct} zyx_y = {part}{'_v' if arg else ''}[zyx_lid + zyx_j];"]
     if arg:  # the extreme value wins; among equal values (or NaNs) the first position
-        cmp = ">" if op == "argmax" else "<"
+        cmp = ">" if op == Op.ARGMAX else "<"
         nan = "(zyx_y != zyx_y)" if ct in ("float", "double") else "0"
         xnan = f"({x}_v != {x}_v)" if ct in ("float", "double") else "0"
         lines += [f"        const long zyx_p = {part}[zyx_lid + zyx_j];",
@@ -280,20 +280,20 @@ def _combine_lines(op: str, x: str, part: str, ct: str, split: int, arg: bool) -
     return lines + ["    }", "}"]
 
 
-def _fold(op: str, target: str, value: str, is_float: bool) -> str:
+def _fold(op: Op, target: str, value: str, is_float: bool) -> str:
     """One statement folding ``value`` into ``target`` for a sum/prod/max/min reduce
     (float max/min: NaN wins, as in PyTorch)."""
-    if op == "sum":
+    if op == Op.SUM:
         return f"{target} += {value};"
-    if op == "prod":
+    if op == Op.PROD:
         return f"{target} *= {value};"
     if is_float:
-        cmp = ">" if op == "max" else "<"
+        cmp = ">" if op == Op.MAX else "<"
         return f"{target} = ({value} {cmp} {target} || ({value} != {value})) ? {value} : {target};"
-    return f"{target} = {op}({target}, {value});"
+    return f"{target} = {'max' if op == Op.MAX else 'min'}({target}, {value});"
 
 
-def _hreduce_lines(op: str, name: str, acc: str, w: int, d: DType) -> list[str]:
+def _hreduce_lines(op: Op, name: str, acc: str, w: int, d: DType) -> list[str]:
     """Combine the lanes of ``acc`` into ``name`` in lane order (the same bits every run)."""
     return [_fold(op, name, f"{acc}.s{_LANES[j]}", d.is_float or ctype(d) in ("float", "double"))
             for j in range(1, w)]
@@ -504,7 +504,7 @@ def statements(prog: Program, k: Kernel, stream: bool = False) -> tuple[Statemen
         elif ins.op == "alu":
             op, src_dts = ins.arg
             code = alu_expr(op, src_dts, ins.dtype, [names[s] for s in ins.srcs])
-            if needs_rounding(ins.dtype) and op not in expr.EXACT_OPS and op not in expr.COMPARISONS:
+            if needs_rounding(ins.dtype) and op not in EXACT and op not in COMPARISON:
                 kept_bits.add(name)
                 out.append(Round(ctype(ins.dtype), name, ins.dtype, code))
             else:
@@ -512,7 +512,7 @@ def statements(prog: Program, k: Kernel, stream: bool = False) -> tuple[Statemen
         elif ins.op == "acc":
             rop, init, src_dt = ins.arg
             name = f"acc{i}"
-            if rop in ("argmax", "argmin"):
+            if rop in ARG_REDUCE:
                 out.append(Acc(ctype(src_dt), f"{name}_v", literal(init, src_dt)))
                 out.append(Acc("long", name, "0L"))
             elif w > 1:
@@ -542,7 +542,7 @@ def statements(prog: Program, k: Kernel, stream: bool = False) -> tuple[Statemen
             rop, split = ins.arg
             src_i = ins.srcs[0]
             name = names[src_i]
-            arg = rop in ("argmax", "argmin")
+            arg = rop in ARG_REDUCE
             part = f"zyx_part{i}"
             if arg:
                 src_dt = prog.instrs[src_i].arg[2]

@@ -4,9 +4,9 @@ A kernel's body is a tree of immutable expression nodes over the kernel's index
 variables (``o0..`` for output coordinates, ``r0..`` for reduce coordinates):
 ``Const``, ``Param`` (a scalar kernel argument), ``Load`` (a buffer element at a symbolic index, guarded by a validity
 condition for pads; a gather's index also uses values loaded from other buffers),
-``Cast``, ``Alu`` (unary/binary/ternary ops, by name) and
-``Reduce`` (an accumulation over every reduce coordinate). Equality and hashing are
-structural, so a kernel is its own cache key.
+``Cast``, ``Alu`` (an op of ``zyx.op.ALU``: unary, binary or ternary) and
+``Reduce`` (an op of ``zyx.op.REDUCE`` accumulated over every reduce coordinate).
+Equality and hashing are structural, so a kernel is its own cache key.
 """
 from __future__ import annotations
 
@@ -18,22 +18,7 @@ import numpy as np
 from zyx import dtype as dtypes
 from zyx.dtype import DType
 from zyx.ir import symbolic as sym
-
-UNARY_OPS = frozenset({
-    "neg", "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "tan", "tanh", "sigmoid",
-    "relu", "gelu", "gelu_tanh", "silu", "erf", "reciprocal", "floor", "ceil", "round", "trunc", "sign",
-    "square", "isnan", "isinf", "not", "invert",
-})
-BINARY_OPS = frozenset({
-    "add", "sub", "mul", "div", "floordiv", "mod", "pow", "maximum", "minimum",
-    "eq", "ne", "lt", "le", "gt", "ge", "and", "or", "xor",
-})
-TERNARY_OPS = frozenset({"where"})
-COMPARISONS = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "isnan", "isinf", "not"})
-REDUCE_OPS = frozenset({"sum", "prod", "max", "min", "argmax", "argmin"})
-# ops whose result a 16-bit/8-bit float emulation never needs to round (exact in the dtype)
-EXACT_OPS = frozenset({"neg", "abs", "relu", "floor", "ceil", "round", "trunc", "sign", "maximum", "minimum",
-                       "where"})
+from zyx.op import Op
 
 
 @dataclass(frozen=True)
@@ -115,7 +100,7 @@ class Cast(Expr):
 
 @dataclass(frozen=True)
 class Alu(Expr):
-    op: str
+    op: Op
     srcs: tuple[Expr, ...]
     dtype: DType
 
@@ -128,7 +113,7 @@ class Reduce(Expr):
     the first extreme; NaN counts as the largest value, as in PyTorch.
     """
 
-    op: str
+    op: Op
     src: Expr
     dtype: DType
 
@@ -147,15 +132,15 @@ def walk(e: Expr):
             stack.extend(v for _, v, _ in reversed(x.gather))
 
 
-def reduce_identity(op: str, d: DType) -> Any:
+def reduce_identity(op: Op, d: DType) -> Any:
     """The neutral start value of a reduce of ``op`` with accumulator dtype ``d``."""
-    if op == "sum":
+    if op == Op.SUM:
         return 0
-    if op == "prod":
+    if op == Op.PROD:
         return 1
-    if op in ("max", "argmax"):
+    if op in (Op.MAX, Op.ARGMAX):
         return float("-inf") if d.is_float else (0 if d.is_bool else int(_int_min(d)))
-    if op in ("min", "argmin"):
+    if op in (Op.MIN, Op.ARGMIN):
         return float("inf") if d.is_float else (1 if d.is_bool else int(_int_max(d)))
     raise ValueError(f"unknown reduce op {op!r}")
 
@@ -166,12 +151,3 @@ def _int_min(d: DType) -> int:
 
 def _int_max(d: DType) -> int:
     return np.iinfo(d.numpy).max
-
-
-def alu_dtype(op: str, srcs: tuple[DType, ...]) -> DType:
-    """The result dtype of an ALU op on operands already cast to a common dtype."""
-    if op in COMPARISONS:
-        return dtypes.bool_
-    if op == "where":
-        return srcs[1]
-    return srcs[0]

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from zyx.dtype import DType
 from zyx.ir import expr
 from zyx.ir import symbolic as sym
+from zyx.op import ARG_REDUCE, Op
 
 
 def out_var(i: int, size: int) -> sym.Node:
@@ -61,11 +62,11 @@ class Kernel:
     def reduce_size(self) -> int:
         return math.prod(self.red_shape)
 
-    def op_names(self) -> list[str]:
-        """The distinct op names of the body, for the header comment and the kernel name."""
-        seen: list[str] = []
+    def op_names(self) -> list[Op]:
+        """The distinct ops of the body (casts as ``Op.CAST``), for the header comment and the kernel name."""
+        seen: list[Op] = []
         for e in expr.walk(self.body):
-            name = e.op if isinstance(e, (expr.Alu, expr.Reduce)) else ("cast" if isinstance(e, expr.Cast) else None)
+            name = e.op if isinstance(e, (expr.Alu, expr.Reduce)) else (Op.CAST if isinstance(e, expr.Cast) else None)
             if name and name not in seen:
                 seen.append(name)
         return seen
@@ -98,7 +99,7 @@ def matmul_axes(k: Kernel) -> tuple[int, int] | None:
     if len(axes) < 2:
         return None
     red = [e for e in expr.walk(k.body) if isinstance(e, expr.Reduce)]
-    if len(red) != 1 or red[0].op != "sum":
+    if len(red) != 1 or red[0].op != Op.SUM:
         return None
     loads = [e for e in expr.walk(red[0].src) if isinstance(e, expr.Load)]
     if len(loads) < 2:
@@ -118,9 +119,9 @@ def is_matmul_like(k: Kernel) -> bool:
 
 # ops with an elementwise OpenCL vector form (float32/float64 compute types)
 VECTOR_OPS = frozenset({
-    "neg", "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "tan", "tanh", "sigmoid", "relu",
-    "gelu", "gelu_tanh", "silu", "erf", "reciprocal", "floor", "ceil", "round", "trunc", "square",
-    "add", "sub", "mul", "div", "floordiv", "pow", "maximum", "minimum",
+    Op.NEG, Op.ABS, Op.EXP, Op.EXP2, Op.LOG, Op.LOG2, Op.SQRT, Op.RSQRT, Op.SIN, Op.COS, Op.TAN, Op.TANH, Op.SIGMOID,
+    Op.RELU, Op.GELU, Op.GELU_TANH, Op.SILU, Op.ERF, Op.RECIPROCAL, Op.FLOOR, Op.CEIL, Op.ROUND, Op.TRUNC, Op.SQUARE,
+    Op.ADD, Op.SUB, Op.MUL, Op.DIV, Op.FLOORDIV, Op.POW, Op.MAXIMUM, Op.MINIMUM,
 })
 VECTOR_DTYPES = frozenset({"float32", "float64"})
 
@@ -134,7 +135,7 @@ def vectorizable(k: Kernel) -> bool:
             return False
         if isinstance(e, expr.Alu) and e.op not in VECTOR_OPS:
             return False
-        if isinstance(e, expr.Reduce) and e.op not in ("sum", "prod", "max", "min"):
+        if isinstance(e, expr.Reduce) and e.op in ARG_REDUCE:
             return False
         if isinstance(e, expr.Load) and e.gather:
             return False

@@ -34,6 +34,7 @@ from zyx.ir import expr
 from zyx.ir import symbolic as sym
 from zyx.ir.kernel import Kernel, Opts, out_var, red_var, row_kernel, row_vec, vector_plan
 from zyx.ir.rewrite import rewrite
+from zyx.op import ARG_REDUCE, Op
 
 PURE = frozenset({"const", "param", "load", "alu", "cast", "cond", "hreduce"})
 LANE = "lane"
@@ -128,9 +129,9 @@ class _Builder:
                                         (e.op, tuple(s.dtype for s in e.srcs)))),
                    sec)
         elif isinstance(e, expr.Reduce):
-            acc = self.push(0, Instr("acc", e.dtype, (), (e.op, expr.reduce_identity(e.op, e.src.dtype if e.op in (
-                "argmax", "argmin") else e.dtype), e.src.dtype)))
-            arg = e.op in ("argmax", "argmin")
+            arg = e.op in ARG_REDUCE
+            init = expr.reduce_identity(e.op, e.src.dtype if arg else e.dtype)
+            acc = self.push(0, Instr("acc", e.dtype, (), (e.op, init, e.src.dtype)))
             for copy in self.loop_copies:
                 sub = {kk: vv for kk, vv in copy.items() if not isinstance(kk, str)}
                 v, _ = self.emit(_subst_expr(e.src, sub) if sub else e.src)
@@ -354,8 +355,8 @@ def _hoist_reduces(e: expr.Expr, table: dict) -> expr.Expr:
     return rewrite(e, fn)
 
 
-_COSTLY = frozenset({"exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "tan", "tanh", "sigmoid", "gelu",
-                     "gelu_tanh", "silu", "erf", "pow"})
+_COSTLY = frozenset({Op.EXP, Op.EXP2, Op.LOG, Op.LOG2, Op.SQRT, Op.RSQRT, Op.SIN, Op.COS, Op.TAN, Op.TANH,
+                     Op.SIGMOID, Op.GELU, Op.GELU_TANH, Op.SILU, Op.ERF, Op.POW})
 
 
 def _replace(e: expr.Expr, old: expr.Expr, new: expr.Expr) -> expr.Expr:
@@ -448,7 +449,7 @@ def _linearize_row(k: Kernel, opts: Opts) -> Program:
             r, lv = by_index[i]
             if lv != p:
                 continue
-            arg = r.op in ("argmax", "argmin")
+            arg = r.op in ARG_REDUCE
             a = b.push(0, Instr("acc", r.dtype, (), (r.op, expr.reduce_identity(r.op, r.src.dtype if arg else r.dtype),
                                                      r.src.dtype)))
             for sec, sub in [(4 * p + 1, c) for c in main] + [(4 * p + 2, c) for c in tail]:
@@ -527,10 +528,10 @@ def _renumber(prog: tuple[Instr, ...], keep: list[bool], alias: dict[int, int]) 
 
 
 _FOLDABLE = {
-    "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
-    "eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "lt": lambda a, b: a < b,
-    "le": lambda a, b: a <= b, "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b,
-    "neg": lambda a: -a,
+    Op.ADD: lambda a, b: a + b, Op.SUB: lambda a, b: a - b, Op.MUL: lambda a, b: a * b,
+    Op.EQ: lambda a, b: a == b, Op.NE: lambda a, b: a != b, Op.LT: lambda a, b: a < b,
+    Op.LE: lambda a, b: a <= b, Op.GT: lambda a, b: a > b, Op.GE: lambda a, b: a >= b,
+    Op.NEG: lambda a: -a,
 }
 
 
@@ -549,7 +550,7 @@ def fold_constants(prog: tuple[Instr, ...]) -> tuple[Instr, ...]:
         if ins.op == "alu":
             op = ins.arg[0]
             consts = [const_of(s) for s in ins.srcs]
-            if op == "where" and consts[0][0]:
+            if op == Op.WHERE and consts[0][0]:
                 alias[i] = ins.srcs[1] if consts[0][1] else ins.srcs[2]
                 continue
             if op in _FOLDABLE and all(c for c, _ in consts) and not ins.dtype.emulated:

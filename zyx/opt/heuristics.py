@@ -16,6 +16,7 @@ from zyx import settings
 from zyx.ir import expr
 from zyx.ir import symbolic as sym
 from zyx.ir.kernel import Kernel, Opts, matmul_axes, out_var, red_var, row_kernel, vectorizable
+from zyx.op import Op
 
 
 def default_opts(k: Kernel, max_local: int = 256, device: Any = None) -> Opts:
@@ -91,7 +92,7 @@ def _unit_stride(k: Kernel, v: sym.Node) -> bool:
                and sym.substitute(e.index, step) == sym.add(e.index, 1) for e in expr.walk(k.body))
 
 
-_SIMPLE_OPS = frozenset({"add", "sub", "mul", "div", "neg"})
+_SIMPLE_OPS = frozenset({Op.ADD, Op.SUB, Op.MUL, Op.DIV, Op.NEG})
 
 
 def _vec_width(size: int, pref: int) -> int:
