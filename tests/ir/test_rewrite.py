@@ -1,11 +1,11 @@
-"""zyx.ir.rewrite: the one tree-rewrite helper (every child kind visited, shared subtrees once)."""
+"""zyx.ir.rewrite: the one tree-rewrite helper (every child kind visited, shared subtrees once) and walk."""
 from __future__ import annotations
 
 from zyx import dtype as dt
 from zyx.ir import expr
 from zyx.ir import symbolic as sym
 from zyx.ir.kernel import out_var, red_var
-from zyx.ir.rewrite import rewrite
+from zyx.ir.rewrite import rewrite, walk
 
 
 def _every_kind() -> tuple[expr.Expr, dict[type, int]]:
@@ -48,9 +48,9 @@ def test_replaces_inside_gathers_and_reduces():
         return None
 
     out = rewrite(body, shift)
-    idx = [x for x in expr.walk(out) if isinstance(x, expr.Load) and x.buf == 2]
+    idx = [x for x in walk(out) if isinstance(x, expr.Load) and x.buf == 2]
     assert [x.index for x in idx] == [sym.add(i, 1)]  # the gather's index load, under a Reduce
-    assert next(x for x in expr.walk(out) if isinstance(x, expr.Cond)).valid == sym.lt(sym.add(i, 1), 5)
+    assert next(x for x in walk(out) if isinstance(x, expr.Cond)).valid == sym.lt(sym.add(i, 1), 5)
     # the rebuilt parents keep their other fields
     assert isinstance(out, expr.Alu) and out.op == "where" and isinstance(out.srcs[1].src, expr.Reduce)
 

@@ -16,10 +16,10 @@ from typing import Any, ClassVar
 
 from zyx.codegen.render import render
 from zyx.dtype import DType
-from zyx.ir import expr
 from zyx.ir import symbolic as sym
 from zyx.ir.kernel import Kernel, Opts
 from zyx.ir.linearize import LANE, Program, linearize
+from zyx.ir.rewrite import walk
 from zyx.op import ARG_REDUCE, COMPARISON, EXACT, Op
 
 # -w: generated code; PoCL's clang otherwise prints "N warnings generated." to stderr at launch time for
@@ -635,7 +635,7 @@ def source(k: Kernel, opts: Opts) -> tuple[str, str, Program]:
     stmts = statements(prog, k, opts.stream)
     bufs = tuple(("out" if i == 0 else f"in{i}", d, i == 0) for i, d in enumerate(k.bufs))
     params = tuple((f"{PARAM}{i}", param_ctype(d)) for i, d in enumerate(k.params))
-    all_dtypes = tuple({d.name: d for d in (*k.bufs, *(e.dtype for e in expr.walk(k.body)))}.values())
+    all_dtypes = tuple({d.name: d for d in (*k.bufs, *(e.dtype for e in walk(k.body)))}.values())
     header = (f"{name}: out {k.out_dtype.name}{list(k.out_shape)}"
               + (f", reduce over {list(k.red_shape)}" if k.red_shape else "")
               + f"; ops: {', '.join(k.op_names()) or 'copy'}",

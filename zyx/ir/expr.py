@@ -118,20 +118,6 @@ class Reduce(Expr):
     dtype: DType
 
 
-def walk(e: Expr):
-    """Every node of an expression tree, parents before children (with repeats)."""
-    stack = [e]
-    while stack:
-        x = stack.pop()
-        yield x
-        if isinstance(x, Alu):
-            stack.extend(reversed(x.srcs))
-        elif isinstance(x, (Cast, Reduce)):
-            stack.append(x.src)
-        elif isinstance(x, Load) and x.gather:
-            stack.extend(v for _, v, _ in reversed(x.gather))
-
-
 def reduce_identity(op: Op, d: DType) -> Any:
     """The neutral start value of a reduce of ``op`` with accumulator dtype ``d``."""
     if op == Op.SUM:

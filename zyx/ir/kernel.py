@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from zyx.dtype import DType
 from zyx.ir import expr
 from zyx.ir import symbolic as sym
+from zyx.ir.rewrite import walk
 from zyx.op import ARG_REDUCE, Op
 
 
@@ -65,7 +66,7 @@ class Kernel:
     def op_names(self) -> list[Op]:
         """The distinct ops of the body (casts as ``Op.CAST``), for the header comment and the kernel name."""
         seen: list[Op] = []
-        for e in expr.walk(self.body):
+        for e in walk(self.body):
             name = e.op if isinstance(e, (expr.Alu, expr.Reduce)) else (Op.CAST if isinstance(e, expr.Cast) else None)
             if name and name not in seen:
                 seen.append(name)
@@ -98,10 +99,10 @@ def matmul_axes(k: Kernel) -> tuple[int, int] | None:
     axes = [i for i, s in enumerate(k.out_shape) if s > 1]
     if len(axes) < 2:
         return None
-    red = [e for e in expr.walk(k.body) if isinstance(e, expr.Reduce)]
+    red = [e for e in walk(k.body) if isinstance(e, expr.Reduce)]
     if len(red) != 1 or red[0].op != Op.SUM:
         return None
-    loads = [e for e in expr.walk(red[0].src) if isinstance(e, expr.Load)]
+    loads = [e for e in walk(red[0].src) if isinstance(e, expr.Load)]
     if len(loads) < 2:
         return None
     row, col = axes[-2], axes[-1]
@@ -130,7 +131,7 @@ def vectorizable(k: Kernel) -> bool:
     """Whether every value of ``k`` has a vector form: float32/float64 only, ops in ``VECTOR_OPS``."""
     if any(d.name not in VECTOR_DTYPES for d in k.bufs):
         return False
-    for e in expr.walk(k.body):
+    for e in walk(k.body):
         if e.dtype.name not in VECTOR_DTYPES or isinstance(e, (expr.Cast, expr.Cond)):
             return False
         if isinstance(e, expr.Alu) and e.op not in VECTOR_OPS:
@@ -164,11 +165,11 @@ def row_kernel(k: Kernel) -> bool:
         return False
     last = f"o{n - 1}"
     found = False
-    for r in expr.walk(k.body):
+    for r in walk(k.body):
         if not isinstance(r, expr.Reduce):
             continue
         found = True
-        for e in expr.walk(r.src):
+        for e in walk(r.src):
             idx = (e.index, e.valid) if isinstance(e, expr.Load) else (e.valid,) if isinstance(e, expr.Cond) else ()
             if any(v.name == last for x in idx for v in sym.variables(x)):
                 return False

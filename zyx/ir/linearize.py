@@ -33,7 +33,7 @@ from zyx.dtype import DType, index_type
 from zyx.ir import expr
 from zyx.ir import symbolic as sym
 from zyx.ir.kernel import Kernel, Opts, out_var, red_var, row_kernel, row_vec, vector_plan
-from zyx.ir.rewrite import rewrite
+from zyx.ir.rewrite import rewrite, walk
 from zyx.op import ARG_REDUCE, Op
 
 PURE = frozenset({"const", "param", "load", "alu", "cast", "cond", "hreduce"})
@@ -347,7 +347,7 @@ def _hoist_reduces(e: expr.Expr, table: dict) -> expr.Expr:
             return None
         if x not in table:
             level_of = dict(table.values())
-            level = max((level_of[c.value[1]] + 1 for c in expr.walk(x.src)
+            level = max((level_of[c.value[1]] + 1 for c in walk(x.src)
                          if isinstance(c, expr.Const) and isinstance(c.value, tuple) and c.value[:1] == (_RED,)),
                         default=0)
             table[x] = (len(table), level)
@@ -371,11 +371,11 @@ def _reused(k: Kernel, body: expr.Expr, srcs: list[expr.Expr], ov: sym.Node, rv:
     value's dtype (stored exactly) with as many reduce elements as outputs in a row."""
     if k.red_shape[0] != k.out_shape[-1] or k.out_dtype.name not in ("float32", "float64"):
         return None
-    inside = {e for s in srcs for e in expr.walk(s)}
-    for e in expr.walk(_subst_expr(body, {ov: rv})):  # parents first: the largest such value wins
+    inside = {e for s in srcs for e in walk(s)}
+    for e in walk(_subst_expr(body, {ov: rv})):  # parents first: the largest such value wins
         if e not in inside or e.dtype != k.out_dtype or not isinstance(e, (expr.Alu, expr.Cast)):
             continue
-        parts = list(expr.walk(e))
+        parts = list(walk(e))
         loads = [x for x in parts if isinstance(x, expr.Load)]
         if any(isinstance(x, expr.Alu) and x.op in _COSTLY for x in parts) and not any(x.gather for x in loads) \
                 and any(rv in sym.variables(x.index) for x in loads):
@@ -456,10 +456,10 @@ def _linearize_row(k: Kernel, opts: Opts) -> Program:
                 v = emit_in(sec, r.src, sub)
                 b.push(sec, Instr("accum", r.dtype, (a, v), (r.op, sub[rv] if arg else None, sym.ONE,
                                                             vec > 1 and sec == 4 * p + 2)))
-                if reuse is not None and reuse in set(expr.walk(r.src)):  # kept in the output for the last loop
+                if reuse is not None and reuse in set(walk(r.src)):  # kept in the output for the last loop
                     keep, _ = b.emit(_subst_expr(reuse, sub))
                     b.push(sec, Instr("store", k.out_dtype, (keep,), (flat_of({ov: sub[rv]}), sym.ONE)))
-            if reuse is not None and reuse in set(expr.walk(r.src)):
+            if reuse is not None and reuse in set(walk(r.src)):
                 body = _replace(body, _subst_expr(reuse, {rv: ov}), expr.Load(0, k.out_dtype, flat_of({ov: ov})))
                 reuse = None
             res = b.push(4 * p + 3, Instr("hreduce", r.dtype, (a,), r.op)) if vec > 1 else a

@@ -1,4 +1,5 @@
-"""The one tree-rewrite helper for kernel IR expressions (``zyx.ir.expr``).
+"""Traversing kernel IR expressions (``zyx.ir.expr``): ``walk`` reads a tree, ``rewrite``, the one
+tree-rewrite helper, changes it; both visit the same children.
 
 Every pass that changes an expression tree (substituting index variables, guarding loads,
 hoisting reduces, replacing a subtree) is a function ``fn`` handed to ``rewrite``, so
@@ -9,9 +10,23 @@ expression children (a ``Cond``'s and a ``Load``'s index conditions are symbolic
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from zyx.ir.expr import Alu, Cast, Expr, Load, Reduce
+
+
+def walk(e: Expr) -> Iterator[Expr]:
+    """Every node of an expression tree, parents before children (with repeats)."""
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        yield x
+        if isinstance(x, Alu):
+            stack.extend(reversed(x.srcs))
+        elif isinstance(x, (Cast, Reduce)):
+            stack.append(x.src)
+        elif isinstance(x, Load) and x.gather:
+            stack.extend(v for _, v, _ in reversed(x.gather))
 
 
 def rewrite(root: Expr, fn: Callable[[Expr], Expr | None]) -> Expr:

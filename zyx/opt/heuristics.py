@@ -16,6 +16,7 @@ from zyx import settings
 from zyx.ir import expr
 from zyx.ir import symbolic as sym
 from zyx.ir.kernel import Kernel, Opts, matmul_axes, out_var, red_var, row_kernel, vectorizable
+from zyx.ir.rewrite import walk
 from zyx.op import Op
 
 
@@ -89,7 +90,7 @@ def _unit_stride(k: Kernel, v: sym.Node) -> bool:
         return False
     step = {v: sym.add(v, 1)}
     return any(isinstance(e, expr.Load) and v in sym.variables(e.index)
-               and sym.substitute(e.index, step) == sym.add(e.index, 1) for e in expr.walk(k.body))
+               and sym.substitute(e.index, step) == sym.add(e.index, 1) for e in walk(k.body))
 
 
 _SIMPLE_OPS = frozenset({Op.ADD, Op.SUB, Op.MUL, Op.DIV, Op.NEG})
@@ -127,7 +128,7 @@ def _cpu_opts(k: Kernel, max_local: int, device: Any) -> Opts:
     upcast = [1] * n
     if not m:
         v = _vec_width(k.out_shape[-1], pref) if n else 1
-        simple = all(not isinstance(e, expr.Alu) or e.op in _SIMPLE_OPS for e in expr.walk(k.body))
+        simple = all(not isinstance(e, expr.Alu) or e.op in _SIMPLE_OPS for e in walk(k.body))
         stream = v > 1 and k.numel * k.out_dtype.itemsize >= STREAM_MIN_BYTES
         if v == 1 or (simple and not stream):  # PoCL vectorizes plain arithmetic across work items by itself
             return _generic_opts(k, max_local, cpu=True)
