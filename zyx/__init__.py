@@ -28,6 +28,7 @@ from zyx.dtype import (
 from zyx.dtype import bool_ as bool  # noqa: A004 - the API names it zyx.bool
 from zyx.errors import (
     AllocationError,
+    AutogradError,
     CompileError,
     ContractError,
     DeviceError,
@@ -39,6 +40,8 @@ from zyx.errors import (
     ShapeError,
     ZyxError,
 )
+from zyx.frontend import autograd
+from zyx.frontend.autograd import enable_grad, inference_mode, is_grad_enabled, no_grad
 from zyx.frontend.contract_ops import cat, concat, write_slice, write_slice_doff, write_slice_rotating
 from zyx.frontend.creation import (
     arange,
@@ -118,6 +121,7 @@ __all__ = [
     "tensor", "uint8", "uint16", "uint32", "uint64", "var", "write_slice", "write_slice_doff", "write_slice_rotating",
     "zeros", "zeros_like",
 ]
+__all__ += ["AutogradError", "autograd", "enable_grad", "inference_mode", "is_grad_enabled", "no_grad"]
 __all__ += [  # the elementwise functions
     "abs", "broadcast_shapes", "ceil", "clamp", "clip", "cos", "erf", "exp", "exp2", "floor", "gelu", "isinf", "isnan",
     "log", "log2", "logical_not", "maximum", "minimum", "neg", "pow", "reciprocal", "relu", "round", "rsqrt",

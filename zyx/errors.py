@@ -58,3 +58,8 @@ class CompileError(ZyxError):
         if self.build_log:
             text += "\n--- build log ---\n" + self.build_log.strip()
         return text
+
+
+class AutogradError(ZyxError, RuntimeError):
+    """A gradient cannot be computed as asked: a freed graph, a modified saved tensor, a non-scalar
+    output without ``gradient``."""

@@ -28,6 +28,7 @@ from zyx.contracts.spec.validate import needs_contiguize, validate
 from zyx.dtype import DType
 from zyx.errors import ContractError, DTypeError, ShapeError
 from zyx.frontend.args import device_of
+from zyx.frontend.autograd import needs_grad, no_grad, record
 from zyx.frontend.base import TensorBase, tensor_class
 from zyx.frontend.creation import full
 from zyx.frontend.movement import basic_index
@@ -47,6 +48,27 @@ def _locked(fn: Callable) -> Callable:
             return fn(*args, **kwargs)
 
     return call
+
+
+def _differentiable(name: str, backward: Callable[..., Any]) -> Callable[[Callable], Callable]:
+    """Record ``backward(grad, x, *args)`` (the gradient of ``x``) on the op's output when ``x`` needs one."""
+
+    def wrap(fn: Callable) -> Callable:
+        @functools.wraps(fn)
+        def call(x: Any, *args: Any, **kwargs: Any) -> Any:
+            if not needs_grad(x):
+                return fn(x, *args, **kwargs)
+            with no_grad():
+                out = fn(x, *args, **kwargs)
+            return record(name, out, [x], lambda g: (backward(g, x.shape, *args, **kwargs),))
+
+        return call
+
+    return wrap
+
+
+def _neg(shifts: Any) -> Any:
+    return -shifts if isinstance(shifts, (int, np.integer)) else tuple(-s for s in shifts)
 
 
 def operand(t: Tensor) -> Operand:
@@ -118,6 +140,7 @@ def _int_or_tuple(value: Any, contract: str, field: str) -> tuple[int, ...]:
 # ---------------------------------------------------------------- contiguize
 
 
+@_differentiable("contiguous", lambda g, shape: g)
 def contiguize(x: Tensor) -> Tensor:
     """A dense row-major copy of any view (strided, broadcast, offset, reversed); ``x`` if dense."""
     x = _tensor(x, "contiguize", "input")
@@ -132,6 +155,7 @@ def contiguize(x: Tensor) -> Tensor:
 # ---------------------------------------------------------------- flip / roll / concat
 
 
+@_differentiable("flip", lambda g, shape, dims: g.flip(dims))
 def flip(x: Tensor, dims: Any) -> Tensor:
     """``x`` reversed along each axis in ``dims`` (an int or a tuple)."""
     x = _tensor(x, "flip", "input")
@@ -143,6 +167,7 @@ def flip(x: Tensor, dims: Any) -> Tensor:
                     lambda out, src: kernels.flip(x.device, out, src, shape, dims, size), [x])
 
 
+@_differentiable("roll", lambda g, shape, shifts, dims=None: g.roll(_neg(shifts), dims))
 def roll(x: Tensor, shifts: Any, dims: Any = None) -> Tensor:
     """``x`` shifted cyclically by ``shifts`` along ``dims`` (PyTorch's roll; no dims: flattened)."""
     x = _tensor(x, "roll", "input")
@@ -197,6 +222,11 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
         raise ContractError(f"concat: tensors = {type(tensors).__name__} is not a sequence of tensors")
     if not tensors:
         raise ContractError("concat: tensors is empty; expected at least one tensor")
+    if needs_grad(*tensors):
+        with no_grad():
+            out = cat(tensors, dim)
+        return record("cat", out, list(tensors), _cat_backward([t.shape for t in tensors], [t.dtype for t in tensors],
+                                                                 dim))
     ts = [_tensor(t, "concat", f"inputs[{i}]") for i, t in enumerate(tensors)]
     if any(t.ndim != 1 for t in ts):  # PyTorch's legacy rule: 1-D empty tensors join anything
         ts = [t for t in ts if not (t.ndim == 1 and t.numel() == 0)] or ts[:1]
@@ -226,6 +256,25 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
 
 concat = cat
 
+
+def _cat_backward(shapes: list[tuple[int, ...]], dtypes_in: list[DType], dim: int) -> Callable[[Any], tuple]:
+    """The rule of ``cat``: each input's slab of the gradient (legacy empty 1-D inputs get zeros)."""
+
+    def fn(g: Any) -> tuple:
+        from zyx.frontend.creation import zeros
+
+        axis = dim % g.ndim
+        grads, start = [], 0
+        for shape, dt in zip(shapes, dtypes_in):
+            if len(shape) == 1 and shape[0] == 0 and g.ndim != 1:
+                grads.append(zeros(0, dtype=dt, device=g.device))
+                continue
+            grads.append(g.narrow(axis, start, shape[axis]).cast(dt))
+            start += shape[axis]
+        return tuple(grads)
+
+    return fn
+
 # ---------------------------------------------------------------- triangular / masked_fill / cumsum
 
 
@@ -240,11 +289,13 @@ def _triangular(x: Tensor, diagonal: int, kind: str) -> Tensor:
         x.device, out, src, batch, rows, cols, upper, diag, size), [x])
 
 
+@_differentiable("triu", lambda g, shape, diagonal=0: g.triu(diagonal))
 def triu(x: Tensor, diagonal: int = 0) -> Tensor:
     """The upper triangle of the last two axes (``j >= i + diagonal``), zeros elsewhere."""
     return _triangular(x, diagonal, "Triu")
 
 
+@_differentiable("tril", lambda g, shape, diagonal=0: g.tril(diagonal))
 def tril(x: Tensor, diagonal: int = 0) -> Tensor:
     """The lower triangle of the last two axes (``j <= i + diagonal``), zeros elsewhere."""
     return _triangular(x, diagonal, "Tril")
@@ -259,6 +310,7 @@ def fill_bits(value: Any, dtype: DType) -> np.ndarray:
     return np.array(float(value), dtype=np.float64).astype(dtype.numpy)
 
 
+@_differentiable("masked_fill", lambda g, shape, mask, value: g.masked_fill(mask, 0.0))
 def masked_fill(x: Tensor, mask: Tensor, value: Any) -> Tensor:
     """``value`` where ``mask`` (bool, broadcastable to ``x``) is True, ``x`` elsewhere."""
     x = _tensor(x, "masked_fill", "input")
@@ -282,6 +334,7 @@ def masked_fill(x: Tensor, mask: Tensor, value: Any) -> Tensor:
         x.device, out, src, m, n, bits, size), [x])
 
 
+@_differentiable("cumsum", lambda g, shape, dim: g.flip(dim).cumsum(dim).flip(dim) if shape else g)
 def cumsum(x: Tensor, dim: int) -> Tensor:
     """Running sum along ``dim`` (16-bit floats accumulate in float32, rounded once on store)."""
     x = _tensor(x, "cumsum", "input")

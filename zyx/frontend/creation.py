@@ -1,8 +1,10 @@
 """Tensor creation: from host data, constants, ranges and the counter-based generator."""
 from __future__ import annotations
 
+import functools
 import math
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -19,6 +21,20 @@ from zyx.frontend.base import TensorBase, tensor_class
 from zyx.ir.view import View
 
 Tensor = TensorBase  # annotations and isinstance checks; results are built by ``tensor_class()``
+
+
+def _grad_leaf(fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
+    """Give a creation function the keyword ``requires_grad=False`` (API.md: every creation function):
+    the new tensor is a leaf that requires grad when it is True (floating dtypes only)."""
+
+    @functools.wraps(fn)
+    def create(*args: Any, requires_grad: bool = False, **kwargs: Any) -> Tensor:
+        t = fn(*args, **kwargs)
+        if requires_grad:
+            t.requires_grad_(True)
+        return t
+
+    return create
 
 
 def _host_array(data: Any, keep_python_precision: bool = False) -> np.ndarray:
@@ -90,6 +106,7 @@ def from_host(arr: np.ndarray, dtype: DType | None, device: Device) -> Tensor:
     return tensor_class()(transfer.upload(device, arr), View.contiguous(arr.shape), dtype, device)
 
 
+@_grad_leaf
 def tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
     """A tensor holding a copy of ``data`` (a scalar, nested lists or a NumPy array)."""
     dev = resolve(device)
@@ -97,6 +114,7 @@ def tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
     return _pinned_if(from_host(_host_array(data, keep_python_precision=dt is not None), dt, dev), device is not None)
 
 
+@_grad_leaf
 def from_numpy(array: np.ndarray, device: Any = None) -> Tensor:
     """A tensor holding a copy of a NumPy array, its dtype kept."""
     if not isinstance(array, np.ndarray):
@@ -129,6 +147,7 @@ def _fill_value(value: Any, dtype: DType) -> Any:
     return float(bits.astype(np.float64)) if dtype.emulated or dtype.itemsize < 4 else bits.item()
 
 
+@_grad_leaf
 def full(shape: Any, fill_value: Any, dtype: Any = None, device: Any = None) -> Tensor:
     """A tensor of ``shape`` filled with ``fill_value`` (dtype inferred from the value if not given)."""
     shape = shape_arg((shape,) if isinstance(shape, (int, np.integer)) else tuple(shape))
@@ -141,11 +160,13 @@ def full(shape: Any, fill_value: Any, dtype: Any = None, device: Any = None) -> 
     return _pinned_if(tensor_class()(node, View.contiguous(shape), dt, dev), device is not None)
 
 
+@_grad_leaf
 def zeros(*shape: Any, dtype: Any = None, device: Any = None) -> Tensor:
     """A tensor of zeros (float32 unless ``dtype`` says otherwise)."""
     return full(shape_arg(shape), 0, dtypes.float32 if dtype is None else dtype, device)
 
 
+@_grad_leaf
 def ones(*shape: Any, dtype: Any = None, device: Any = None) -> Tensor:
     """A tensor of ones (float32 unless ``dtype`` says otherwise)."""
     return full(shape_arg(shape), 1, dtypes.float32 if dtype is None else dtype, device)
@@ -158,21 +179,25 @@ def _like(x: Tensor, value: Any, dtype: Any, device: Any) -> Tensor:
     return t
 
 
+@_grad_leaf
 def zeros_like(x: Tensor, dtype: Any = None, device: Any = None) -> Tensor:
     """Zeros with the shape (and by default dtype and device) of ``x``."""
     return _like(x, 0, dtype, device)
 
 
+@_grad_leaf
 def ones_like(x: Tensor, dtype: Any = None, device: Any = None) -> Tensor:
     """Ones with the shape (and by default dtype and device) of ``x``."""
     return _like(x, 1, dtype, device)
 
 
+@_grad_leaf
 def full_like(x: Tensor, fill_value: Any, dtype: Any = None, device: Any = None) -> Tensor:
     """``fill_value`` everywhere, with the shape (and by default dtype and device) of ``x``."""
     return _like(x, fill_value, dtype, device)
 
 
+@_grad_leaf
 def arange(start: Any, stop: Any = None, step: Any = 1, dtype: Any = None, device: Any = None) -> Tensor:
     """Values ``start, start+step, ...`` below ``stop`` (int64 for int arguments, else float32)."""
     if stop is None:
@@ -190,6 +215,7 @@ def arange(start: Any, stop: Any = None, step: Any = 1, dtype: Any = None, devic
     return _pinned_if(from_host(np.asarray(values), dt, resolve(device)), device is not None)
 
 
+@_grad_leaf
 def linspace(start: float, end: float, steps: int, dtype: Any = None, device: Any = None) -> Tensor:
     """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
     if steps < 0:
@@ -199,6 +225,7 @@ def linspace(start: float, end: float, steps: int, dtype: Any = None, device: An
                       device is not None)
 
 
+@_grad_leaf
 def eye(n: int, m: int | None = None, dtype: Any = None, device: Any = None) -> Tensor:
     """An ``n x m`` identity matrix (``m`` defaults to ``n``)."""
     m = n if m is None else m
@@ -260,16 +287,19 @@ def _float_dtype(dtype: Any, fn: str) -> DType:
     return dt
 
 
+@_grad_leaf
 def rand(*shape: Any, dtype: Any = None, device: Any = None) -> Tensor:
     """Uniform values in ``[0, 1)`` (float32 by default)."""
     return _random(shape_arg(shape), _float_dtype(dtype, "rand"), device, "uniform")
 
 
+@_grad_leaf
 def randn(*shape: Any, dtype: Any = None, device: Any = None) -> Tensor:
     """Standard normal values (float32 by default)."""
     return _random(shape_arg(shape), _float_dtype(dtype, "randn"), device, "normal")
 
 
+@_grad_leaf
 def randint(low: int, high: int | None = None, shape: Any = (), dtype: Any = None, device: Any = None) -> Tensor:
     """Uniform integers in ``[low, high)`` (int64 by default); ``randint(high, shape)`` also works."""
     if high is None or (isinstance(high, (tuple, list))):

@@ -18,6 +18,7 @@ from zyx import graph
 from zyx.dtype import DType
 from zyx.errors import DivisionByZeroError, DTypeError, IntegerArithmeticError, IntegerOverflowError, ShapeError
 from zyx.frontend.args import device_of
+from zyx.frontend.autograd import is_grad_enabled, needs_grad, no_grad
 from zyx.frontend.base import TensorBase, tensor_class
 from zyx.ir.view import View
 from zyx.op import COMPARISON, Op
@@ -171,6 +172,8 @@ def _node(op: str, xs: Sequence[Any], compute: DType, result: DType | None = Non
     elif device is None:  # no tensor operand (as before: an error from _device_of)
         device = device_of(*xs)
     srcs = []
+    operands = []  # what the op reads (tensors after their casts, numbers): autograd's inputs
+    grads = False
     for i, x in enumerate(xs):
         if isinstance(x, Tensor):
             read_as = compute
@@ -185,13 +188,23 @@ def _node(op: str, xs: Sequence[Any], compute: DType, result: DType | None = Non
             if view.shape != shape:
                 view = view.expand(shape)
             srcs.append(_LSrc(x._data, view, read_as))
+            operands.append(x)
+            if x._ag is not None:
+                grads = True
         else:
             rounds = op in _ROUNDS_SCALAR or (op == Op.FLOORDIV and i == 0)
             param = None if compute.kind == "float" else (compute.is_int and op in _INT_SCALAR_ARGS)
-            srcs.append(_LSrc(None, None, compute, scalar_value(x, compute, rounds), param))
+            value = scalar_value(x, compute, rounds)
+            srcs.append(_LSrc(None, None, compute, value, param))
+            operands.append(value)
     # alu_dtype on operands all cast to ``compute``
     out = result or (dtypes.bool_ if op in COMPARISON else compute)
-    return Tensor(_LazyNode(op, None, tuple(srcs), out, shape, device), _contiguous(shape), out, device)
+    t = Tensor(_LazyNode(op, None, tuple(srcs), out, shape, device), _contiguous(shape), out, device)
+    if grads and is_grad_enabled():
+        from zyx.frontend.gradients import record_alu
+
+        record_alu(op, operands, t)
+    return t
 
 
 def _check_operand(x: Any) -> None:
@@ -280,8 +293,14 @@ def where(cond: Any, a: Any, b: Any):
         dtypes.result_type(dtypes.scalar_dtype(a), b)
     shape = broadcast_shapes(cond.shape, _shape_of(a), _shape_of(b))
     device = device_of(cond, a, b)
+    a, b = (x.cast(dt) if isinstance(x, Tensor) else x for x in (a, b))
     srcs = [src_of(cond, shape, dtypes.bool_), src_of(a, shape, dt), src_of(b, shape, dt)]
-    return from_node(graph.alu(Op.WHERE, srcs, dt, shape, device))
+    out = from_node(graph.alu(Op.WHERE, srcs, dt, shape, device))
+    if needs_grad(a, b):
+        from zyx.frontend.gradients import record_where
+
+        record_where(cond, a, b, out)
+    return out
 
 
 def maximum(a: Any, b: Any):
@@ -337,13 +356,20 @@ def gelu(x: Any, approximate: str = "none"):
     """GELU: exact (erf) by default, ``approximate='tanh'`` for the tanh form."""
     if approximate not in ("none", "tanh"):
         raise ShapeError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
-    return unary("gelu_tanh" if approximate == "tanh" else "gelu", x)
+    return unary(Op.GELU_TANH if approximate == "tanh" else Op.GELU, x)
 
 
 def clip(x: Any, min: Any = None, max: Any = None):  # noqa: A002 - PyTorch's names
     """Clamp into ``[min, max]`` (either bound may be None or a tensor)."""
     if min is None and max is None:
         raise ShapeError("clip: at least one of min and max must be given")
+    if needs_grad(x, min, max):
+        from zyx.frontend.gradients import record_clip
+
+        with no_grad():
+            out = clip(x, min, max)
+        record_clip(x, min, max, out)
+        return out
     out = x
     if min is not None:
         out = _clamp_side(out, min, Op.MAXIMUM)

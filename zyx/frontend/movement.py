@@ -8,7 +8,7 @@ reads are guarded by a validity condition, so it fuses with the work around it.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -16,6 +16,7 @@ import numpy as np
 from zyx import graph
 from zyx.errors import IndexOutOfRange, ShapeError
 from zyx.frontend.args import device_of, shape_arg
+from zyx.frontend.autograd import is_grad_enabled
 from zyx.frontend.base import TensorBase
 from zyx.frontend.elementwise import from_node, scalar_value
 from zyx.ir.view import View, normalize_dim
@@ -45,7 +46,18 @@ def pad(x: Any, pads: Sequence[int], value: Any = 0):
         return x
     v = scalar_value(value, x.dtype)
     node = graph.pad(graph.Src(x._data, x._view, x.dtype), tuple(per_dim), v, x.device)
-    return from_node(node)
+    out = from_node(node)
+    if x._ag is None:
+        return out
+    crops = [(lo, d) for (lo, _), d in zip(per_dim, x.shape)]
+    return x._recorded(out, "constant_pad_nd", lambda g: _crop(g, crops))
+
+
+def _crop(g: Any, crops: list[tuple[int, int]]) -> Any:
+    for dim, (start, size) in enumerate(crops):
+        if start or g.shape[dim] != size:
+            g = g.narrow(dim, start, size)
+    return g
 
 
 def take_rows(table: Any, index: Any):
@@ -59,7 +71,23 @@ def take_rows(table: Any, index: Any):
         return from_node(graph.const(0, table.dtype, shape, table.device))
     node = graph.gather(graph.Src(table._data, table._view, table.dtype),
                         graph.Src(index._data, index._view, index.dtype), shape, device_of(table, index))
-    return from_node(node)
+    out = from_node(node)
+    if table._ag is None:
+        return out
+    rows = table.shape[0]
+    ids = index.detach()
+    return table._recorded(out, "embedding", lambda g: _rows_backward(g, ids, rows))
+
+
+def _rows_backward(g: Any, index: Any, rows: int) -> Any:
+    """The gradient of ``take_rows`` for the table: each row the sum of the gradients that read it
+    (a one-hot matrix product: rows x n x D work)."""
+    from zyx.frontend.creation import arange
+    from zyx.frontend.reduce import matmul
+
+    flat = index.reshape(-1)
+    onehot = (flat.unsqueeze(0) == arange(rows, device=g.device).unsqueeze(1)).cast(g.dtype)
+    return matmul(onehot, g.reshape(flat.shape[0], g.shape[-1]))
 
 
 def stack(tensors: Sequence[Any], dim: int = 0):
@@ -123,20 +151,26 @@ def infer_shape(shape: tuple[int, ...], numel: int, old: tuple[int, ...]) -> tup
     return shape
 
 
-def basic_index(view: View, index: Any) -> View:
-    """The view selected by a basic index: ints, slices (any non-zero step), None and ``...``."""
+def expand_index(ndim: int, index: Any) -> list[Any]:
+    """A basic index as a list of ints, slices and None, its ``...`` spelled out as full slices."""
     items = index if isinstance(index, tuple) else (index,)
     if sum(1 for it in items if it is Ellipsis) > 1:
         raise ShapeError("an index can only have a single ellipsis ('...')")
     consumed = sum(1 for it in items if it is not None and it is not Ellipsis)
-    if consumed > view.ndim:
-        raise IndexOutOfRange(f"too many indices for a tensor of rank {view.ndim}: got {consumed}")
+    if consumed > ndim:
+        raise IndexOutOfRange(f"too many indices for a tensor of rank {ndim}: got {consumed}")
     expanded: list[Any] = []
     for it in items:
         if it is Ellipsis:
-            expanded.extend([slice(None)] * (view.ndim - consumed))
+            expanded.extend([slice(None)] * (ndim - consumed))
         else:
             expanded.append(it)
+    return expanded
+
+
+def basic_index(view: View, index: Any) -> View:
+    """The view selected by a basic index: ints, slices (any non-zero step), None and ``...``."""
+    expanded = expand_index(view.ndim, index)
     dim = 0
     for it in expanded:
         if it is None:
@@ -164,14 +198,27 @@ class MovementMixin(TensorBase):
 
     __slots__ = ()
 
+    def _recorded(self, out: Any, name: str, back: Callable[[Any], Any]) -> Any:
+        """``out`` with the gradient rule ``back`` (the gradient of ``self`` from ``out``'s) when recording."""
+        if self._ag is not None and is_grad_enabled():
+            from zyx.frontend.gradients import record_view
+
+            record_view(name, self, out, back)
+        return out
+
     def reshape(self, *shape: Any) -> Any:
         """The same values in another shape (one ``-1`` allowed); a view when strides allow."""
         shape = infer_shape(shape_arg(shape), self.numel(), self.shape)
         view = self._view.reshape(shape)
         if view is not None:
-            return self._with_view(view)
-        node = graph.copy(graph.Src(self._data, self._view, self._dtype), self.shape, self._device)
-        return type(self)(node, View.contiguous(shape), self._dtype, self._device)
+            out = self._with_view(view)
+        else:
+            node = graph.copy(graph.Src(self._data, self._view, self._dtype), self.shape, self._device)
+            out = type(self)(node, View.contiguous(shape), self._dtype, self._device)
+        if self._ag is None:
+            return out
+        old = self.shape
+        return self._recorded(out, "view", lambda g: g.reshape(old))
 
     def view(self, *shape: Any) -> Any:
         """Alias of ``reshape``."""
@@ -179,7 +226,13 @@ class MovementMixin(TensorBase):
 
     def expand(self, *shape: Any) -> Any:
         """Broadcast size-1 dims to ``shape`` (``-1`` keeps a dim) without copying."""
-        return self._with_view(self._view.expand(shape_arg(shape)))
+        out = self._with_view(self._view.expand(shape_arg(shape)))
+        if self._ag is None:
+            return out
+        from zyx.frontend.gradients import unbroadcast
+
+        old = self.shape
+        return self._recorded(out, "expand", lambda g: unbroadcast(g, old))
 
     def broadcast_to(self, *shape: Any) -> Any:
         """Alias of ``expand``."""
@@ -187,7 +240,12 @@ class MovementMixin(TensorBase):
 
     def permute(self, *dims: Any) -> Any:
         """Reorder the dims."""
-        return self._with_view(self._view.permute(shape_arg(dims, "dims")))
+        order = shape_arg(dims, "dims")
+        out = self._with_view(self._view.permute(order))
+        if self._ag is None:
+            return out
+        inverse = tuple(sorted(range(len(order)), key=lambda i: order[i] % max(len(order), 1)))
+        return self._recorded(out, "permute", lambda g: g.permute(*inverse))
 
     def transpose(self, dim0: int, dim1: int) -> Any:
         """Swap two dims."""
@@ -195,13 +253,13 @@ class MovementMixin(TensorBase):
         order = list(range(self.ndim))
         if self.ndim:
             order[a], order[b] = order[b], order[a]
-        return self._with_view(self._view.permute(tuple(order)))
+        return self.permute(*order)
 
     @property
     def T(self) -> Any:  # PyTorch's name
         if self.ndim > 2:
             raise ShapeError(f".T expects a tensor of rank <= 2, got rank {self.ndim}; use permute")
-        return self._with_view(self._view.permute(tuple(reversed(range(self.ndim)))))
+        return self.permute(*reversed(range(self.ndim)))
 
     def squeeze(self, dim: int | Sequence[int] | None = None) -> Any:
         """Drop size-1 dims (all of them, or those named in ``dim``)."""
@@ -209,12 +267,20 @@ class MovementMixin(TensorBase):
             dims = tuple(range(self.ndim))
         else:
             dims = tuple(normalize_dim(d, self.ndim) for d in ((dim,) if isinstance(dim, int) else dim))
-        return self._with_view(self._view.squeeze(dims))
+        out = self._with_view(self._view.squeeze(dims))
+        if self._ag is None:
+            return out
+        old = self.shape
+        return self._recorded(out, "squeeze", lambda g: g.reshape(old))
 
     def unsqueeze(self, dim: int) -> Any:
         """Insert a size-1 dim at ``dim`` (in ``[-ndim-1, ndim]``)."""
         d = normalize_dim(dim, self.ndim + 1)
-        return self._with_view(self._view.unsqueeze(d))
+        out = self._with_view(self._view.unsqueeze(d))
+        if self._ag is None:
+            return out
+        old = self.shape
+        return self._recorded(out, "unsqueeze", lambda g: g.reshape(old))
 
     def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Any:
         """Merge dims ``start_dim..end_dim`` into one."""
@@ -234,10 +300,21 @@ class MovementMixin(TensorBase):
             start += size
         if not (0 <= start <= size) or length < 0 or start + length > size:
             raise IndexOutOfRange(f"narrow: start {start} and length {length} exceed dim {d} of size {size}")
-        return self._with_view(self._view.slice(d, start, start + length, 1))
+        out = self._with_view(self._view.slice(d, start, start + length, 1))
+        if self._ag is None:
+            return out
+        from zyx.frontend.gradients import place
+
+        return self._recorded(out, "narrow", lambda g: place(g, d, start, size, 1))
 
     def __getitem__(self, index: Any) -> Any:
-        return self._with_view(basic_index(self._view, index))
+        out = self._with_view(basic_index(self._view, index))
+        if self._ag is None:
+            return out
+        from zyx.frontend.gradients import index_backward
+
+        old, items = self.shape, expand_index(self.ndim, index)
+        return self._recorded(out, "slice", lambda g: index_backward(g, old, items))
 
     def __iter__(self) -> Iterable[Any]:
         if self.ndim == 0:

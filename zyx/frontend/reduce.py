@@ -16,6 +16,7 @@ from zyx import dtype as dtypes
 from zyx import graph
 from zyx.dtype import DType
 from zyx.errors import DTypeError, ShapeError
+from zyx.frontend.autograd import is_grad_enabled, needs_grad, no_grad
 from zyx.frontend.base import TensorBase
 from zyx.frontend.elementwise import binary, broadcast_shapes, from_node, unary, where
 from zyx.ir.view import normalize_dim
@@ -57,6 +58,13 @@ def _finish(node: graph.LazyNode, x: Any, dims: tuple[int, ...], keepdim: bool):
 
 def reduce(x: Any, op: str, dim: Any = None, keepdim: bool = False, acc: DType | None = None):
     """``op`` (sum/prod/max/min) over ``dim``; returns the accumulator dtype (callers cast)."""
+    if x._ag is not None and is_grad_enabled():
+        from zyx.frontend.gradients import record_reduce
+
+        with no_grad():
+            out = reduce(x, op, dim, keepdim, acc)
+        record_reduce(op, x, _dims(x, dim) if x.ndim else (), keepdim, out)
+        return out
     dims = _dims(x, dim)
     acc = acc or _acc_dtype(op, x._dtype)
     shape = x._view.shape
@@ -214,6 +222,13 @@ def matmul(a: Any, b: Any):
         raise DTypeError("matmul expects two tensors")
     if a.ndim == 0 or b.ndim == 0:
         raise ShapeError(f"matmul: both arguments need at least 1 dimension, got shapes {a.shape} and {b.shape}")
+    if needs_grad(a, b):
+        from zyx.frontend.gradients import record_matmul
+
+        with no_grad():
+            out = matmul(a, b)
+        record_matmul(a, b, out)
+        return out
     va, vb = a.ndim == 1, b.ndim == 1
     if va:
         a = a.unsqueeze(0)

@@ -21,6 +21,8 @@ from zyx.backend.device import Device, resolve
 from zyx.backend.pool import Buffer
 from zyx.dtype import DType, to_dtype
 from zyx.errors import DeviceError, DTypeError, ShapeError
+from zyx.frontend import autograd
+from zyx.frontend.autograd import AutogradMixin
 from zyx.frontend.contract_ops import ContractOpsMixin, contiguize
 from zyx.frontend.elementwise import ElementwiseMixin
 from zyx.frontend.movement import MovementMixin
@@ -29,10 +31,11 @@ from zyx.frontend.softmax import SoftmaxMixin
 from zyx.ir.view import View, normalize_dim
 
 
-class Tensor(ElementwiseMixin, ReduceMixin, MovementMixin, ContractOpsMixin, SoftmaxMixin, concrete=True):
+class Tensor(ElementwiseMixin, ReduceMixin, MovementMixin, ContractOpsMixin, SoftmaxMixin, AutogradMixin,
+             concrete=True):
     """An n-dimensional array on an OpenCL device (see API.md)."""
 
-    __slots__ = ("_data", "_view", "_dtype", "_device", "__weakref__")
+    __slots__ = ("_data", "_view", "_dtype", "_device", "_ag", "__weakref__")
     __array_priority__ = 1000  # numpy defers binary ops to Tensor
 
     def __init__(self, buf: Buffer | graph.LazyNode, view: View, dtype: DType, device: Device) -> None:
@@ -41,6 +44,7 @@ class Tensor(ElementwiseMixin, ReduceMixin, MovementMixin, ContractOpsMixin, Sof
         self._view = view
         self._dtype = dtype
         self._device = device
+        self._ag: autograd.AutogradMeta | None = None  # gradient state, when it requires grad
 
     @property
     def _buf(self) -> Buffer:
@@ -51,6 +55,7 @@ class Tensor(ElementwiseMixin, ReduceMixin, MovementMixin, ContractOpsMixin, Sof
         """
         buf = graph.realize(self._data)
         graph.flush_readers(self._data)
+        self._data.version += 1  # the caller writes into it: saved values of autograd see the change
         return buf
 
     def _realized(self) -> Buffer:
@@ -215,7 +220,12 @@ class Tensor(ElementwiseMixin, ReduceMixin, MovementMixin, ContractOpsMixin, Sof
             return self
         self._device.check_dtype(dtype)
         node = graph.cast(graph.Src(self._data, self._view, self._dtype), dtype, self.shape, self._device)
-        return Tensor(node, View.contiguous(self.shape), dtype, self._device)
+        out = Tensor(node, View.contiguous(self.shape), dtype, self._device)
+        if self._ag is not None and autograd.is_grad_enabled():
+            from zyx.frontend.gradients import record_cast
+
+            record_cast(self, out)
+        return out
 
     def type(self, dtype: Any) -> Tensor:
         """Alias of ``cast``."""
@@ -228,7 +238,8 @@ class Tensor(ElementwiseMixin, ReduceMixin, MovementMixin, ContractOpsMixin, Sof
             raise DTypeError(f"bitcast from {self._dtype.name} ({self._dtype.itemsize} bytes) to {dtype.name} "
                              f"({dtype.itemsize} bytes): expected a dtype of the same itemsize")
         self._device.check_dtype(dtype)
-        return Tensor(self._realized(), self._view, dtype, self._device)
+        self._realized()
+        return Tensor(self._data, self._view, dtype, self._device)  # one node per buffer: its readers are all
 
     def contiguous(self) -> Tensor:
         """A dense row-major tensor with these values (``self`` when already dense)."""
@@ -239,7 +250,10 @@ class Tensor(ElementwiseMixin, ReduceMixin, MovementMixin, ContractOpsMixin, Sof
     def clone(self) -> Tensor:
         """A copy of the values in a new dense buffer."""
         node = graph.copy(graph.Src(self._data, self._view, self._dtype), self.shape, self._device, store=True)
-        return Tensor(node, View.contiguous(self.shape), self._dtype, self._device)
+        out = Tensor(node, View.contiguous(self.shape), self._dtype, self._device)
+        if self._ag is not None and autograd.is_grad_enabled():
+            autograd.record("clone", out, [self], lambda g: (g,))
+        return out
 
     def is_contiguous(self) -> bool:
         """Whether the view is dense row-major from the start of its buffer."""

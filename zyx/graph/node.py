@@ -67,7 +67,7 @@ class LazyNode:
     """A value: a realized buffer or a pending op (see the module docstring)."""
 
     __slots__ = ("op", "arg", "srcs", "dtype", "shape", "device", "buffer", "readers", "cost", "has_reduce",
-                 "pinned", "__weakref__")
+                 "pinned", "version", "__weakref__")
 
     def __init__(self, op: Op, arg: Any, srcs: tuple[Src, ...], dtype: DType, shape: tuple[int, ...],
                  device: Any, buffer: Buffer | None = None) -> None:
@@ -96,6 +96,7 @@ class LazyNode:
         self.cost = cost
         self.has_reduce = has_reduce
         self.pinned = pinned
+        self.version = 0  # in-place writes into this node's buffer so far (autograd checks saved values)
 
     @property
     def realized(self) -> bool:

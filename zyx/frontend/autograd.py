@@ -1,0 +1,389 @@
+"""Reverse-mode autograd: grad modes, the backward graph of ``Node`` objects, and the engine.
+
+A tensor that requires grad carries an ``AutogradMeta`` (``tensor._ag``; None otherwise, so
+the forward path of a tensor that needs no gradient pays one attribute test per op). An op
+whose inputs require grad records a ``Node`` on its output: the gradient rule of that op
+(``frontend/gradients.py``: one rule per primitive op), the nodes of its inputs (``next``)
+and the tensors the rule needs (saved with their storage version, so an in-place write to
+one of them is caught at ``backward()``). A leaf's node is its ``AccumulateGrad``, which
+holds the leaf weakly (no reference cycle keeps a dropped parameter's buffers alive).
+
+Backward runs the rules in reverse topological order. The rules are ordinary lazy tensor
+ops, so the backward pass is recorded, fused and scheduled like the forward; with
+``create_graph=True`` the rules themselves are recorded, which gives higher derivatives.
+Saved tensors are dropped as soon as their node has run (``retain_graph=False``); running a
+freed node again raises ``AutogradError``.
+"""
+from __future__ import annotations
+
+import functools
+import threading
+import weakref
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from zyx.errors import AutogradError, DTypeError
+from zyx.frontend.base import TensorBase
+
+_state = threading.local()  # grad mode is per thread, as in PyTorch
+
+
+def is_grad_enabled() -> bool:
+    """Whether ops record gradients now (``no_grad`` / ``inference_mode`` turn it off)."""
+    return getattr(_state, "enabled", True)
+
+
+def _set_enabled(flag: bool) -> None:
+    _state.enabled = flag
+
+
+class _GradMode:
+    """A context manager and decorator that sets grad mode for its block (restored after)."""
+
+    enabled = True
+
+    def __enter__(self) -> None:
+        self._saved = getattr(self, "_saved", [])
+        self._saved.append(is_grad_enabled())
+        _set_enabled(self.enabled)
+
+    def __exit__(self, *exc: Any) -> None:
+        _set_enabled(self._saved.pop())
+
+    def __call__(self, fn: Callable) -> Callable:
+        @functools.wraps(fn)
+        def wrapped(*args: Any, **kwargs: Any) -> Any:
+            with type(self)():
+                return fn(*args, **kwargs)
+
+        return wrapped
+
+
+class no_grad(_GradMode):  # PyTorch's lower-case name
+    """Ops in this block record no gradients (``with zyx.no_grad():`` or ``@zyx.no_grad()``)."""
+
+    enabled = False
+
+
+class enable_grad(_GradMode):  # PyTorch's lower-case name
+    """Ops in this block record gradients, also inside ``no_grad``."""
+
+    enabled = True
+
+
+class inference_mode(_GradMode):  # PyTorch's lower-case name
+    """Like ``no_grad``: nothing in the block is recorded for backward."""
+
+    enabled = False
+
+
+class Node:
+    """One recorded op of the backward graph; ``type(node).__name__`` names the op (``MulBackward``).
+
+    ``fn(grad, *saved)`` returns one gradient (or None) per input; ``next`` holds the input's
+    node (a ``Node``, an ``AccumulateGrad`` for a leaf, or None for an input needing no grad)."""
+
+    __slots__ = ("next", "fn", "saved", "versions", "freed", "retained", "__weakref__")
+
+    def __init__(self, fn: Callable[..., Sequence[Any]], next_nodes: tuple, saved: tuple) -> None:
+        self.next = next_nodes
+        self.fn = fn
+        self.saved = saved
+        self.versions = tuple(t._data.version for t in saved)
+        self.freed = False
+        self.retained: weakref.ref | None = None  # the output tensor, when it called retain_grad()
+
+    def apply(self, grad: Any) -> Sequence[Any]:
+        if self.freed:
+            raise AutogradError(f"{type(self).__name__}: trying to backward through the graph a second time "
+                                "(its saved tensors were freed); pass retain_graph=True to the first backward")
+        for t, v in zip(self.saved, self.versions):
+            if t._data.version != v:
+                raise AutogradError(f"{type(self).__name__}: a tensor this op saved for backward was modified by "
+                                    f"an in-place write (version {t._data.version}, expected {v}); clone it "
+                                    "before writing into it")
+        return self.fn(grad, *self.saved)
+
+    def release(self) -> None:
+        self.saved = ()
+        self.versions = ()
+        self.fn = None  # type: ignore[assignment]
+        self.freed = True
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__}>"
+
+
+class AccumulateGrad(Node):
+    """The node of a leaf tensor: gradients reaching it are added to ``leaf.grad``."""
+
+    __slots__ = ("leaf",)
+
+    def __init__(self, leaf: Any) -> None:
+        super().__init__(lambda g: (), (), ())
+        self.leaf = weakref.ref(leaf)
+
+
+class AutogradMeta:
+    """What a tensor that requires grad carries: its gradient, its node, and whether it keeps
+    its gradient as a non-leaf (``retain_grad``)."""
+
+    __slots__ = ("grad", "grad_fn", "accumulator")
+
+    def __init__(self, grad_fn: Node | None = None) -> None:
+        self.grad: Any = None
+        self.grad_fn = grad_fn
+        self.accumulator: AccumulateGrad | None = None
+
+
+_NODE_CLASSES: dict[str, type[Node]] = {}
+
+
+def node_class(name: str) -> type[Node]:
+    """The ``Node`` subclass named ``<Name>Backward`` (one class per op name)."""
+    cls = _NODE_CLASSES.get(name)
+    if cls is None:
+        title = "".join(part.capitalize() for part in name.split("_"))
+        cls = _NODE_CLASSES[name] = type(f"{title}Backward", (Node,), {"__slots__": ()})
+    return cls
+
+
+def node_of(t: Any) -> Node | None:
+    """The backward node a gradient for tensor ``t`` goes to (its op's, or its leaf accumulator)."""
+    meta = t._ag
+    if meta is None:
+        return None
+    if meta.grad_fn is not None:
+        return meta.grad_fn
+    if meta.accumulator is None:
+        meta.accumulator = AccumulateGrad(t)
+    return meta.accumulator
+
+
+def needs_grad(*xs: Any) -> bool:
+    """Whether an op on ``xs`` records a node: grad mode is on and some tensor among them requires grad."""
+    if not is_grad_enabled():
+        return False
+    return any(getattr(x, "_ag", None) is not None for x in xs)
+
+
+def record(name: str, out: Any, inputs: Sequence[Any], fn: Callable[..., Sequence[Any]],
+           saved: Sequence[Any] = ()) -> Any:
+    """Make ``out`` the result of a differentiable op on ``inputs`` (call only when ``needs_grad``):
+    ``fn(grad_of_out, *saved)`` returns the gradient of each input (None where none flows)."""
+    if not out._dtype.is_float:
+        return out  # integer and bool results carry no gradient
+    next_nodes = tuple(node_of(x) if getattr(x, "_ag", None) is not None else None for x in inputs)
+    out._ag = AutogradMeta(node_class(name)(fn, next_nodes, tuple(saved)))
+    return out
+
+
+def check_float(t: Any) -> None:
+    """Only floating tensors can require grad (``DTypeError``)."""
+    if not t._dtype.is_float:
+        raise DTypeError(f"only floating-point tensors can require gradients, got {t._dtype.name}")
+
+
+# ------------------------------------------------------------------ the engine
+
+def _topological(roots: list[Node]) -> list[Node]:
+    """Every node reachable from ``roots``, each before the nodes it feeds gradients to."""
+    order: list[Node] = []
+    seen: set[int] = set()
+    for root in roots:
+        if id(root) in seen:
+            continue
+        seen.add(id(root))
+        stack = [(root, iter(root.next))]
+        while stack:
+            node, children = stack[-1]
+            for child in children:
+                if child is not None and id(child) not in seen:
+                    seen.add(id(child))
+                    stack.append((child, iter(child.next)))
+                    break
+            else:
+                stack.pop()
+                order.append(node)
+    order.reverse()
+    return order
+
+
+def _add(a: Any, b: Any) -> Any:
+    return b if a is None else a + b
+
+
+def run_backward(roots: Sequence[tuple[Node, Any]], retain_graph: bool, create_graph: bool,
+                 capture: dict[int, int] | None = None) -> list[Any] | None:
+    """Propagate ``(node, gradient)`` roots through the graph. Without ``capture`` gradients reaching
+    leaves are added to their ``.grad``; with it (``id(node) -> position``) the gradients reaching
+    those nodes are returned instead and no ``.grad`` changes."""
+    grads: dict[int, Any] = {}
+    for node, g in roots:
+        grads[id(node)] = _add(grads.get(id(node)), g)
+    captured: list[Any] | None = None if capture is None else [None] * (max(capture.values(), default=-1) + 1)
+    order = _topological([node for node, _ in roots])
+    with (enable_grad() if create_graph else no_grad()):
+        for node in order:
+            g = grads.pop(id(node), None)
+            if g is None:
+                continue
+            if capture is not None and id(node) in capture:
+                i = capture[id(node)]
+                captured[i] = _add(captured[i], g)  # type: ignore[index]
+            if isinstance(node, AccumulateGrad):
+                leaf = node.leaf()
+                if capture is None and leaf is not None:
+                    _accumulate(leaf, g, create_graph)
+                continue
+            if node.retained is not None and capture is None:
+                kept = node.retained()
+                if kept is not None:
+                    _accumulate(kept, g, create_graph)
+            outs = node.apply(g)
+            if not retain_graph:
+                node.release()
+            for nxt, r in zip(node.next, outs):
+                if nxt is not None and r is not None:
+                    grads[id(nxt)] = _add(grads.get(id(nxt)), r)
+    return captured
+
+
+def _accumulate(t: Any, g: Any, create_graph: bool) -> None:
+    meta = t._ag
+    if not create_graph:
+        g = g.detach()
+    meta.grad = g if meta.grad is None else meta.grad + g
+
+
+def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool | None = None,
+         create_graph: bool = False, allow_unused: bool = False) -> tuple[Any, ...]:
+    """The gradients of ``outputs`` with respect to ``inputs`` (PyTorch's ``torch.autograd.grad``);
+    ``.grad`` of the inputs is left alone."""
+    outs = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
+    ins = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
+    if grad_outputs is None:
+        gos: list[Any] = [None] * len(outs)
+    else:
+        gos = list(grad_outputs) if isinstance(grad_outputs, (list, tuple)) else [grad_outputs]
+    if len(gos) != len(outs):
+        raise AutogradError(f"grad: {len(gos)} grad_outputs for {len(outs)} outputs; expected one each")
+    capture: dict[int, int] = {}
+    for i, t in enumerate(ins):
+        node = node_of(t)
+        if node is None:
+            raise AutogradError(f"grad: inputs[{i}] does not require grad")
+        capture[id(node)] = i
+    roots = [(_root_node(o, "grad"), _root_grad(o, g)) for o, g in zip(outs, gos)]
+    got = run_backward(roots, create_graph if retain_graph is None else retain_graph, create_graph, capture)
+    result = []
+    for i, g in enumerate(got or []):
+        if g is None and not allow_unused:
+            raise AutogradError(f"grad: inputs[{i}] was not used to compute the outputs; pass allow_unused=True "
+                                "to get None for it")
+        result.append(g)
+    return tuple(result)
+
+
+def backward(t: Any, gradient: Any = None, retain_graph: bool | None = None, create_graph: bool = False) -> None:
+    """``t.backward(...)``: add the gradients of ``t`` to the ``.grad`` of the leaves it depends on."""
+    root = _root_node(t, "backward")
+    run_backward([(root, _root_grad(t, gradient))], create_graph if retain_graph is None else retain_graph,
+                 create_graph)
+
+
+def _root_node(t: Any, what: str) -> Node:
+    node = node_of(t) if getattr(t, "_ag", None) is not None else None
+    if node is None:
+        raise AutogradError(f"{what}: the tensor does not require grad and has no grad_fn (did an input set "
+                            "requires_grad=True, and was grad mode on?)")
+    return node
+
+
+def _root_grad(t: Any, g: Any) -> Any:
+    from zyx.frontend.creation import ones_like
+
+    if g is None:
+        if t.numel() != 1:
+            raise AutogradError(f"grad can be implicitly created only for scalar outputs; the output has shape "
+                                f"{t.shape}: pass gradient=")
+        return ones_like(t)
+    if tuple(g.shape) != tuple(t.shape):
+        raise AutogradError(f"gradient has shape {tuple(g.shape)}; expected the output's shape {tuple(t.shape)}")
+    return g.cast(t.dtype)
+
+
+# ------------------------------------------------------------------ the Tensor methods
+
+class AutogradMixin(TensorBase):
+    """``requires_grad``, ``grad``, ``grad_fn``, ``is_leaf``, ``detach``, ``retain_grad`` and ``backward``;
+    needs ``_ag`` (an ``AutogradMeta`` or None), ``_data``/``_view``/``_dtype``/``_device`` and the
+    concrete class's constructor."""
+
+    __slots__ = ()
+
+    @property
+    def requires_grad(self) -> bool:
+        """Whether gradients flow to this tensor (settable on leaves)."""
+        return self._ag is not None
+
+    @requires_grad.setter
+    def requires_grad(self, flag: bool) -> None:
+        meta = self._ag
+        if meta is not None and meta.grad_fn is not None:
+            if not flag:
+                raise AutogradError("requires_grad can only be changed on leaf tensors; use detach() to get a "
+                                    "tensor without gradient history")
+            return
+        if flag:
+            check_float(self)
+            if meta is None:
+                self._ag = AutogradMeta()
+        else:
+            self._ag = None
+
+    def requires_grad_(self, requires_grad: bool = True) -> Any:
+        """Set ``requires_grad`` in place and return ``self``."""
+        self.requires_grad = requires_grad
+        return self
+
+    @property
+    def is_leaf(self) -> bool:
+        """True unless the tensor was computed by a recorded op (a tensor needing no grad is a leaf)."""
+        return self._ag is None or self._ag.grad_fn is None
+
+    @property
+    def grad_fn(self) -> Node | None:
+        """The node of the op that computed this tensor (None for leaves)."""
+        return None if self._ag is None else self._ag.grad_fn
+
+    @property
+    def grad(self) -> Any:
+        """The accumulated gradient (a leaf's, or a non-leaf's after ``retain_grad()``), or None."""
+        return None if self._ag is None else self._ag.grad
+
+    @grad.setter
+    def grad(self, value: Any) -> None:
+        if self._ag is None:
+            if value is None:
+                return
+            raise AutogradError("cannot set .grad of a tensor that does not require grad")
+        if value is not None and tuple(value.shape) != tuple(self.shape):
+            raise AutogradError(f"assigned grad has shape {tuple(value.shape)}; expected {tuple(self.shape)}")
+        self._ag.grad = value
+
+    def detach(self) -> Any:
+        """The same values (shared storage) without gradient history."""
+        return type(self)(self._data, self._view, self._dtype, self._device)
+
+    def retain_grad(self) -> None:
+        """Keep this non-leaf tensor's gradient in ``.grad`` during backward."""
+        meta = self._ag
+        if meta is None:
+            raise AutogradError("retain_grad() on a tensor that does not require grad")
+        if meta.grad_fn is not None:
+            meta.grad_fn.retained = weakref.ref(self)
+
+    def backward(self, gradient: Any = None, retain_graph: bool | None = None, create_graph: bool = False) -> None:
+        """Add the gradients of this tensor to the ``.grad`` of the leaves it depends on."""
+        backward(self, gradient, retain_graph, create_graph)
