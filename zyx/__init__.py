@@ -1,8 +1,8 @@
 """zyx: PyTorch-style tensors fused into OpenCL kernels (see API.md)."""
 from __future__ import annotations
 
+from zyx import autograd, nn, settings
 from zyx import contracts as _contracts_package
-from zyx import nn, settings
 from zyx.backend.device import Device, default_device, devices, set_default_device
 from zyx.backend.launch import kernel_count
 from zyx.contracts.listing import ContractsEntry
@@ -40,7 +40,6 @@ from zyx.errors import (
     ShapeError,
     ZyxError,
 )
-from zyx.frontend import autograd
 from zyx.frontend.autograd import enable_grad, inference_mode, is_grad_enabled, no_grad
 from zyx.frontend.contract_ops import cat, concat, write_slice, write_slice_doff, write_slice_rotating
 from zyx.frontend.creation import (

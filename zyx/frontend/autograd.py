@@ -254,6 +254,10 @@ def _accumulate(t: Any, g: Any, create_graph: bool) -> None:
     if not create_graph:
         g = g.detach()
     meta.grad = g if meta.grad is None else meta.grad + g
+    if not create_graph:
+        # Run the gradient's kernels now, in reverse order of the forward: the saved values and
+        # the upstream gradients it reads die layer by layer instead of all at the end.
+        meta.grad.realize()
 
 
 def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool | None = None,

@@ -26,7 +26,7 @@ from zyx.contracts.spec.model import Contract, Operand
 from zyx.contracts.spec.registry import get, lookup
 from zyx.contracts.spec.validate import needs_contiguize, validate
 from zyx.dtype import DType
-from zyx.errors import ContractError, DTypeError, ShapeError
+from zyx.errors import AutogradError, ContractError, DTypeError, ShapeError
 from zyx.frontend.args import device_of
 from zyx.frontend.autograd import needs_grad, no_grad, record
 from zyx.frontend.base import TensorBase, tensor_class
@@ -385,6 +385,12 @@ def _box_base(dest: Tensor, starts: Sequence[int]) -> int:
 @_locked
 def write_slice(dest: Tensor, source: Tensor, ranges: Sequence[Sequence[int]]) -> Tensor:
     """Copy ``source`` into the half-open box ``ranges`` of ``dest``, in place; returns ``dest``."""
+    if _write_grad(dest, source):
+        from zyx.frontend.gradients import record_write
+
+        with no_grad():
+            write_slice(dest, source, ranges)
+        return record_write(dest, tuple(slice(int(a), int(b)) for a, b in ranges), source)
     dest, params, src = _prepare_write("write_slice", dest, source, {"ranges": ranges})
     starts = [r[0] for r in params["ranges"]]
     kernels.write_slice(dest.device, dest._buf, _rd(src), src.shape, dest._view.strides,
@@ -399,6 +405,9 @@ def write_slice_rotating(dest: Tensor, source: Tensor, axis: int, position: Any,
 
     ``position`` is an int or a one-element uint32/int32 tensor read when the kernel runs.
     """
+    if needs_grad(dest, source):
+        raise AutogradError("write_slice_rotating: the write position is read on the device, so it has no gradient "
+                            "rule yet; call it under zyx.no_grad() (or use write_slice / x[...] = v)")
     dest, params, src = _prepare_write("write_slice_rotating", dest, source,
                                        {"axis": axis, "modulus": modulus, "position": position})
     pos = params["position"]
@@ -421,6 +430,9 @@ def write_slice_doff(dest: Tensor, source: Tensor, axis: int, offset: Tensor,
     Off ``axis`` the box is ``ranges`` (default: all of dest). An offset out of range writes
     nothing and raises ``ContractError`` at the latest when values are next read.
     """
+    if needs_grad(dest, source):
+        raise AutogradError("write_slice_doff: the write position is read on the device, so it has no gradient "
+                            "rule yet; call it under zyx.no_grad() (or use write_slice / x[...] = v)")
     dest, params, src = _prepare_write("write_slice_doff", dest, source,
                                        {"axis": axis, "offset": offset, "ranges": ranges})
     if src.numel() == 0:
@@ -439,8 +451,27 @@ def write_slice_doff(dest: Tensor, source: Tensor, axis: int, offset: Tensor,
 
 
 @_locked
+def _write_grad(x: Tensor, value: Any) -> bool:
+    """Whether an in-place write of ``value`` into ``x`` is recorded for autograd; a leaf that
+    requires grad cannot be written in place (as PyTorch: its values are the gradient's reference)."""
+    if not needs_grad(x, value):
+        return False
+    if x._ag is not None and x._ag.grad_fn is None:
+        raise AutogradError("a leaf tensor that requires grad is written in place (x[...] = v or write_slice); "
+                            "write under zyx.no_grad(), or into a clone")
+    return True
+
+
 def setitem(x: Tensor, index: Any, value: Any) -> None:
-    """``x[index] = value`` in place, through write_slice on the indexed view of ``x``."""
+    """``x[index] = value`` in place, through write_slice on the indexed view of ``x``; recorded for
+    autograd (the written slab's gradient goes to ``value``, the rest to ``x``'s old values)."""
+    if _write_grad(x, value):
+        from zyx.frontend.gradients import record_write
+
+        with no_grad():
+            setitem(x, index, value)
+        record_write(x, index, value)
+        return
     x = x.realize()
     target = x._with_view(basic_index(x._view, index))
     if isinstance(value, Tensor):

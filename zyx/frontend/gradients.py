@@ -278,6 +278,26 @@ def record_view(name: str, x: Any, out: Any, back: Any) -> None:
     autograd.record(name, out, [x], lambda g: (back(g),))
 
 
+def record_write(x: Any, index: Any, value: Any) -> Any:
+    """``x[index] = value`` done in place: ``x`` now holds the gradient path of a new node whose rule
+    sends the written slab's gradient to ``value`` and the rest to ``x``'s old values."""
+    from zyx.frontend.creation import ones
+    from zyx.frontend.movement import expand_index
+
+    shape, items = x.shape, expand_index(x.ndim, index)
+    value_shape = value.shape if _is_tensor(value) else None
+    value_dtype = value.dtype if _is_tensor(value) else None
+
+    def fn(g: Any) -> tuple:
+        slab = g[index]
+        written = index_backward(ones(*slab.shape, dtype=g.dtype, device=g.device), shape, items)
+        gx = where(binary(Op.GT, written, 0.0), 0.0, g)
+        gv = None if value_shape is None else unbroadcast(slab, value_shape).cast(value_dtype)
+        return gx, gv
+
+    return autograd.record("copy_slices", x, [x, value if value_shape is not None else None], fn)
+
+
 def index_backward(g: Any, shape: tuple[int, ...], items: list[Any]) -> Any:
     """The gradient of a basic index (``items``: the normalized index, as ``basic_index`` expands it)
     into an input of ``shape``: ``g`` placed at the indexed positions, zeros elsewhere."""
