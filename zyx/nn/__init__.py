@@ -1,4 +1,29 @@
-"""Neural-network helpers: ``zyx.nn.functional``."""
-from zyx.nn import functional
+"""``zyx.nn``: modules and layers (PyTorch's names, parameter names and initialization),
+``zyx.nn.functional`` and ``zyx.nn.init``."""
+from zyx.nn import functional, init
+from zyx.nn.activation import (
+    GELU,
+    Dropout,
+    Flatten,
+    LeakyReLU,
+    LogSoftmax,
+    ReLU,
+    Sigmoid,
+    SiLU,
+    Softmax,
+    Tanh,
+    Unflatten,
+)
+from zyx.nn.attention import MultiheadAttention, TransformerEncoderLayer
+from zyx.nn.containers import ModuleDict, ModuleList, Sequential
+from zyx.nn.linear import Bilinear, Embedding, Identity, Linear
+from zyx.nn.loss import CrossEntropyLoss, L1Loss, MSELoss
+from zyx.nn.module import IncompatibleKeys, Module, Parameter, StateDictError
+from zyx.nn.normalization import LayerNorm, RMSNorm
 
-__all__ = ["functional"]
+__all__ = [
+    "GELU", "Bilinear", "CrossEntropyLoss", "Dropout", "Embedding", "Flatten", "Identity", "IncompatibleKeys",
+    "L1Loss", "LayerNorm", "LeakyReLU", "Linear", "LogSoftmax", "MSELoss", "Module", "ModuleDict", "ModuleList",
+    "MultiheadAttention", "Parameter", "RMSNorm", "ReLU", "Sequential", "SiLU", "Sigmoid", "Softmax",
+    "StateDictError", "Tanh", "TransformerEncoderLayer", "Unflatten", "functional", "init",
+]
