@@ -27,11 +27,13 @@ elif __name__ == "__main__":
 import zyx
 import zyx.nn.functional as F
 
+ROUNDS = 7
 
-def _per_call_us(fn: Callable[[], Any], calls: int, rounds: int = 7) -> float:
+
+def _per_call_us(fn: Callable[[], Any], calls: int, rounds: int | None = None) -> float:
     fn()
     best = float("inf")
-    for _ in range(rounds):
+    for _ in range(rounds or ROUNDS):
         t0 = time.perf_counter()
         for _ in range(calls):
             fn()
@@ -39,8 +41,10 @@ def _per_call_us(fn: Callable[[], Any], calls: int, rounds: int = 7) -> float:
     return best / calls * 1e6
 
 
-def run() -> list[dict[str, Any]]:
-    """The rows (name, microseconds per call)."""
+def run(quick: bool = False) -> list[dict[str, Any]]:
+    """The rows (name, microseconds per call); ``quick`` takes fewer rounds."""
+    global ROUNDS
+    ROUNDS = 2 if quick else 7
     x = zyx.tensor(np.ones(1024, np.float32)).realize()
     m = zyx.tensor(np.random.default_rng(0).standard_normal((64, 256)).astype(np.float32)).realize()
     chain = 100
