@@ -259,6 +259,19 @@ class Tensor(ElementwiseMixin, ReduceMixin, MovementMixin, ContractOpsMixin, Sof
         """Whether the view is dense row-major from the start of its buffer."""
         return self._view.is_contiguous
 
+    def _assign(self, value: Tensor) -> None:
+        """Make ``value``'s (lazy) values this tensor's own, in place and without a copy kernel: the
+        optimizers' parameter update. The tensor is rebound to ``value``'s node, whose version is set
+        past the old one, so a pending backward that saved this tensor raises as after any in-place
+        write. Views taken earlier keep the old storage and values. ``requires_grad``/``grad`` stay."""
+        if value.shape != self.shape or value._dtype is not self._dtype or value._device is not self._device:
+            raise ShapeError(f"_assign: a {value._dtype.name}{list(value.shape)} value on {value._device} "
+                             f"into a {self._dtype.name}{list(self.shape)} tensor on {self._device}: expected "
+                             "the same shape, dtype and device")
+        version = max(self._data.version + 1, value._data.version)
+        self._data, self._view = value._data, value._view
+        self._data.version = version
+
     def _with_view(self, view: View) -> Tensor:
         """This tensor's data seen through another view (the movement mixin's primitive)."""
         return Tensor(self._data, view, self._dtype, self._device)
