@@ -47,6 +47,34 @@ def test_elementwise_exp_max_with_broadcast(shape, vec, up):
         assert f"const zyx_float{vec}_u *" in kernel_source(k, Opts(local=4, upcast=(1, up), vec=vec, vec_axis=1))
 
 
+@pytest.mark.parametrize("d", [dt.float32, dt.float64], ids=lambda d: d.name)
+@pytest.mark.parametrize("cmp", ["gt", "le", "eq", "ne"])
+def test_where_on_lane_masks(d, cmp):
+    """``where(a <cmp> b, a * 2, r)`` vectorizes: the comparison is a lane mask (int/long lanes), the
+    select picks lane by lane; NaN compares as in the scalar code, a scalar condition picks whole vectors."""
+    from zyx.ir.kernel import vectorizable
+
+    n, m = 5, 24
+    i, j = out_var(0, n), out_var(1, m)
+    a, b, r = _ld(1, sym.add(sym.mul(i, m), j), d), _ld(2, j, d), _ld(3, i, d)
+    mask = expr.Alu(cmp, (a, b), dt.bool_)
+    body = expr.Alu("where", (mask, expr.Alu("mul", (a, expr.Const(2.0, d)), d), r), d)
+    row_mask = expr.Alu("where", (expr.Alu("gt", (r, expr.Const(0.0, d)), dt.bool_), a, b), d)
+    rng = np.random.default_rng(1)
+    x = rng.integers(-2, 3, (n, m)).astype(d.numpy)
+    x[1, 3], x[2, 5] = np.nan, -0.0
+    y = rng.integers(-2, 3, m).astype(d.numpy)
+    z = rng.normal(size=n).astype(d.numpy)
+    op = {"gt": np.greater, "le": np.less_equal, "eq": np.equal, "ne": np.not_equal}[cmp]
+    opts = Opts(local=1, upcast=(1, 2), vec=4, vec_axis=1)
+    lanes = f"{'long' if d.itemsize == 8 else 'int'}4 "
+    for k, want, masked in ((Kernel((n, m), (), (d,) * 4, body), np.where(op(x, y), x * 2, z[:, None]), True),
+                            (Kernel((n, m), (), (d,) * 4, row_mask), np.where(z[:, None] > 0, x, y), False)):
+        assert vectorizable(k)
+        assert (lanes in kernel_source(k, opts)) == masked  # a per-row condition stays scalar
+        np.testing.assert_array_equal(_run(k, opts, x, y, z), want)
+
+
 def test_transposed_read_gathers_and_pad_guards():
     n, m = 8, 12
     i, j = out_var(0, n), out_var(1, m)

@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 from zyx.codegen.render import render
 from zyx.dtype import DType
 from zyx.ir import symbolic as sym
-from zyx.ir.kernel import Kernel, Opts
+from zyx.ir.kernel import VECTOR_MASKS, Kernel, Opts
 from zyx.ir.linearize import LANE, Program, linearize
 from zyx.ir.rewrite import walk
 from zyx.op import ARG_REDUCE, COMPARISON, EXACT, Op
@@ -198,6 +198,9 @@ _LANES = "0123456789abcdef"
 def vtype(d: DType, w: int) -> str:
     """The compute type of ``d`` with ``w`` lanes."""
     return ctype(d) if w == 1 else f"{ctype(d)}{w}"
+
+
+_MASK_OPS = {Op.EQ: "==", Op.NE: "!=", Op.LT: "<", Op.LE: "<=", Op.GT: ">", Op.GE: ">="}
 
 
 def _vector_alu(op: Op, ct: str, vt: str, names: list[str]) -> str:
@@ -497,6 +500,15 @@ def statements(prog: Program, k: Kernel, stream: bool = False) -> tuple[Statemen
             if bits:
                 kept_bits.add(name)
             out.append(Convert(ctype(ins.dtype), name, ins.arg, ins.dtype, names[ins.srcs[0]], bits))
+        elif ins.op == "alu" and w > 1 and ins.arg[0] in VECTOR_MASKS:
+            op, src_dts = ins.arg  # a lane mask: int lanes for float operands, long lanes for double
+            mask = f"{'long' if src_dts[0].itemsize == 8 else 'int'}{w}"
+            a, b = (operand(s, w) for s in ins.srcs)
+            out.append(Let(mask, name, f"({a} {_MASK_OPS[op]} {b})"))
+        elif ins.op == "alu" and w > 1 and ins.arg[0] == Op.WHERE:
+            cond, a, b = ins.srcs  # a scalar condition picks whole vectors, a mask lane by lane
+            code = f"({names[cond]} ? {operand(a, w)} : {operand(b, w)})"
+            out.append(Let(vtype(ins.dtype, w), name, code))
         elif ins.op == "alu" and w > 1:
             op, src_dts = ins.arg
             code = _vector_alu(op, ctype(ins.dtype), vtype(ins.dtype, w), [operand(s, w) for s in ins.srcs])

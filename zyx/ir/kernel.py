@@ -125,6 +125,8 @@ VECTOR_OPS = frozenset({
     Op.ADD, Op.SUB, Op.MUL, Op.DIV, Op.FLOORDIV, Op.POW, Op.MAXIMUM, Op.MINIMUM,
 })
 VECTOR_DTYPES = frozenset({"float32", "float64"})
+#: comparisons of float operands give lane masks (int/long vectors) that a ``where`` selects by
+VECTOR_MASKS = frozenset({Op.EQ, Op.NE, Op.LT, Op.LE, Op.GT, Op.GE})
 
 
 def vectorizable(k: Kernel) -> bool:
@@ -132,9 +134,13 @@ def vectorizable(k: Kernel) -> bool:
     if any(d.name not in VECTOR_DTYPES for d in k.bufs):
         return False
     for e in walk(k.body):
+        if isinstance(e, expr.Alu) and e.op in VECTOR_MASKS:
+            if any(s.dtype.name not in VECTOR_DTYPES for s in e.srcs):
+                return False
+            continue
         if e.dtype.name not in VECTOR_DTYPES or isinstance(e, (expr.Cast, expr.Cond)):
             return False
-        if isinstance(e, expr.Alu) and e.op not in VECTOR_OPS:
+        if isinstance(e, expr.Alu) and e.op not in VECTOR_OPS and e.op != Op.WHERE:
             return False
         if isinstance(e, expr.Reduce) and e.op in ARG_REDUCE:
             return False
