@@ -1,7 +1,7 @@
 """zyx: PyTorch-style tensors fused into OpenCL kernels (see API.md)."""
 from __future__ import annotations
 
-from zyx import autograd, nn, settings
+from zyx import autograd, nn, optim, settings
 from zyx import contracts as _contracts_package
 from zyx.backend.device import Device, default_device, devices, set_default_device
 from zyx.backend.launch import kernel_count
@@ -98,6 +98,7 @@ from zyx.frontend.elementwise import (
 from zyx.frontend.movement import chunk, pad, split, stack
 from zyx.frontend.reduce import argmax, argmin, logsumexp, matmul, mean, prod, std, var
 from zyx.frontend.tensor import Tensor
+from zyx.io import load, load_file, load_file_metadata, save, save_file
 from zyx.runtime import debug, memory_stats, synchronize
 from zyx.version import __version__ as __version__
 
@@ -121,6 +122,7 @@ __all__ = [
     "zeros", "zeros_like",
 ]
 __all__ += ["AutogradError", "autograd", "enable_grad", "inference_mode", "is_grad_enabled", "no_grad"]
+__all__ += ["load", "load_file", "load_file_metadata", "optim", "save", "save_file"]
 __all__ += [  # the elementwise functions
     "abs", "broadcast_shapes", "ceil", "clamp", "clip", "cos", "erf", "exp", "exp2", "floor", "gelu", "isinf", "isnan",
     "log", "log2", "logical_not", "maximum", "minimum", "neg", "pow", "reciprocal", "relu", "round", "rsqrt",
