@@ -200,6 +200,9 @@ class Tensor(ElementwiseMixin, ReduceMixin, MovementMixin, ContractOpsMixin, Sof
         host = self._host_bytes()
         moved = Tensor(transfer.upload(device, host), View.contiguous(self.shape), self._dtype, device)
         moved._data.pinned = True
+        if self._ag is not None and autograd.is_grad_enabled():
+            source = self._device
+            autograd.record("to_copy", moved, [self], lambda g: (g.to(source),))
         return moved
 
     @property
