@@ -47,6 +47,25 @@ def _block(lib: Any, fn: Any, x: Any, p: list[Any], heads: int) -> Any:
     return (x * x).mean()
 
 
+def _steps(zyx_loss: Callable[[], Any], zyx_params: list[Any], torch_loss: Callable[[], Any],
+           torch_params: list[Any]) -> tuple[Callable[[], None], Callable[[], None]]:
+    """One training step's forward + backward in each library (zyx: gradients realized, synchronized)."""
+
+    def zyx_step() -> None:
+        zyx_loss().backward()
+        for p in zyx_params:
+            p.grad.realize()
+            p.grad = None
+        zyx.synchronize()
+
+    def torch_step() -> None:
+        torch_loss().backward()
+        for p in torch_params:
+            p.grad = None
+
+    return zyx_step, torch_step
+
+
 def _time(steps: dict[str, Callable[[], None]], rounds: int, block: int = 3) -> dict[str, tuple[float, float]]:
     times: dict[str, list[float]] = {k: [] for k in steps}
     for fn in steps.values():
@@ -77,18 +96,7 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
     tp = [torch.tensor(w, requires_grad=True) for w in mlp_w]
     zx, zy, tx, ty = zyx.tensor(x).realize(), zyx.tensor(y).realize(), torch.tensor(x), torch.tensor(y)
 
-    def zyx_mlp() -> None:
-        _mlp(zyx, F, zx, zy, zp).backward()
-        for p in zp:
-            p.grad.realize()
-            p.grad = None
-        zyx.synchronize()
-
-    def torch_mlp() -> None:
-        _mlp(torch, TF, tx, ty, tp).backward()
-        for p in tp:
-            p.grad = None
-
+    zyx_mlp, torch_mlp = _steps(lambda: _mlp(zyx, F, zx, zy, zp), zp, lambda: _mlp(torch, TF, tx, ty, tp), tp)
     got = _time({"zyx": zyx_mlp, "torch": torch_mlp}, 2 if quick else 5)
     for impl, (best, med) in got.items():
         rows.append({"workload": f"MLP 784-1024-1024-10 fwd+bwd, batch {batch}", "impl": impl, "ms": round(best, 2),
@@ -104,18 +112,8 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
     tb = [torch.tensor(w, requires_grad=True) for w in block_w]
     zxb, txb = zyx.tensor(xb).realize(), torch.tensor(xb)
 
-    def zyx_block() -> None:
-        _block(zyx, F, zxb, zb, heads).backward()
-        for p in zb:
-            p.grad.realize()
-            p.grad = None
-        zyx.synchronize()
-
-    def torch_block() -> None:
-        _block(torch, TF, txb, tb, heads).backward()
-        for p in tb:
-            p.grad = None
-
+    zyx_block, torch_block = _steps(lambda: _block(zyx, F, zxb, zb, heads), zb,
+                                    lambda: _block(torch, TF, txb, tb, heads), tb)
     got = _time({"zyx": zyx_block, "torch": torch_block}, 2 if quick else 5)
     for impl, (best, med) in got.items():
         rows.append({"workload": f"encoder block fwd+bwd, batch {b}, seq {s}, d {d}, {heads} heads", "impl": impl,
