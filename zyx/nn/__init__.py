@@ -1,6 +1,6 @@
 """``zyx.nn``: modules and layers (PyTorch's names, parameter names and initialization),
 ``zyx.nn.functional`` and ``zyx.nn.init``."""
-from zyx.nn import functional, init
+from zyx.nn import functional, init, utils
 from zyx.nn.activation import (
     GELU,
     Dropout,
@@ -25,5 +25,5 @@ __all__ = [
     "GELU", "Bilinear", "CrossEntropyLoss", "Dropout", "Embedding", "Flatten", "Identity", "IncompatibleKeys",
     "L1Loss", "LayerNorm", "LeakyReLU", "Linear", "LogSoftmax", "MSELoss", "Module", "ModuleDict", "ModuleList",
     "MultiheadAttention", "Parameter", "RMSNorm", "ReLU", "Sequential", "SiLU", "Sigmoid", "Softmax",
-    "StateDictError", "Tanh", "TransformerEncoderLayer", "Unflatten", "functional", "init",
+    "StateDictError", "Tanh", "TransformerEncoderLayer", "Unflatten", "functional", "init", "utils",
 ]
