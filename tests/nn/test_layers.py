@@ -142,6 +142,26 @@ def test_losses(reduction):
           [a, probs.astype(np.float32)], modes=("train",))
 
 
+def test_cross_entropy_loss_class_dim_one():
+    logits, tgt = _randn(2, 5, 3, 4), RNG.integers(0, 5, size=(2, 3, 4))
+    check(nn.CrossEntropyLoss(), torch.nn.CrossEntropyLoss(), [logits, tgt], modes=("train",))
+    probs = np.exp(logits) / np.exp(logits).sum(1, keepdims=True)
+    check(nn.CrossEntropyLoss(reduction="none"), torch.nn.CrossEntropyLoss(reduction="none"),
+          [_randn(2, 5, 3), probs[..., 0].astype(np.float32)], modes=("train",))
+
+
+def test_repr_matches_pytorch():
+    cases = [("Linear", (4, 3)), ("Bilinear", (2, 3, 4)), ("Embedding", (10, 4, 0)), ("LayerNorm", ((3, 4),)),
+             ("RMSNorm", (4,)), ("Dropout", (0.2,)), ("GELU", ("tanh",)), ("LeakyReLU", (0.1,)), ("Softmax", (1,)),
+             ("Flatten", ()), ("Unflatten", (1, (2, 2))), ("ReLU", ()), ("Identity", ()), ("MSELoss", ()),
+             ("CrossEntropyLoss", ())]
+    for args in cases:
+        name, a = args
+        assert repr(getattr(nn, name)(*a)) == repr(getattr(torch.nn, name)(*a))
+    assert repr(nn.Sequential(nn.Linear(2, 2), nn.Tanh())) == repr(torch.nn.Sequential(torch.nn.Linear(2, 2),
+                                                                                        torch.nn.Tanh()))
+
+
 def _mha_inputs(batch_first, L=5, S=5, N=2, E=8, kdim=8, vdim=8):
     q = _randn(N, L, E) if batch_first else _randn(L, N, E)
     k = _randn(N, S, kdim) if batch_first else _randn(S, N, kdim)
@@ -219,3 +239,31 @@ def test_default_init_shapes_match_pytorch():
     assert np.abs(zm.out_proj.weight.numpy()).max() <= 1 / np.sqrt(16)
     ln = nn.LayerNorm(4)
     assert np.all(ln.weight.numpy() == 1) and np.all(ln.bias.numpy() == 0)
+
+
+def test_model_state_dict_from_torch():
+    """A small transformer-ish model: torch's state_dict loads into the same zyx structure as is."""
+    def build(m):
+        return m.Sequential(m.Embedding(11, 8, padding_idx=0),
+                            m.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True, norm_first=True),
+                            m.LayerNorm(8), m.Flatten(), m.Linear(40, 3), m.GELU())
+    zm, tm = build(nn), build(torch.nn)
+    idx = RNG.integers(0, 11, size=(2, 5))
+    check(zm, tm, [idx], atol=3e-5)
+
+
+def test_multihead_attention_dropout_weights():
+    zm = nn.MultiheadAttention(8, 2, dropout=0.5, batch_first=True)
+    x = zyx.randn(2, 6, 8)
+    _, w = zm(x, x, x, average_attn_weights=False)
+    w = w.numpy()
+    assert (w == 0).mean() > 0.3  # dropped in training, as PyTorch returns the weights after dropout
+    _, w = zm.eval()(x, x, x, average_attn_weights=False)
+    np.testing.assert_allclose(w.numpy().sum(-1), 1, rtol=1e-5)
+
+
+def test_module_to_device():
+    zm = nn.Linear(3, 2)
+    w = zm.weight
+    dev = zyx.default_device()
+    assert zm.to(dev) is zm and zm.weight is w and zm.weight.device is dev

@@ -107,6 +107,16 @@ def test_state_dict_round_trip_and_detached():
     assert other.head.weight is w and w.requires_grad and w.is_leaf
 
 
+def test_load_state_dict_assign():
+    m = nn.Linear(3, 2)
+    w = zyx.randn(2, 3)
+    res = m.load_state_dict({"weight": w, "bias": np.zeros(2, np.float32)}, assign=True)
+    assert res.missing_keys == [] and isinstance(m.weight, nn.Parameter) and m.weight.requires_grad
+    np.testing.assert_array_equal(m.weight.numpy(), w.numpy())
+    m(zyx.randn(4, 3)).sum().backward()
+    assert m.weight.grad.shape == (2, 3)
+
+
 def test_load_state_dict_reports_keys():
     m = nn.Sequential(nn.Linear(2, 3), nn.Linear(3, 1))
     sd = {k: v.numpy() for k, v in m.state_dict().items()}

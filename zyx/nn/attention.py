@@ -160,6 +160,7 @@ class MultiheadAttention(Module):
             out = out.transpose(0, 1)
         if not need_weights:
             return out, None
+        weights = attn  # after dropout, as PyTorch returns them
         if average_attn_weights:
             weights = weights.mean(1)
         if not batched:

@@ -42,7 +42,8 @@ class L1Loss(_Loss):
 
 
 class CrossEntropyLoss(_Loss):
-    """Cross entropy of (N, C) logits with class indices (N,) or class probabilities (N, C).
+    """Cross entropy of (N, C) or (N, C, d1, ...) logits with class indices (N, d1, ...) or class
+    probabilities (the input's shape).
 
     ``weight``, ``ignore_index`` and ``label_smoothing`` are passed to ``functional.cross_entropy``
     only when not at their defaults (it takes none of them yet, so they raise ``TypeError`` there).
@@ -63,4 +64,10 @@ class CrossEntropyLoss(_Loss):
             extra["ignore_index"] = self.ignore_index
         if self.label_smoothing != 0.0:
             extra["label_smoothing"] = self.label_smoothing
+        if input.ndim > 2:  # (N, C, d1, ...): classes on dim 1, as PyTorch; the functional takes them last
+            last = (0, *range(2, input.ndim), 1)
+            logits = input.permute(*last)
+            if not target.dtype.is_int:
+                target = target.permute(*last)
+            return F.cross_entropy(logits, target, reduction=self.reduction, **extra)
         return F.cross_entropy(input, target, reduction=self.reduction, **extra)

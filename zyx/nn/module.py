@@ -23,7 +23,7 @@ from zyx.dtype import DType, to_dtype
 from zyx.errors import DTypeError, ZyxError
 from zyx.frontend.autograd import no_grad
 from zyx.frontend.base import TensorBase
-from zyx.frontend.creation import from_numpy, zeros
+from zyx.frontend.creation import from_numpy, zeros, zeros_like
 
 # id(tensor) -> weak reference: the tensors ``Parameter`` made (see the module docstring)
 _PARAMETERS: dict[int, weakref.ref] = {}
@@ -310,11 +310,8 @@ class Module:
             g = p.grad
             if g is None:
                 continue
-            if set_to_none:
-                p.grad = None
-            else:
-                with no_grad():
-                    g[...] = 0
+            # a fresh zero tensor rather than a write: a gradient may be a broadcast (stride-0) view
+            p.grad = None if set_to_none else zeros_like(g)
 
     def apply(self, fn: Callable[[Module], Any]) -> Module:
         """Call ``fn`` on every submodule (children first), then on ``self``; returns ``self``."""
@@ -405,11 +402,13 @@ class Module:
                      if b is not None and n not in self._non_persistent_buffers)
         return state
 
-    def load_state_dict(self, state_dict: Any, strict: bool = True) -> IncompatibleKeys:
+    def load_state_dict(self, state_dict: Any, strict: bool = True, assign: bool = False) -> IncompatibleKeys:
         """Copy ``state_dict``'s values (zyx tensors, NumPy arrays, or anything ``np.asarray``
-        takes) into the parameters and buffers in place. Missing or unexpected keys raise
-        ``StateDictError`` when ``strict`` (all of them listed), a shape mismatch always; returns
-        ``IncompatibleKeys(missing_keys, unexpected_keys)``. Nothing is written when it raises."""
+        takes) into the parameters and buffers in place (cast to their dtypes). Missing or
+        unexpected keys raise ``StateDictError`` when ``strict`` (all of them listed), a shape
+        mismatch always; returns ``IncompatibleKeys(missing_keys, unexpected_keys)``. Nothing is
+        written when it raises. ``assign=True`` makes the loaded tensors the new parameters and
+        buffers instead (no copy; they keep their own dtype; parameters keep ``requires_grad``)."""
         state_dict = dict(state_dict)
         missing: list[str] = []
         expected: set[str] = set()
@@ -429,7 +428,7 @@ class Module:
                     mismatched.append(f"size mismatch for {key}: copying a param with shape {tuple(shape)} from "
                                       f"checkpoint, the shape in current model is {tuple(target.shape)}.")
                     continue
-                writes.append((target, value))
+                writes.append((module, name, target, value))
         unexpected = [k for k in state_dict if k not in expected]
         errors = list(mismatched)
         if strict:
@@ -440,8 +439,13 @@ class Module:
         if errors:
             raise StateDictError(f"Error(s) in loading state_dict for {type(self).__name__}:\n\t" + "\n\t".join(errors))
         with no_grad():
-            for target, value in writes:
-                target[...] = _as_tensor(value, target)
+            for module, name, target, value in writes:
+                if not assign:
+                    target[...] = _as_tensor(value, target)
+                elif name in module._parameters:
+                    module._parameters[name] = Parameter(_as_tensor(value, target), target.requires_grad)
+                else:
+                    module._buffers[name] = _as_tensor(value, target)
         return IncompatibleKeys(missing, unexpected)
 
     # -- printing ---------------------------------------------------------------------------
