@@ -60,6 +60,24 @@ def _crop(g: Any, crops: list[tuple[int, int]]) -> Any:
     return g
 
 
+def _unfold_backward(g: Any, d: int, length: int, size: int, step: int) -> Any:
+    """The gradient of ``unfold`` into a dim of ``length``: window element ``j`` of every window goes
+    back to its position (window start + ``j``), summed where windows overlap."""
+    from zyx.frontend.gradients import place
+
+    total = None
+    for j in range(size):
+        part = place(g[..., j], d, j, length, step)
+        total = part if total is None else total + part
+    if total is None:
+        from zyx.frontend.creation import zeros
+
+        shape = list(g.shape[:-1])
+        shape[d] = length
+        return zeros(*shape, dtype=g.dtype, device=g.device)
+    return total
+
+
 def take_rows(table: Any, index: Any):
     """Rows of the 2-D ``table`` picked by the integer tensor ``index`` (any shape): ``(*index.shape, D)``.
 
@@ -306,6 +324,27 @@ class MovementMixin(TensorBase):
         from zyx.frontend.gradients import place
 
         return self._recorded(out, "narrow", lambda g: place(g, d, start, size, 1))
+
+    def unfold(self, dimension: int, size: int, step: int) -> Any:
+        """Every window of ``size`` elements along ``dimension``, ``step`` apart, as a new last dim: a view
+        whose windows overlap when ``step < size`` (PyTorch's ``Tensor.unfold``; no copy)."""
+        if self.ndim == 0:
+            if size > 1 or step <= 0:
+                raise ShapeError(f"unfold: size {size} and step {step} on a 0-d tensor (expected size <= 1, step > 0)")
+            return self.reshape(1)[:size]
+        d = normalize_dim(dimension, self.ndim)
+        length = self.shape[d]
+        if step <= 0 or size < 0 or size > length:
+            raise ShapeError(f"unfold: size {size} and step {step} along dim {d} of size {length} "
+                             f"(expected 0 <= size <= {length} and step > 0)")
+        v = self._view
+        windows = (length - size) // step + 1
+        view = View(v.shape[:d] + (windows,) + v.shape[d + 1:] + (size,),
+                    v.strides[:d] + (v.strides[d] * step,) + v.strides[d + 1:] + (v.strides[d],), v.offset)
+        out = self._with_view(view)
+        if self._ag is None:
+            return out
+        return self._recorded(out, "unfold", lambda g: _unfold_backward(g, d, length, size, step))
 
     def __getitem__(self, index: Any) -> Any:
         out = self._with_view(basic_index(self._view, index))
