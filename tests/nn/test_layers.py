@@ -267,3 +267,13 @@ def test_module_to_device():
     w = zm.weight
     dev = zyx.default_device()
     assert zm.to(dev) is zm and zm.weight is w and zm.weight.device is dev
+
+
+def test_transformer_encoder():
+    layer_args = dict(d_model=8, nhead=2, dim_feedforward=16, dropout=0.0, batch_first=True)
+    zm = nn.TransformerEncoder(nn.TransformerEncoderLayer(**layer_args), 2, norm=nn.LayerNorm(8))
+    tm = torch.nn.TransformerEncoder(torch.nn.TransformerEncoderLayer(**layer_args), 2, norm=torch.nn.LayerNorm(8),
+                                     enable_nested_tensor=False)
+    assert zm.layers[0].linear1.weight is not zm.layers[1].linear1.weight
+    pad = np.array([[False] * 5, [False, False, False, True, True]])
+    check(zm, tm, [_randn(2, 5, 8)], atol=3e-5, src_key_padding_mask=pad)

@@ -229,3 +229,21 @@ def test_sequential_and_lists():
     assert list(md.keys()) == ["x", "y"] and "y" in md and md["x"] is a
     assert [n for n, _ in md.named_parameters()] == ["x.weight", "x.bias", "y.weight", "y.bias"]
     assert md.pop("x") is a and len(md) == 1
+
+
+def test_deepcopy():
+    import copy
+
+    a = nn.Linear(3, 3)
+    net = nn.Sequential(a, nn.ReLU(), a)
+    net.register_buffer("count", zyx.zeros(1))
+    net(zyx.randn(4, 3)).sum().backward()
+    c = copy.deepcopy(net)
+    assert c[0] is c[2] and c[0] is not a  # sharing kept inside the copy
+    assert isinstance(c[0].weight, nn.Parameter) and c[0].weight.requires_grad and c[0].weight.is_leaf
+    np.testing.assert_array_equal(c[0].weight.numpy(), a.weight.numpy())
+    np.testing.assert_array_equal(c[0].weight.grad.numpy(), a.weight.grad.numpy())
+    with zyx.no_grad():
+        c[0].weight[...] = 0
+    assert np.all(a.weight.numpy() != 0)  # the copy has its own storage
+    assert c.count is not net.count and [n for n, _ in c.named_buffers()] == ["count"]

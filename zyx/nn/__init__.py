@@ -14,7 +14,7 @@ from zyx.nn.activation import (
     Tanh,
     Unflatten,
 )
-from zyx.nn.attention import MultiheadAttention, TransformerEncoderLayer
+from zyx.nn.attention import MultiheadAttention, TransformerEncoder, TransformerEncoderLayer
 from zyx.nn.containers import ModuleDict, ModuleList, Sequential
 from zyx.nn.linear import Bilinear, Embedding, Identity, Linear
 from zyx.nn.loss import CrossEntropyLoss, L1Loss, MSELoss
@@ -25,5 +25,6 @@ __all__ = [
     "GELU", "Bilinear", "CrossEntropyLoss", "Dropout", "Embedding", "Flatten", "Identity", "IncompatibleKeys",
     "L1Loss", "LayerNorm", "LeakyReLU", "Linear", "LogSoftmax", "MSELoss", "Module", "ModuleDict", "ModuleList",
     "MultiheadAttention", "Parameter", "RMSNorm", "ReLU", "Sequential", "SiLU", "Sigmoid", "Softmax",
-    "StateDictError", "Tanh", "TransformerEncoderLayer", "Unflatten", "functional", "init", "utils",
+    "StateDictError", "Tanh", "TransformerEncoder", "TransformerEncoderLayer", "Unflatten", "functional", "init",
+    "utils",
 ]

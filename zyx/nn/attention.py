@@ -1,4 +1,4 @@
-"""``MultiheadAttention`` and ``TransformerEncoderLayer`` with PyTorch's parameter names
+"""``MultiheadAttention``, ``TransformerEncoderLayer`` and ``TransformerEncoder`` with PyTorch's parameter names
 (``in_proj_weight``, ``in_proj_bias``, ``out_proj.*``, ``linear1``, ``norm1``, ...), so a PyTorch
 ``state_dict`` loads as is. Inputs are (L, N, E) by default, (N, L, E) with ``batch_first=True``,
 or unbatched (L, E).
@@ -8,6 +8,7 @@ additive (N or 1, H or 1, L, S) term, and softmax over the last dim is one row k
 """
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Callable
 from typing import Any
@@ -19,6 +20,7 @@ from zyx.frontend.reduce import matmul
 from zyx.nn import functional as F
 from zyx.nn import init
 from zyx.nn.activation import Dropout
+from zyx.nn.containers import ModuleList
 from zyx.nn.linear import Linear
 from zyx.nn.module import Module, Parameter
 from zyx.nn.normalization import LayerNorm
@@ -212,3 +214,23 @@ class TransformerEncoderLayer(Module):
             return x + self._ff_block(self.norm2(x))
         x = self.norm1(x + self._sa_block(x, src_mask, src_key_padding_mask, is_causal))
         return self.norm2(x + self._ff_block(x))
+
+
+class TransformerEncoder(Module):
+    """``num_layers`` copies of ``encoder_layer`` (``layers.0``, ``layers.1``, ...) applied in turn,
+    then ``norm`` when given. ``enable_nested_tensor`` and ``mask_check`` are accepted and ignored
+    (they choose PyTorch's fast paths, which give the same values)."""
+
+    def __init__(self, encoder_layer: TransformerEncoderLayer, num_layers: int, norm: Module | None = None,
+                 enable_nested_tensor: bool = True, mask_check: bool = True) -> None:
+        super().__init__()
+        self.layers = ModuleList([copy.deepcopy(encoder_layer) for _ in range(num_layers)])
+        self.num_layers = num_layers
+        self.norm = norm
+
+    def forward(self, src: Any, mask: Any = None, src_key_padding_mask: Any = None,
+                is_causal: bool | None = None) -> Any:
+        x = src
+        for layer in self.layers:
+            x = layer(x, src_mask=mask, src_key_padding_mask=src_key_padding_mask, is_causal=bool(is_causal))
+        return x if self.norm is None else self.norm(x)

@@ -11,6 +11,7 @@ subclass would keep its type); ``isinstance(x, Parameter)`` asks a registry of t
 """
 from __future__ import annotations
 
+import copy
 import weakref
 from collections import OrderedDict, namedtuple
 from collections.abc import Callable, Iterator
@@ -83,6 +84,17 @@ def _as_tensor(value: Any, like: Any) -> Any:
         return value if value.device is like.device else value.to(like.device)
     arr = np.asarray(value)
     return from_numpy(np.ascontiguousarray(arr), device=like.device)
+
+
+def _copy_tensor(t: Any) -> Any:
+    with no_grad():
+        c = t.clone()
+    if not isinstance(t, Parameter):
+        return c
+    p = Parameter(c, requires_grad=t.requires_grad)
+    if t.grad is not None:
+        p.grad = t.grad.detach().clone()
+    return p
 
 
 def _addindent(text: str, spaces: int) -> str:
@@ -447,6 +459,19 @@ class Module:
                 else:
                     module._buffers[name] = _as_tensor(value, target)
         return IncompatibleKeys(missing, unexpected)
+
+    # -- copies -----------------------------------------------------------------------------
+    def __deepcopy__(self, memo: dict) -> Module:
+        """``copy.deepcopy(module)``: the same structure with copied parameters (still parameters,
+        same ``requires_grad``, gradients copied), buffers copied, sharing kept."""
+        for t in (*self.parameters(), *self.buffers()):
+            if id(t) not in memo:
+                memo[id(t)] = _copy_tensor(t)
+        new = type(self).__new__(type(self))
+        memo[id(self)] = new
+        for k, v in self.__dict__.items():
+            object.__setattr__(new, k, copy.deepcopy(v, memo))
+        return new
 
     # -- printing ---------------------------------------------------------------------------
     def extra_repr(self) -> str:
