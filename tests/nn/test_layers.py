@@ -29,7 +29,7 @@ def _same_parameters(zm, tm):
         [(k, tuple(v.shape)) for k, v in tm.state_dict().items()]
 
 
-def check(zm, tm, inputs, atol=1e-5, modes=("train", "eval"), output=lambda out: out, **kwargs):
+def check(zm, tm, inputs, atol=1e-5, modes=("train", "eval"), output=lambda out: out, rtol=1e-5, **kwargs):
     """Load ``tm``'s weights into ``zm`` and compare outputs, input gradients and parameter
     gradients of ``sum(out * r)`` (a fixed random ``r``) in each mode."""
     _same_parameters(zm, tm)
@@ -42,13 +42,13 @@ def check(zm, tm, inputs, atol=1e-5, modes=("train", "eval"), output=lambda out:
         zx = [zyx.tensor(a, requires_grad=a.dtype.kind == "f") if isinstance(a, np.ndarray) else a for a in inputs]
         tx = [torch.tensor(a, requires_grad=a.dtype.kind == "f") if isinstance(a, np.ndarray) else a for a in inputs]
         zo, to = output(zm(*zx, **_zyx_kwargs(kwargs))), output(tm(*tx, **_torch_kwargs(kwargs)))
-        _close(zo, to, atol, what=f"{mode} output")
+        _close(zo, to, atol, rtol, what=f"{mode} output")
         r = RNG.normal(size=tuple(to.shape)).astype(np.float32)
         (zo * zyx.tensor(r)).sum().backward()
         (to * torch.tensor(r)).sum().backward()
         for i, (za, ta) in enumerate(zip(zx, tx)):
             if isinstance(ta, torch.Tensor) and ta.grad is not None:
-                _close(za.grad, ta.grad, atol, what=f"{mode} grad of input {i}")
+                _close(za.grad, ta.grad, atol, rtol, what=f"{mode} grad of input {i}")
             elif isinstance(ta, torch.Tensor) and ta.requires_grad:  # the output does not depend on it
                 assert za.grad is None or np.all(za.grad.numpy() == 0), i
         zp = dict(zm.named_parameters())
@@ -56,7 +56,7 @@ def check(zm, tm, inputs, atol=1e-5, modes=("train", "eval"), output=lambda out:
             if p.grad is None:
                 assert zp[name].grad is None or np.all(zp[name].grad.numpy() == 0), name
             else:
-                _close(zp[name].grad, p.grad, atol, what=f"{mode} grad of {name}")
+                _close(zp[name].grad, p.grad, atol, rtol, what=f"{mode} grad of {name}")
 
 
 def _zyx_kwargs(kwargs):
@@ -277,3 +277,18 @@ def test_transformer_encoder():
     assert zm.layers[0].linear1.weight is not zm.layers[1].linear1.weight
     pad = np.array([[False] * 5, [False, False, False, True, True]])
     check(zm, tm, [_randn(2, 5, 8)], atol=3e-5, src_key_padding_mask=pad)
+
+
+def test_float64_model():
+    """The same comparison in float64 (``Module.to`` / ``.double()``), to a float64 tolerance."""
+    def build(m):
+        return m.Sequential(m.Linear(6, 8), m.LayerNorm(8), m.GELU(), m.Identity(),
+                            m.Linear(8, 3))
+    zm, tm = build(nn), build(torch.nn)
+    zm.double()
+    tm.double()
+    check(zm, tm, [RNG.normal(size=(4, 6))], atol=1e-10, rtol=1e-10, modes=("train",))
+    attn_z, attn_t = nn.MultiheadAttention(8, 2, batch_first=True).double(), \
+        torch.nn.MultiheadAttention(8, 2, batch_first=True).double()
+    x = RNG.normal(size=(2, 3, 8))
+    check(attn_z, attn_t, [x, x, x], atol=1e-10, rtol=1e-10, output=lambda o: o[0], modes=("train",))
