@@ -229,3 +229,48 @@ def test_bad_options_raise():
         zyx.optim.Adam([w, w])
     with pytest.raises(ValueError, match="leaf"):
         zyx.optim.Adam([w * 2])
+
+
+@pytest.mark.parametrize("name", ["SGD", "Adam", "RMSprop"])
+def test_steps_hold_no_extra_buffers(name):
+    """Old parameter values and old state die at each step: live buffers stay flat, and dropping the
+    model and optimizer returns them to the start."""
+    import gc
+
+    start = zyx.memory_stats()["live_buffers"]
+    params, x, y = _data(4)
+    p = _zyx_model(params)
+    opt = getattr(zyx.optim, name)(list(p.values()), lr=0.01, **({"momentum": 0.9} if name != "Adam" else {}))
+    zx, zy = zyx.from_numpy(x), zyx.from_numpy(y)
+    counts = []
+    for _ in range(6):
+        opt.zero_grad()
+        _loss(p, zx, zy).backward()
+        opt.step()
+        counts.append(zyx.memory_stats()["live_buffers"])
+    assert counts[2:] == [counts[2]] * 4, counts
+    del p, opt, zx, zy
+    gc.collect()
+    assert zyx.memory_stats()["live_buffers"] == start
+
+
+def test_load_a_torch_optimizer_state(torch):
+    """torch.optim's state_dict, its tensors as NumPy arrays, resumes in zyx as it resumes in torch."""
+    params, x, y = _data(5)
+    tp = _torch_model(torch, params)
+    to = torch.optim.Adam(list(tp.values()), lr=0.01, amsgrad=True)
+    tx, ty, zx, zy = torch.from_numpy(x), torch.from_numpy(y), zyx.from_numpy(x), zyx.from_numpy(y)
+    for _ in range(5):
+        to.zero_grad()
+        _loss(tp, tx, ty).backward()
+        to.step()
+    sd = to.state_dict()
+    sd = {"state": {i: {k: v.numpy() for k, v in s.items()} for i, s in sd["state"].items()},
+          "param_groups": sd["param_groups"]}
+    zp = {k: zyx.from_numpy(v.detach().numpy().copy()).requires_grad_() for k, v in tp.items()}
+    zo = zyx.optim.Adam(list(zp.values()), lr=0.01, amsgrad=True)
+    zo.load_state_dict(sd)
+    assert zo.state[zp["w1"]]["step"] == 5.0
+    for step in range(5):
+        _step_both(zo, to, zp, tp, zx, zy, tx, ty)
+        _check_close(zp, tp, step)
