@@ -313,8 +313,33 @@ def test_in_place_writes_on_non_leaf_tensors():
         zb[0] = 1.0
     with zyx.no_grad():
         zb[0] = 1.0  # allowed without recording
-    with pytest.raises(zyx.AutogradError, match="no gradient rule"):
-        zyx.write_slice_rotating(zb * 1, zv.reshape(3, 1).expand(3, 5), 0, 1)
+
+
+
+@pytest.mark.parametrize("position", [3, "tensor"])
+def test_ring_and_device_offset_writes_have_gradients(position):
+    """write_slice_rotating (wrapping, the position a device value or an int) and write_slice_doff
+    (a device offset, a box off the axis): the written rows' gradient goes to the source."""
+    rng = np.random.default_rng(10)
+    d, s, w = (rng.standard_normal(shape).astype(np.float32) for shape in ((3, 5, 2), (3, 3, 2), (3, 5, 2)))
+    pos = zyx.tensor([3], dtype=zyx.int32) if position == "tensor" else position
+    zd, zs = zyx.tensor(d, requires_grad=True), zyx.tensor(s, requires_grad=True)
+    y = zd * 1
+    zyx.write_slice_rotating(y, zs, 1, pos)  # rows 3, 4, 0 of axis 1
+    (y * zyx.tensor(w)).sum().backward()
+    rows = [3, 4, 0]
+    want_d = w.copy()
+    want_d[:, rows] = 0
+    np.testing.assert_array_equal(zd.grad.numpy(), want_d)
+    np.testing.assert_array_equal(zs.grad.numpy(), w[:, rows])
+    zd2, zs2 = zyx.tensor(d, requires_grad=True), zyx.tensor(s[1:, :2], requires_grad=True)
+    y = zd2 * 1
+    zyx.write_slice_doff(y, zs2, 1, zyx.tensor([2], dtype=zyx.int64), ranges=[(1, 3), (0, 2), (0, 2)])
+    (y * zyx.tensor(w)).sum().backward()
+    want_d = w.copy()
+    want_d[1:3, 2:4] = 0
+    np.testing.assert_array_equal(zd2.grad.numpy(), want_d)
+    np.testing.assert_array_equal(zs2.grad.numpy(), w[1:3, 2:4])
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])

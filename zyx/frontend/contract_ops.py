@@ -405,9 +405,13 @@ def write_slice_rotating(dest: Tensor, source: Tensor, axis: int, position: Any,
 
     ``position`` is an int or a one-element uint32/int32 tensor read when the kernel runs.
     """
-    if needs_grad(dest, source):
-        raise AutogradError("write_slice_rotating: the write position is read on the device, so it has no gradient "
-                            "rule yet; call it under zyx.no_grad() (or use write_slice / x[...] = v)")
+    if _write_grad(dest, source):
+        from zyx.frontend.gradients import record_rows_write
+
+        with no_grad():
+            write_slice_rotating(dest, source, axis, position, modulus)
+        mod = dest.shape[axis % dest.ndim] if modulus is None else modulus
+        return record_rows_write(dest, source, axis % dest.ndim, position, mod, None)
     dest, params, src = _prepare_write("write_slice_rotating", dest, source,
                                        {"axis": axis, "modulus": modulus, "position": position})
     pos = params["position"]
@@ -430,9 +434,12 @@ def write_slice_doff(dest: Tensor, source: Tensor, axis: int, offset: Tensor,
     Off ``axis`` the box is ``ranges`` (default: all of dest). An offset out of range writes
     nothing and raises ``ContractError`` at the latest when values are next read.
     """
-    if needs_grad(dest, source):
-        raise AutogradError("write_slice_doff: the write position is read on the device, so it has no gradient "
-                            "rule yet; call it under zyx.no_grad() (or use write_slice / x[...] = v)")
+    if _write_grad(dest, source):
+        from zyx.frontend.gradients import record_rows_write
+
+        with no_grad():
+            write_slice_doff(dest, source, axis, offset, ranges)
+        return record_rows_write(dest, source, axis % dest.ndim, offset, None, ranges)
     dest, params, src = _prepare_write("write_slice_doff", dest, source,
                                        {"axis": axis, "offset": offset, "ranges": ranges})
     if src.numel() == 0:
@@ -450,7 +457,6 @@ def write_slice_doff(dest: Tensor, source: Tensor, axis: int, offset: Tensor,
     return dest
 
 
-@_locked
 def _write_grad(x: Tensor, value: Any) -> bool:
     """Whether an in-place write of ``value`` into ``x`` is recorded for autograd; a leaf that
     requires grad cannot be written in place (as PyTorch: its values are the gradient's reference)."""
@@ -462,6 +468,7 @@ def _write_grad(x: Tensor, value: Any) -> bool:
     return True
 
 
+@_locked
 def setitem(x: Tensor, index: Any, value: Any) -> None:
     """``x[index] = value`` in place, through write_slice on the indexed view of ``x``; recorded for
     autograd (the written slab's gradient goes to ``value``, the rest to ``x``'s old values)."""

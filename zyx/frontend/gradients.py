@@ -22,6 +22,7 @@ _INV_SQRT_2 = 1.0 / math.sqrt(2.0)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 _LN2 = math.log(2.0)
+_INT64 = "int64"
 
 
 def unbroadcast(g: Any, shape: tuple[int, ...]) -> Any:
@@ -129,6 +130,11 @@ def _binary_grads(op: Op, g: Any, a: Any, b: Any, out: Any) -> tuple[Any, Any]:
         return where(tie, half, where(win, g, 0.0)), where(tie, half, where(win, 0.0, g))
     if op is Op.MOD:
         return g, (-(g * unary(Op.FLOOR, a / b))) if _is_tensor(b) else None
+    if op is Op.ATAN2:
+        recip = unary(Op.RECIPROCAL, a * a + b * b)
+        return g * b * recip, (g * -a * recip) if _is_tensor(b) else None
+    if op is Op.COPYSIGN:  # PyTorch: grad * (result / self), 0 where self == 0; nothing to the sign source
+        return where(binary(Op.EQ, a, 0.0), 0.0, g * (binary(Op.COPYSIGN, a, b) / a)), None
     raise AssertionError(f"no gradient rule for {op}")
 
 
@@ -166,6 +172,7 @@ _DIFFERENTIABLE = frozenset({
     Op.NEG, Op.ABS, Op.EXP, Op.EXP2, Op.LOG, Op.LOG2, Op.SQRT, Op.RSQRT, Op.SIN, Op.COS, Op.TAN, Op.TANH,
     Op.SIGMOID, Op.RELU, Op.GELU, Op.GELU_TANH, Op.SILU, Op.ERF, Op.RECIPROCAL, Op.FLOOR, Op.CEIL, Op.ROUND,
     Op.TRUNC, Op.SIGN, Op.SQUARE, Op.ADD, Op.SUB, Op.MUL, Op.DIV, Op.POW, Op.MAXIMUM, Op.MINIMUM, Op.MOD,
+    Op.ATAN2, Op.COPYSIGN,
 })
 
 
@@ -296,6 +303,48 @@ def record_write(x: Any, index: Any, value: Any) -> Any:
         return gx, gv
 
     return autograd.record("copy_slices", x, [x, value if value_shape is not None else None], fn)
+
+
+def record_rows_write(dest: Any, source: Any, axis: int, start: Any, modulus: int | None,
+                      ranges: Any) -> Any:
+    """``write_slice_rotating`` (``modulus``: rows land at ``(start + r) % modulus``) and
+    ``write_slice_doff`` (rows at ``start + r``, the box ``ranges`` off ``axis``) done in place, where
+    ``start`` may be a one-element tensor read on the device: the rows written are computed from it
+    lazily, so the rule needs no readback."""
+    from zyx.frontend.creation import arange
+    from zyx.frontend.movement import take_rows
+
+    n, size = source.shape[axis], dest.shape[axis]
+    src_shape, src_dtype = source.shape, source.dtype
+    box = [slice(None)] * dest.ndim
+    if ranges is not None:
+        box = [slice(None) if k == axis else slice(int(a), int(b)) for k, (a, b) in enumerate(ranges)]
+
+    def rows(device: Any) -> tuple[Any, Any]:
+        first = start.reshape(()).cast(_INT64) if _is_tensor(start) else int(start)
+        r = arange(n, device=device)
+        at = arange(size, device=device)
+        if modulus is None:
+            return r + first, binary(Op.GE, at, first) & binary(Op.LT, at, first + n)
+        p = first % modulus
+        return (r + p) % modulus, binary(Op.LT, at, modulus) & binary(Op.LT, (at - p) % modulus, n)
+
+    def fn(g: Any) -> tuple:
+        index, written = rows(g.device)
+        inside = written.reshape(*[size if k == axis else 1 for k in range(g.ndim)])
+        for k, sl in enumerate(box):
+            if k != axis and sl != slice(None):
+                at = arange(g.shape[k], device=g.device)
+                span = binary(Op.GE, at, sl.start) & binary(Op.LT, at, sl.stop)
+                inside = inside & span.reshape(*[g.shape[k] if j == k else 1 for j in range(g.ndim)])
+        gd = where(inside, 0.0, g)
+        slab = g[tuple(box)]
+        front = slab.transpose(0, axis) if axis else slab
+        picked = take_rows(front.reshape(size, -1), index).reshape(n, *front.shape[1:])
+        gs = (picked.transpose(0, axis) if axis else picked).cast(src_dtype)
+        return gd, unbroadcast(gs, src_shape)
+
+    return autograd.record("copy_rows", dest, [dest, source], fn)
 
 
 def index_backward(g: Any, shape: tuple[int, ...], items: list[Any]) -> Any:
