@@ -87,7 +87,7 @@ def _float_expr(op: Op, a: str, b: str | None, ct: str, vt: str | None = None) -
     table = {
         Op.ADD: f"{a} + {b}", Op.SUB: f"{a} - {b}", Op.MUL: f"{a} * {b}", Op.DIV: f"{a} / {b}",
         Op.FLOORDIV: f"zyx_floordiv_py({a}, {b})", Op.MOD: f"zyx_fmod_py{'' if ct == 'float' else '_d'}({a}, {b})",
-        Op.POW: f"pow({a}, {b})",
+        Op.POW: f"pow({a}, {b})", Op.ATAN2: f"atan2({a}, {b})", Op.COPYSIGN: f"copysign({a}, {b})",
         # NaN from either side; between equal values (-0.0 and 0.0) the second operand, as NumPy
         # and PyTorch's vectorized loops (its scalar tail loop returns the first)
         Op.MAXIMUM: f"(({a} > {b} || ({a} != {a})) ? {a} : {b})",
