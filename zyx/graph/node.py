@@ -82,6 +82,7 @@ class LazyNode:
         cost = 1 if op in ALU else 0
         has_reduce = op in REDUCE
         pinned = False  # computed from a pinned value: kernels using it stay on its device
+        me = None
         for s in srcs:
             b = s.base
             if b is None:
@@ -92,7 +93,11 @@ class LazyNode:
                 cost += b.cost
                 if b.has_reduce:
                     has_reduce = True
-            _add_reader(b, self)
+            readers = b.readers
+            if readers is None:  # the common case inline: this runs for every operand of every op
+                b.readers = [me or (me := _ref(self))]
+            else:
+                _add_reader(b, self)
         self.cost = cost
         self.has_reduce = has_reduce
         self.pinned = pinned
