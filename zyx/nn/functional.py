@@ -133,3 +133,28 @@ def silu(x: Any):
 
 def sigmoid(x: Any):
     return unary(Op.SIGMOID, x)
+
+
+# re-exported last: functional_conv imports nothing from here, the names are this module's API
+from zyx.nn.functional_conv import (  # noqa: E402, F401
+    adaptive_avg_pool1d,
+    adaptive_avg_pool2d,
+    adaptive_max_pool1d,
+    adaptive_max_pool2d,
+    avg_pool1d,
+    avg_pool2d,
+    avg_pool3d,
+    batch_norm,
+    conv1d,
+    conv2d,
+    conv3d,
+    conv_transpose1d,
+    conv_transpose2d,
+    group_norm,
+    instance_norm,
+    local_response_norm,
+    max_pool1d,
+    max_pool2d,
+    max_pool3d,
+    rms_norm,
+)

@@ -1,0 +1,258 @@
+"""zyx.nn.functional convolution, pooling and normalization against PyTorch CPU (values and gradients)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import zyx
+import zyx.nn.functional as F
+
+torch = pytest.importorskip("torch")
+TF = torch.nn.functional
+RNG = np.random.default_rng(14)
+pytestmark = pytest.mark.needs_device
+
+TOL = {np.float32: 2e-4, np.float64: 1e-10}
+
+
+def _arr(*shape, dtype=np.float32):
+    return RNG.normal(size=shape).astype(dtype)
+
+
+def _close(z, t, dtype=np.float32, scale=1.0):
+    tol = TOL[dtype] * scale
+    np.testing.assert_allclose(z.numpy().astype(np.float64), t.detach().numpy().astype(np.float64),
+                               rtol=tol, atol=tol)
+
+
+def _pair(a):
+    """A zyx leaf and a torch leaf holding the same values, both requiring grad."""
+    return zyx.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+
+
+def _check_grads(zout, tout, zs, ts, dtype, scale=1.0):
+    """Backward of sum(out * a random cotangent) on both sides; compares each input's gradient."""
+    cot = _arr(*tout.shape, dtype=dtype)
+    (zout * zyx.tensor(cot)).sum().backward()
+    (tout * torch.tensor(cot)).sum().backward()
+    for z, t in zip(zs, ts):
+        _close(z.grad, t.grad, dtype, scale)
+
+
+CONV2D = [  # (N, C, H, W), O, kernel, stride, padding, dilation, groups
+    ((2, 3, 7, 9), 4, 3, 1, 1, 1, 1),
+    ((1, 4, 8, 8), 6, (2, 3), 2, (1, 0), 1, 2),
+    ((2, 6, 9, 7), 6, 3, 1, "same", 2, 3),
+    ((2, 4, 9, 7), 4, (3, 2), 1, "same", 1, 4),  # depthwise; "same" with an even kernel pads more after
+    ((1, 2, 5, 5), 3, 1, 1, 0, 1, 1),
+    ((1, 2, 11, 10), 2, 7, (3, 2), 3, 1, 1),  # 49 offsets: the window-reduce path
+    ((3, 5, 6, 8), 7, 3, (2, 3), "valid", (2, 1), 1),
+    ((0, 3, 5, 5), 2, 3, 1, 1, 1, 1),  # empty batch
+]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("case", CONV2D)
+def test_conv2d(case, dtype):
+    shape, o, k, s, p, d, g = case
+    kk = (k, k) if isinstance(k, int) else k
+    x, w, b = _arr(*shape, dtype=dtype), _arr(o, shape[1] // g, *kk, dtype=dtype), _arr(o, dtype=dtype)
+    (zx, tx), (zw, tw), (zb, tb) = _pair(x), _pair(w), _pair(b)
+    zo, to = F.conv2d(zx, zw, zb, s, p, d, g), TF.conv2d(tx, tw, tb, s, p, d, g)
+    assert zo.shape == tuple(to.shape) and zo.dtype.numpy == dtype
+    _close(zo, to, dtype)
+    if shape[0]:
+        _check_grads(zo, to, (zx, zw, zb), (tx, tw, tb), dtype, 5)
+
+
+def test_conv2d_noncontiguous_unbatched_no_bias():
+    x = _arr(2, 9, 6, 5)  # the input is read through a permuted, sliced view
+    w = _arr(4, 5, 3, 3)
+    zx = zyx.tensor(x).permute(0, 3, 2, 1)[:, :, 1:, ::2]
+    tx = torch.tensor(x).permute(0, 3, 2, 1)[:, :, 1:, ::2]
+    _close(F.conv2d(zx, zyx.tensor(w), padding=1), TF.conv2d(tx, torch.tensor(w), padding=1))
+    _close(F.conv2d(zx[0], zyx.tensor(w), stride=2), TF.conv2d(tx[0], torch.tensor(w), stride=2))
+
+
+def test_conv2d_is_one_kernel():
+    x, w, b = zyx.tensor(_arr(2, 8, 10, 10)), zyx.tensor(_arr(16, 8, 3, 3)), zyx.tensor(_arr(16))
+    x.realize(), w.realize(), b.realize()
+    before = zyx.kernel_count()
+    y = F.conv2d(x, w, b, padding=1).realize()
+    # the weight's (KH, KW, C, O) relayout (a small copy), then pad + conv + bias in one kernel; no im2col
+    assert zyx.kernel_count() - before == 2
+    before = zyx.kernel_count()
+    y.relu().realize()  # the result is a channels-last buffer seen as NCHW: what follows is its own kernel
+    assert zyx.kernel_count() - before == 1
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_conv1d_conv3d(dtype):
+    x, w, b = _arr(2, 4, 13, dtype=dtype), _arr(6, 2, 3, dtype=dtype), _arr(6, dtype=dtype)
+    (zx, tx), (zw, tw), (zb, tb) = _pair(x), _pair(w), _pair(b)
+    zo, to = F.conv1d(zx, zw, zb, 2, 1, 2, 2), TF.conv1d(tx, tw, tb, 2, 1, 2, 2)
+    _close(zo, to, dtype)
+    _check_grads(zo, to, (zx, zw, zb), (tx, tw, tb), dtype, 5)
+    x, w = _arr(1, 2, 5, 6, 4, dtype=dtype), _arr(3, 2, 3, 3, 2, dtype=dtype)
+    (zx, tx), (zw, tw) = _pair(x), _pair(w)
+    zo, to = F.conv3d(zx, zw, None, 1, (1, 0, 1)), TF.conv3d(tx, tw, None, 1, (1, 0, 1))
+    _close(zo, to, dtype)
+    _check_grads(zo, to, (zx, zw), (tx, tw), dtype, 5)
+
+
+@pytest.mark.parametrize("case", [  # C, O, kernel, stride, padding, output_padding, dilation, groups
+    (3, 4, 3, 2, 1, 1, 1, 1),
+    (4, 6, (2, 3), (1, 2), 0, 0, 2, 2),
+    (2, 2, 4, 3, 2, 2, 1, 1),
+])
+def test_conv_transpose2d(case):
+    c, o, k, s, p, op, d, g = case
+    kk = (k, k) if isinstance(k, int) else k
+    x, w, b = _arr(2, c, 5, 6), _arr(c, o // g, *kk), _arr(o)
+    (zx, tx), (zw, tw), (zb, tb) = _pair(x), _pair(w), _pair(b)
+    zo, to = F.conv_transpose2d(zx, zw, zb, s, p, op, g, d), TF.conv_transpose2d(tx, tw, tb, s, p, op, g, d)
+    _close(zo, to)
+    _check_grads(zo, to, (zx, zw, zb), (tx, tw, tb), np.float32, 5)
+    x, w = _arr(2, 4, 7), _arr(4, 3, 3)
+    _close(F.conv_transpose1d(zyx.tensor(x), zyx.tensor(w), None, 2, 1, 1),
+           TF.conv_transpose1d(torch.tensor(x), torch.tensor(w), None, 2, 1, 1))
+
+
+def test_conv_errors():
+    x, w = zyx.tensor(_arr(1, 4, 5, 5)), zyx.tensor(_arr(2, 3, 3, 3))
+    with pytest.raises(zyx.ShapeError, match="groups"):
+        F.conv2d(x, w)
+    with pytest.raises(zyx.ShapeError, match="output size"):
+        F.conv2d(zyx.tensor(_arr(1, 3, 2, 2)), w)
+    with pytest.raises(zyx.ShapeError, match="same"):
+        F.conv2d(zyx.tensor(_arr(1, 3, 5, 5)), w, stride=2, padding="same")
+    with pytest.raises(zyx.DTypeError):
+        F.conv2d(zyx.tensor(np.ones((1, 3, 5, 5), np.int32)), zyx.tensor(np.ones((2, 3, 3, 3), np.int32)))
+
+
+POOL = [
+    dict(kernel_size=2),
+    dict(kernel_size=3, stride=2, padding=1),
+    dict(kernel_size=3, stride=2, ceil_mode=True),
+    dict(kernel_size=(2, 3), stride=(1, 2), padding=(1, 1), ceil_mode=True),
+    dict(kernel_size=(3, 2), dilation=2, padding=1),
+]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("args", POOL)
+def test_max_pool2d(args, dtype):
+    x = _arr(2, 3, 10, 11, dtype=dtype)
+    (zx, tx) = _pair(x)
+    zo, zi = F.max_pool2d(zx, return_indices=True, **args)
+    to, ti = TF.max_pool2d(tx, return_indices=True, **args)
+    _close(zo, to, dtype)
+    np.testing.assert_array_equal(zi.numpy(), ti.numpy())
+    assert zi.dtype == zyx.int64
+    _check_grads(zo, to, (zx,), (tx,), dtype)
+    _close(F.max_pool2d(zyx.tensor(x[0]), **args), TF.max_pool2d(torch.tensor(x[0]), **args), dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("args", [a for a in POOL if "dilation" not in a])
+@pytest.mark.parametrize("count_include_pad", [True, False])
+def test_avg_pool2d(args, count_include_pad, dtype):
+    x = _arr(2, 3, 10, 11, dtype=dtype)
+    zx, tx = _pair(x)
+    zo = F.avg_pool2d(zx, count_include_pad=count_include_pad, **args)
+    to = TF.avg_pool2d(tx, count_include_pad=count_include_pad, **args)
+    _close(zo, to, dtype)
+    _check_grads(zo, to, (zx,), (tx,), dtype)
+
+
+def test_pool_noncontiguous_divisor_1d_3d_int():
+    x = _arr(2, 11, 9, 3)
+    zx, tx = zyx.tensor(x).permute(0, 3, 2, 1), torch.tensor(x).permute(0, 3, 2, 1)
+    _close(F.max_pool2d(zx, 3, 2), TF.max_pool2d(tx, 3, 2))
+    _close(F.avg_pool2d(zx, 3, 2, 1, divisor_override=5), TF.avg_pool2d(tx, 3, 2, 1, divisor_override=5))
+    y = _arr(2, 3, 13)
+    _close(F.max_pool1d(zyx.tensor(y), 3, 2, 1, 2), TF.max_pool1d(torch.tensor(y), 3, 2, 1, 2))
+    _close(F.avg_pool1d(zyx.tensor(y), 4, 3, 2, True, False), TF.avg_pool1d(torch.tensor(y), 4, 3, 2, True, False))
+    v = _arr(1, 2, 5, 6, 7)
+    _close(F.max_pool3d(zyx.tensor(v), 2, padding=1), TF.max_pool3d(torch.tensor(v), 2, padding=1))
+    _close(F.avg_pool3d(zyx.tensor(v), (2, 3, 2)), TF.avg_pool3d(torch.tensor(v), (2, 3, 2)))
+    i = RNG.integers(-100, 100, size=(2, 3, 8, 8)).astype(np.int32)
+    np.testing.assert_array_equal(F.max_pool2d(zyx.tensor(i), 3, 2, 1).numpy(),
+                                  TF.max_pool2d(torch.tensor(i).double(), 3, 2, 1).numpy().astype(np.int32))
+    with pytest.raises(zyx.ShapeError, match="half"):
+        F.max_pool2d(zyx.tensor(x), 2, padding=2)
+
+
+@pytest.mark.parametrize("size", [(5, 11), (3, 4), 2, (None, 3), 1, (7, 5)])
+def test_adaptive_pool2d(size):
+    x = _arr(2, 3, 10, 11)
+    zx, tx = _pair(x)
+    zo, to = F.adaptive_avg_pool2d(zx, size), TF.adaptive_avg_pool2d(tx, size)
+    _close(zo, to)
+    _check_grads(zo, to, (zx,), (tx,), np.float32)
+    zx, tx = _pair(x)
+    zo, to = F.adaptive_max_pool2d(zx, size), TF.adaptive_max_pool2d(tx, size)
+    _close(zo, to)
+    _check_grads(zo, to, (zx,), (tx,), np.float32)
+    y = _arr(2, 3, 12)
+    _close(F.adaptive_avg_pool1d(zyx.tensor(y), 5), TF.adaptive_avg_pool1d(torch.tensor(y), 5))
+    _close(F.adaptive_max_pool1d(zyx.tensor(y), 4), TF.adaptive_max_pool1d(torch.tensor(y), 4))
+    _, zi = F.adaptive_max_pool2d(zyx.tensor(x), (5, 1), return_indices=True)
+    _, ti = TF.adaptive_max_pool2d(torch.tensor(x), (5, 1), return_indices=True)
+    np.testing.assert_array_equal(zi.numpy(), ti.numpy())
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(4, 3), (4, 3, 5), (2, 3, 5, 4)])
+def test_batch_norm(shape, dtype):
+    x, w, b = _arr(*shape, dtype=dtype), _arr(3, dtype=dtype), _arr(3, dtype=dtype)
+    rm, rv = _arr(3, dtype=dtype), np.abs(_arr(3, dtype=dtype)) + 0.5
+    (zx, tx), (zw, tw), (zb, tb) = _pair(x), _pair(w), _pair(b)
+    zrm, zrv, trm, trv = zyx.tensor(rm), zyx.tensor(rv), torch.tensor(rm), torch.tensor(rv)
+    zo = F.batch_norm(zx, zrm, zrv, zw, zb, training=True, momentum=0.3)
+    to = TF.batch_norm(tx, trm, trv, tw, tb, training=True, momentum=0.3)
+    _close(zo, to, dtype)
+    _close(zrm, trm, dtype)
+    _close(zrv, trv, dtype)
+    _check_grads(zo, to, (zx, zw, zb), (tx, tw, tb), dtype, 5)
+    _close(F.batch_norm(zyx.tensor(x), zrm, zrv, zyx.tensor(w), None),
+           TF.batch_norm(torch.tensor(x), trm, trv, torch.tensor(w), None), dtype)
+    with pytest.raises(zyx.ShapeError, match="more than 1 value"):
+        F.batch_norm(zyx.tensor(x[:1, :, :1, :1] if x.ndim == 4 else x[:1, :, :1] if x.ndim == 3 else x[:1]),
+                     None, None, training=True)
+
+
+def test_group_instance_rms_lrn():
+    x, w, b = _arr(2, 6, 5, 4), _arr(6), _arr(6)
+    (zx, tx), (zw, tw), (zb, tb) = _pair(x), _pair(w), _pair(b)
+    zo, to = F.group_norm(zx, 3, zw, zb), TF.group_norm(tx, 3, tw, tb)
+    _close(zo, to)
+    _check_grads(zo, to, (zx, zw, zb), (tx, tw, tb), np.float32, 5)
+    rm, rv = _arr(6), np.abs(_arr(6)) + 0.5
+    zrm, zrv, trm, trv = zyx.tensor(rm), zyx.tensor(rv), torch.tensor(rm), torch.tensor(rv)
+    _close(F.instance_norm(zyx.tensor(x), zrm, zrv, zyx.tensor(w), zyx.tensor(b)),
+           TF.instance_norm(torch.tensor(x), trm, trv, torch.tensor(w), torch.tensor(b)))
+    _close(zrm, trm)
+    _close(zrv, trv)
+    _close(F.instance_norm(zyx.tensor(x)), TF.instance_norm(torch.tensor(x)))
+    _close(F.rms_norm(zyx.tensor(x), (5, 4), zyx.tensor(_arr(5, 4) * 0 + 2)),
+           TF.rms_norm(torch.tensor(x), (5, 4), torch.tensor(_arr(5, 4) * 0 + 2)))
+    zx, tx = _pair(x)
+    zo, to = F.local_response_norm(zx, 3, 1e-2, 0.75, 2.0), TF.local_response_norm(tx, 3, 1e-2, 0.75, 2.0)
+    _close(zo, to)
+    _check_grads(zo, to, (zx,), (tx,), np.float32, 5)
+    _close(F.local_response_norm(zyx.tensor(x), 4), TF.local_response_norm(torch.tensor(x), 4))
+
+
+def test_unfold_view_and_gradient():
+    a = _arr(3, 10, 4)
+    for d, size, step in [(1, 3, 1), (1, 3, 2), (1, 4, 3), (0, 1, 1), (2, 4, 4), (1, 10, 1), (1, 0, 2)]:
+        (z, t) = _pair(a)
+        zo, to = z.unfold(d, size, step), t.unfold(d, size, step)
+        assert zo.shape == tuple(to.shape)
+        _close(zo, to)
+        if size:
+            _check_grads(zo, to, (z,), (t,), np.float32)
+    assert zyx.tensor(5.0).unfold(0, 1, 1).shape == (1,)
+    with pytest.raises(zyx.ShapeError):
+        zyx.tensor(a).unfold(1, 11, 1)

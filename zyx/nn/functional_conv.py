@@ -1,0 +1,556 @@
+"""Convolution, pooling and normalization over spatial dims (API.md "Convolution, pooling and resampling").
+
+Everything is composed from lazy views, elementwise ops and reduces, so it fuses and gets its
+gradients by composition:
+
+* a convolution is, for every kernel offset, a strided slice of the (lazily) padded input times
+  that offset's weight slab, the products summed and then reduced over the input channels. The
+  output is laid out channels-last, (N, *spatial, O), and handed back as an NCHW view: the reduce
+  then reads the weight contiguously along O and the kernel is matmul-like (the CPU register tile),
+  one kernel and no im2col buffer. Kernels with more than ``UNROLL_MAX`` offsets reduce over a
+  window view (``Tensor.unfold``) instead: one kernel, without the tile.
+* pooling is a reduce over the window view of the padded input (``unfold`` on each spatial dim):
+  one kernel, the window never materialized.
+* the norms are reduces and elementwise work; ``batch_norm``/``instance_norm`` update the running
+  statistics in place (lazily: the update fuses with whatever reads them next).
+"""
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from zyx import dtype as dtypes
+from zyx.errors import DTypeError, ShapeError
+from zyx.frontend.autograd import no_grad
+from zyx.frontend.creation import arange, pinned_as, tensor
+from zyx.frontend.elementwise import where
+from zyx.frontend.softmax import float_work
+
+# kernels with up to this many offsets are unrolled into one matmul-like reduce over channels
+# (3x3x3 = 27 fits); larger ones reduce over a window view (channels x offsets) instead
+UNROLL_MAX = 32
+
+_FINFO_EPS = {dtypes.float64: 2.220446049250313e-16, dtypes.float32: 1.1920928955078125e-07,
+              dtypes.float16: 0.0009765625, dtypes.bfloat16: 0.0078125}
+
+
+def _tuple(v: Any, nd: int, name: str, fn: str) -> tuple[int, ...]:
+    """An int or a sequence of ``nd`` ints as a tuple of ``nd`` ints."""
+    if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
+        return (int(v),) * nd
+    t = tuple(int(a) for a in v)
+    if len(t) == 1:
+        return t * nd
+    if len(t) != nd:
+        raise ShapeError(f"{fn}: {name} must be an int or {nd} ints, got {v!r}")
+    return t
+
+
+def _batched(x: Any, nd: int, fn: str) -> tuple[Any, bool]:
+    """``x`` with a batch dim (an unbatched (C, *spatial) input gets one) and whether it was added."""
+    if x.ndim == nd + 1:
+        return x.unsqueeze(0), True
+    if x.ndim != nd + 2:
+        raise ShapeError(f"{fn}: expected a {nd + 1}-D (unbatched) or {nd + 2}-D (batched) x, "
+                         f"got shape {tuple(x.shape)}")
+    return x, False
+
+
+def _pads(pad: Sequence[tuple[int, int]]) -> list[int]:
+    """Per-spatial-dim (before, after) amounts in ``pad``'s order (last dim first)."""
+    out: list[int] = []
+    for lo, hi in reversed(pad):
+        out += [lo, hi]
+    return out
+
+
+def _out_size(length: int, k: int, s: int, lo: int, hi: int, d: int, fn: str) -> int:
+    n = (length + lo + hi - d * (k - 1) - 1) // s + 1
+    if n <= 0:
+        raise ShapeError(f"{fn}: the output size along a spatial dim is {n} (input {length}, padding {(lo, hi)}, "
+                         f"kernel {k}, dilation {d}, stride {s}); expected at least 1")
+    return n
+
+
+# ------------------------------------------------------------------ convolution
+
+def _conv(x: Any, weight: Any, bias: Any, stride: Any, padding: Any, dilation: Any, groups: int, nd: int,
+          fn: str) -> Any:
+    x, unbatched = _batched(x, nd, fn)
+    if weight.ndim != nd + 2:
+        raise ShapeError(f"{fn}: expected a {nd + 2}-D weight (out_channels, in_channels/groups, *kernel), "
+                         f"got shape {tuple(weight.shape)}")
+    dt = dtypes.result_type(x, weight)
+    if not dt.is_float:
+        raise DTypeError(f"{fn}: expected floating-point input and weight, got {x.dtype.name} and {weight.dtype.name}")
+    n, c, spatial = x.shape[0], x.shape[1], tuple(x.shape[2:])
+    o, cg, ks = weight.shape[0], weight.shape[1], tuple(weight.shape[2:])
+    if groups <= 0 or c % groups or o % groups or cg * groups != c:
+        raise ShapeError(f"{fn}: input of {c} channels, weight {tuple(weight.shape)} and groups={groups}: expected "
+                         f"in_channels = weight.shape[1] * groups and out_channels divisible by groups")
+    st, dl = _tuple(stride, nd, "stride", fn), _tuple(dilation, nd, "dilation", fn)
+    if any(s <= 0 for s in st) or any(d <= 0 for d in dl):
+        raise ShapeError(f"{fn}: stride {st} and dilation {dl} must be positive")
+    if isinstance(padding, str):
+        if padding == "valid":
+            pad = [(0, 0)] * nd
+        elif padding == "same":
+            if any(s != 1 for s in st):
+                raise ShapeError(f"{fn}: padding='same' is not supported for strided convolutions (stride {st})")
+            pad = [(d * (k - 1) // 2, d * (k - 1) - d * (k - 1) // 2) for k, d in zip(ks, dl)]
+        else:
+            raise ShapeError(f"{fn}: padding must be 'valid', 'same' or ints, got {padding!r}")
+    else:
+        pad = [(p, p) for p in _tuple(padding, nd, "padding", fn)]
+        if any(p < 0 for p, _ in pad):
+            raise ShapeError(f"{fn}: negative padding {padding!r}")
+    outs = tuple(_out_size(L, k, s, lo, hi, d, fn) for L, k, s, (lo, hi), d in zip(spatial, ks, st, pad, dl))
+    work = dtypes.float32 if dt.itemsize < 4 else dt  # 16-bit floats accumulate in float32, rounded once
+    x, w = x.cast(work), weight.cast(work)
+    if any(lo or hi for lo, hi in pad):
+        x = x.pad(_pads(pad))
+    g, og = groups, o // groups
+    if math.prod(ks) <= UNROLL_MAX:
+        y = _conv_unrolled(x, w, g, og, cg, ks, st, dl, outs)
+    else:
+        y = _conv_window(x, w, g, og, cg, ks, st, dl)
+    y = y.reshape(n, *outs, o)  # (N, *out, G, Og) -> (N, *out, O): a view
+    if bias is not None:
+        y = y + bias.cast(work)
+    y = y.permute(0, nd + 1, *range(1, nd + 1)).cast(dt)
+    return y.squeeze(0) if unbatched else y
+
+
+def _conv_unrolled(x: Any, w: Any, g: int, og: int, cg: int, ks: tuple[int, ...], st: tuple[int, ...],
+                   dl: tuple[int, ...], outs: tuple[int, ...]) -> Any:
+    """Sum over kernel offsets of (strided input slice) x (weight slab), reduced over the group's channels:
+    (N, *out, G, Og)."""
+    n, nd = x.shape[0], len(ks)
+    # (*kernel, G, Cg, Og) dense: the reduce loads each offset's weights as vectors along Og
+    wt = w.reshape(g, og, cg, *ks).permute(*range(3, 3 + nd), 0, 2, 1).contiguous()
+    total = None
+    for off in itertools.product(*(range(k) for k in ks)):
+        index = (slice(None), slice(None)) + tuple(slice(i * d, i * d + (m - 1) * s + 1, s)
+                                                   for i, d, m, s in zip(off, dl, outs, st))
+        xs = x[index].reshape(n, g, cg, *outs).permute(0, *range(3, 3 + nd), 1, 2).unsqueeze(-2)
+        ws = wt[off].transpose(-1, -2).reshape(*(1,) * (nd + 1), g, og, cg)
+        term = xs * ws
+        total = term if total is None else total + term
+    return total.sum(-1)
+
+
+def _conv_window(x: Any, w: Any, g: int, og: int, cg: int, ks: tuple[int, ...], st: tuple[int, ...],
+                 dl: tuple[int, ...]) -> Any:
+    """A reduce over (channels, *kernel) of the window view times the broadcast weight: (N, *out, G, Og)."""
+    n, nd = x.shape[0], len(ks)
+    win = _windows(x, ks, st, dl)  # (N, C, *out, *kernel)
+    outs = win.shape[2:2 + nd]
+    win = win.reshape(n, g, cg, *outs, *ks).permute(0, *range(3, 3 + nd), 1, 2, *range(3 + nd, 3 + 2 * nd))
+    win = win.unsqueeze(nd + 2)  # (N, *out, G, 1, Cg, *kernel)
+    ws = w.reshape(*(1,) * (nd + 1), g, og, cg, *ks)
+    return (win * ws).sum(tuple(range(nd + 3, 2 * nd + 4)))
+
+
+def _windows(x: Any, ks: Sequence[int], st: Sequence[int], dl: Sequence[int]) -> Any:
+    """The sliding-window view of ``x`` (N, C, *spatial): (N, C, *out, *kernel), nothing copied."""
+    nd = len(ks)
+    for i, (k, s, d) in enumerate(zip(ks, st, dl)):
+        x = x.unfold(2 + i, d * (k - 1) + 1, s)
+    if any(d > 1 for d in dl):
+        x = x[(Ellipsis,) + tuple(slice(None, None, d) for d in dl)]
+    assert x.ndim == 2 + 2 * nd
+    return x
+
+
+def conv1d(input: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: Any = 0, dilation: Any = 1,  # noqa: A002 - PyTorch's name
+           groups: int = 1) -> Any:
+    """1-D convolution (cross-correlation) of (N, C, L) or (C, L) with weight (O, C/groups, K)."""
+    return _conv(input, weight, bias, stride, padding, dilation, groups, 1, "conv1d")
+
+
+def conv2d(input: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: Any = 0, dilation: Any = 1,  # noqa: A002 - PyTorch's name
+           groups: int = 1) -> Any:
+    """2-D convolution (cross-correlation) of (N, C, H, W) or (C, H, W) with weight (O, C/groups, KH, KW);
+    ``padding`` ints or ``"same"``/``"valid"``."""
+    return _conv(input, weight, bias, stride, padding, dilation, groups, 2, "conv2d")
+
+
+def conv3d(input: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: Any = 0, dilation: Any = 1,  # noqa: A002 - PyTorch's name
+           groups: int = 1) -> Any:
+    """3-D convolution of (N, C, D, H, W) or (C, D, H, W) with weight (O, C/groups, KD, KH, KW)."""
+    return _conv(input, weight, bias, stride, padding, dilation, groups, 3, "conv3d")
+
+
+def _conv_transpose(x: Any, weight: Any, bias: Any, stride: Any, padding: Any, output_padding: Any, groups: int,
+                    dilation: Any, nd: int, fn: str) -> Any:
+    """The gradient of a convolution as a forward op: the input spread ``stride`` apart (zeros between),
+    padded by ``dilation*(k-1) - padding`` (+ ``output_padding`` after), convolved with the flipped weight."""
+    x, unbatched = _batched(x, nd, fn)
+    if weight.ndim != nd + 2:
+        raise ShapeError(f"{fn}: expected a {nd + 2}-D weight (in_channels, out_channels/groups, *kernel), "
+                         f"got shape {tuple(weight.shape)}")
+    st, dl = _tuple(stride, nd, "stride", fn), _tuple(dilation, nd, "dilation", fn)
+    pd, op = _tuple(padding, nd, "padding", fn), _tuple(output_padding, nd, "output_padding", fn)
+    c, ks = weight.shape[0], tuple(weight.shape[2:])
+    if groups <= 0 or c % groups or x.shape[1] != c:
+        raise ShapeError(f"{fn}: input of {x.shape[1]} channels, weight {tuple(weight.shape)} and groups={groups}: "
+                         f"expected in_channels = weight.shape[0], divisible by groups")
+    if any(p >= max(s, d) for p, s, d in zip(op, st, dl)):
+        raise ShapeError(f"{fn}: output_padding {op} must be smaller than stride {st} or dilation {dl}")
+    for i, s in enumerate(st):
+        if s > 1:
+            from zyx.frontend.gradients import place
+
+            length = x.shape[2 + i]
+            x = place(x, 2 + i, 0, (length - 1) * s + 1, s)
+    pads = [(d * (k - 1) - p, d * (k - 1) - p + o) for k, d, p, o in zip(ks, dl, pd, op)]
+    x = x.pad(_pads(pads))  # negative amounts crop
+    og = weight.shape[1]
+    w = weight.reshape(groups, c // groups, og, *ks).transpose(1, 2)
+    w = w[(Ellipsis,) + (slice(None, None, -1),) * nd].reshape(groups * og, c // groups, *ks)
+    y = _conv(x, w, bias, 1, 0, dl, groups, nd, fn)
+    return y.squeeze(0) if unbatched else y
+
+
+def conv_transpose1d(input: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: Any = 0,  # noqa: A002 - PyTorch's name
+                     output_padding: Any = 0, groups: int = 1, dilation: Any = 1) -> Any:
+    """Transposed 1-D convolution; weight (C, O/groups, K)."""
+    return _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, 1,
+                           "conv_transpose1d")
+
+
+def conv_transpose2d(input: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: Any = 0,  # noqa: A002 - PyTorch's name
+                     output_padding: Any = 0, groups: int = 1, dilation: Any = 1) -> Any:
+    """Transposed 2-D convolution; weight (C, O/groups, KH, KW)."""
+    return _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, 2,
+                           "conv_transpose2d")
+
+
+# ------------------------------------------------------------------ pooling
+
+def _pool_geometry(x: Any, nd: int, kernel_size: Any, stride: Any, padding: Any, dilation: Any, ceil_mode: bool,
+                   fn: str) -> tuple:
+    """Kernel, stride, dilation, per-dim (before, after) padding (after includes the ceil-mode overhang) and
+    output sizes of a pooling of ``x`` (N, C, *spatial)."""
+    ks = _tuple(kernel_size, nd, "kernel_size", fn)
+    st = ks if stride is None or (not isinstance(stride, int) and len(stride) == 0) else \
+        _tuple(stride, nd, "stride", fn)
+    pd, dl = _tuple(padding, nd, "padding", fn), _tuple(dilation, nd, "dilation", fn)
+    if any(k <= 0 for k in ks) or any(s <= 0 for s in st) or any(d <= 0 for d in dl):
+        raise ShapeError(f"{fn}: kernel_size {ks}, stride {st} and dilation {dl} must be positive")
+    if any(p < 0 or p > k // 2 for p, k in zip(pd, ks)):
+        raise ShapeError(f"{fn}: padding {pd} should be at most half of kernel_size {ks}")
+    pads, outs = [], []
+    for L, k, s, p, d in zip(x.shape[2:], ks, st, pd, dl):
+        span = L + 2 * p - d * (k - 1) - 1
+        m = (-(-span // s) if ceil_mode else span // s) + 1
+        if ceil_mode and (m - 1) * s >= L + p:  # the last window must start inside the input or left padding
+            m -= 1
+        if m <= 0:
+            raise ShapeError(f"{fn}: the output size along a spatial dim is {m} (input {L}, kernel {k}, "
+                             f"padding {p}, dilation {d}, stride {s}); expected at least 1")
+        pads.append((p, max((m - 1) * s + d * (k - 1) + 1 - L - p, 0)))
+        outs.append(m)
+    return ks, st, dl, pads, tuple(outs)
+
+
+def _lowest(dt: Any) -> Any:
+    if dt.is_float:
+        return float("-inf")
+    if dt.is_bool:
+        return False
+    return int(np.iinfo(dt.numpy).min)
+
+
+def _max_pool(x: Any, nd: int, kernel_size: Any, stride: Any, padding: Any, dilation: Any, ceil_mode: bool,
+              return_indices: bool, fn: str) -> Any:
+    x, unbatched = _batched(x, nd, fn)
+    ks, st, dl, pads, outs = _pool_geometry(x, nd, kernel_size, stride, padding, dilation, ceil_mode, fn)
+    low = _lowest(x.dtype)
+    xp = x.pad(_pads(pads), low)
+    win = _windows(xp, ks, st, dl)
+    red = tuple(range(2 + nd, 2 + 2 * nd))
+    out = win.amax(red)
+    if not return_indices:
+        return out.squeeze(0) if unbatched else out
+    # the flat input index (per plane) of each window's first maximum: windows are walked in increasing
+    # flat index, so the first maximum is the smallest index among the maxima
+    spatial = tuple(x.shape[2:])
+    plane = math.prod(spatial)
+    ids = pinned_as(arange(plane, device=x.device), x).reshape(1, 1, *spatial)
+    ids = _windows(ids.pad(_pads(pads), plane), ks, st, dl)
+    hit = win == out.reshape(*out.shape, *(1,) * nd)
+    idx = where(hit, ids, plane).amin(red)
+    if unbatched:
+        out, idx = out.squeeze(0), idx.squeeze(0)
+    return out, idx
+
+
+def max_pool1d(input: Any, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,  # noqa: A002 - PyTorch's name
+               ceil_mode: bool = False, return_indices: bool = False) -> Any:
+    """Max over sliding windows of (N, C, L) (padding reads -inf); ``return_indices``: (values, flat indices)."""
+    return _max_pool(input, 1, kernel_size, stride, padding, dilation, ceil_mode, return_indices, "max_pool1d")
+
+
+def max_pool2d(input: Any, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,  # noqa: A002 - PyTorch's name
+               ceil_mode: bool = False, return_indices: bool = False) -> Any:
+    """Max over sliding windows of (N, C, H, W); ``return_indices``: also each maximum's index in its
+    (H*W) plane, as PyTorch."""
+    return _max_pool(input, 2, kernel_size, stride, padding, dilation, ceil_mode, return_indices, "max_pool2d")
+
+
+def max_pool3d(input: Any, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,  # noqa: A002 - PyTorch's name
+               ceil_mode: bool = False, return_indices: bool = False) -> Any:
+    """Max over sliding windows of (N, C, D, H, W)."""
+    return _max_pool(input, 3, kernel_size, stride, padding, dilation, ceil_mode, return_indices, "max_pool3d")
+
+
+def _avg_pool(x: Any, nd: int, kernel_size: Any, stride: Any, padding: Any, ceil_mode: bool,
+              count_include_pad: bool, divisor_override: Any, fn: str) -> Any:
+    x, unbatched = _batched(x, nd, fn)
+    if not x.dtype.is_float:
+        raise DTypeError(f"{fn}: expected a floating-point x, got {x.dtype.name}")
+    ks, st, dl, pads, outs = _pool_geometry(x, nd, kernel_size, stride, padding, 1, ceil_mode, fn)
+    w, out_dt = float_work(x)
+    win = _windows(w.pad(_pads(pads)), ks, st, dl)
+    total = win.sum(tuple(range(2 + nd, 2 + 2 * nd)))
+    if divisor_override:
+        out = total * (1.0 / divisor_override)
+    elif all(hi == lo for lo, hi in pads) and (count_include_pad or not any(lo for lo, _ in pads)):
+        out = total * (1.0 / math.prod(ks))
+    else:  # windows overlapping padding count only what PyTorch counts: a constant (out,) array
+        count = _window_counts(tuple(x.shape[2:]), ks, st, pads, outs, count_include_pad)
+        out = total * pinned_as(tensor(1.0 / count, dtype=w.dtype, device=x.device), x)
+    out = out.cast(out_dt)
+    return out.squeeze(0) if unbatched else out
+
+
+def _window_counts(spatial: tuple[int, ...], ks: tuple[int, ...], st: tuple[int, ...], pads: list, outs: tuple,
+                   count_include_pad: bool) -> np.ndarray:
+    """Each window's divisor: its elements inside the input (and inside the padding when
+    ``count_include_pad``), never past the padded input's end (the ceil-mode overhang)."""
+    per_dim = []
+    for L, k, s, (p, _), m in zip(spatial, ks, st, pads, outs):
+        start = np.arange(m) * s - p
+        end = np.minimum(start + k, L + p)
+        if not count_include_pad:
+            start, end = np.maximum(start, 0), np.minimum(end, L)
+        per_dim.append((end - np.maximum(start, -p)).astype(np.float64))
+    count = per_dim[0]
+    for c in per_dim[1:]:
+        count = np.multiply.outer(count, c)
+    return count
+
+
+def avg_pool1d(input: Any, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,  # noqa: A002 - PyTorch's name
+               count_include_pad: bool = True) -> Any:
+    """Mean over sliding windows of (N, C, L)."""
+    return _avg_pool(input, 1, kernel_size, stride, padding, ceil_mode, count_include_pad, None, "avg_pool1d")
+
+
+def avg_pool2d(input: Any, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,  # noqa: A002 - PyTorch's name
+               count_include_pad: bool = True, divisor_override: Any = None) -> Any:
+    """Mean over sliding windows of (N, C, H, W)."""
+    return _avg_pool(input, 2, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override,
+                     "avg_pool2d")
+
+
+def avg_pool3d(input: Any, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,  # noqa: A002 - PyTorch's name
+               count_include_pad: bool = True, divisor_override: Any = None) -> Any:
+    """Mean over sliding windows of (N, C, D, H, W)."""
+    return _avg_pool(input, 3, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override,
+                     "avg_pool3d")
+
+
+def _adaptive_sizes(x: Any, output_size: Any, nd: int, fn: str) -> tuple[int, ...]:
+    spatial = tuple(x.shape[-nd:])
+    sizes = (output_size,) * nd if isinstance(output_size, int) else tuple(output_size)
+    if len(sizes) != nd:
+        raise ShapeError(f"{fn}: output_size must be an int or {nd} ints, got {output_size!r}")
+    return tuple(L if s is None else int(s) for s, L in zip(sizes, spatial))
+
+
+def _bins(length: int, size: int) -> list[tuple[int, int]]:
+    """PyTorch's adaptive bins: ``[floor(i*L/n), ceil((i+1)*L/n))``."""
+    return [((i * length) // size, -(-((i + 1) * length) // size)) for i in range(size)]
+
+
+def _adaptive_avg(x: Any, output_size: Any, nd: int, fn: str) -> Any:
+    sizes = _adaptive_sizes(x, output_size, nd, fn)
+    spatial = tuple(x.shape[-nd:])
+    if all(L % s == 0 for L, s in zip(spatial, sizes)):  # uniform windows: one pooling kernel
+        ks = tuple(L // s for L, s in zip(spatial, sizes))
+        return _avg_pool(x, nd, ks, ks, 0, False, True, None, fn)
+    if not x.dtype.is_float:
+        raise DTypeError(f"{fn}: expected a floating-point x, got {x.dtype.name}")
+    # uneven bins: a product with each dim's (L, out) averaging matrix
+    w, out_dt = float_work(x)
+    for i, (L, s) in enumerate(zip(spatial, sizes)):
+        a = np.zeros((L, s))
+        for j, (lo, hi) in enumerate(_bins(L, s)):
+            a[lo:hi, j] = 1.0 / (hi - lo)
+        dim = w.ndim - nd + i
+        m = pinned_as(tensor(a, dtype=w.dtype, device=w.device), w)
+        w = (w.transpose(dim, -1) @ m).transpose(dim, -1)
+    return w.cast(out_dt)
+
+
+def adaptive_avg_pool1d(input: Any, output_size: Any) -> Any:  # noqa: A002 - PyTorch's name
+    """Mean over PyTorch's adaptive bins of (N, C, L) to ``output_size``."""
+    return _adaptive_avg(input, output_size, 1, "adaptive_avg_pool1d")
+
+
+def adaptive_avg_pool2d(input: Any, output_size: Any) -> Any:  # noqa: A002 - PyTorch's name
+    """Mean over PyTorch's adaptive bins of (N, C, H, W) to ``output_size`` (an int, a pair, None keeps a dim)."""
+    return _adaptive_avg(input, output_size, 2, "adaptive_avg_pool2d")
+
+
+def _adaptive_max(x: Any, output_size: Any, return_indices: bool, nd: int, fn: str) -> Any:
+    sizes = _adaptive_sizes(x, output_size, nd, fn)
+    spatial = tuple(x.shape[-nd:])
+    if all(L % s == 0 for L, s in zip(spatial, sizes)):
+        ks = tuple(L // s for L, s in zip(spatial, sizes))
+        return _max_pool(x, nd, ks, ks, 0, 1, False, return_indices, fn)
+    if return_indices:
+        raise ShapeError(f"{fn}: return_indices needs output sizes {sizes} that divide the input's {spatial}")
+    from zyx.frontend.contract_ops import cat
+
+    # uneven bins: a max is separable over a rectangular bin, so one dim at a time (a reduce per bin)
+    for i, (L, s) in enumerate(zip(spatial, sizes)):
+        dim = x.ndim - nd + i
+        x = cat([x.narrow(dim, lo, hi - lo).amax(dim, keepdim=True) for lo, hi in _bins(L, s)], dim)
+    return x
+
+
+def adaptive_max_pool1d(input: Any, output_size: Any, return_indices: bool = False) -> Any:  # noqa: A002 - PyTorch's name
+    """Max over PyTorch's adaptive bins of (N, C, L)."""
+    return _adaptive_max(input, output_size, return_indices, 1, "adaptive_max_pool1d")
+
+
+def adaptive_max_pool2d(input: Any, output_size: Any, return_indices: bool = False) -> Any:  # noqa: A002 - PyTorch's name
+    """Max over PyTorch's adaptive bins of (N, C, H, W); ``return_indices`` when the bins are uniform."""
+    return _adaptive_max(input, output_size, return_indices, 2, "adaptive_max_pool2d")
+
+
+# ------------------------------------------------------------------ normalization
+
+def _channel_shape(x: Any) -> tuple[int, ...]:
+    return (1, x.shape[1]) + (1,) * (x.ndim - 2)
+
+
+def _affine(out: Any, weight: Any, bias: Any, shape: tuple[int, ...]) -> Any:
+    if weight is not None:
+        out = out * weight.reshape(shape)
+    if bias is not None:
+        out = out + bias.reshape(shape)
+    return out
+
+
+def _update(stat: Any, new: Any, momentum: float) -> None:
+    """``stat = (1 - momentum) * stat + momentum * new`` in place (lazy; no gradient)."""
+    with no_grad():
+        stat._assign((stat * (1.0 - momentum) + new.detach().cast(stat.dtype) * momentum).cast(stat.dtype))
+
+
+def batch_norm(input: Any, running_mean: Any, running_var: Any, weight: Any = None, bias: Any = None,  # noqa: A002 - PyTorch's name
+               training: bool = False, momentum: float = 0.1, eps: float = 1e-5) -> Any:
+    """Normalize each channel of (N, C, *) over the batch and spatial dims: with the batch's statistics
+    (biased variance) when ``training`` (updating the running ones in place, unbiased variance, as
+    PyTorch), else with the running ones."""
+    if input.ndim < 2:
+        raise ShapeError(f"batch_norm: expected an input of at least 2 dims (N, C, *), got shape {tuple(input.shape)}")
+    shape = _channel_shape(input)
+    w, out_dt = float_work(input)
+    if training:
+        dims = (0,) + tuple(range(2, input.ndim))
+        count = input.numel() // max(input.shape[1], 1)
+        if count <= 1:
+            raise ShapeError(f"batch_norm: expected more than 1 value per channel when training, got input "
+                             f"shape {tuple(input.shape)}")
+        mean = w.mean(dims, keepdim=True)
+        d = w - mean
+        var = (d * d).mean(dims, keepdim=True)
+        if running_mean is not None:
+            _update(running_mean, mean.reshape(-1), momentum)
+        if running_var is not None:
+            _update(running_var, var.reshape(-1) * (count / (count - 1)), momentum)
+        out = d * (var + eps).rsqrt()
+    else:
+        if running_mean is None or running_var is None:
+            raise ShapeError("batch_norm: running_mean and running_var are needed when not training")
+        out = (w - running_mean.reshape(shape)) * (running_var.reshape(shape) + eps).rsqrt()
+    return _affine(out, weight, bias, shape).cast(out_dt)
+
+
+def instance_norm(input: Any, running_mean: Any = None, running_var: Any = None, weight: Any = None,  # noqa: A002 - PyTorch's name
+                  bias: Any = None, use_input_stats: bool = True, momentum: float = 0.1, eps: float = 1e-5) -> Any:
+    """Normalize each (sample, channel) of (N, C, *) over its spatial dims; the running statistics (when
+    given) track the batch mean of the instance statistics."""
+    if input.ndim < 3:
+        raise ShapeError(f"instance_norm: expected an input of at least 3 dims (N, C, *), got shape "
+                         f"{tuple(input.shape)}")
+    shape = _channel_shape(input)
+    w, out_dt = float_work(input)
+    if not use_input_stats:
+        out = (w - running_mean.reshape(shape)) * (running_var.reshape(shape) + eps).rsqrt()
+        return _affine(out, weight, bias, shape).cast(out_dt)
+    dims = tuple(range(2, input.ndim))
+    count = math.prod(input.shape[2:])
+    mean = w.mean(dims, keepdim=True)
+    d = w - mean
+    var = (d * d).mean(dims, keepdim=True)
+    if running_mean is not None:
+        _update(running_mean, mean.mean(0).reshape(-1), momentum)
+    if running_var is not None:
+        _update(running_var, var.mean(0).reshape(-1) * (count / max(count - 1, 1)), momentum)
+    return _affine(d * (var + eps).rsqrt(), weight, bias, shape).cast(out_dt)
+
+
+def group_norm(input: Any, num_groups: int, weight: Any = None, bias: Any = None, eps: float = 1e-5) -> Any:  # noqa: A002 - PyTorch's name
+    """Normalize (N, C, *) over each group of ``C/num_groups`` channels and the spatial dims, then scale and
+    shift per channel."""
+    if input.ndim < 2 or num_groups <= 0 or input.shape[1] % num_groups:
+        raise ShapeError(f"group_norm: expected an input (N, C, *) with C divisible by num_groups={num_groups}, "
+                         f"got shape {tuple(input.shape)}")
+    n = input.shape[0]
+    w, out_dt = float_work(input)
+    g = w.reshape(n, num_groups, -1)
+    mean = g.mean(-1, keepdim=True)
+    d = g - mean
+    var = (d * d).mean(-1, keepdim=True)
+    out = (d * (var + eps).rsqrt()).reshape(input.shape)
+    return _affine(out, weight, bias, _channel_shape(input)).cast(out_dt)
+
+
+def rms_norm(input: Any, normalized_shape: Any, weight: Any = None, eps: float | None = None) -> Any:  # noqa: A002 - PyTorch's name
+    """``x / sqrt(mean(x**2 over the trailing normalized_shape dims) + eps) * weight``; ``eps=None`` is the
+    dtype's machine epsilon, as PyTorch."""
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    k = len(shape)
+    if k > input.ndim or tuple(input.shape[input.ndim - k:]) != shape:
+        raise ShapeError(f"rms_norm: normalized_shape {shape} does not match the trailing dims of input shape "
+                         f"{tuple(input.shape)}")
+    if eps is None:
+        eps = _FINFO_EPS.get(input.dtype, _FINFO_EPS[dtypes.float32])
+    w, out_dt = float_work(input)
+    dims = tuple(range(input.ndim - k, input.ndim))
+    out = w * ((w * w).mean(dims, keepdim=True) + eps).rsqrt()
+    if weight is not None:
+        out = out * weight
+    return out.cast(out_dt)
+
+
+def local_response_norm(input: Any, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0) -> Any:  # noqa: A002 - PyTorch's name
+    """``x / (k + alpha * mean of x**2 over a window of `size` neighbouring channels) ** beta``
+    (the window zero-padded at the channel ends, as PyTorch)."""
+    if input.ndim < 3:
+        raise ShapeError(f"local_response_norm: expected an input of at least 3 dims, got shape {tuple(input.shape)}")
+    w, out_dt = float_work(input)
+    sq = w * w
+    pads = [0, 0] * (input.ndim - 2) + [size // 2, (size - 1) // 2]
+    div = sq.pad(pads).unfold(1, size, 1).sum(-1) * (alpha / size) + k
+    return (w / div ** beta).cast(out_dt)
