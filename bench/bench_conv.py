@@ -1,0 +1,99 @@
+"""Convolution and pooling: zyx vs PyTorch CPU (2 threads) on the same inputs.
+
+Rows: conv2d N=8, 64->64 channels, 56x56, 3x3, padding 1 (GFLOP/s; the ResNet stage-1 layer, with
+its bias) and conv_transpose2d of the same size (stride 1, the flipped conv); max_pool2d 2x2 and
+avg_pool2d 2x2 on (8, 64, 112, 112) (GB/s of input read + output written). Each zyx call is realized
+and synchronized; implementations are timed in alternating blocks of calls (best and median), so
+load on the shared machine hits them alike. ``run(quick)`` returns the rows; ``python
+bench/bench_conv.py [--quick]`` prints them as a markdown table.
+"""
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import zyx
+import zyx.nn.functional as F
+from zyx.backend.timing import Stopwatch
+
+
+def _alternating(fns: dict[str, Callable[[], Any]], reps: int, block: int = 2,
+                 pause: float = 0.1) -> dict[str, tuple[float, float]]:
+    """(best, median) seconds of each implementation, run in turn ``reps`` times for ``block`` timed calls
+    (the first call of a block, right after the other library, untimed); PyTorch's threads spin on after
+    a call, so a ``pause`` follows each of its calls."""
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(reps):
+        for name, fn in fns.items():
+            fn()
+            for _ in range(block):
+                watch = Stopwatch()
+                fn()
+                times[name].append(watch.seconds())
+                if name != "zyx":
+                    time.sleep(pause)
+    return {name: (min(ts), statistics.median(ts)) for name, ts in times.items()}
+
+
+def run(quick: bool = False) -> list[dict]:
+    import torch
+
+    torch.set_num_threads(2)
+    tf = torch.nn.functional
+    reps = 2 if quick else 5
+    n = 2 if quick else 8
+    rng = np.random.default_rng(0)
+    out: list[dict] = []
+
+    def add(op: str, size: str, times: dict[str, tuple[float, float]], **rate: float) -> None:
+        for impl, (best, med) in times.items():
+            row = {"op": op, "impl": impl, "size": size, "ms": round(best * 1e3, 2), "median_ms": round(med * 1e3, 2)}
+            row.update({k: round(v / best / 1e9, 2) for k, v in rate.items()})
+            if impl == "zyx":
+                row["x_torch"] = round(times["torch"][0] / best, 2)
+                row["x_torch_median"] = round(times["torch"][1] / med, 2)
+            out.append(row)
+
+    def zyx_call(f: Callable[[], Any]) -> Callable[[], Any]:
+        def call() -> Any:
+            y = f().realize()
+            zyx.synchronize()
+            return y
+        return call
+
+    x = rng.normal(size=(n, 64, 56, 56)).astype(np.float32)
+    w = (rng.normal(size=(64, 64, 3, 3)) * 0.05).astype(np.float32)
+    b = rng.normal(size=(64,)).astype(np.float32)
+    zx, zw, zb = (zyx.tensor(a).realize() for a in (x, w, b))
+    tx, tw, tb = (torch.from_numpy(a) for a in (x, w, b))
+    flops = 2.0 * n * 64 * 64 * 56 * 56 * 9
+    size = f"{n}x64x56x56, 3x3, 64 out"
+    times = _alternating({"zyx": zyx_call(lambda: F.conv2d(zx, zw, zb, padding=1)),
+                          "torch": lambda: tf.conv2d(tx, tw, tb, padding=1)}, reps)
+    add("conv2d", size, times, **{"GFLOP/s": flops})
+    times = _alternating({"zyx": zyx_call(lambda: F.conv_transpose2d(zx, zw, zb, padding=1)),
+                          "torch": lambda: tf.conv_transpose2d(tx, tw, tb, padding=1)}, reps)
+    add("conv_transpose2d", size, times, **{"GFLOP/s": flops})
+
+    p = rng.normal(size=(n, 64, 112, 112)).astype(np.float32)
+    zp, tp = zyx.tensor(p).realize(), torch.from_numpy(p)
+    moved = p.nbytes * 1.25  # the input read, a quarter of it written
+    for op, zf, tfn in (("max_pool2d 2x2", lambda: F.max_pool2d(zp, 2), lambda: tf.max_pool2d(tp, 2)),
+                        ("avg_pool2d 2x2", lambda: F.avg_pool2d(zp, 2), lambda: tf.avg_pool2d(tp, 2))):
+        times = _alternating({"zyx": zyx_call(zf), "torch": tfn}, reps, block=3, pause=0.02)
+        add(op, f"{n}x64x112x112", times, **{"GB/s": moved})
+    return out
+
+
+if __name__ == "__main__":
+    from zyx.benchmarks import bench_header, markdown_table
+
+    print(bench_header())
+    print(markdown_table(run("--quick" in sys.argv)))
