@@ -256,3 +256,18 @@ def test_unfold_view_and_gradient():
     assert zyx.tensor(5.0).unfold(0, 1, 1).shape == (1,)
     with pytest.raises(zyx.ShapeError):
         zyx.tensor(a).unfold(1, 11, 1)
+
+
+@pytest.mark.parametrize("args", [dict(kernel_size=3), dict(kernel_size=(2, 3), dilation=(2, 1), padding=1, stride=2)])
+def test_unfold_fold_im2col(args):
+    x = _arr(2, 3, 7, 8)
+    zx, tx = _pair(x)
+    zo, to = F.unfold(zx, **args), TF.unfold(tx, **args)
+    _close(zo, to)
+    _check_grads(zo, to, (zx,), (tx,), np.float32)
+    cols = _arr(*to.shape)
+    zc, tc = _pair(cols)
+    zo, to = F.fold(zc, (7, 8), **args), TF.fold(tc, (7, 8), **args)
+    _close(zo, to)
+    _check_grads(zo, to, (zc,), (tc,), np.float32)
+    _close(F.fold(zyx.tensor(cols[0]), (7, 8), **args), TF.fold(torch.tensor(cols[0]), (7, 8), **args))

@@ -150,6 +150,7 @@ from zyx.nn.functional_conv import (  # noqa: E402, F401
     conv3d,
     conv_transpose1d,
     conv_transpose2d,
+    fold,
     group_norm,
     instance_norm,
     local_response_norm,
@@ -157,4 +158,5 @@ from zyx.nn.functional_conv import (  # noqa: E402, F401
     max_pool2d,
     max_pool3d,
     rms_norm,
+    unfold,
 )

@@ -230,6 +230,45 @@ def conv_transpose2d(input: Any, weight: Any, bias: Any = None, stride: Any = 1,
                            "conv_transpose2d")
 
 
+def unfold(input: Any, kernel_size: Any, dilation: Any = 1, padding: Any = 0, stride: Any = 1) -> Any:  # noqa: A002 - PyTorch's name
+    """im2col: the sliding blocks of (N, C, H, W) as columns, (N, C*KH*KW, L) (a copy of the window view)."""
+    x, unbatched = _batched(input, 2, "unfold")
+    ks, dl = _tuple(kernel_size, 2, "kernel_size", "unfold"), _tuple(dilation, 2, "dilation", "unfold")
+    pd, st = _tuple(padding, 2, "padding", "unfold"), _tuple(stride, 2, "stride", "unfold")
+    for L, k, s, p, d in zip(x.shape[2:], ks, st, pd, dl):
+        _out_size(L, k, s, p, p, d, "unfold")
+    win = _windows(x.pad(_pads([(p, p) for p in pd])), ks, st, dl)  # (N, C, OH, OW, KH, KW)
+    n, c, oh, ow = win.shape[:4]
+    y = win.permute(0, 1, 4, 5, 2, 3).reshape(n, c * ks[0] * ks[1], oh * ow)
+    return y.squeeze(0) if unbatched else y
+
+
+def fold(input: Any, output_size: Any, kernel_size: Any, dilation: Any = 1, padding: Any = 0,  # noqa: A002
+         stride: Any = 1) -> Any:
+    """col2im, ``unfold``'s adjoint: (N, C*KH*KW, L) blocks summed back into (N, C, *output_size)."""
+    from zyx.frontend.gradients import place
+
+    x = input.unsqueeze(0) if input.ndim == 2 else input
+    size, ks = _tuple(output_size, 2, "output_size", "fold"), _tuple(kernel_size, 2, "kernel_size", "fold")
+    dl, pd = _tuple(dilation, 2, "dilation", "fold"), _tuple(padding, 2, "padding", "fold")
+    st = _tuple(stride, 2, "stride", "fold")
+    outs = tuple(_out_size(L, k, s, p, p, d, "fold") for L, k, s, p, d in zip(size, ks, st, pd, dl))
+    n, ckk, blocks = x.shape
+    if ckk % (ks[0] * ks[1]) or blocks != outs[0] * outs[1]:
+        raise ShapeError(f"fold: input shape {tuple(input.shape)} does not hold C*{ks[0]}*{ks[1]} rows of "
+                         f"{outs[0]}*{outs[1]} blocks for output_size {size}")
+    c = ckk // (ks[0] * ks[1])
+    cols = x.reshape(n, c, ks[0], ks[1], *outs)
+    padded = [L + 2 * p for L, p in zip(size, pd)]
+    total = None
+    for i, j in itertools.product(range(ks[0]), range(ks[1])):
+        slab = place(cols[:, :, i, j], 2, i * dl[0], padded[0], st[0])
+        slab = place(slab, 3, j * dl[1], padded[1], st[1])
+        total = slab if total is None else total + slab
+    y = total[:, :, pd[0]:pd[0] + size[0], pd[1]:pd[1] + size[1]]
+    return y.squeeze(0) if input.ndim == 2 else y
+
+
 # ------------------------------------------------------------------ pooling
 
 def _pool_geometry(x: Any, nd: int, kernel_size: Any, stride: Any, padding: Any, dilation: Any, ceil_mode: bool,
