@@ -15,7 +15,7 @@ from zyx.frontend import reduce as R
 from zyx.frontend.elementwise import binary, unary, where
 from zyx.frontend.movement import take_rows
 from zyx.frontend.softmax import float_work as _work
-from zyx.frontend.softmax import log_softmax, softmax
+from zyx.frontend.softmax import log_softmax, softmax  # noqa: F401 - log_softmax is re-exported
 from zyx.op import Op
 
 
@@ -98,23 +98,13 @@ def dropout(x: Any, p: float = 0.5, training: bool = True):
     return where(keep, x * (1.0 / (1.0 - p)), 0.0).cast(x.dtype) if x.dtype.is_float else where(keep, x, 0)
 
 
-def cross_entropy(logits: Any, target: Any, reduction: str = "mean"):
-    """Cross entropy of (N, C) logits with int class targets (N,) or probability targets (N, C)."""
-    logp = log_softmax(logits, -1)
-    if target.dtype.is_int:
-        from zyx.frontend.creation import arange, pinned_as
+def cross_entropy(input: Any, target: Any, weight: Any = None, ignore_index: int = -100,  # noqa: A002
+                  reduction: str = "mean", label_smoothing: float = 0.0):
+    """Cross entropy of (N, C), (N, C, d1, ...) or (C,) logits with class indices or class probabilities
+    (weight, ignore_index, label_smoothing as PyTorch); see ``functional_losses.cross_entropy``."""
+    from zyx.nn import functional_losses
 
-        onehot = binary(Op.EQ, target.unsqueeze(-1), pinned_as(arange(logits.shape[-1], device=logits.device), logits))
-        loss = -R.reduce(where(onehot, logp, 0.0), Op.SUM, -1)
-    else:
-        loss = -R.reduce(logp * target, Op.SUM, -1)
-    if reduction == "none":
-        return loss
-    if reduction == "sum":
-        return R.reduce(loss, Op.SUM, None)
-    if reduction == "mean":
-        return R.mean(loss)
-    raise ShapeError(f"cross_entropy: reduction must be 'none', 'mean' or 'sum', got {reduction!r}")
+    return functional_losses.cross_entropy(input, target, weight, ignore_index, reduction, label_smoothing)
 
 
 def relu(x: Any):
@@ -136,6 +126,25 @@ def sigmoid(x: Any):
 
 
 # re-exported last: functional_conv imports nothing from here, the names are this module's API
+from zyx.nn.functional_activations import (  # noqa: E402, F401
+    celu,
+    elu,
+    glu,
+    hardsigmoid,
+    hardswish,
+    hardtanh,
+    leaky_relu,
+    logsigmoid,
+    mish,
+    normalize,
+    one_hot,
+    relu6,
+    selu,
+    softplus,
+    softsign,
+    tanh,
+    tanhshrink,
+)
 from zyx.nn.functional_conv import (  # noqa: E402, F401
     adaptive_avg_pool1d,
     adaptive_avg_pool2d,
@@ -159,4 +168,18 @@ from zyx.nn.functional_conv import (  # noqa: E402, F401
     max_pool3d,
     rms_norm,
     unfold,
+)
+from zyx.nn.functional_losses import (  # noqa: E402, F401
+    binary_cross_entropy,
+    binary_cross_entropy_with_logits,
+    cosine_similarity,
+    hinge_embedding_loss,
+    huber_loss,
+    kl_div,
+    l1_loss,
+    margin_ranking_loss,
+    mse_loss,
+    nll_loss,
+    pairwise_distance,
+    smooth_l1_loss,
 )
