@@ -45,8 +45,7 @@ class CrossEntropyLoss(_Loss):
     """Cross entropy of (N, C) or (N, C, d1, ...) logits with class indices (N, d1, ...) or class
     probabilities (the input's shape).
 
-    ``weight``, ``ignore_index`` and ``label_smoothing`` are passed to ``functional.cross_entropy``
-    only when not at their defaults (it takes none of them yet, so they raise ``TypeError`` there).
+    ``weight``, ``ignore_index`` and ``label_smoothing`` as ``functional.cross_entropy`` takes them.
     """
 
     def __init__(self, weight: Any = None, ignore_index: int = -100, reduction: str = "mean",
@@ -57,17 +56,5 @@ class CrossEntropyLoss(_Loss):
         self.label_smoothing = label_smoothing
 
     def forward(self, input: Any, target: Any) -> Any:  # noqa: A002 - PyTorch's name
-        extra: dict[str, Any] = {}
-        if self.weight is not None:
-            extra["weight"] = self.weight
-        if self.ignore_index != -100:
-            extra["ignore_index"] = self.ignore_index
-        if self.label_smoothing != 0.0:
-            extra["label_smoothing"] = self.label_smoothing
-        if input.ndim > 2:  # (N, C, d1, ...): classes on dim 1, as PyTorch; the functional takes them last
-            last = (0, *range(2, input.ndim), 1)
-            logits = input.permute(*last)
-            if not target.dtype.is_int:
-                target = target.permute(*last)
-            return F.cross_entropy(logits, target, reduction=self.reduction, **extra)
-        return F.cross_entropy(input, target, reduction=self.reduction, **extra)
+        return F.cross_entropy(input, target, weight=self.weight, ignore_index=self.ignore_index,
+                               reduction=self.reduction, label_smoothing=self.label_smoothing)
