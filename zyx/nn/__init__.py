@@ -16,15 +16,27 @@ from zyx.nn.activation import (
 )
 from zyx.nn.attention import MultiheadAttention, TransformerEncoder, TransformerEncoderLayer
 from zyx.nn.containers import ModuleDict, ModuleList, Sequential
+from zyx.nn.conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d
 from zyx.nn.linear import Bilinear, Embedding, Identity, Linear
 from zyx.nn.loss import CrossEntropyLoss, L1Loss, MSELoss
 from zyx.nn.module import IncompatibleKeys, Module, Parameter, StateDictError
-from zyx.nn.normalization import LayerNorm, RMSNorm
+from zyx.nn.normalization import BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm, RMSNorm
+from zyx.nn.pooling import (
+    AdaptiveAvgPool1d,
+    AdaptiveAvgPool2d,
+    AdaptiveMaxPool2d,
+    AvgPool1d,
+    AvgPool2d,
+    MaxPool1d,
+    MaxPool2d,
+)
 
 __all__ = [
-    "GELU", "Bilinear", "CrossEntropyLoss", "Dropout", "Embedding", "Flatten", "Identity", "IncompatibleKeys",
-    "L1Loss", "LayerNorm", "LeakyReLU", "Linear", "LogSoftmax", "MSELoss", "Module", "ModuleDict", "ModuleList",
-    "MultiheadAttention", "Parameter", "RMSNorm", "ReLU", "Sequential", "SiLU", "Sigmoid", "Softmax",
-    "StateDictError", "Tanh", "TransformerEncoder", "TransformerEncoderLayer", "Unflatten", "functional", "init",
-    "utils",
+    "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool2d", "AvgPool1d", "AvgPool2d", "BatchNorm1d",
+    "BatchNorm2d", "Bilinear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
+    "CrossEntropyLoss", "Dropout", "Embedding", "Flatten", "GELU", "GroupNorm", "Identity", "IncompatibleKeys",
+    "L1Loss", "LayerNorm", "LeakyReLU", "Linear", "LogSoftmax", "MSELoss", "MaxPool1d", "MaxPool2d", "Module",
+    "ModuleDict", "ModuleList", "MultiheadAttention", "Parameter", "RMSNorm", "ReLU", "Sequential", "SiLU",
+    "Sigmoid", "Softmax", "StateDictError", "Tanh", "TransformerEncoder", "TransformerEncoderLayer", "Unflatten",
+    "functional", "init", "utils",
 ]

@@ -83,7 +83,8 @@ def _as_tensor(value: Any, like: Any) -> Any:
     if isinstance(value, TensorBase):
         return value if value.device is like.device else value.to(like.device)
     arr = np.asarray(value)
-    return from_numpy(np.ascontiguousarray(arr), device=like.device)
+    # ascontiguousarray makes a 0-d array 1-d; a scalar buffer (num_batches_tracked) keeps its shape
+    return from_numpy(np.ascontiguousarray(arr).reshape(arr.shape), device=like.device)
 
 
 def _copy_tensor(t: Any) -> Any:

@@ -1,5 +1,5 @@
-"""Normalization layers with PyTorch's parameter names and defaults: ``LayerNorm`` and ``RMSNorm``
-(weights start at one, biases at zero). BatchNorm and GroupNorm wait for their functional ops."""
+"""Normalization layers with PyTorch's parameter names, buffers and defaults: ``LayerNorm``, ``RMSNorm``,
+``BatchNorm1d/2d`` and ``GroupNorm`` (weights start at one, biases at zero)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -7,7 +7,8 @@ from typing import Any
 
 from zyx import dtype as dtypes
 from zyx.errors import ShapeError
-from zyx.frontend.creation import ones, zeros
+from zyx.frontend.autograd import no_grad
+from zyx.frontend.creation import ones, tensor, zeros
 from zyx.frontend.softmax import float_work
 from zyx.nn import functional as F
 from zyx.nn.module import Module, Parameter
@@ -77,3 +78,111 @@ class RMSNorm(Module):
 
     def extra_repr(self) -> str:
         return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+
+
+class _BatchNorm(Module):
+    """Batch statistics in training (updating ``running_mean``/``running_var`` with ``momentum``, or their
+    cumulative average when ``momentum`` is None), the running ones in eval; PyTorch's buffers, flags and
+    ``num_batches_tracked``."""
+
+    _dims: tuple[int, ...] = ()
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
+                 track_running_stats: bool = True, device: Any = None, dtype: Any = None, *,
+                 bias: bool = True) -> None:
+        super().__init__()
+        self.num_features = num_features
+        self.eps = eps
+        self.momentum = momentum
+        self.affine = affine
+        self.track_running_stats = track_running_stats
+        if affine:
+            self.weight = Parameter(ones(num_features, dtype=dtype, device=device))
+            if bias:
+                self.bias = Parameter(zeros(num_features, dtype=dtype, device=device))
+            else:
+                self.register_parameter("bias", None)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        if track_running_stats:
+            self.register_buffer("running_mean", zeros(num_features, dtype=dtype, device=device))
+            self.register_buffer("running_var", ones(num_features, dtype=dtype, device=device))
+            self.register_buffer("num_batches_tracked", tensor(0, dtype=dtypes.int64, device=device))
+        else:
+            self.register_buffer("running_mean", None)
+            self.register_buffer("running_var", None)
+            self.register_buffer("num_batches_tracked", None)
+
+    def reset_running_stats(self) -> None:
+        if self.track_running_stats:
+            with no_grad():
+                self.running_mean[...] = 0
+                self.running_var[...] = 1
+                self.num_batches_tracked[...] = 0
+
+    def forward(self, x: Any) -> Any:
+        if x.ndim not in self._dims:
+            want = " or ".join(f"{d}D" for d in self._dims)
+            raise ShapeError(f"{type(self).__name__}: expected {want} input (got {x.ndim}D input, shape "
+                             f"{tuple(x.shape)})")
+        factor = 0.0 if self.momentum is None else self.momentum
+        if self.training and self.track_running_stats and self.num_batches_tracked is not None:
+            with no_grad():
+                self.num_batches_tracked._assign(self.num_batches_tracked + 1)
+            if self.momentum is None:  # cumulative average: reads the count back (PyTorch keeps it on the device too)
+                factor = 1.0 / float(self.num_batches_tracked.item())
+        # eval mode without running statistics normalizes with the batch's, as PyTorch
+        use_batch = self.training or (self.running_mean is None and self.running_var is None)
+        keep = not self.training or self.track_running_stats
+        return F.batch_norm(x, self.running_mean if keep else None, self.running_var if keep else None,
+                            self.weight, self.bias, use_batch, factor, self.eps)
+
+    def extra_repr(self) -> str:
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
+                f"bias={self.bias is not None}, track_running_stats={self.track_running_stats}")
+
+
+class BatchNorm1d(_BatchNorm):
+    """Batch normalization of (N, C) or (N, C, L) per channel."""
+
+    _dims = (2, 3)
+
+
+class BatchNorm2d(_BatchNorm):
+    """Batch normalization of (N, C, H, W) per channel."""
+
+    _dims = (4,)
+
+
+class GroupNorm(Module):
+    """Normalize (N, C, *) over groups of ``num_channels / num_groups`` channels (and the spatial dims), then
+    ``* weight + bias`` per channel."""
+
+    def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5, affine: bool = True,
+                 device: Any = None, dtype: Any = None, *, bias: bool = True) -> None:
+        super().__init__()
+        if num_groups <= 0 or num_channels % num_groups:
+            raise ValueError(f"GroupNorm: num_channels={num_channels} must be divisible by num_groups={num_groups}")
+        self.num_groups = num_groups
+        self.num_channels = num_channels
+        self.eps = eps
+        self.affine = affine
+        if affine:
+            self.weight = Parameter(ones(num_channels, dtype=dtype, device=device))
+            if bias:
+                self.bias = Parameter(zeros(num_channels, dtype=dtype, device=device))
+            else:
+                self.register_parameter("bias", None)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+
+    def forward(self, x: Any) -> Any:
+        if x.ndim < 2 or x.shape[1] != self.num_channels:
+            raise ShapeError(f"GroupNorm: expected an input (N, {self.num_channels}, *), got shape {tuple(x.shape)}")
+        return F.group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
+                f"bias={self.bias is not None}")
