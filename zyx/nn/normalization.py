@@ -135,8 +135,15 @@ class _BatchNorm(Module):
         # eval mode without running statistics normalizes with the batch's, as PyTorch
         use_batch = self.training or (self.running_mean is None and self.running_var is None)
         keep = not self.training or self.track_running_stats
-        return F.batch_norm(x, self.running_mean if keep else None, self.running_var if keep else None,
-                            self.weight, self.bias, use_batch, factor, self.eps)
+        out = F.batch_norm(x, self.running_mean if keep else None, self.running_var if keep else None,
+                           self.weight, self.bias, use_batch, factor, self.eps)
+        if self.training and self.track_running_stats:
+            # nothing else reads the updated statistics until eval: realized now (asynchronously) so the pending
+            # graph behind them does not grow by one update per step
+            for t in (self.running_mean, self.running_var, self.num_batches_tracked):
+                if t is not None:
+                    t.realize()
+        return out
 
     def extra_repr(self) -> str:
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
