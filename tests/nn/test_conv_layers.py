@@ -224,3 +224,16 @@ def test_small_cnn_from_torch_state_dict():
                             m.Conv2d(4, 6, 3, padding=1), m.GroupNorm(2, 6), m.ReLU(), m.AdaptiveAvgPool2d(2),
                             m.Flatten(), m.Linear(24, 5))
     check(build(nn), build(torch.nn), _randn(3, 1, 8, 8))
+
+
+def test_batch_norm_many_steps_without_reading_the_statistics():
+    """Nothing reads the running statistics while training; each step's update still runs (no pending chain
+    growing a step at a time until realizing it overflows the stack), and they equal PyTorch's after."""
+    zm, tm = nn.BatchNorm1d(2, momentum=None), torch.nn.BatchNorm1d(2, momentum=None)
+    x = _randn(1500, 4, 2)
+    with zyx.no_grad(), torch.no_grad():
+        for xi in x:
+            zm(zyx.tensor(xi))
+            tm(torch.tensor(xi))
+    for k, v in tm.state_dict().items():
+        np.testing.assert_allclose(zm.state_dict()[k].numpy(), _np(v), rtol=1e-4, atol=1e-6, err_msg=k)
