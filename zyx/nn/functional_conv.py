@@ -490,9 +490,11 @@ def _affine(out: Any, weight: Any, bias: Any, shape: tuple[int, ...]) -> Any:
 
 
 def _update(stat: Any, new: Any, momentum: float) -> None:
-    """``stat = (1 - momentum) * stat + momentum * new`` in place (lazy; no gradient)."""
+    """``stat = (1 - momentum) * stat + momentum * new`` in place (no gradient), run at once: nothing may
+    read the statistics until eval, and a pending update would chain onto the previous one each step."""
     with no_grad():
         stat._assign((stat * (1.0 - momentum) + new.detach().cast(stat.dtype) * momentum).cast(stat.dtype))
+        stat.realize()
 
 
 def batch_norm(input: Any, running_mean: Any, running_var: Any, weight: Any = None, bias: Any = None,  # noqa: A002 - PyTorch's name
