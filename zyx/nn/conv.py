@@ -6,10 +6,9 @@ import math
 from typing import Any
 
 from zyx.errors import ShapeError
-from zyx.frontend.creation import zeros
 from zyx.nn import functional as F
 from zyx.nn import init
-from zyx.nn.module import Module, Parameter
+from zyx.nn.module import Module
 
 
 def _ntuple(v: Any, nd: int, name: str, cls: str) -> tuple[int, ...]:
@@ -54,11 +53,7 @@ class _ConvNd(Module):
         self.padding_mode = padding_mode
         shape = ((in_channels, out_channels // groups) if self._transposed
                  else (out_channels, in_channels // groups)) + self.kernel_size
-        self.weight = Parameter(zeros(*shape, dtype=dtype, device=device))
-        if bias:
-            self.bias = Parameter(zeros(out_channels, dtype=dtype, device=device))
-        else:
-            self.register_parameter("bias", None)
+        self._weight_and_bias(shape, out_channels, bias, dtype, device)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:

@@ -37,11 +37,7 @@ class Linear(Module):
         super().__init__()
         self.in_features = in_features
         self.out_features = out_features
-        self.weight = Parameter(zeros(out_features, in_features, dtype=dtype, device=device))
-        if bias:
-            self.bias = Parameter(zeros(out_features, dtype=dtype, device=device))
-        else:
-            self.register_parameter("bias", None)
+        self._weight_and_bias((out_features, in_features), out_features, bias, dtype, device)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -68,11 +64,7 @@ class Bilinear(Module):
         self.in1_features = in1_features
         self.in2_features = in2_features
         self.out_features = out_features
-        self.weight = Parameter(zeros(out_features, in1_features, in2_features, dtype=dtype, device=device))
-        if bias:
-            self.bias = Parameter(zeros(out_features, dtype=dtype, device=device))
-        else:
-            self.register_parameter("bias", None)
+        self._weight_and_bias((out_features, in1_features, in2_features), out_features, bias, dtype, device)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:

@@ -133,6 +133,18 @@ class Module:
         if name == "" or "." in name:
             raise KeyError(f"{kind} name can't be empty or contain '.', got {name!r}")
 
+    def _weight_and_bias(self, weight_shape: tuple[int, ...], bias_size: int, bias: bool, dtype: Any,
+                         device: Any) -> None:
+        """Register ``weight`` (zeros of ``weight_shape``) and ``bias`` (``bias_size`` zeros, or None when
+        ``bias`` is False) as parameters; the layer's ``reset_parameters`` then initializes them."""
+        from zyx.frontend.creation import zeros
+
+        self.weight = Parameter(zeros(*weight_shape, dtype=dtype, device=device))
+        if bias:
+            self.bias = Parameter(zeros(bias_size, dtype=dtype, device=device))
+        else:
+            self.register_parameter("bias", None)
+
     def register_parameter(self, name: str, param: Any) -> None:
         """Add a parameter (a ``Parameter`` or None) under ``name``."""
         self._check_name(name, "parameter")
