@@ -80,6 +80,7 @@ def test_step_with_epoch_uses_the_closed_form(torch):
     assert zs.get_last_lr() == ts.get_last_lr()
 
 
+@pytest.mark.needs_device
 def test_onecycle_past_total_steps_raises():
     opt = zyx.optim.SGD([zyx.zeros(1, requires_grad=True)], lr=0.1, momentum=0.9)
     sched = zl.OneCycleLR(opt, max_lr=1.0, total_steps=3)
