@@ -18,6 +18,9 @@ from zyx.cli import devices as cli
 pytestmark = pytest.mark.skipif(not zyx.devices(), reason="no OpenCL device available")
 
 ZEN5_PROBLEM = "error: unknown target CPU 'generic'"
+# what the pip PoCL 3.0 (LLVM 14) printed on an AMD Zen 4 before aborting in the vector probe
+ZEN4_CRASH = ("1 warning generated.\nLLVM ERROR: Cannot select: 0x7f7e41298af0: v8f32,ch = X86ISD::FILD<(load (s64) "
+              "from %stack.16)>\n  0x7f7e41298338: i64 = FrameIndex<16>\nIn function: _pocl_kernel_zyx_probe_vector\n")
 
 
 @pytest.fixture
@@ -145,6 +148,14 @@ def test_fix_texts() -> None:
     assert "zyx[intel]" in fix and "pocl-opencl-icd" in fix
     other = device_module.fix_for(info, "cannot create a context: out of resources")
     assert "driver" in other
+    zen4 = device_module.fix_for(info, f"the probe process was killed by signal 6 ({ZEN4_CRASH.splitlines()[1]})")
+    assert "zyx[intel]" in zen4 and "pocl-opencl-icd" in zen4
+
+
+def test_crash_line_is_the_llvm_error() -> None:
+    """A compiler that aborts prints its reason, then more lines: the verdict quotes the reason."""
+    assert probe._crash_line(ZEN4_CRASH).startswith("LLVM ERROR: Cannot select")
+    assert probe._crash_line("warning: x\nSegmentation fault") == "Segmentation fault"
 
 
 def test_simulators_are_never_the_default(fresh_selection) -> None:

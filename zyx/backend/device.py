@@ -60,7 +60,8 @@ class DeviceInfo:
 
 def fix_for(info: DeviceInfo, problem: str) -> str:
     """What a user can do about a device that failed its probe."""
-    if "pocl" in info.platform_version.lower() and "unknown target cpu" in problem.lower():
+    known = ("unknown target cpu", "llvm error: cannot select")  # LLVM 14 on AMD Zen 5, resp. Zen 4
+    if "pocl" in info.platform_version.lower() and any(k in problem.lower() for k in known):
         return ("this PoCL's LLVM does not know your CPU; use Intel's CPU runtime "
                 "(`pip install 'zyx[intel]'`) or a newer PoCL (Debian: `apt-get install pocl-opencl-icd`)")
     return "update or reinstall this device's OpenCL driver, or pick another device (`zyx devices`)"
