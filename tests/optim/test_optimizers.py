@@ -169,14 +169,51 @@ def test_backward_through_a_graph_saved_before_the_step_raises():
         y.backward()
 
 
-def test_views_taken_before_a_step_keep_the_old_values():
+def test_the_step_writes_in_place_and_views_see_it():
+    """As in PyTorch: the parameter's storage is updated, so a view taken before the step sees the new
+    values; the loaded or saved state is the optimizer's own."""
     w = zyx.ones(4, requires_grad=True)
     before = w.detach()[1:]
     opt = zyx.optim.SGD([w], lr=1.0)
     w.sum().backward()
     opt.step()
     np.testing.assert_array_equal(w.numpy(), [0, 0, 0, 0])
-    np.testing.assert_array_equal(before.numpy(), [1, 1, 1])
+    np.testing.assert_array_equal(before.numpy(), [0, 0, 0])
+
+
+def test_loaded_state_is_copied():
+    w = zyx.ones(3, requires_grad=True)
+    opt = zyx.optim.SGD([w], lr=0.5, momentum=0.9)
+    buf = zyx.full((3,), 2.0)
+    opt.load_state_dict({"state": {0: {"momentum_buffer": buf}}, "param_groups": opt.state_dict()["param_groups"]})
+    w.sum().backward()
+    opt.step()
+    np.testing.assert_array_equal(buf.numpy(), [2.0, 2.0, 2.0])  # the caller's tensor is left alone
+    np.testing.assert_allclose(opt.state[w]["momentum_buffer"].numpy(), [2.8, 2.8, 2.8], rtol=1e-6)
+    np.testing.assert_allclose(w.numpy(), [-0.4, -0.4, -0.4], rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float64"])
+def test_other_float_dtypes_step_like_torch(torch, dtype):
+    """16-bit parameters round every operation of the formula as PyTorch's op-by-op step does; a
+    transposed (non-contiguous) gradient is read through its strides."""
+    rng = np.random.default_rng(7)
+    w0 = rng.standard_normal((5, 7)).astype(np.float32)
+    g0 = rng.standard_normal((7, 5)).astype(np.float32)
+    tdt = getattr(torch, dtype)
+    zw = zyx.from_numpy(w0).cast(getattr(zyx, dtype)).detach().requires_grad_()
+    tw = torch.tensor(w0, dtype=tdt, requires_grad=True)
+    zo = zyx.optim.Adam([zw], lr=0.01, weight_decay=0.1)
+    to = torch.optim.Adam([tw], lr=0.01, weight_decay=0.1, foreach=False)
+    for step in range(3):
+        zw.grad = (zyx.from_numpy(g0 * (step + 1)).cast(getattr(zyx, dtype))).T
+        tw.grad = torch.tensor(g0 * (step + 1), dtype=tdt).T
+        zo.step()
+        to.step()
+    got = zw.cast(zyx.float32).numpy()
+    want = tw.detach().float().numpy()
+    tol = {"float16": 2e-3, "bfloat16": 1e-2, "float64": 1e-12}[dtype]
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
 
 
 def test_closure_returns_the_loss():
@@ -192,14 +229,14 @@ def test_closure_returns_the_loss():
     assert float(opt.step(closure)) == 2.0
 
 
-@pytest.mark.parametrize("name,options,per_param", [
-    ("SGD", {"lr": 0.1}, 1), ("SGD", {"lr": 0.1, "momentum": 0.9, "weight_decay": 0.1}, 2),
-    ("Adam", {}, 3), ("Adam", {"amsgrad": True}, 4), ("AdamW", {}, 3),
-    ("RMSprop", {}, 2), ("RMSprop", {"momentum": 0.9, "centered": True}, 4), ("Adagrad", {}, 2),
+@pytest.mark.parametrize("name,options,states", [
+    ("SGD", {"lr": 0.1}, 0), ("SGD", {"lr": 0.1, "momentum": 0.9, "weight_decay": 0.1}, 1),
+    ("Adam", {}, 2), ("Adam", {"amsgrad": True}, 3), ("AdamW", {}, 2),
+    ("RMSprop", {}, 1), ("RMSprop", {"momentum": 0.9, "centered": True}, 3), ("Adagrad", {}, 1),
 ])
-def test_kernels_per_step(name, options, per_param):
-    """One fused kernel per value a step writes (each state tensor, then the parameter): the engine's
-    kernels have one output each. A second step replays the same kernels."""
+def test_kernels_per_step(name, options, states):
+    """One kernel per parameter and step updates the parameter and all its state; the first step also
+    fills the new state tensors (at most one kernel each)."""
     params, x, y = _data(3)
     p = _zyx_model(params)
     opt = getattr(zyx.optim, name)(list(p.values()), **options)
@@ -212,7 +249,10 @@ def test_kernels_per_step(name, options, per_param):
         before = zyx.kernel_count()
         opt.step()
         launched = zyx.kernel_count() - before
-        assert launched == len(p) * per_param, (step, launched)
+        if step == 0:
+            assert len(p) <= launched <= len(p) * (1 + states), launched
+        else:
+            assert launched == len(p), (step, launched)
 
 
 def test_bad_options_raise():
@@ -233,10 +273,11 @@ def test_bad_options_raise():
 
 @pytest.mark.parametrize("name", ["SGD", "Adam", "RMSprop"])
 def test_steps_hold_no_extra_buffers(name):
-    """Old parameter values and old state die at each step: live buffers stay flat, and dropping the
-    model and optimizer returns them to the start."""
+    """Steps write in place: live buffers stay flat, and dropping the model and optimizer returns them
+    to the start."""
     import gc
 
+    gc.collect()
     start = zyx.memory_stats()["live_buffers"]
     params, x, y = _data(4)
     p = _zyx_model(params)

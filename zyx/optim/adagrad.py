@@ -6,13 +6,13 @@ from typing import Any
 
 from zyx.frontend.creation import full_like
 from zyx.frontend.tensor import Tensor
-from zyx.optim.optimizer import Optimizer, check_range
+from zyx.optim.optimizer import Optimizer, Update, check_range
 
 
 class Adagrad(Optimizer):
     """PyTorch's ``torch.optim.Adagrad``: ``g += weight_decay * p``, ``lr_t = lr / (1 + (t - 1) * lr_decay)``,
     ``s += g * g``, ``p -= lr_t * g / (sqrt(s) + eps)``. State (created with the optimizer, as PyTorch
-    does): ``step``, ``sum`` (starting at ``initial_accumulator_value``). Kernels per parameter and step: 2."""
+    does): ``step``, ``sum`` (starting at ``initial_accumulator_value``). One kernel per parameter and step."""
 
     def __init__(self, params: Iterable[Any], lr: float = 1e-2, lr_decay: float = 0.0, weight_decay: float = 0.0,
                  initial_accumulator_value: float = 0.0, eps: float = 1e-10, *, maximize: bool = False) -> None:
@@ -28,11 +28,13 @@ class Adagrad(Optimizer):
             for p in group["params"]:
                 self.state[p] = {"step": 0.0, "sum": full_like(p, group["initial_accumulator_value"])}
 
-    def _update(self, p: Tensor, grad: Tensor, group: dict[str, Any],
-                state: dict[str, Any]) -> tuple[Tensor, dict[str, Any]]:
-        step = state["step"] + 1
+    def _kernel(self, p: Tensor, group: dict[str, Any], state: dict[str, Any]) -> Update:
+        state["step"] += 1
+        flags: set[str] = set()
+        scalars: dict[str, float] = {"lr": group["lr"] / (1 + (state["step"] - 1) * group["lr_decay"]),
+                                     "eps": group["eps"]}
         if group["weight_decay"] != 0:
-            grad = grad + group["weight_decay"] * p
-        clr = group["lr"] / (1 + (step - 1) * group["lr_decay"])
-        total = state["sum"] + grad * grad
-        return p - clr * (grad / (total.sqrt() + group["eps"])), {"step": step, "sum": total}
+            flags.add("weight_decay")
+            scalars["weight_decay"] = group["weight_decay"]
+        return Update("adagrad", flags, ("sum",), scalars)
+

@@ -5,17 +5,16 @@ from collections.abc import Iterable
 from typing import Any
 
 from zyx.frontend.creation import zeros_like
-from zyx.frontend.elementwise import maximum
 from zyx.frontend.tensor import Tensor
-from zyx.optim.optimizer import Optimizer, check_range, lerp
+from zyx.optim.optimizer import Optimizer, Update, check_range, lerp_scalars
 
 
 class Adam(Optimizer):
     """PyTorch's ``torch.optim.Adam``: ``g += weight_decay * p`` (AdamW: ``p *= 1 - lr * weight_decay``
     instead), ``m = lerp(m, g, 1 - beta1)``, ``v = beta2 * v + (1 - beta2) * g * g`` (AMSGrad: ``vmax =
     max(vmax, v)`` is used for ``v``), ``p -= lr / (1 - beta1**t) * m / (sqrt(v) / sqrt(1 - beta2**t) + eps)``.
-    State: ``step``, ``exp_avg``, ``exp_avg_sq`` (``max_exp_avg_sq``). Kernels per parameter and step: 3
-    (m, v, then the parameter reading both), 4 with AMSGrad."""
+    State: ``step``, ``exp_avg``, ``exp_avg_sq`` (``max_exp_avg_sq``). One kernel per parameter and step
+    updates the parameter and its state."""
 
     decoupled = False
 
@@ -30,29 +29,29 @@ class Adam(Optimizer):
         super().__init__(params, {"lr": lr, "betas": tuple(betas), "eps": eps, "weight_decay": weight_decay,
                                   "amsgrad": amsgrad, "maximize": maximize})
 
-    def _update(self, p: Tensor, grad: Tensor, group: dict[str, Any],
-                state: dict[str, Any]) -> tuple[Tensor, dict[str, Any]]:
-        lr, (beta1, beta2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
+    def _kernel(self, p: Tensor, group: dict[str, Any], state: dict[str, Any]) -> Update:
+        lr, (beta1, beta2), wd = group["lr"], group["betas"], group["weight_decay"]
         if not state:
             state.update(step=0.0, exp_avg=zeros_like(p), exp_avg_sq=zeros_like(p))
-            if group["amsgrad"]:
-                state["max_exp_avg_sq"] = zeros_like(p)
-        step = state["step"] + 1
-        value = p
-        if wd != 0:
-            if self.decoupled:
-                value = p * (1 - lr * wd)
-            else:
-                grad = grad + wd * p
-        exp_avg = lerp(state["exp_avg"], grad, 1 - beta1)
-        exp_avg_sq = state["exp_avg_sq"] * beta2 + (1 - beta2) * grad * grad
-        changed: dict[str, Any] = {"step": step, "exp_avg": exp_avg, "exp_avg_sq": exp_avg_sq}
-        second = exp_avg_sq
+        names: tuple[str, ...] = ("exp_avg", "exp_avg_sq")
         if group["amsgrad"]:
-            second = changed["max_exp_avg_sq"] = maximum(state.get("max_exp_avg_sq", exp_avg_sq), exp_avg_sq)
-        step_size = lr / (1 - beta1**step)
-        denom = second.sqrt() / (1 - beta2**step) ** 0.5 + eps
-        return value - step_size * (exp_avg / denom), changed
+            state.setdefault("max_exp_avg_sq", zeros_like(p))
+            names += ("max_exp_avg_sq",)
+        state["step"] += 1
+        step = state["step"]
+        flags, scalars = lerp_scalars(1 - beta1)
+        if group["amsgrad"]:
+            flags.add("amsgrad")
+        if wd != 0 and self.decoupled:
+            flags |= {"weight_decay", "decoupled"}
+            scalars["decay"] = 1 - lr * wd
+        elif wd != 0:
+            flags.add("weight_decay")
+            scalars["weight_decay"] = wd
+        scalars.update(beta2=beta2, one_minus_beta2=1 - beta2, eps=group["eps"],
+                       bias_correction2_sqrt=(1 - beta2**step) ** 0.5, step_size=lr / (1 - beta1**step))
+        return Update("adam", flags, names, scalars)
+
 
 
 class AdamW(Adam):

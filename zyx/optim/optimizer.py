@@ -1,16 +1,15 @@
 """The optimizer base class: parameter groups, per-parameter state, ``zero_grad`` and state dicts.
 
-An optimizer's ``step()`` computes each parameter's new value and new state with lazy
-elementwise ops and realizes them at once, state first, so every update is a few fused
-kernels (one per value written: the engine's kernels have one output) and nothing of the
-step is left pending for the next forward. The parameter keeps its identity: it is rebound
-to its new value (``Tensor._assign``), which counts as an in-place write for autograd.
-State tensors are replaced, never written into, so a ``state_dict()`` taken earlier is a
-snapshot that later steps leave alone.
+An optimizer's ``step()`` updates each parameter and its state tensors in place with one
+kernel (``fused_step``): the subclass names the formula, its options and its run-time numbers.
+As in PyTorch, the update is an in-place write (a pending backward that saved the parameter
+raises, views of the parameter see the new values) and ``state_dict()`` holds references to
+the live state tensors (copy them to keep a snapshot).
 """
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -19,6 +18,18 @@ from zyx.errors import ShapeError
 from zyx.frontend.autograd import enable_grad, no_grad
 from zyx.frontend.creation import from_numpy, zeros_like
 from zyx.frontend.tensor import Tensor
+from zyx.optim.fused_step import step_in_place
+
+
+@dataclass(frozen=True)
+class Update:
+    """One step's kernel for one parameter: the formula (``algo``), its options (``flags``), the
+    state tensors it updates in place (names in ``state``) and its run-time numbers."""
+
+    algo: str
+    flags: frozenset[str] | set[str]
+    state: tuple[str, ...]
+    scalars: dict[str, float]
 
 
 class Optimizer:
@@ -68,25 +79,18 @@ class Optimizer:
         with no_grad():
             for group in self.param_groups:
                 for p in group["params"]:
-                    grad = p.grad
-                    if grad is None:
+                    if p.grad is None:
                         continue
-                    if group.get("maximize", False):
-                        grad = -grad
                     state = self.state.get(p, {})
-                    new_value, changed = self._update(p, grad.detach(), group, state)
-                    for key, value in changed.items():  # state first: the parameter's kernel reads it
-                        state[key] = value
-                        if isinstance(value, Tensor):
-                            value.realize()
+                    update = self._kernel(p, group, state)
                     if state:
                         self.state[p] = state
-                    p._assign(new_value)
-                    p.realize()
+                    flags = update.flags | ({"maximize"} if group.get("maximize", False) else set())
+                    step_in_place(update.algo, p, p.grad.detach(), {k: state[k] for k in update.state},
+                                  frozenset(flags), update.scalars)
         return loss
 
-    def _update(self, p: Tensor, grad: Tensor, group: dict[str, Any],
-                state: dict[str, Any]) -> tuple[Tensor, dict[str, Any]]:
+    def _kernel(self, p: Tensor, group: dict[str, Any], state: dict[str, Any]) -> Update:
         raise NotImplementedError
 
     def zero_grad(self, set_to_none: bool = True) -> None:
@@ -151,7 +155,8 @@ class Optimizer:
 
 
 def _state_value(key: str, value: Any, p: Tensor) -> Any:
-    """A loaded state entry on ``p``'s device (floating tensors in ``p``'s dtype); ``step`` as a float."""
+    """A loaded state entry on ``p``'s device (floating tensors in ``p``'s dtype), a copy of its own (steps
+    write state in place; the loaded dict stays as it was, as PyTorch copies it); ``step`` as a float."""
     if key == "step":
         return float(value.item() if isinstance(value, (Tensor, np.ndarray)) else value)
     if isinstance(value, np.ndarray):
@@ -164,16 +169,16 @@ def _state_value(key: str, value: Any, p: Tensor) -> Any:
             value = value.to(p.device)
         if value.dtype.is_float and value.dtype is not p.dtype:
             value = value.cast(p.dtype)
-        return value.detach()
+        return value.detach().clone().realize()
     return value
 
 
-def lerp(start: Tensor, end: Tensor, weight: float) -> Tensor:
-    """``start + weight * (end - start)`` with a float weight, in the form PyTorch's ``lerp_`` computes
-    (from the nearer end, so weights near 1 lose no precision)."""
+def lerp_scalars(weight: float) -> tuple[set[str], dict[str, float]]:
+    """The flag and number of a running average ``lerp(avg, new, weight)`` as PyTorch's ``lerp_`` computes
+    it: from the nearer end, so weights near 1 lose no precision."""
     if weight < 0.5:
-        return start + weight * (end - start)
-    return end - (end - start) * (1.0 - weight)
+        return set(), {"avg_weight": weight}
+    return {"lerp_from_end"}, {"avg_keep": 1.0 - weight}
 
 
 def check_range(name: str, value: float, low: float = 0.0, high: float | None = None) -> None:
