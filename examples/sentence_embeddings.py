@@ -44,14 +44,20 @@ MODEL_FILES = ("model.safetensors", "tokenizer.json", "config.json")
 # ------------------------------------------------------------------ the model
 
 class BertEmbeddings(nn.Module):
-    """Word + position + token-type embeddings, then LayerNorm (BERT's names, so its weights load as they are)."""
+    """Word + position + token-type embeddings, then LayerNorm (BERT's names, so its weights load as they are).
+    ``weights`` (a BERT state dict) gives the tables at once: no random initialization to compile and run."""
 
-    def __init__(self, config: dict[str, Any]) -> None:
+    def __init__(self, config: dict[str, Any], weights: dict[str, zyx.Tensor] | None = None) -> None:
         super().__init__()
         hidden = config["hidden_size"]
-        self.word_embeddings = nn.Embedding(config["vocab_size"], hidden, padding_idx=config.get("pad_token_id", 0))
-        self.position_embeddings = nn.Embedding(config["max_position_embeddings"], hidden)
-        self.token_type_embeddings = nn.Embedding(config["type_vocab_size"], hidden)
+
+        def table(name: str, rows: int, **kw: Any) -> nn.Embedding:
+            given = None if weights is None else weights[f"embeddings.{name}.weight"]
+            return nn.Embedding(rows, hidden, _weight=given, **kw)
+
+        self.word_embeddings = table("word_embeddings", config["vocab_size"], padding_idx=config.get("pad_token_id"))
+        self.position_embeddings = table("position_embeddings", config["max_position_embeddings"])
+        self.token_type_embeddings = table("token_type_embeddings", config["type_vocab_size"])
         self.LayerNorm = nn.LayerNorm(hidden, eps=config["layer_norm_eps"])
 
     def forward(self, input_ids: zyx.Tensor, token_type_ids: zyx.Tensor) -> zyx.Tensor:
@@ -63,14 +69,14 @@ class BertEmbeddings(nn.Module):
 
 class SentenceEncoder(nn.Module):
     """BERT (post-LayerNorm encoder layers, exact GELU) followed by mean pooling over the real tokens and L2
-    normalization: what sentence-transformers runs for all-MiniLM-L6-v2."""
+    normalization: what sentence-transformers runs for all-MiniLM-L6-v2. ``weights``: see ``BertEmbeddings``."""
 
-    def __init__(self, config: dict[str, Any]) -> None:
+    def __init__(self, config: dict[str, Any], weights: dict[str, zyx.Tensor] | None = None) -> None:
         super().__init__()
         kind = (config.get("hidden_act", "gelu"), config.get("position_embedding_type", "absolute"))
         if kind != ("gelu", "absolute"):
             raise ValueError("SentenceEncoder: only BERT with exact GELU and absolute positions is supported")
-        self.embeddings = BertEmbeddings(config)
+        self.embeddings = BertEmbeddings(config, weights)
         layer = nn.TransformerEncoderLayer(config["hidden_size"], config["num_attention_heads"],
                                            config["intermediate_size"], dropout=0.0, activation="gelu",
                                            layer_norm_eps=config["layer_norm_eps"], batch_first=True)
@@ -146,8 +152,8 @@ def load(directory: Path) -> tuple[SentenceEncoder, Tokenizer, int]:
     config = json.loads((directory / "config.json").read_text())
     st_config = directory / "sentence_bert_config.json"
     max_len = json.loads(st_config.read_text())["max_seq_length"] if st_config.exists() else 256
-    model = SentenceEncoder(config)
     weights = zyx.load_file(directory / "model.safetensors")
+    model = SentenceEncoder(config, weights)
     model.load_state_dict(bert_state_dict(weights, config["num_hidden_layers"]), assign=True)
     model.eval()
     tokenizer = Tokenizer.from_file(str(directory / "tokenizer.json"))
