@@ -21,7 +21,8 @@
 inline ${t} zyx_exp_${t}(${t} x)
 {
     const ${t} xc = x < -104.0f ? -104.0f : (x > 89.0f ? 89.0f : x);
-    const ${t} k = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+    const ${t} kb = xc * 1.44269504088896341f + 12582912.0f;  /* 1.5 * 2^23 + k: k in the low mantissa bits */
+    const ${t} k = kb - 12582912.0f;
     const ${t} r = (xc - k * 0.693359375f) + k * 2.12194440e-4f;
     ${t} p = 1.981821988010779e-04f * r + 1.3942172518000007e-03f;
     p = p * r + 8.33343155682087e-03f;
@@ -29,7 +30,7 @@ inline ${t} zyx_exp_${t}(${t} x)
     p = p * r + 1.666666567325592e-01f;
     p = p * r + 0.5f;
     p = p * (r * r) + r + 1.0f;
-    const ${it} ki = convert_${it}(k);
+    const ${it} ki = as_${it}(kb) - 0x4B400000;  /* no float-to-int convert: LLVM 14 cannot select a 16-wide one on AVX-512 */
     const ${it} k1 = ki >> 1;
     const ${t} y = p * as_${t}((k1 + 127) << 23) * as_${t}((ki - k1 + 127) << 23);
     return x != x ? x : y;
