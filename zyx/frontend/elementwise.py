@@ -21,6 +21,7 @@ from zyx.errors import DivisionByZeroError, DTypeError, IntegerArithmeticError, 
 from zyx.frontend.args import device_of
 from zyx.frontend.autograd import is_grad_enabled, needs_grad, no_grad
 from zyx.frontend.base import TensorBase, tensor_class
+from zyx.ir.variable import BoundVariable
 from zyx.ir.view import View
 from zyx.op import COMPARISON, Op
 
@@ -200,6 +201,9 @@ def _node(op: str, xs: Sequence[Any], compute: DType, result: DType | None = Non
             operands.append(x)
             if x._ag is not None:
                 grads = True
+        elif type(x) is BoundVariable:  # a kernel argument, so one kernel and plan serve every value
+            srcs.append(_LSrc(None, None, compute, x, True))
+            operands.append(x.value)
         else:
             rounds = op in _ROUNDS_SCALAR or (op is _FLOORDIV and i == 0)
             param = None if compute.kind == "float" else (compute.is_int and op in _INT_SCALAR_ARGS)
