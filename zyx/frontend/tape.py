@@ -27,6 +27,7 @@ from typing import Any
 
 from zyx import graph
 from zyx.backend import journal
+from zyx.errors import ShapeError
 from zyx.frontend.autograd import is_grad_enabled
 from zyx.frontend.base import TensorBase, tensor_class
 from zyx.graph import plan as plans
@@ -67,7 +68,10 @@ def _flatten(obj: Any, leaves: list, bindings: dict, key: list) -> None:
         key.append(("T", v.shape, v.strides, v.offset, obj._dtype, obj._device, obj._ag is not None))
     elif type(obj) is BoundVariable:
         var = obj.variable
-        bindings[var] = obj.value
+        old = bindings.setdefault(var, obj.value)
+        if old != obj.value:
+            raise ShapeError(f"Variable {var.name!r} is bound to both {old} and {obj.value} in one call "
+                             "(expected one value per variable)")
         key.append(("V", var))
     elif isinstance(obj, (list, tuple)):
         key.append((type(obj), len(obj)))

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from zyx.backend import journal
 from zyx.errors import ShapeError
 from zyx.frontend.autograd import enable_grad, no_grad
 from zyx.frontend.creation import from_numpy, zeros_like
@@ -75,6 +76,8 @@ class Optimizer:
                         grad = -grad
                     state = self.state.get(p, {})
                     new_value, changed = self._update(p, grad.detach(), group, state)
+                    if changed:  # Python-side state a replayed plan would not update (zyx.jit)
+                        journal.unreplayable(f"{type(self).__name__} keeps per-parameter state in Python")
                     for key, value in changed.items():  # state first: the parameter's kernel reads it
                         state[key] = value
                         if isinstance(value, Tensor):
