@@ -413,14 +413,16 @@ def write_slice_rotating(dest: Tensor, source: Tensor, axis: int, position: Any,
             write_slice_rotating(dest, source, axis, position, modulus)
         mod = dest.shape[axis % dest.ndim] if modulus is None else modulus
         return record_rows_write(dest, source, axis % dest.ndim, position, mod, None)
+    if type(position) is BoundVariable:  # zyx.Variable: validated as the int it is bound to
+        position = VariableArg(position)
     dest, params, src = _prepare_write("write_slice_rotating", dest, source,
                                        {"axis": axis, "modulus": modulus, "position": position})
     pos = params["position"]
     if isinstance(pos, Tensor):
         pos = _on(pos.realize(), dest.device)
         pos_arg: Any = (_rd(pos), pos._view.offset, pos.dtype)
-    elif type(pos) is BoundVariable:  # a run-time kernel argument: a plan recomputes it at replay
-        pos_arg = VariableArg(pos, functools.partial(_ring_slot, modulus=params["modulus"]))
+    elif type(pos) is VariableArg:  # a run-time kernel argument: a plan recomputes it at replay
+        pos_arg = pos.then(functools.partial(_ring_slot, modulus=params["modulus"]))
     else:
         pos_arg = int(pos) % params["modulus"]  # Python modulo; any int fits the kernel argument
     kernels.write_slice_rotating(dest.device, dest._buf, _rd(src), src.shape, dest._view.strides,

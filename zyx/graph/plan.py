@@ -31,7 +31,7 @@ from zyx.backend.launch import launch, runtime_lock
 from zyx.backend.pool import Buffer
 from zyx.graph.node import Src
 from zyx.ir import expr
-from zyx.ir.variable import BoundVariable, Variable, VariableArg
+from zyx.ir.variable import Variable, VariableArg
 
 _SLOT, _INPUT, _VAR, _VARARG, _CPOS = range(5)
 _CONST_R, _SLOT_R, _INPUT_R, _EMPTY_R = range(4)  # where a result buffer comes from
@@ -74,7 +74,7 @@ class Plan:
                     elif kind == _INPUT:
                         args[pos] = inputs[x].cl
                     elif kind == _VAR:
-                        args[pos] = expr.param_value(bindings[x[0]], x[1])  # type: ignore[index]
+                        args[pos] = expr.param_value(x[1](bindings[x[0]]), x[2])  # type: ignore[index]
                     elif kind == _VARARG:
                         args[pos] = x[2](x[1](bindings[x[0]]))  # type: ignore[index]
                     else:
@@ -153,9 +153,9 @@ def build(journal: Journal, device: Any, inputs: Sequence[Buffer], results: Sequ
                         variables.add(source.variable)
                 elif const_positions is not None and id(source) in const_positions:
                     fixes.append((pos, _CPOS, const_positions[id(source)]))
-                elif (type(source.value) is BoundVariable and bindings is not None
+                elif (type(source.value) is VariableArg and bindings is not None
                       and source.value.variable in bindings):
-                    fixes.append((pos, _VAR, (source.value.variable, source.dtype)))
+                    fixes.append((pos, _VAR, (source.value.variable, source.value.fn, source.dtype)))
                     variables.add(source.value.variable)
                 continue
             if flag is not None and a is flag:

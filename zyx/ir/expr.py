@@ -18,7 +18,6 @@ import numpy as np
 from zyx import dtype as dtypes
 from zyx.dtype import DType
 from zyx.ir import symbolic as sym
-from zyx.ir.variable import BoundVariable
 from zyx.op import Op
 
 
@@ -57,8 +56,6 @@ def param_value(value: Any, d: DType) -> Any:
     """The host value of a ``Param`` of dtype ``d``: a NumPy scalar of the OpenCL type it is passed as
     (double for float64, float for every narrower float; an integer wrapped into ``d``'s range, as
     a literal of that type would be)."""
-    if type(value) is BoundVariable:  # a plan's run-time value: read without tainting the capture
-        value = value.value
     if d.kind == "float":
         return np.float64(value) if d.itemsize == 8 else np.float32(value)
     bits = 8 * d.itemsize

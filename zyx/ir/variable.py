@@ -2,8 +2,8 @@
 
 A ``Variable`` is a named integer known only to lie in ``[min, max]`` (as the index algebra
 sees it: ``node()`` is a ``symbolic.var`` with those bounds). ``bind(value)`` checks the range
-and gives a ``BoundVariable``: an ``int`` of that value that remembers its variable. Where zyx
-takes it as a run-time value (an elementwise operand, ``write_slice_rotating``'s position) it
+and gives a ``BoundVariable``: that value, remembering its variable. Where zyx takes it as a
+run-time value (an elementwise operand, ``write_slice_rotating``'s position) it
 becomes a scalar kernel argument, so one compiled kernel and one plan serve every value.
 
 Any other use from Python code (arithmetic, ``int()``, a size, a comparison) reads the value
@@ -12,6 +12,7 @@ value as well), so a replay can never silently reuse a value a plan was built ar
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -41,7 +42,7 @@ class Variable:
         """This variable at ``value`` (an int in ``[min, max]``, else ``ShapeError``)."""
         if isinstance(value, bool) or not isinstance(value, int):
             raise TypeError(f"Variable {self.name!r}.bind: expected an int, got {value!r}")
-        v = int.__int__(value)
+        v = int(value)
         if not self.min <= v <= self.max:
             raise ShapeError(f"Variable {self.name!r} bound to {v}, outside its range "
                              f"[{self.min}, {self.max}] (expected {self.min} <= value <= {self.max})")
@@ -62,38 +63,36 @@ def _tainting(name: str) -> Callable:
         hook = taint_hook
         if hook is not None:
             hook(self.variable)
-        return base(self, *args)
+        return base(self._value, *args)
 
     method.__name__ = name
     return method
 
 
-class BoundVariable(int):
-    """A ``Variable`` bound to a value: an ``int`` that remembers its variable (``variable``)
-    and whose value zyx passes to kernels as an argument (see the module docstring)."""
+class BoundVariable:
+    """A ``Variable`` bound to a value (see the module docstring). Not an ``int`` on purpose:
+    C code reads an int subclass's value without calling any method, so a use as a size could
+    not be seen; every read of this one goes through a method (``__index__``, ``__int__``,
+    the operators), which reports it."""
 
-    variable: Variable
+    __slots__ = ("variable", "_value")
 
-    def __new__(cls, value: int, variable: Variable) -> BoundVariable:
-        self = super().__new__(cls, value)
+    def __init__(self, value: int, variable: Variable) -> None:
         self.variable = variable
-        return self
+        self._value = value
 
     @property
     def value(self) -> int:
-        """The bound value as a plain int (no taint: for zyx's own argument passing)."""
-        return int.__int__(self)
+        """The bound value (no report: for zyx's own argument passing)."""
+        return self._value
 
     def __repr__(self) -> str:
-        return f"{self.variable.name}={int.__repr__(self)}"
+        return f"{self.variable.name}={self._value}"
 
     __str__ = __repr__
 
     def __hash__(self) -> int:
-        return int.__hash__(self)
-
-    def __reduce__(self) -> tuple:
-        return (BoundVariable, (int.__int__(self), self.variable))
+        return hash((self.variable, self._value))
 
 
 for _name in ("__int__", "__index__", "__float__", "__bool__", "__add__", "__radd__", "__sub__", "__rsub__",
@@ -105,14 +104,19 @@ for _name in ("__int__", "__index__", "__float__", "__bool__", "__add__", "__rad
     setattr(BoundVariable, _name, _tainting(_name))
 
 
+def _identity(value: int) -> int:
+    return value
+
+
 class VariableArg(int):
-    """An integer kernel argument computed from a bound variable's value by ``fn`` (e.g. a ring
-    position modulo the ring's length): a plan recomputes it from the value bound at replay."""
+    """A run-time kernel argument inside zyx: the int ``fn(value)`` of a bound variable (e.g. a
+    ring position modulo the ring's length), which a plan recomputes from the value bound at
+    replay. Internal: it travels through zyx's own int-taking code (validation, launchers)."""
 
     variable: Variable
     fn: Callable[[int], int]
 
-    def __new__(cls, bound: BoundVariable, fn: Callable[[int], int]) -> VariableArg:
+    def __new__(cls, bound: BoundVariable, fn: Callable[[int], int] = _identity) -> VariableArg:
         self = super().__new__(cls, fn(bound.value))
         self.variable = bound.variable
         self.fn = fn
@@ -121,3 +125,14 @@ class VariableArg(int):
     def at(self, value: int) -> int:
         """The argument for the variable bound to ``value``."""
         return self.fn(value)
+
+    def then(self, g: Callable[[int], int]) -> VariableArg:
+        """The argument ``g(this argument)``."""
+        out = int.__new__(VariableArg, g(int(self)))
+        out.variable = self.variable
+        out.fn = functools.partial(_chain, self.fn, g)
+        return out
+
+
+def _chain(f: Callable[[int], int], g: Callable[[int], int], value: int) -> int:
+    return g(f(value))
