@@ -317,3 +317,21 @@ def test_kwargs_and_grad_mode_are_part_of_the_signature():
     np.testing.assert_allclose(jf(x, scale=3.0).numpy(), x.numpy() * 3)
     with zyx.no_grad():
         np.testing.assert_allclose(jf(x, scale=3.0).numpy(), x.numpy() * 3)
+
+
+def test_pending_state_from_before_the_call_is_not_recomputed_at_replay():
+    """A closed-over lazy zeros() ring is realized by the first call: that call captures again
+    later, so replays write into the realized ring instead of a fresh zeroed one each time."""
+    ring_a, ring_b = zyx.zeros(4, 2), zyx.zeros(4, 2)  # pending until first used
+    p = zyx.Variable("p", 0, 100)
+
+    def step(ring, row, pos):
+        zyx.write_slice_rotating(ring, row, 0, pos)
+        return ring.sum(0)
+
+    jf = zyx.jit(lambda row, pos: step(ring_b, row, pos))
+    for i in range(7):
+        row = _t(1, 2)
+        want = step(ring_a, row, i)
+        np.testing.assert_allclose(jf(row, p.bind(i)).numpy(), want.numpy(), rtol=1e-6)
+    np.testing.assert_array_equal(ring_b.numpy(), ring_a.numpy())

@@ -32,6 +32,10 @@ class Journal:
         self.unreplayable: str | None = None
         self.assigned: list[tuple[Any, Any, Any]] = []  # (tensor, data and view before) per rebinding
         self.tainted: set[Any] = set()  # variables whose bound value Python code read
+        self.created: set[int] = set()  # id of every graph node made during the capture
+        # pending values made before the capture that it realized (a lazy zeros() cache, say): a
+        # replay must not compute them again, so such a capture is redone once they are realized
+        self.prior_realized = 0
         self.launches: list = []
 
 
@@ -104,3 +108,17 @@ def note_taint(variable: Any) -> None:
     j = active()
     if j is not None:
         j.tainted.add(variable)
+
+
+def note_node(node: Any) -> None:
+    """A graph node was made during the capture."""
+    j = active()
+    if j is not None:
+        j.created.add(id(node))
+
+
+def note_realized(node: Any) -> None:
+    """A graph node got its buffer during the capture."""
+    j = active()
+    if j is not None and id(node) not in j.created:
+        j.prior_realized += 1

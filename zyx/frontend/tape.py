@@ -42,6 +42,7 @@ variable.taint_hook = journal.note_taint  # a bound value read by Python code ke
 #: captures (plans built or eager fallbacks recorded) and replays, for tests and benchmarks
 plan_stats = {"captures": 0, "replays": 0, "eager": 0}
 _EAGER = "eager"
+_RETRIES = 3
 
 
 class _Entry:
@@ -125,6 +126,7 @@ class _Jitted:
         self.fn = fn
         self.cache: dict[tuple, list[_Entry]] = {}
         self.lock = threading.Lock()
+        self.retries = 0  # captures redone because they realized older pending values
         functools.update_wrapper(self, fn)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -188,7 +190,14 @@ class _Jitted:
         e.implicit = [(weakref.ref(t), old_view) for t, _, old_view in implicit]
         e.guards = tuple((var, bindings[var]) for var in j.tainted if var in bindings)
         devices = {t._device for t in leaves} | {t._device for t in tensors}
-        if j.unreplayable is not None:
+        if j.prior_realized:
+            # it computed values that were pending before the call: they are realized now, so the
+            # next call captures again (API.md: "the first call(s) capture")
+            self.retries += 1
+            if self.retries <= _RETRIES:
+                return result
+            e.reason = "each call realizes values that were pending before it"
+        elif j.unreplayable is not None:
             e.reason = j.unreplayable
         elif len(devices) != 1:
             e.reason = "the call's tensors live on several devices" if devices else "the call has no tensors"

@@ -113,6 +113,8 @@ def _run_extern(node: LazyNode) -> Buffer:
 
 def set_buffer(node: LazyNode, buf: Buffer) -> None:
     """Finish ``node``: it now holds ``buf`` and drops its sources (a replayed plan's result)."""
+    if journal._open is not None:
+        journal.note_realized(node)
     node.buffer = buf
     node.op = _BUFFER
     node.srcs = ()
