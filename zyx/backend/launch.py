@@ -156,6 +156,27 @@ def launch(
     return event
 
 
+def launch_prepared(kernel: CompiledKernel, global_size: tuple, local_size: tuple | None, args: Sequence[Any],
+                    offset: tuple | None, counts: bool) -> None:
+    """``launch`` for a kernel launched before with arguments of the same types (a replayed plan):
+    no lock taken (the caller holds ``runtime_lock``), no event kept, nothing but the count
+    noted, unless launches are being recorded or printed (then it is ``launch``)."""
+    global _launches
+    if _recordings or settings.DEBUG >= 1:
+        launch(kernel, global_size, local_size, args, offset=offset, counts=counts)
+        return
+    import pyopencl as cl
+
+    try:
+        kernel.cl_kernel.set_args(*args)
+        cl.enqueue_nd_range_kernel(kernel.device.queue, kernel.cl_kernel, global_size, local_size,
+                                   global_work_offset=offset)
+    except cl.Error:
+        launch(kernel, global_size, local_size, args, offset=offset, counts=counts)  # raises zyx's error
+        return
+    _launches += counts
+
+
 def launch_exact(kernel: CompiledKernel, n: int, local: int, args: Sequence[Any], rows: int = 0) -> list[Any]:
     """Launch ``kernel`` over exactly ``n`` work-items (or ``n`` columns by ``rows`` rows), for
     kernels without a bounds test (PoCL stops vectorizing a work-group across a return that

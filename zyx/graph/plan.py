@@ -27,7 +27,7 @@ import numpy as np
 
 from zyx.backend import errorflags
 from zyx.backend.journal import Journal
-from zyx.backend.launch import launch, runtime_lock
+from zyx.backend.launch import launch_prepared, runtime_lock
 from zyx.backend.pool import Buffer
 from zyx.graph.node import Src
 from zyx.ir import expr
@@ -67,21 +67,24 @@ class Plan:
             for ck, glob, local, template, fixes, offset, counts, new, free in self.steps:
                 for k in new:
                     slots[k] = pool.allocate(sizes[k])
-                args = template.copy()
-                for pos, kind, x in fixes:
-                    if kind == _SLOT:
-                        args[pos] = slots[x].cl
-                    elif kind == _INPUT:
-                        args[pos] = inputs[x].cl
-                    elif kind == _VAR:
-                        args[pos] = expr.param_value(x[1](bindings[x[0]]), x[2])  # type: ignore[index]
-                    elif kind == _VARARG:
-                        args[pos] = x[2](x[1](bindings[x[0]]))  # type: ignore[index]
-                    else:
-                        c = consts[x]  # type: ignore[index]
-                        args[pos] = expr.param_value(c.value, c.dtype)
-                launch(ck, glob, local, args, offset=offset, counts=counts)
-                for k in free:
+                if fixes:
+                    args = template.copy()
+                    for pos, kind, x in fixes:
+                        if kind == _SLOT:
+                            args[pos] = slots[x].cl
+                        elif kind == _INPUT:
+                            args[pos] = inputs[x].cl
+                        elif kind == _VAR:
+                            args[pos] = expr.param_value(x[1](bindings[x[0]]), x[2])  # type: ignore[index]
+                        elif kind == _VARARG:
+                            args[pos] = x[2](x[1](bindings[x[0]]))  # type: ignore[index]
+                        else:
+                            c = consts[x]  # type: ignore[index]
+                            args[pos] = expr.param_value(c.value, c.dtype)
+                else:
+                    args = template
+                launch_prepared(ck, glob, local, args, offset, counts)
+                for k in free:  # enqueued: an in-order queue makes reuse by a later slot safe
                     slots[k] = None
             out = []
             for kind, x in self.results:
