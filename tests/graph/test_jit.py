@@ -335,3 +335,45 @@ def test_pending_state_from_before_the_call_is_not_recomputed_at_replay():
         want = step(ring_a, row, i)
         np.testing.assert_allclose(jf(row, p.bind(i)).numpy(), want.numpy(), rtol=1e-6)
     np.testing.assert_array_equal(ring_b.numpy(), ring_a.numpy())
+
+
+def test_signatures_per_function_are_bounded():
+    from zyx.frontend import tape
+
+    jf = zyx.jit(lambda x, s: x * s)
+    x = _t(3)
+    for i in range(tape.SIGNATURES + 6):
+        np.testing.assert_allclose(jf(x, float(i)).numpy(), x.numpy() * i, rtol=1e-6)
+    assert len(jf.cache) == tape.SIGNATURES
+
+
+def test_a_replayed_in_place_write_bumps_the_version_autograd_checks():
+    w = zyx.tensor(np.arange(3, dtype=np.float32), requires_grad=True)
+    jf = zyx.jit(lambda buf, v: zyx.write_slice(buf, v, [(0, 3)]))
+    buf, v = zyx.zeros(3).realize(), _t(3)
+    jf(buf, v)
+    y = (w * buf).sum()  # saves buf
+    jf(buf, v)  # a replay writes into it again
+    with pytest.raises(zyx.AutogradError):
+        y.backward()
+
+
+def test_a_rebound_tensor_that_died_makes_the_next_call_capture_again():
+    def make():
+        return zyx.tensor(np.ones(3, np.float32)).realize()
+
+    holder = [make()]
+
+    def fn(x):
+        holder[0]._assign((holder[0] + x).realize())
+        return holder[0] * 1.0
+
+    jf = zyx.jit(fn)
+    x = _t(3)
+    jf(x)
+    jf(x)
+    holder[0] = make()  # the tensor the plan rebinds is gone
+    c0 = plan_stats["captures"]
+    np.testing.assert_allclose(jf(x).numpy(), 1 + x.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(jf(x).numpy(), 1 + 2 * x.numpy(), rtol=1e-6)
+    assert plan_stats["captures"] - c0 == 1

@@ -43,12 +43,13 @@ variable.taint_hook = journal.note_taint  # a bound value read by Python code ke
 plan_stats = {"captures": 0, "replays": 0, "eager": 0}
 _EAGER = "eager"
 _RETRIES = 3
+SIGNATURES = 64  # captured signatures kept per jitted function
 
 
 class _Entry:
     """One captured signature of a jitted function: its plan and how to rebuild the results."""
 
-    __slots__ = ("plan", "guards", "out_tree", "out_specs", "implicit", "rebinds", "reason", "n_leaves")
+    __slots__ = ("plan", "guards", "out_tree", "out_specs", "implicit", "rebinds", "reason", "written")
 
     def __init__(self) -> None:
         self.plan: plans.Plan | None = None
@@ -58,7 +59,7 @@ class _Entry:
         self.out_specs: list[tuple[Any, Any, Any]] = []  # (view, dtype, device) per result tensor
         self.implicit: list[tuple[weakref.ref, Any]] = []  # (tensor, view) read through its current buffer
         self.rebinds: list[tuple[Any, int, Any]] = []  # (leaf index or weakref, result index, view)
-        self.n_leaves = 0
+        self.written: tuple[int, ...] = ()  # arguments the call wrote into in place (version bumps)
 
 
 def _flatten(obj: Any, leaves: list, bindings: dict, key: list) -> None:
@@ -140,23 +141,26 @@ class _Jitted:
         entries = self.cache.get(k)
         if entries:
             for e in entries:
-                if all(bindings.get(var) == value for var, value in e.guards):
-                    if e.plan is None:
-                        plan_stats["eager"] += 1
-                        return self.fn(*args, **kwargs)
-                    out = _replay(e, leaves, bindings)
-                    if out is not _EAGER:
-                        return out
-                    break
+                if e.guards and not all(bindings.get(var) == value for var, value in e.guards):
+                    continue
+                if e.plan is None:
+                    plan_stats["eager"] += 1
+                    return self.fn(*args, **kwargs)
+                out = _replay(e, leaves, bindings)
+                if out is not _EAGER:
+                    return out
+                with self.lock:  # a tensor it rebinds died or changed layout: capture again
+                    entries.remove(e)
+                break
         return self._capture(k, args, kwargs, leaves, bindings)
 
     def _capture(self, k: tuple, args: tuple, kwargs: dict, leaves: list, bindings: dict) -> Any:
         for t in leaves:
             t._realized()
         before = [t._data for t in leaves]
+        versions = [d.version for d in before]
         leaf_bufs = [d.buffer for d in before]
         e = _Entry()
-        e.n_leaves = len(leaves)
         with journal.capture() as j:
             result = self.fn(*args, **kwargs)
             tensors: list = []
@@ -164,6 +168,8 @@ class _Jitted:
             for t in tensors:
                 t._realized()
             changed = [i for i, t in enumerate(leaves) if t._data is not before[i]]
+            e.written = tuple(i for i, t in enumerate(leaves) if t._data is before[i] and
+                              before[i].version != versions[i])
             for i in changed:
                 leaves[i]._realized()
             assigned = []
@@ -210,6 +216,8 @@ class _Jitted:
             else:
                 e.plan = built
         with self.lock:
+            if k not in self.cache and len(self.cache) >= SIGNATURES:
+                del self.cache[next(iter(self.cache))]  # the oldest signature (its plans and the buffers they keep)
             self.cache.setdefault(k, []).append(e)
         return result
 
@@ -232,6 +240,8 @@ def _replay(e: _Entry, leaves: list, bindings: dict) -> Any:
         if node.readers:
             graph.flush_readers(node)  # pending readers of a buffer the plan may write run first
     bufs = plan.replay(inputs, None, bindings)  # type: ignore[union-attr]
+    for i in e.written:  # an in-place write: saved values of autograd see it, as after an eager write
+        leaves[i]._data.version += 1
     plan_stats["replays"] += 1
     cls = tensor_class()
     outs = [cls(graph.from_buffer(bufs[i], dt, dev), view, dt, dev) for i, (view, dt, dev) in enumerate(e.out_specs)]
