@@ -377,3 +377,18 @@ def test_a_rebound_tensor_that_died_makes_the_next_call_capture_again():
     np.testing.assert_allclose(jf(x).numpy(), 1 + x.numpy(), rtol=1e-6)
     np.testing.assert_allclose(jf(x).numpy(), 1 + 2 * x.numpy(), rtol=1e-6)
     assert plan_stats["captures"] - c0 == 1
+
+
+def test_closed_over_weights_rebound_outside_the_call_are_read_fresh():
+    """An eager optimizer step between calls of a jitted forward rebinds the weights it closes over."""
+    lin = zyx.nn.Linear(4, 3)
+    opt = zyx.optim.SGD(lin.parameters(), lr=0.5)
+    fwd = zyx.jit(lambda x: lin(x).relu())
+    for _ in range(4):
+        x = _t(2, 4)
+        with zyx.no_grad():
+            want = (x.numpy() @ lin.weight.numpy().T + lin.bias.numpy()).clip(0)
+            np.testing.assert_allclose(fwd(x).numpy(), want, rtol=1e-5, atol=1e-6)
+        opt.zero_grad()
+        lin(x).sum().backward()
+        opt.step()

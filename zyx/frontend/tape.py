@@ -20,6 +20,7 @@ and scalar arguments, or captures one.
 from __future__ import annotations
 
 import functools
+import gc
 import threading
 import weakref
 from collections.abc import Callable
@@ -49,7 +50,8 @@ SIGNATURES = 64  # captured signatures kept per jitted function
 class _Entry:
     """One captured signature of a jitted function: its plan and how to rebuild the results."""
 
-    __slots__ = ("plan", "guards", "out_tree", "out_specs", "implicit", "rebinds", "reason", "written")
+    __slots__ = ("plan", "guards", "out_tree", "out_specs", "implicit", "rebinds", "reason", "written",
+                 "ext")
 
     def __init__(self) -> None:
         self.plan: plans.Plan | None = None
@@ -60,6 +62,9 @@ class _Entry:
         self.implicit: list[tuple[weakref.ref, Any]] = []  # (tensor, view) read through its current buffer
         self.rebinds: list[tuple[Any, int, Any]] = []  # (leaf index or weakref, result index, view)
         self.written: tuple[int, ...] = ()  # arguments the call wrote into in place (version bumps)
+        # per external buffer of the plan (a closed-over weight): the tensors holding it then, with
+        # their views; one rebound since (an optimizer step outside the call) gives its new buffer
+        self.ext: list[list[tuple[weakref.ref, Any]]] = []
 
 
 def _flatten(obj: Any, leaves: list, bindings: dict, key: list) -> None:
@@ -215,6 +220,7 @@ class _Jitted:
                 e.reason = built
             else:
                 e.plan = built
+                e.ext = _holders(built.externals)
         with self.lock:
             if k not in self.cache and len(self.cache) >= SIGNATURES:
                 del self.cache[next(iter(self.cache))]  # the oldest signature (its plans and the buffers they keep)
@@ -230,6 +236,15 @@ def _replay(e: _Entry, leaves: list, bindings: dict) -> Any:
         node = t._data
         inputs.append(graph.realize(node))
         nodes.append(node)
+    for buf, holders in zip(plan.externals, e.ext):  # type: ignore[union-attr]
+        for ref, view in holders:
+            t = ref()
+            if t is not None and t._data.buffer is not buf:
+                if t._view != view:
+                    return _EAGER  # rebound to another layout: capture again
+                buf = graph.realize(t._data)
+                break
+        inputs.append(buf)
     for ref, view in e.implicit:
         t = ref()
         if t is None or t._view != view:
@@ -253,6 +268,19 @@ def _replay(e: _Entry, leaves: list, bindings: dict) -> Any:
             t._data.version = old.version + 1
             t._view = view
     return _rebuild(e.out_tree, outs)
+
+
+def _holders(buffers: list) -> list[list[tuple[weakref.ref, Any]]]:
+    """The tensors viewing each buffer (with their views), found once per capture."""
+    per_buffer = plans.nodes_holding(buffers)
+    node_index = {id(n): i for i, nodes in enumerate(per_buffer) for n in nodes}
+    out: list[list[tuple[weakref.ref, Any]]] = [[] for _ in buffers]
+    all_nodes = [n for nodes in per_buffer for n in nodes]
+    if all_nodes:
+        for r in gc.get_referrers(*all_nodes):
+            if isinstance(r, TensorBase) and id(r._data) in node_index:
+                out[node_index[id(r._data)]].append((weakref.ref(r), r._view))
+    return out
 
 
 def jit(fn: Callable) -> Callable:
@@ -307,7 +335,7 @@ def _realize_roots(roots: list, tape: Tape) -> None:
         key = (gk.key, tuple(gk.nodes.index(r) for r in roots))
         found = _tape_plans.get(key)
         if isinstance(found, plans.Plan):
-            bufs = found.replay(gk.bufs, gk.consts)
+            bufs = found.replay(gk.bufs + found.externals, gk.consts)
             for r, b in zip(roots, bufs):
                 _set_buffer(r, b)
             plan_stats["replays"] += 1

@@ -10,9 +10,12 @@ by where it comes from at replay:
   drops it after its last, so the pool recycles it within the replay;
 * a run-time value: a bound variable's value (``ir.variable``) or, for a tape, a graph
   constant passed as a scalar argument, by its position in the graph's key;
-* a constant: everything else (the device's error-flag buffer, buffers the call read but did
-  not get as inputs, written from the host during the capture, and the scalar arguments that
-  follow from the structure, which the cache key fixes).
+* an external: a buffer from before the capture that the call read without getting it as an
+  input (a closed-over weight); an input after the given ones, which the caller passes (the
+  same buffer, or the one its tensor was rebound to since);
+* a constant: everything else (the device's error-flag buffer, buffers written from the host
+  during the capture, and the scalar arguments that follow from the structure, which the
+  cache key fixes).
 
 ``Plan.replay`` walks a prepared list: per launch, copy the argument template and fill the
 few positions that change. Nothing is fused, keyed, simplified or compiled.
@@ -29,7 +32,7 @@ from zyx.backend import errorflags
 from zyx.backend.journal import Journal
 from zyx.backend.launch import launch_prepared, runtime_lock
 from zyx.backend.pool import Buffer
-from zyx.graph.node import Src
+from zyx.graph.node import LazyNode, Src
 from zyx.ir import expr
 from zyx.ir.variable import Variable, VariableArg
 
@@ -40,10 +43,11 @@ _CONST_R, _SLOT_R, _INPUT_R, _EMPTY_R = range(4)  # where a result buffer comes 
 class Plan:
     """A replayable list of launches (see the module docstring)."""
 
-    __slots__ = ("device", "steps", "slot_sizes", "results", "has_flag", "keep", "variables", "launches")
+    __slots__ = ("device", "steps", "slot_sizes", "results", "has_flag", "keep", "variables", "launches",
+                 "externals")
 
     def __init__(self, device: Any, steps: list, slot_sizes: list[int], results: list[tuple[int, Any]],
-                 has_flag: bool, keep: list[Any], variables: set[Variable]) -> None:
+                 has_flag: bool, keep: list[Any], variables: set[Variable], externals: list[Buffer]) -> None:
         self.device = device
         self.steps = steps
         self.slot_sizes = slot_sizes
@@ -52,6 +56,9 @@ class Plan:
         self.keep = keep  # buffers the launches read as constants: alive as long as the plan
         self.variables = variables  # the variables whose values the launches take
         self.launches = len(steps)
+        # buffers from before the capture that it read without getting them as inputs (a closed-over
+        # weight): inputs after the given ones; the caller passes them or what replaced them
+        self.externals = externals
 
     def replay(self, inputs: Sequence[Buffer], consts: Sequence[Src] | None = None,
                bindings: dict[Variable, int] | None = None) -> list[Buffer]:
@@ -105,14 +112,31 @@ def _mem_type() -> type:
     return cl.MemoryObjectHolder
 
 
-def _buffer_of(cl_mem: Any) -> Buffer | None:
-    """The live ``Buffer`` holding OpenCL memory ``cl_mem`` (a read-only input the call found
-    elsewhere, e.g. a closed-over weight): the plan keeps it, so the pool cannot recycle it.
-    Runs once per such buffer per capture."""
-    for r in gc.get_referrers(cl_mem):
-        if type(r) is Buffer and r.cl is cl_mem:
-            return r
-    return None
+def _buffers_of(mems: list[Any]) -> list[Buffer] | None:
+    """The live ``Buffer`` holding each OpenCL memory object of ``mems`` (None if one has none):
+    found once per capture through the garbage collector's referrer lists, one pass for all."""
+    if not mems:
+        return []
+    want = {id(m): m for m in mems}
+    found: dict[int, Buffer] = {}
+    for r in gc.get_referrers(*mems):
+        if type(r) is Buffer and id(r.cl) in want and r.cl is want[id(r.cl)]:
+            found[id(r.cl)] = r
+    if len(found) != len(want):
+        return None
+    return [found[id(m)] for m in mems]
+
+
+def nodes_holding(buffers: list[Buffer]) -> list[list[LazyNode]]:
+    """The graph nodes whose buffer is each of ``buffers`` (one garbage-collector pass)."""
+    if not buffers:
+        return []
+    where = {id(b): i for i, b in enumerate(buffers)}
+    out: list[list[LazyNode]] = [[] for _ in buffers]
+    for r in gc.get_referrers(*buffers):
+        if type(r) is LazyNode and r.buffer is not None and id(r.buffer) in where:
+            out[where[id(r.buffer)]].append(r)
+    return out
 
 
 def build(journal: Journal, device: Any, inputs: Sequence[Buffer], results: Sequence[Buffer],
@@ -132,6 +156,7 @@ def build(journal: Journal, device: Any, inputs: Sequence[Buffer], results: Sequ
     slot_sizes: list[int] = []
     keep: list[Any] = []
     kept: set[int] = set()
+    external_mems: list[Any] = []
     variables: set[Variable] = set()
     first: list[int] = []
     last: list[int] = []
@@ -178,13 +203,18 @@ def build(journal: Journal, device: Any, inputs: Sequence[Buffer], results: Sequ
                     last.append(si)
                 last[k] = si
                 fixes.append((pos, _SLOT, k))
-            elif key not in kept:
-                buf = allocs.get(key) or _buffer_of(a)
-                if buf is None:
-                    return f"launch {ck.name} read memory zyx does not own (argument {pos})"
-                keep.append(buf)
-                kept.add(key)
+            elif key in allocs:  # written from the host during the capture: a constant
+                if key not in kept:
+                    keep.append(allocs[key])
+                    kept.add(key)
+            else:  # memory from before the capture the call did not get as an argument
+                i = input_pos[key] = len(inputs) + len(external_mems)
+                external_mems.append(a)
+                fixes.append((pos, _INPUT, i))
         raw_steps.append((ck, glob, local, template, tuple(fixes), offset, counts))
+    externals = _buffers_of(external_mems)
+    if externals is None:
+        return "a launch read memory zyx does not own"
     out: list[tuple[int, Any]] = []
     forever: set[int] = set()
     for buf in results:
@@ -208,4 +238,4 @@ def build(journal: Journal, device: Any, inputs: Sequence[Buffer], results: Sequ
         if k not in forever:
             frees[la].append(k)
     steps = [(*s, tuple(n), tuple(f)) for s, n, f in zip(raw_steps, news, frees)]
-    return Plan(device, steps, slot_sizes, out, has_flag, keep, variables)
+    return Plan(device, steps, slot_sizes, out, has_flag, keep, variables, externals)
