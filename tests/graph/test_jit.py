@@ -392,3 +392,28 @@ def test_closed_over_weights_rebound_outside_the_call_are_read_fresh():
         opt.zero_grad()
         lin(x).sum().backward()
         opt.step()
+
+
+def test_a_closed_over_tensor_replaced_by_another_makes_the_call_capture_again():
+    state = {"w": _t(3)}
+    jf = zyx.jit(lambda x: x * state["w"])
+    x = _t(3)
+    for _ in range(3):
+        np.testing.assert_allclose(jf(x).numpy(), x.numpy() * state["w"].numpy(), rtol=1e-6)
+        state["w"] = _t(3)  # a new tensor object: the old one dies
+
+
+def test_nested_jit_and_tape_inside_a_jitted_function():
+    inner = zyx.jit(lambda x: (x * 3.0).sum(0))
+
+    def outer(x):
+        with zyx.Tape(x) as tape:
+            y = tape.realize(x + 1.0)
+        return inner(y) + inner(x)
+
+    jf = zyx.jit(outer)
+    inner(_t(4, 2))  # inner has a plan of its own already
+    for _ in range(3):
+        x = _t(4, 2)
+        np.testing.assert_allclose(jf(x).numpy(), ((x.numpy() + 1) * 3).sum(0) + (x.numpy() * 3).sum(0),
+                                   rtol=1e-5, atol=1e-5)

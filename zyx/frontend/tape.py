@@ -160,6 +160,8 @@ class _Jitted:
         return self._capture(k, args, kwargs, leaves, bindings)
 
     def _capture(self, k: tuple, args: tuple, kwargs: dict, leaves: list, bindings: dict) -> Any:
+        if journal.active() is not None:  # called inside another capture: that one records this call
+            return self.fn(*args, **kwargs)
         for t in leaves:
             t._realized()
         before = [t._data for t in leaves]
@@ -237,13 +239,19 @@ def _replay(e: _Entry, leaves: list, bindings: dict) -> Any:
         inputs.append(graph.realize(node))
         nodes.append(node)
     for buf, holders in zip(plan.externals, e.ext):  # type: ignore[union-attr]
+        alive = False
         for ref, view in holders:
             t = ref()
-            if t is not None and t._data.buffer is not buf:
+            if t is None:
+                continue
+            alive = True
+            if t._data.buffer is not buf:
                 if t._view != view:
                     return _EAGER  # rebound to another layout: capture again
                 buf = graph.realize(t._data)
                 break
+        if holders and not alive:
+            return _EAGER  # every tensor that held it is gone (replaced): the call reads others now
         inputs.append(buf)
     for ref, view in e.implicit:
         t = ref()
@@ -328,7 +336,7 @@ def _realize_roots(roots: list, tape: Tape) -> None:
     with runtime_lock:
         gk = schedule.graph_key_of(roots, graph.realize)
         roots = [r for r in roots if r.buffer is None]  # an EXTERN root ran while keying
-        if gk is None or not roots:
+        if gk is None or not roots or journal.active() is not None:  # (inside a capture: it records this)
             for r in roots:
                 graph.realize(r)
             return
