@@ -43,6 +43,7 @@ variable.taint_hook = journal.note_taint  # a bound value read by Python code ke
 #: captures (plans built or eager fallbacks recorded) and replays, for tests and benchmarks
 plan_stats = {"captures": 0, "replays": 0, "eager": 0}
 _EAGER = "eager"
+_tensor_type: Any = None  # the concrete tensor class, looked up on the first call
 _RETRIES = 3
 SIGNATURES = 64  # captured signatures kept per jitted function
 
@@ -69,7 +70,7 @@ class _Entry:
 
 def _flatten(obj: Any, leaves: list, bindings: dict, key: list) -> None:
     """Walk an argument: tensors become leaves, bound variables bindings, the rest key values."""
-    if isinstance(obj, TensorBase):
+    if type(obj) is _tensor_type or isinstance(obj, TensorBase):
         v = obj._view
         leaves.append(obj)
         key.append(("T", v.shape, v.strides, v.offset, obj._dtype, obj._device, obj._ag is not None))
@@ -136,6 +137,9 @@ class _Jitted:
         functools.update_wrapper(self, fn)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        global _tensor_type
+        if _tensor_type is None:
+            _tensor_type = tensor_class()
         leaves: list = []
         bindings: dict[Variable, int] = {}
         key: list = [is_grad_enabled()]
@@ -245,6 +249,8 @@ def _replay(e: _Entry, leaves: list, bindings: dict) -> Any:
             if t is None:
                 continue
             alive = True
+            if t._data.readers:
+                nodes.append(t._data)
             if t._data.buffer is not buf:
                 if t._view != view:
                     return _EAGER  # rebound to another layout: capture again
