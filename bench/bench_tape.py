@@ -9,7 +9,7 @@ Rows (best and median of alternating blocks, microseconds):
   that costs beyond the empty-kernel latency; the same 20 kernels eager (graph building,
   schedule cache) for comparison;
 * a jitted one-kernel function (``x * 2 + 1``, one fused kernel) call + finish against the bare
-  latency, and eager;
+  latency and against its own kernel launched bare through pyopencl, and eager;
 * examples/kv_cache_decode.py's decode step, eager and jitted (ms per token).
 
 ``python bench/bench_tape.py [--quick]`` prints a markdown table; the machine is shared, so
@@ -66,7 +66,7 @@ def run(quick: bool = False) -> list[dict]:
 
     dev = zyx.default_device()
     queue = dev.queue
-    reps, block = (3, 50) if quick else (7, 200)
+    reps, block = (3, 50) if quick else (25, 60)
     empty = compile_kernel(dev, "__kernel void zyx_bench_empty(__global float* a) {}", "zyx_bench_empty")
     x = zyx.tensor(np.random.default_rng(0).standard_normal(N).astype(np.float32)).realize()
     buf = x._realized().cl
@@ -86,6 +86,17 @@ def run(quick: bool = False) -> list[dict]:
         jchain(x).realize()
         jone(x).realize()
     queue.finish()
+
+    # the jitted function's own kernel launched bare (pyopencl, same arguments): what the call
+    # would cost with no zyx code at all
+    ck, glob, local, template = next(iter(jone.cache.values()))[0].plan.steps[0][:4]
+    same_out = zyx.zeros(N).realize()._realized()
+    same_args = [same_out.cl, buf, *template[2:]]
+
+    def bare_same_finish() -> None:
+        ck.cl_kernel.set_args(*same_args)
+        cl.enqueue_nd_range_kernel(queue, ck.cl_kernel, glob, local)
+        queue.finish()
 
     def jit_chain_host() -> None:
         jchain(x)
@@ -107,7 +118,8 @@ def run(quick: bool = False) -> list[dict]:
         queue.finish()
 
     t = _alternate({"bare_finish": bare_finish, "jit_chain_finish": jit_chain_finish,
-                    "eager_chain_finish": eager_chain_finish, "jit_one_finish": jit_one_finish,
+                    "eager_chain_finish": eager_chain_finish, "bare_same_finish": bare_same_finish,
+                    "jit_one_finish": jit_one_finish,
                     "eager_one_finish": eager_one_finish}, reps, block)
     # host-only timings: the queue is drained (untimed) after each block
     host = _alternate({"bare_enqueue": bare_enqueue, "jit_chain_host": jit_chain_host}, reps, block // 4,
@@ -134,7 +146,12 @@ def run(quick: bool = False) -> list[dict]:
         row(f"jit replay of a {CHAIN}-kernel plan, enqueue to finish per kernel", t["jit_chain_finish"], per, lat),
         row(f"eager {CHAIN} kernels (graph + schedule cache), enqueue to finish per kernel",
             t["eager_chain_finish"], per, lat),
-        row("jitted one-kernel call, to finish", t["jit_one_finish"], 1, lat, "ratio"),
+        row("the same kernel launched bare (pyopencl, set_args + enqueue + finish)", t["bare_same_finish"], 1, lat,
+            "ratio"),
+        row("jitted one-kernel call, to finish", t["jit_one_finish"], 1, lat, "ratio")
+        | {"note": f"{t['jit_one_finish'][0] / lat[0]:.2f}x / {t['jit_one_finish'][1] / lat[1]:.2f}x the empty "
+                   f"kernel, {t['jit_one_finish'][0] / t['bare_same_finish'][0]:.2f}x / "
+                   f"{t['jit_one_finish'][1] / t['bare_same_finish'][1]:.2f}x its own kernel bare (best / median)"},
         row("eager one-kernel call, to finish", t["eager_one_finish"], 1, lat, "ratio"),
     ]
     rows += _decode(quick)

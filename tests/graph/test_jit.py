@@ -417,3 +417,28 @@ def test_nested_jit_and_tape_inside_a_jitted_function():
         x = _t(4, 2)
         np.testing.assert_allclose(jf(x).numpy(), ((x.numpy() + 1) * 3).sum(0) + (x.numpy() * 3).sum(0),
                                    rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("shape", [(), (0,), (2, 0, 3), (1, 1, 1, 1, 1, 1, 1, 2)])
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.bool_])
+def test_rank_0_empty_rank_8_and_dtypes(shape, dtype):
+    def fn(x):
+        return (x == x), x.sum() if dtype is not np.bool_ else x.any()
+
+    jf = zyx.jit(fn)
+    for _ in range(2):
+        x = zyx.tensor((RNG.standard_normal(shape) * 3).astype(dtype))
+        got, want = jf(x), fn(x)
+        for g, w in zip(got, want):
+            assert g.shape == w.shape and g.dtype == w.dtype
+            np.testing.assert_array_equal(g.numpy(), w.numpy())
+
+
+def test_tape_with_a_variable_operand():
+    t = zyx.Variable("t", 0, 16)
+    x = _t(16)
+    for n in (3, 9, 16):
+        with zyx.Tape(x) as tape:
+            y = tape.realize(zyx.where(zyx.arange(16) < t.bind(n), x, 0.0).sum())
+        assert tape.replayed == (n != 3)
+        np.testing.assert_allclose(y.numpy(), x.numpy()[:n].sum(), rtol=1e-5, atol=1e-6)

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from zyx.backend.device import Device
 
 _launches = 0
+_cl: Any = None  # pyopencl, imported on the first prepared launch (an import statement costs per call)
 
 #: One re-entrant lock serializes zyx's runtime state across Python threads: graph
 #: realization, kernel argument setting + enqueue, and the contract ops. Lock order is
@@ -161,12 +162,15 @@ def launch_prepared(kernel: CompiledKernel, global_size: tuple, local_size: tupl
     """``launch`` for a kernel launched before with arguments of the same types (a replayed plan):
     no lock taken (the caller holds ``runtime_lock``), no event kept, nothing but the count
     noted, unless launches are being recorded or printed (then it is ``launch``)."""
-    global _launches
+    global _launches, _cl
     if _recordings or settings.DEBUG >= 1:
         launch(kernel, global_size, local_size, args, offset=offset, counts=counts)
         return
-    import pyopencl as cl
+    cl = _cl
+    if cl is None:
+        import pyopencl as cl
 
+        _cl = cl
     try:
         kernel.cl_kernel.set_args(*args)
         cl.enqueue_nd_range_kernel(kernel.device.queue, kernel.cl_kernel, global_size, local_size,

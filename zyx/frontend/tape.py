@@ -240,8 +240,9 @@ def _replay(e: _Entry, leaves: list, bindings: dict) -> Any:
     nodes = []
     for t in leaves:
         node = t._data
-        inputs.append(graph.realize(node))
-        nodes.append(node)
+        inputs.append(node.buffer if node.buffer is not None else graph.realize(node))
+        if node.readers:
+            nodes.append(node)
     for buf, holders in zip(plan.externals, e.ext):  # type: ignore[union-attr]
         alive = False
         for ref, view in holders:
@@ -264,10 +265,10 @@ def _replay(e: _Entry, leaves: list, bindings: dict) -> Any:
         if t is None or t._view != view:
             return _EAGER  # the tensor died or changed layout: capture again
         inputs.append(graph.realize(t._data))
-        nodes.append(t._data)
-    for node in nodes:
-        if node.readers:
-            graph.flush_readers(node)  # pending readers of a buffer the plan may write run first
+        if t._data.readers:
+            nodes.append(t._data)
+    for node in nodes:  # pending readers of a buffer the plan may write run first
+        graph.flush_readers(node)
     bufs = plan.replay(inputs, None, bindings)  # type: ignore[union-attr]
     for i in e.written:  # an in-place write: saved values of autograd see it, as after an eager write
         leaves[i]._data.version += 1
