@@ -442,3 +442,10 @@ def test_tape_with_a_variable_operand():
             y = tape.realize(zyx.where(zyx.arange(16) < t.bind(n), x, 0.0).sum())
         assert tape.replayed == (n != 3)
         np.testing.assert_allclose(y.numpy(), x.numpy()[:n].sum(), rtol=1e-5, atol=1e-6)
+
+
+def test_arguments_sharing_storage_are_part_of_the_signature():
+    jf = zyx.jit(lambda a, b: a * 2.0 + b)
+    x, y = _t(4), _t(4)
+    for a, b in ((x, x), (x, y), (y, y), (y, x), (x, x.reshape(2, 2).reshape(4))):
+        np.testing.assert_allclose(jf(a, b).numpy(), a.numpy() * 2 + b.numpy(), rtol=1e-6)

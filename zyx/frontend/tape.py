@@ -9,13 +9,19 @@ host, drew random numbers, ...) runs eagerly on every call instead.
 
 What a replay reproduces: the results (fresh tensors), in-place writes into argument tensors'
 buffers, and ``Tensor._assign`` rebindings (the optimizers' update) of argument tensors and of
-tensors the function reached otherwise (a closed-over parameter). What it does not: Python
-side effects (``p.grad`` objects, optimizer state dictionaries, prints) and autograd history
-(replayed results do not require grad).
+tensors the function reached otherwise (a closed-over parameter). Tensors the function reads
+without getting them as arguments are found again at each replay through the tensors that
+held them at capture (a weight rebound by an eager optimizer step is read fresh; one replaced
+by another object makes the call capture again). What it does not reproduce: Python side
+effects (``p.grad`` objects, optimizer state dictionaries, prints, closed-over Python values,
+which stay as they were at capture) and autograd history (replayed results do not require
+grad). A tensor passed as an argument that the capture also read through a closure is read as
+that argument on replays.
 
 ``Tape(*leaves)``: ``tape.realize(*outputs)`` keys the outputs' pending graph by structure
 (``graph.schedule.graph_key_of``) and replays a plan of that structure on the graph's buffers
-and scalar arguments, or captures one.
+and scalar arguments, or captures one. The block's Python code still runs (it builds the
+graph); contract ops in it run when called, as outside a tape.
 """
 from __future__ import annotations
 
@@ -146,6 +152,9 @@ class _Jitted:
         _flatten(args, leaves, bindings, key)
         if kwargs:
             _flatten(kwargs, leaves, bindings, key)
+        if len(leaves) > 1:  # which arguments share storage: a plan reads it once, by one position
+            first: dict[int, int] = {}
+            key.append(tuple(first.setdefault(id(t._data), i) for i, t in enumerate(leaves)))
         k = tuple(key)
         entries = self.cache.get(k)
         if entries:
