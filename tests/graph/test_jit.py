@@ -449,3 +449,30 @@ def test_arguments_sharing_storage_are_part_of_the_signature():
     x, y = _t(4), _t(4)
     for a, b in ((x, x), (x, y), (y, y), (y, x), (x, x.reshape(2, 2).reshape(4))):
         np.testing.assert_allclose(jf(a, b).numpy(), a.numpy() * 2 + b.numpy(), rtol=1e-6)
+
+
+def test_jitted_training_step_with_batchnorm_updates_running_statistics():
+    zyx.manual_seed(5)
+
+    def model():
+        return zyx.nn.Sequential(zyx.nn.Linear(6, 8), zyx.nn.BatchNorm1d(8), zyx.nn.ReLU(), zyx.nn.Linear(8, 3))
+
+    m1, m2 = model(), model()
+    m2.load_state_dict({k: v.numpy() for k, v in m1.state_dict().items()})
+    o1, o2 = zyx.optim.SGD(m1.parameters(), lr=0.1), zyx.optim.SGD(m2.parameters(), lr=0.1)
+
+    def step(m, opt, x, y):
+        opt.zero_grad()
+        loss = F.cross_entropy(m(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    jstep = zyx.jit(step)
+    r0 = plan_stats["replays"]
+    for _ in range(4):
+        x, y = _t(5, 6), zyx.tensor(RNG.integers(0, 3, 5))
+        assert jstep(m2, o2, x, y).item() == pytest.approx(step(m1, o1, x, y).item(), rel=1e-5)
+    assert plan_stats["replays"] - r0 == 3
+    for (k, a), b in zip(m1.state_dict().items(), m2.state_dict().values()):
+        np.testing.assert_allclose(b.numpy(), a.numpy(), rtol=1e-5, atol=1e-6, err_msg=k)
