@@ -16,7 +16,8 @@ by another object makes the call capture again). What it does not reproduce: Pyt
 effects (``p.grad`` objects, optimizer state dictionaries, prints, closed-over Python values,
 which stay as they were at capture) and autograd history (replayed results do not require
 grad). A tensor passed as an argument that the capture also read through a closure is read as
-that argument on replays.
+that argument on replays. A plan keeps the buffers it read from outside alive while its
+function keeps the plan (at most ``SIGNATURES`` signatures per function).
 
 ``Tape(*leaves)``: ``tape.realize(*outputs)`` keys the outputs' pending graph by structure
 (``graph.schedule.graph_key_of``) and replays a plan of that structure on the graph's buffers
