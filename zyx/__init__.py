@@ -121,6 +121,7 @@ from zyx.frontend.elementwise import (
 )
 from zyx.frontend.movement import chunk, pad, split, stack
 from zyx.frontend.reduce import argmax, argmin, logsumexp, matmul, mean, prod, std, var
+from zyx.frontend.tape import Tape, Variable, jit
 from zyx.frontend.tensor import Tensor
 from zyx.io import load, load_file, load_file_metadata, save, save_file
 from zyx.runtime import debug, memory_stats, synchronize
@@ -157,3 +158,4 @@ __all__ += [  # API.md "More elementwise, activations and comparisons"
     "hypot", "isclose", "isfinite", "lerp", "log1p", "log10", "logical_and", "logical_or", "logical_xor",
     "nan_to_num", "remainder", "sinh",
 ]
+__all__ += ["Tape", "Variable", "jit"]  # API.md "Tapes and variables"

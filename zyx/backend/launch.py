@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from zyx.backend.device import Device
 
 _launches = 0
+_cl: Any = None  # pyopencl, imported on the first prepared launch (an import statement costs per call)
 
 #: One re-entrant lock serializes zyx's runtime state across Python threads: graph
 #: realization, kernel argument setting + enqueue, and the contract ops. Lock order is
@@ -154,6 +155,30 @@ def launch(
         print(f"zyx: {kernel.name:<32} global={tuple(global_size)} local={local_size}{at} {ms:9.3f} ms "
               f"on {device.id}", file=sys.stderr)
     return event
+
+
+def launch_prepared(kernel: CompiledKernel, global_size: tuple, local_size: tuple | None, args: Sequence[Any],
+                    offset: tuple | None, counts: bool) -> None:
+    """``launch`` for a kernel launched before with arguments of the same types (a replayed plan):
+    no lock taken (the caller holds ``runtime_lock``), no event kept, nothing but the count
+    noted, unless launches are being recorded or printed (then it is ``launch``)."""
+    global _launches, _cl
+    if _recordings or settings.DEBUG >= 1:
+        launch(kernel, global_size, local_size, args, offset=offset, counts=counts)
+        return
+    cl = _cl
+    if cl is None:
+        import pyopencl as cl
+
+        _cl = cl
+    try:
+        kernel.cl_kernel.set_args(*args)
+        cl.enqueue_nd_range_kernel(kernel.device.queue, kernel.cl_kernel, global_size, local_size,
+                                   global_work_offset=offset)
+    except cl.Error:
+        launch(kernel, global_size, local_size, args, offset=offset, counts=counts)  # raises zyx's error
+        return
+    _launches += counts
 
 
 def launch_exact(kernel: CompiledKernel, n: int, local: int, args: Sequence[Any], rows: int = 0) -> list[Any]:

@@ -13,6 +13,7 @@ import threading
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
+from zyx.backend import journal
 from zyx.errors import AllocationError
 
 if TYPE_CHECKING:
@@ -130,7 +131,10 @@ class BufferPool:
                 self.pooled_bytes -= cap
                 self.reuses += 1
                 self._account(cap)
-                return Buffer(cl_buf, nbytes, cap, self)
+                buf = Buffer(cl_buf, nbytes, cap, self)
+                if journal._open is not None:
+                    journal.note_alloc(buf)
+                return buf
             if self.bytes_in_use + cap > info.global_mem_bytes:
                 self._trim(0)
                 if self.bytes_in_use + cap > info.global_mem_bytes:
@@ -142,7 +146,10 @@ class BufferPool:
             cl_buf = self._create(cap, nbytes)
             self.allocations += 1
             self._account(cap)
-        return Buffer(cl_buf, nbytes, cap, self)
+        buf = Buffer(cl_buf, nbytes, cap, self)
+        if journal._open is not None:  # a capture names this buffer's uses (backend.journal)
+            journal.note_alloc(buf)
+        return buf
 
     def _create(self, cap: int, nbytes: int) -> Any:
         import pyopencl as cl

@@ -5,6 +5,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from zyx.backend import journal
 from zyx.backend.pool import Buffer
 from zyx.errors import ZyxError
 
@@ -27,6 +28,8 @@ def write(buf: Buffer, host: np.ndarray, byte_offset: int = 0) -> None:
 
     if host.nbytes == 0:
         return
+    if journal._open is not None:
+        journal.note_write(buf)
     try:
         cl.enqueue_copy(buf.device.queue, buf.cl, np.ascontiguousarray(host).view(np.uint8).reshape(-1),
                         dst_offset=byte_offset, is_blocking=True)
@@ -42,6 +45,8 @@ def read(buf: Buffer, nbytes: int | None = None, byte_offset: int = 0) -> np.nda
     out = np.empty(nbytes, dtype=np.uint8)
     if nbytes == 0:
         return out
+    if journal._open is not None:
+        journal.note_read()
     try:
         cl.enqueue_copy(buf.device.queue, out, buf.cl, src_offset=byte_offset, is_blocking=True)
     except cl.Error as exc:
@@ -55,6 +60,8 @@ def copy_buffer(src: Buffer, dst: Buffer, nbytes: int, src_offset: int = 0, dst_
 
     if nbytes == 0:
         return None
+    if journal._open is not None:
+        journal.unreplayable("a buffer-to-buffer copy (not a launch) ran")
     if src.device is dst.device:
         return cl.enqueue_copy(src.device.queue, dst.cl, src.cl, byte_count=nbytes,
                                src_offset=src_offset, dst_offset=dst_offset)

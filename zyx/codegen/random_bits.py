@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from zyx.backend import journal
 from zyx.backend.device import Device
 from zyx.backend.launch import compile_kernel, launch
 from zyx.backend.pool import Buffer
@@ -37,6 +38,7 @@ def random_bits(device: Device, dtype: DType, n: int, distribution: str, seed: i
     out = device.pool.allocate(n * dtype.itemsize)
     if n == 0:
         return out
+    journal.unreplayable("random numbers were drawn (a replay would repeat the same ones)")
     name = f"zyx_random_{distribution}"
     per_block = values_per_block(dtype, distribution)
     source = render("random.cl.mako", name=name, dtype=dtype, distribution=distribution, n=n, per_block=per_block)

@@ -32,6 +32,7 @@ from zyx.frontend.autograd import needs_grad, no_grad, record
 from zyx.frontend.base import TensorBase, tensor_class
 from zyx.frontend.creation import full
 from zyx.frontend.movement import basic_index
+from zyx.ir.variable import BoundVariable, VariableArg
 from zyx.ir.view import View
 
 Tensor = TensorBase  # annotations and isinstance checks: any tensor of the concrete class
@@ -412,12 +413,16 @@ def write_slice_rotating(dest: Tensor, source: Tensor, axis: int, position: Any,
             write_slice_rotating(dest, source, axis, position, modulus)
         mod = dest.shape[axis % dest.ndim] if modulus is None else modulus
         return record_rows_write(dest, source, axis % dest.ndim, position, mod, None)
+    if type(position) is BoundVariable:  # zyx.Variable: validated as the int it is bound to
+        position = VariableArg(position)
     dest, params, src = _prepare_write("write_slice_rotating", dest, source,
                                        {"axis": axis, "modulus": modulus, "position": position})
     pos = params["position"]
     if isinstance(pos, Tensor):
         pos = _on(pos.realize(), dest.device)
         pos_arg: Any = (_rd(pos), pos._view.offset, pos.dtype)
+    elif type(pos) is VariableArg:  # a run-time kernel argument: a plan recomputes it at replay
+        pos_arg = pos.then(functools.partial(_ring_slot, modulus=params["modulus"]))
     else:
         pos_arg = int(pos) % params["modulus"]  # Python modulo; any int fits the kernel argument
     kernels.write_slice_rotating(dest.device, dest._buf, _rd(src), src.shape, dest._view.strides,
@@ -455,6 +460,10 @@ def write_slice_doff(dest: Tensor, source: Tensor, axis: int, offset: Tensor,
                              _box_base(dest, starts), extent, (_rd(off), off._view.offset), flags,
                              dest.dtype.itemsize)
     return dest
+
+
+def _ring_slot(position: int, modulus: int) -> int:
+    return position % modulus  # Python modulo; any int fits the kernel argument
 
 
 def _write_grad(x: Tensor, value: Any) -> bool:

@@ -21,6 +21,7 @@ from zyx.errors import DivisionByZeroError, DTypeError, IntegerArithmeticError, 
 from zyx.frontend.args import device_of
 from zyx.frontend.autograd import is_grad_enabled, needs_grad, no_grad
 from zyx.frontend.base import TensorBase, tensor_class
+from zyx.ir.variable import BoundVariable, VariableArg
 from zyx.ir.view import View
 from zyx.op import COMPARISON, Op
 
@@ -200,6 +201,9 @@ def _node(op: str, xs: Sequence[Any], compute: DType, result: DType | None = Non
             operands.append(x)
             if x._ag is not None:
                 grads = True
+        elif type(x) is VariableArg:  # a kernel argument, so one kernel and plan serve every value
+            srcs.append(_LSrc(None, None, compute, x, True))
+            operands.append(int(x))
         else:
             rounds = op in _ROUNDS_SCALAR or (op is _FLOORDIV and i == 0)
             param = None if compute.kind == "float" else (compute.is_int and op in _INT_SCALAR_ARGS)
@@ -227,6 +231,9 @@ def binary(op: str, a: Any, b: Any):
     """``a op b`` with PyTorch type promotion and broadcasting (either side may be a scalar)."""
     Tensor = _Tensor or _tensor_cls()
     ta, tb = type(a), type(b)
+    if ta is BoundVariable or tb is BoundVariable:  # a Python int to promotion, an argument to the kernel
+        a, b = (VariableArg(x) if type(x) is BoundVariable else x for x in (a, b))
+        ta, tb = type(a), type(b)
     if op is _DIV and tb is Tensor and ta in _PY_SCALARS:
         # PyTorch computes ``s / x`` as ``x.reciprocal() * s`` (two roundings): so does zyx
         return binary(_MUL, unary(_RECIPROCAL, b), a)
@@ -785,12 +792,14 @@ class ElementwiseMixin(TensorBase):
     def _binop(op: str, reverse: bool = False):  # class-body helper, deleted below
         if reverse:
             def f(self, other):
-                if not isinstance(other, _OPERAND) and not isinstance(other, TensorBase):
+                if (not isinstance(other, _OPERAND) and not isinstance(other, TensorBase)
+                        and type(other) is not BoundVariable):
                     return NotImplemented
                 return binary(op, other, self)
         else:
             def f(self, other):
-                if not isinstance(other, _OPERAND) and not isinstance(other, TensorBase):
+                if (not isinstance(other, _OPERAND) and not isinstance(other, TensorBase)
+                        and type(other) is not BoundVariable):
                     return NotImplemented
                 return binary(op, self, other)
         f.__name__ = op

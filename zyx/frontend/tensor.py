@@ -16,7 +16,7 @@ import numpy as np
 
 from zyx import dtype as dtypes
 from zyx import graph
-from zyx.backend import transfer
+from zyx.backend import journal, transfer
 from zyx.backend.device import Device, resolve
 from zyx.backend.pool import Buffer
 from zyx.dtype import DType, to_dtype
@@ -272,6 +272,8 @@ class Tensor(ElementwiseMixin, ReduceMixin, MovementMixin, ContractOpsMixin, Sof
                              f"into a {self._dtype.name}{list(self.shape)} tensor on {self._device}: expected "
                              "the same shape, dtype and device")
         version = max(self._data.version + 1, value._data.version)
+        if journal._open is not None:  # a capture replays the rebinding (zyx.jit)
+            journal.note_assign(self, self._data, self._view)
         self._data, self._view = value._data, value._view
         self._data.version = version
 

@@ -16,8 +16,8 @@ from zyx.graph.node import (
     pad,
     reduce,
 )
-from zyx.graph.realization import flush_readers, realize
+from zyx.graph.realization import flush_readers, realize, set_buffer
 from zyx.graph.schedule import schedule_stats
 
 __all__ = ["Extern", "LazyNode", "Src", "alu", "cast", "choose_device", "const", "copy", "extern", "flush_readers",
-           "from_buffer", "gather", "pad", "realize", "reduce", "schedule_stats"]
+           "from_buffer", "gather", "pad", "realize", "reduce", "schedule_stats", "set_buffer"]

@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from zyx.backend import journal
 from zyx.backend.pool import Buffer
 from zyx.dtype import DType
 from zyx.ir.view import View
@@ -102,6 +103,8 @@ class LazyNode:
         self.has_reduce = has_reduce
         self.pinned = pinned
         self.version = 0  # in-place writes into this node's buffer so far (autograd checks saved values)
+        if journal._open is not None:  # a capture tells values made inside it from older ones
+            journal.note_node(self)
 
     @property
     def realized(self) -> bool:

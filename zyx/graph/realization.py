@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 
+from zyx.backend import journal
 from zyx.backend import launch as launch_mod
 from zyx.backend.launch import runtime_lock
 from zyx.backend.pool import Buffer
@@ -94,6 +95,8 @@ def _realize_one(node: LazyNode, build: _Build) -> None:
         for c in kb.params:
             value = expr.param_value(c.value, c.dtype)
             build.param_objs[id(value)] = c
+            if journal._open is not None:  # a capture binds this argument at replay (graph.plan)
+                journal.note_param(value, c)
             args.append(value)
         opts = choose_opts(kernel, device, args)
         launch_kernel(device, kernel, opts, args)
@@ -108,13 +111,19 @@ def _run_extern(node: LazyNode) -> Buffer:
     return out
 
 
-def _set_buffer(node: LazyNode, buf: Buffer) -> None:
+def set_buffer(node: LazyNode, buf: Buffer) -> None:
+    """Finish ``node``: it now holds ``buf`` and drops its sources (a replayed plan's result)."""
+    if journal._open is not None:
+        journal.note_realized(node)
     node.buffer = buf
     node.op = _BUFFER
     node.srcs = ()
     node.arg = None
     node.cost = 0
     node.has_reduce = False
+
+
+_set_buffer = set_buffer
 
 
 def flush_readers(node: LazyNode) -> None:

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from zyx import settings
-from zyx.backend import errorflags
+from zyx.backend import errorflags, journal
 from zyx.backend.launch import launch
 from zyx.backend.pool import Buffer
 from zyx.graph.node import LazyNode, Src
@@ -56,13 +56,25 @@ class GraphKey:
 def graph_key(root: LazyNode, realize: Callable[[LazyNode], Buffer]) -> GraphKey | None:
     """The key of ``root``'s pending graph (``realize`` runs the ``EXTERN`` nodes met on the way);
     None when it cannot be cached."""
-    device = root.device
+    return graph_key_of([root], realize)
+
+
+def graph_key_of(roots: list[LazyNode], realize: Callable[[LazyNode], Buffer]) -> GraphKey | None:
+    """The key of the pending graph of several ``roots`` on one device (a tape's outputs; the
+    roots' positions in ``nodes`` are ``root_positions``)."""
+    device = roots[0].device
     nodes: list[LazyNode] = []
     bufs: list[Buffer] = []
     consts: list[Src] = []
     items: list[tuple] = []
+    npos: dict[int, int] = {}
+    bpos: dict[int, int] = {}
     try:
-        _visit(root, device, realize, nodes, bufs, consts, {}, {}, items)
+        for root in roots:
+            if root.device is not device:
+                raise NotCacheable
+            if id(root) not in npos and root.buffer is None:
+                _visit(root, device, realize, nodes, bufs, consts, npos, bpos, items)
     except NotCacheable:
         return None
     # the heuristics kind too: a schedule holds kernels shaped for it (settings.set_heuristics)
@@ -169,7 +181,10 @@ def replay(schedule: tuple, gk: GraphKey, device: Any, set_buffer: Callable[[Laz
                 args.append(outs[i].cl)
             elif kind == 3:
                 c = consts[i]
-                args.append(expr.param_value(c.value, c.dtype))
+                value = expr.param_value(c.value, c.dtype)
+                if journal._open is not None:
+                    journal.note_param(value, c)
+                args.append(value)
             else:
                 args.append(errorflags.reserve(device)[0])
         launch(ck, glob, local, args, offset=offset, counts=counts)

@@ -8,12 +8,14 @@ the live state tensors (copy them to keep a snapshot).
 """
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from zyx.backend import journal
 from zyx.errors import ShapeError
 from zyx.frontend.autograd import enable_grad, no_grad
 from zyx.frontend.creation import from_numpy, zeros_like
@@ -76,6 +78,9 @@ class Optimizer:
         if closure is not None:
             with enable_grad():
                 loss = closure()
+        if journal.active() is not None:  # a replay holds the options' numbers: valid while they stay
+            ref = weakref.ref(self)
+            journal.note_check(lambda: (o := ref()) is not None and o._options(), self._options())
         with no_grad():
             for group in self.param_groups:
                 for p in group["params"]:
@@ -83,7 +88,8 @@ class Optimizer:
                         continue
                     state = self.state.get(p, {})
                     update = self._kernel(p, group, state)
-                    if state:
+                    if state:  # Python-side state a replayed plan would not update (zyx.jit)
+                        journal.unreplayable(f"{type(self).__name__} keeps per-parameter state in Python")
                         self.state[p] = state
                     flags = update.flags | ({"maximize"} if group.get("maximize", False) else set())
                     step_in_place(update.algo, p, p.grad.detach(), {k: state[k] for k in update.state},
@@ -92,6 +98,10 @@ class Optimizer:
 
     def _kernel(self, p: Tensor, group: dict[str, Any], state: dict[str, Any]) -> Update:
         raise NotImplementedError
+
+    def _options(self) -> tuple:
+        """Every group's options (a learning-rate scheduler changes them between steps)."""
+        return tuple(tuple(sorted((k, repr(v)) for k, v in g.items() if k != "params")) for g in self.param_groups)
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Drop every parameter's gradient (or set it to zeros with ``set_to_none=False``)."""

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from zyx.backend import journal
 from zyx.backend.device import Device
 from zyx.backend.pool import Buffer
 from zyx.contracts.kernels.common import (
@@ -26,6 +27,7 @@ from zyx.contracts.kernels.tuning import tuned
 from zyx.contracts.kernels.workload import Case, upload, write_box
 from zyx.contracts.spec.model import Operand
 from zyx.dtype import DType, index_type, int32
+from zyx.ir.variable import VariableArg
 
 CONTRACTS = ("write_slice_rotating",)
 DECLARED = BYTE_TUNABLES
@@ -60,6 +62,8 @@ def write_slice_rotating(device: Device, dest: Buffer, src: Buffer, shape: Seque
     else:
         position_from = "arg"
         pos_args = [np.int64(position)]
+        if isinstance(position, VariableArg):  # a capture binds it to the variable (graph.plan)
+            journal.note_param(pos_args[0], position)
     params = dict(itemsize=itemsize, stream=streams(tun, n * itemsize, vw),
                   shape=fshape, strides=fstrides, axis=faxis, modulus=modulus,
                   position_from=position_from, n=n, vw=vw, per_item=tun.per_item,

@@ -255,7 +255,8 @@ def _ranges(call: Call, value: Any, dest_shape: tuple[int, ...], skip_axis: int 
 def _device_scalar(call: Call, field: str, value: Any, allow_host: bool) -> Any:
     dtypes = call.contract.params[field].dtypes
     if allow_host and isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
-        return int(value)
+        # an int subclass (a plan's bound variable, zyx.Variable) stays itself: a run-time argument
+        return value if isinstance(value, int) else int(value)
     kind = "a host int or a" if allow_host else "a"
     names = "/".join(d.name for d in dtypes)
     if not hasattr(value, "dtype") or not hasattr(value, "shape"):

@@ -1,0 +1,63 @@
+"""zyx.Variable and bound variables (zyx.ir.variable): ranges, the index algebra, read reports."""
+from __future__ import annotations
+
+import pytest
+
+import zyx
+from zyx.ir import symbolic as sym
+from zyx.ir import variable
+from zyx.ir.variable import BoundVariable, Variable, VariableArg
+
+
+def test_bind_checks_the_range():
+    t = Variable("t", 2, 9)
+    assert t.bind(2).value == 2 and t.bind(9).value == 9
+    for bad in (1, 10, -5):
+        with pytest.raises(zyx.ShapeError, match=rf"'t' bound to {bad}, outside its range \[2, 9\]"):
+            t.bind(bad)
+    with pytest.raises(TypeError, match="expected an int"):
+        t.bind(2.5)
+    with pytest.raises(TypeError, match="expected an int"):
+        t.bind(True)
+
+
+def test_constructor_errors():
+    with pytest.raises(zyx.ShapeError, match="min = 5 > max = 4"):
+        Variable("n", 5, 4)
+    with pytest.raises(TypeError, match="name must be a non-empty str"):
+        Variable("", 0, 1)
+    with pytest.raises(TypeError, match="max must be an int"):
+        Variable("n", 0, 1.5)
+    assert zyx.Variable is Variable
+
+
+def test_node_carries_the_bounds_into_simplification():
+    n = Variable("n", 0, 7).node()
+    assert (n.vmin, n.vmax) == (0, 7)
+    assert sym.mod(n, 8) == n  # bounds prove the modulo redundant
+    assert sym.floordiv(n, 8) == sym.num(0)
+    assert Variable("k", 3, 3).node() == sym.num(3)
+
+
+def test_python_reads_are_reported_and_values_behave_as_ints():
+    t = Variable("t", 0, 100)
+    b = t.bind(7)
+    seen = []
+    old, variable.taint_hook = variable.taint_hook, seen.append
+    try:
+        assert b + 1 == 8 and 10 - b == 3 and int(b) == 7 and [0] * 10 == [0] * 10
+        assert list(range(10))[:b] == list(range(7)) and b > 3 and b % 4 == 3
+        assert seen and all(v is t for v in seen)
+        seen.clear()
+        assert b.value == 7 and repr(b) == "t=7" and not seen  # zyx's own reads report nothing
+    finally:
+        variable.taint_hook = old
+    assert isinstance(b, BoundVariable) and not isinstance(b, int)
+
+
+def test_variable_args_recompute_from_the_binding():
+    t = Variable("t", 0, 100)
+    a = VariableArg(t.bind(13))
+    assert a == 13 and a.variable is t and a.at(5) == 5
+    ring = a.then(lambda v: v % 8)
+    assert ring == 5 and ring.at(17) == 1 and ring.variable is t

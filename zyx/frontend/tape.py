@@ -1,0 +1,390 @@
+"""Capture and replay (API.md "Tapes and variables"): ``Tape``, ``jit`` and ``Variable``.
+
+``jit(fn)``: the first call with a given signature (tensor shapes, dtypes, devices and views;
+Python values; which variables) runs ``fn`` under a capture journal (``backend.journal``) and
+builds a plan (``graph.plan``) from its launches; later calls with that signature skip the
+Python function altogether and replay the plan on the new tensors' buffers and the new
+variables' values. A function whose launches cannot stand for it (it read values back to the
+host, drew random numbers, ...) runs eagerly on every call instead.
+
+What a replay reproduces: the results (fresh tensors), in-place writes into argument tensors'
+buffers, and ``Tensor._assign`` rebindings (the optimizers' update) of argument tensors and of
+tensors the function reached otherwise (a closed-over parameter). Tensors the function reads
+without getting them as arguments are found again at each replay through the tensors that
+held them at capture (a weight rebound by an eager optimizer step is read fresh; one replaced
+by another object makes the call capture again). What it does not reproduce: Python side
+effects (``p.grad`` objects, optimizer state dictionaries, prints, closed-over Python values,
+which stay as they were at capture) and autograd history (replayed results do not require
+grad). A tensor passed as an argument that the capture also read through a closure is read as
+that argument on replays. A plan keeps the buffers it read from outside alive while its
+function keeps the plan (at most ``SIGNATURES`` signatures per function).
+
+``Tape(*leaves)``: ``tape.realize(*outputs)`` keys the outputs' pending graph by structure
+(``graph.schedule.graph_key_of``) and replays a plan of that structure on the graph's buffers
+and scalar arguments, or captures one. The block's Python code still runs (it builds the
+graph); contract ops in it run when called, as outside a tape.
+"""
+from __future__ import annotations
+
+import functools
+import gc
+import threading
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+from zyx import graph
+from zyx.backend import journal
+from zyx.errors import ShapeError
+from zyx.frontend.autograd import is_grad_enabled
+from zyx.frontend.base import TensorBase, tensor_class
+from zyx.graph import plan as plans
+from zyx.graph import schedule
+from zyx.ir import variable
+from zyx.ir.variable import BoundVariable, Variable
+
+__all__ = ["Tape", "Variable", "jit", "plan_stats"]
+
+variable.taint_hook = journal.note_taint  # a bound value read by Python code keys the capture by it
+
+#: captures (plans built or eager fallbacks recorded) and replays, for tests and benchmarks
+plan_stats = {"captures": 0, "replays": 0, "eager": 0}
+_EAGER = "eager"
+_tensor_type: Any = None  # the concrete tensor class, looked up on the first call
+_RETRIES = 3
+SIGNATURES = 64  # captured signatures kept per jitted function
+
+
+class _Entry:
+    """One captured signature of a jitted function: its plan and how to rebuild the results."""
+
+    __slots__ = ("plan", "guards", "checks", "out_tree", "out_specs", "implicit", "rebinds", "reason", "written",
+                 "ext")
+
+    def __init__(self) -> None:
+        self.plan: plans.Plan | None = None
+        self.reason: str | None = None  # why there is no plan (the function runs eagerly)
+        self.guards: tuple[tuple[Variable, int], ...] = ()  # variable values the plan was built around
+        self.checks: tuple[tuple[Any, Any], ...] = ()  # (check, value): Python state the plan holds numbers of
+        self.out_tree: Any = None
+        self.out_specs: list[tuple[Any, Any, Any]] = []  # (view, dtype, device) per result tensor
+        self.implicit: list[tuple[weakref.ref, Any]] = []  # (tensor, view) read through its current buffer
+        self.rebinds: list[tuple[Any, int, Any]] = []  # (leaf index or weakref, result index, view)
+        self.written: tuple[int, ...] = ()  # arguments the call wrote into in place (version bumps)
+        # per external buffer of the plan (a closed-over weight): the tensors holding it then, with
+        # their views; one rebound since (an optimizer step outside the call) gives its new buffer
+        self.ext: list[list[tuple[weakref.ref, Any]]] = []
+
+
+def _flatten(obj: Any, leaves: list, bindings: dict, key: list) -> None:
+    """Walk an argument: tensors become leaves, bound variables bindings, the rest key values."""
+    if type(obj) is _tensor_type or isinstance(obj, TensorBase):
+        v = obj._view
+        leaves.append(obj)
+        key.append(("T", v.shape, v.strides, v.offset, obj._dtype, obj._device, obj._ag is not None))
+    elif type(obj) is BoundVariable:
+        var = obj.variable
+        old = bindings.setdefault(var, obj.value)
+        if old != obj.value:
+            raise ShapeError(f"Variable {var.name!r} is bound to both {old} and {obj.value} in one call "
+                             "(expected one value per variable)")
+        key.append(("V", var))
+    elif isinstance(obj, (list, tuple)):
+        key.append((type(obj), len(obj)))
+        for x in obj:
+            _flatten(x, leaves, bindings, key)
+    elif isinstance(obj, dict):
+        key.append((dict, tuple(obj)))
+        for x in obj.values():
+            _flatten(x, leaves, bindings, key)
+    elif obj is None or isinstance(obj, (bool, int, float, str, complex)):
+        key.append((type(obj), obj))  # a Python value: the plan holds for this value
+    else:
+        key.append(("id", id(obj)))  # any other object (a module, an optimizer): by identity
+
+
+def _out_tree(obj: Any, tensors: list) -> Any:
+    """The result's structure with each tensor replaced by its index in ``tensors``."""
+    if isinstance(obj, TensorBase):
+        tensors.append(obj)
+        return _Leaf(len(tensors) - 1)
+    if isinstance(obj, (list, tuple)):
+        items = [_out_tree(x, tensors) for x in obj]
+        return type(obj)(items) if type(obj) in (list, tuple) else type(obj)(*items)
+    if isinstance(obj, dict):
+        return {k: _out_tree(x, tensors) for k, x in obj.items()}
+    return obj
+
+
+class _Leaf:
+    __slots__ = ("i",)
+
+    def __init__(self, i: int) -> None:
+        self.i = i
+
+
+def _rebuild(tree: Any, tensors: list) -> Any:
+    if type(tree) is _Leaf:
+        return tensors[tree.i]
+    if isinstance(tree, (list, tuple)):
+        items = [_rebuild(x, tensors) for x in tree]
+        return type(tree)(items) if type(tree) in (list, tuple) else type(tree)(*items)
+    if isinstance(tree, dict):
+        return {k: _rebuild(x, tensors) for k, x in tree.items()}
+    return tree
+
+
+class _Jitted:
+    """A jitted function (see the module docstring)."""
+
+    def __init__(self, fn: Callable) -> None:
+        self.fn = fn
+        self.cache: dict[tuple, list[_Entry]] = {}
+        self.lock = threading.Lock()
+        self.retries = 0  # captures redone because they realized older pending values
+        functools.update_wrapper(self, fn)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        global _tensor_type
+        if _tensor_type is None:
+            _tensor_type = tensor_class()
+        leaves: list = []
+        bindings: dict[Variable, int] = {}
+        key: list = [is_grad_enabled()]
+        _flatten(args, leaves, bindings, key)
+        if kwargs:
+            _flatten(kwargs, leaves, bindings, key)
+        if len(leaves) > 1:  # which arguments share storage: a plan reads it once, by one position
+            first: dict[int, int] = {}
+            key.append(tuple(first.setdefault(id(t._data), i) for i, t in enumerate(leaves)))
+        k = tuple(key)
+        entries = self.cache.get(k)
+        if entries:
+            for e in entries:
+                if e.guards and not all(bindings.get(var) == value for var, value in e.guards):
+                    continue
+                if e.checks and not all(check() == value for check, value in e.checks):
+                    continue
+                if e.plan is None:
+                    plan_stats["eager"] += 1
+                    return self.fn(*args, **kwargs)
+                out = _replay(e, leaves, bindings)
+                if out is not _EAGER:
+                    return out
+                with self.lock:  # a tensor it rebinds died or changed layout: capture again
+                    entries.remove(e)
+                break
+        return self._capture(k, args, kwargs, leaves, bindings)
+
+    def _capture(self, k: tuple, args: tuple, kwargs: dict, leaves: list, bindings: dict) -> Any:
+        if journal.active() is not None:  # called inside another capture: that one records this call
+            return self.fn(*args, **kwargs)
+        for t in leaves:
+            t._realized()
+        before = [t._data for t in leaves]
+        versions = [d.version for d in before]
+        leaf_bufs = [d.buffer for d in before]
+        e = _Entry()
+        with journal.capture() as j:
+            result = self.fn(*args, **kwargs)
+            tensors: list = []
+            e.out_tree = _out_tree(result, tensors)
+            for t in tensors:
+                t._realized()
+            changed = [i for i, t in enumerate(leaves) if t._data is not before[i]]
+            e.written = tuple(i for i, t in enumerate(leaves) if t._data is before[i] and
+                              before[i].version != versions[i])
+            for i in changed:
+                leaves[i]._realized()
+            assigned = []
+            seen = {id(t) for t in leaves}
+            for t, old, old_view in j.assigned:
+                if id(t) not in seen:
+                    seen.add(id(t))
+                    assigned.append((t, old, old_view))
+                    t._realized()
+        plan_stats["captures"] += 1
+        # tensors the function rebound in place that it did not get as arguments: read through
+        # their current buffer at each replay (when their value came from before the capture)
+        implicit = [(t, old, v) for t, old, v in assigned
+                    if old.buffer is not None and id(old.buffer.cl) not in j.allocs]
+        inputs = leaf_bufs + [old.buffer for _, old, _ in implicit]
+        results = [t._data.buffer for t in tensors]
+        e.out_specs = [(t._view, t._dtype, t._device) for t in tensors]
+        for i in changed:
+            e.rebinds.append((i, len(results), leaves[i]._view))
+            results.append(leaves[i]._data.buffer)
+        for t, _, _ in assigned:
+            e.rebinds.append((weakref.ref(t), len(results), t._view))
+            results.append(t._data.buffer)
+        e.implicit = [(weakref.ref(t), old_view) for t, _, old_view in implicit]
+        e.guards = tuple((var, bindings[var]) for var in j.tainted if var in bindings)
+        e.checks = tuple(j.checks)
+        devices = {t._device for t in leaves} | {t._device for t in tensors}
+        if j.prior_realized:
+            # it computed values that were pending before the call: they are realized now, so the
+            # next call captures again (API.md: "the first call(s) capture")
+            self.retries += 1
+            if self.retries <= _RETRIES:
+                return result
+            e.reason = "each call realizes values that were pending before it"
+        elif j.unreplayable is not None:
+            e.reason = j.unreplayable
+        elif len(devices) != 1:
+            e.reason = "the call's tensors live on several devices" if devices else "the call has no tensors"
+        elif None in results:
+            e.reason = "a result is not a realized buffer"
+        else:
+            built = plans.build(j, devices.pop(), inputs, results, None, bindings)
+            if isinstance(built, str):
+                e.reason = built
+            else:
+                e.plan = built
+                e.ext = _holders(built.externals)
+        with self.lock:
+            if k not in self.cache and len(self.cache) >= SIGNATURES:
+                del self.cache[next(iter(self.cache))]  # the oldest signature (its plans and the buffers they keep)
+            self.cache.setdefault(k, []).append(e)
+        return result
+
+
+def _replay(e: _Entry, leaves: list, bindings: dict) -> Any:
+    plan = e.plan
+    inputs = []
+    nodes = []
+    for t in leaves:
+        node = t._data
+        inputs.append(node.buffer if node.buffer is not None else graph.realize(node))
+        if node.readers:
+            nodes.append(node)
+    # the plan numbers its inputs: the arguments, the implicit ones, then the externals (graph.plan.build)
+    for ref, view in e.implicit:
+        t = ref()
+        if t is None or t._view != view:
+            return _EAGER  # the tensor died or changed layout: capture again
+        inputs.append(graph.realize(t._data))
+        if t._data.readers:
+            nodes.append(t._data)
+    for buf, holders in zip(plan.externals, e.ext):  # type: ignore[union-attr]
+        alive = False
+        for ref, view in holders:
+            t = ref()
+            if t is None:
+                continue
+            alive = True
+            if t._data.readers:
+                nodes.append(t._data)
+            if t._data.buffer is not buf:
+                if t._view != view:
+                    return _EAGER  # rebound to another layout: capture again
+                buf = graph.realize(t._data)
+                break
+        if holders and not alive:
+            return _EAGER  # every tensor that held it is gone (replaced): the call reads others now
+        inputs.append(buf)
+    for node in nodes:  # pending readers of a buffer the plan may write run first
+        graph.flush_readers(node)
+    bufs = plan.replay(inputs, None, bindings)  # type: ignore[union-attr]
+    for i in e.written:  # an in-place write: saved values of autograd see it, as after an eager write
+        leaves[i]._data.version += 1
+    plan_stats["replays"] += 1
+    cls = tensor_class()
+    outs = [cls(graph.from_buffer(bufs[i], dt, dev), view, dt, dev) for i, (view, dt, dev) in enumerate(e.out_specs)]
+    for target, ri, view in e.rebinds:
+        t = leaves[target] if type(target) is int else target()
+        if t is not None:
+            old = t._data
+            t._data = graph.from_buffer(bufs[ri], t._dtype, t._device)
+            t._data.version = old.version + 1
+            t._view = view
+    return _rebuild(e.out_tree, outs)
+
+
+def _holders(buffers: list) -> list[list[tuple[weakref.ref, Any]]]:
+    """The tensors viewing each buffer (with their views), found once per capture."""
+    per_buffer = plans.nodes_holding(buffers)
+    node_index = {id(n): i for i, nodes in enumerate(per_buffer) for n in nodes}
+    out: list[list[tuple[weakref.ref, Any]]] = [[] for _ in buffers]
+    all_nodes = [n for nodes in per_buffer for n in nodes]
+    if all_nodes:
+        for r in gc.get_referrers(*all_nodes):
+            if isinstance(r, TensorBase) and id(r._data) in node_index:
+                out[node_index[id(r._data)]].append((weakref.ref(r), r._view))
+    return out
+
+
+def jit(fn: Callable) -> Callable:
+    """``fn`` captured once per signature and replayed after (API.md "Tapes and variables")."""
+    return _Jitted(fn)
+
+
+_tape_plans: dict[tuple, plans.Plan | str] = {}
+TAPE_PLANS = 1024
+
+
+class Tape:
+    """A capture scope over ``leaves`` (API.md): ``with zyx.Tape(x, w) as tape: ...
+    tape.realize(y)`` runs ``y``'s graph through a plan cached by the graph's structure."""
+
+    def __init__(self, *leaves: Any) -> None:
+        for x in leaves:
+            if not isinstance(x, TensorBase):
+                raise TypeError(f"Tape leaves must be tensors, got {type(x).__name__}")
+        self.leaves = leaves
+        self.replayed = 0  # realize() calls of this scope that replayed a plan
+
+    def __enter__(self) -> Tape:
+        for x in self.leaves:
+            x._realized()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
+
+    def realize(self, *outputs: Any) -> Any:
+        """Run the outputs' pending graph (replaying the plan of its structure) and return them."""
+        for t in outputs:
+            if not isinstance(t, TensorBase):
+                raise TypeError(f"Tape.realize takes tensors, got {type(t).__name__}")
+        roots = [t._data for t in outputs if t._data.buffer is None]
+        if roots:
+            _realize_roots(roots, self)
+        return outputs[0] if len(outputs) == 1 else outputs
+
+
+def _realize_roots(roots: list, tape: Tape) -> None:
+    from zyx.backend.launch import runtime_lock
+
+    with runtime_lock:
+        gk = schedule.graph_key_of(roots, graph.realize)
+        roots = [r for r in roots if r.buffer is None]  # an EXTERN root ran while keying
+        if gk is None or not roots or journal.active() is not None:  # (inside a capture: it records this)
+            for r in roots:
+                graph.realize(r)
+            return
+        key = (gk.key, tuple(gk.nodes.index(r) for r in roots))
+        found = _tape_plans.get(key)
+        if isinstance(found, plans.Plan):
+            bufs = found.replay(gk.bufs + found.externals, gk.consts)
+            for r, b in zip(roots, bufs):
+                _set_buffer(r, b)
+            plan_stats["replays"] += 1
+            tape.replayed += 1
+            return
+        if found is not None:  # no plan for this structure: realize as usual
+            for r in roots:
+                graph.realize(r)
+            return
+        with journal.capture() as j:
+            for r in roots:
+                graph.realize(r)
+        plan_stats["captures"] += 1
+        built = plans.build(j, roots[0].device, gk.bufs, [r.buffer for r in roots],
+                            {id(c): i for i, c in enumerate(gk.consts)}, {})
+        if len(_tape_plans) >= TAPE_PLANS:
+            del _tape_plans[next(iter(_tape_plans))]
+        _tape_plans[key] = built
+
+
+def _set_buffer(node: Any, buf: Any) -> None:
+    graph.set_buffer(node, buf)
