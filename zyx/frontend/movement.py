@@ -87,8 +87,10 @@ def take_rows(table: Any, index: Any):
     shape = (*index.shape, table.shape[1])
     if index.numel() == 0 or table.shape[1] == 0:
         return from_node(graph.const(0, table.dtype, shape, table.device))
+    lead = tuple(range(index.ndim))
+    spec = graph.GatherSpec((~0, index.ndim), (lead,), (False,))
     node = graph.gather(graph.Src(table._data, table._view, table.dtype),
-                        graph.Src(index._data, index._view, index.dtype), shape, device_of(table, index))
+                        (graph.Src(index._data, index._view, index.dtype),), spec, shape, device_of(table, index))
     out = from_node(node)
     if table._ag is None:
         return out

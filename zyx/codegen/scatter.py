@@ -1,0 +1,124 @@
+"""Indexed writes (scatter, scatter_add, scatter_reduce, index_put, ``x[idx] = v``): the kernels of
+``templates/scatter.cl.mako``, rendered with a small explicit parameter set and launched on realized
+buffers (the graph runs them as ``EXTERN`` nodes, or in place on a destination's storage).
+
+A write is described by an ``IndexedWrite``: the iteration shape (one point per value written), the
+destination's view, and per destination axis the iteration axis or index source giving its
+coordinate (the same ``axes`` convention as ``graph.GatherSpec``). ``method`` picks the kernel:
+atomics on 32-/64-bit elements (one work item per point), else the owner kernel (one work item per
+destination element looping over its points in order: deterministic, no atomics, but
+destination x points work where several index sources or a long index dim are looped over).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from zyx.backend import errorflags
+from zyx.backend.device import Device
+from zyx.backend.pool import Buffer
+from zyx.codegen.random_bits import launch_1d
+from zyx.codegen.render import render
+from zyx.dtype import DType
+from zyx.errors import IndexOutOfRange
+from zyx.ir.view import View
+
+REDUCES = ("assign", "add", "mul", "max", "min")
+
+
+@dataclass(frozen=True)
+class IndexSource:
+    """An integer index read at the iteration points: ``buf[offset + sum(s[k] * strides[k])]``;
+    ``wrap``: negative values count from the end of their destination axis."""
+
+    buf: Buffer
+    offset: int
+    dtype: DType
+    strides: tuple[int, ...]
+    wrap: bool
+
+
+@dataclass(frozen=True)
+class IndexedWrite:
+    """``dest[t(s)] (op)= value[s]`` for each point ``s`` of ``shape``; ``axes`` as ``GatherSpec.axes``.
+    ``value`` is a ``(buffer, offset, strides over shape)`` triple of ``dtype`` or a Python scalar."""
+
+    dest: Buffer
+    dest_view: View
+    dtype: DType
+    shape: tuple[int, ...]
+    axes: tuple[int, ...]
+    indices: tuple[IndexSource, ...]
+    value: Any
+    reduce: str
+
+
+def atomics_ok(device: Device, dtype: DType, reduce: str) -> bool:
+    """Whether the atomic kernel can do ``reduce`` on ``dtype`` elements on ``device``: plain stores
+    always; read-modify-write on 32-bit words, on 64-bit ones with the int64 atomics extensions."""
+    if reduce == "assign":
+        return True
+    if dtype.itemsize == 4:
+        return True
+    exts = device.info.extensions
+    return dtype.itemsize == 8 and "cl_khr_int64_base_atomics" in exts
+
+
+def _params(w: IndexedWrite, mode: str, guarded: bool, n: int) -> dict[str, Any]:
+    value_strides = None if not isinstance(w.value, tuple) else tuple(w.value[2])
+    return dict(name=f"zyx_scatter_{mode}", dtype=w.dtype, reduce=w.reduce, mode=mode, guarded=guarded,
+                shape=tuple(w.shape), dest_shape=tuple(w.dest_view.shape), dest_strides=tuple(w.dest_view.strides),
+                axes=tuple(w.axes), indices=tuple((i.dtype, tuple(i.strides), i.wrap) for i in w.indices),
+                value_strides=value_strides, n=n)
+
+
+def _args(w: IndexedWrite, flags: tuple[Any, int], device: Device) -> list[Any]:
+    args: list[Any] = [w.dest.cl, np.int64(w.dest_view.offset)]
+    for i in w.indices:
+        args += [i.buf.cl, np.int64(i.offset)]
+    if isinstance(w.value, tuple):
+        args += [w.value[0].cl, np.int64(w.value[1])]
+    else:
+        args.append(_scalar(w.value, w.dtype))
+    err, _ = errorflags.reserve(device)
+    args += [err, flags[0], np.int32(flags[1])]
+    return args
+
+
+def _scalar(value: Any, dtype: DType) -> Any:
+    """A scalar value in the kernel's compute type (16-/8-bit floats: float32, bool: uchar)."""
+    if dtype.is_bool:
+        return np.uint8(bool(value))
+    if dtype.is_float:
+        return np.float64(value) if dtype.itemsize == 8 else np.float32(value)
+    return dtype.numpy.type(value)
+
+
+def scatter(device: Device, w: IndexedWrite, method: str = "auto", guard: bool = False,
+            describe: str = "index out of range") -> None:
+    """Enqueue the write ``w`` on ``device``. ``method``: ``"auto"`` (atomics where ``atomics_ok``, else
+    the owner kernel), ``"atomic"`` or ``"deterministic"`` (the owner kernel). ``guard``: check every
+    index first (one more launch) and write nothing at all when one is out of range (in-place
+    writes); otherwise a bad index skips its own point. Either way ``IndexOutOfRange`` is raised
+    at the next sync (``describe`` frames the guarded message)."""
+    if w.reduce not in REDUCES:
+        raise ValueError(f"internal: scatter reduce {w.reduce!r} not in {REDUCES}")
+    points, dests = math.prod(w.shape), math.prod(w.dest_view.shape)
+    if points == 0 or dests == 0:
+        return
+    owner = method == "deterministic" or (method == "auto" and not atomics_ok(device, w.dtype, w.reduce))
+    flags: tuple[Any, int] = (errorflags.reserve(device)[0], 0)
+    if guard and w.indices:
+        import pyopencl as cl
+
+        flags = errorflags.reserve(device, describe + " (index {offset})", IndexOutOfRange)
+        cl.enqueue_fill_buffer(device.queue, flags[0], np.int64(0), 16 * flags[1], 16)
+        src = render("scatter.cl.mako", **_params(w, "check", False, points))
+        launch_1d(device, src, "zyx_scatter_check", points, _args(w, flags, device))
+    mode = "owner" if owner else "atomic"
+    n = dests if owner else points
+    src = render("scatter.cl.mako", **_params(w, mode, guard and bool(w.indices), n))
+    launch_1d(device, src, f"zyx_scatter_{mode}", n, _args(w, flags, device))
