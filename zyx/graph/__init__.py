@@ -20,5 +20,5 @@ from zyx.graph.node import (
 from zyx.graph.realization import flush_readers, realize
 from zyx.graph.schedule import schedule_stats
 
-__all__ = ["Extern", "GatherSpec", "LazyNode", "Src", "alu", "cast", "choose_device", "const", "copy", "extern", "flush_readers",
-           "from_buffer", "gather", "pad", "realize", "reduce", "schedule_stats"]
+__all__ = ["Extern", "GatherSpec", "LazyNode", "Src", "alu", "cast", "choose_device", "const", "copy", "extern",
+           "flush_readers", "from_buffer", "gather", "pad", "realize", "reduce", "schedule_stats"]
