@@ -298,11 +298,10 @@ def nonzero_indices(mask: Any) -> list[Any]:
 
 @dataclass
 class ParsedIndex:
-    """An index split into its basic part (a view of the tensor), dims emptied afterwards (a
-    ``False``), and integer tensors at dims of that view (``adv``)."""
+    """An index split into its basic part (a view of the tensor) and integer tensors at dims of that
+    view (``adv``)."""
 
     basic: tuple[Any, ...]
-    empty: list[int]
     adv: list[tuple[int, Any]]
 
 
@@ -327,7 +326,6 @@ def parse(x: Any, index: Any) -> ParsedIndex:
     if used > x.ndim:
         raise IndexOutOfRange(f"too many indices for tensor of dimension {x.ndim} (got {used})")
     basic: list[Any] = []
-    empty: list[int] = []
     adv: list[tuple[int, Any]] = []
     vd = sd = 0
     for it in items:
@@ -339,10 +337,9 @@ def parse(x: Any, index: Any) -> ParsedIndex:
         elif it is None:
             basic.append(None)
             vd += 1
-        elif isinstance(it, (bool, np.bool_)):
+        elif isinstance(it, (bool, np.bool_)):  # a new dim indexed by [0] (True) or [] (False), as PyTorch
             basic.append(None)
-            if not it:
-                empty.append(vd)
+            adv.append((vd, _to_tensor(np.zeros(int(bool(it)), np.int64), x.device)))
             vd += 1
         elif isinstance(it, TensorBase) and it.dtype.is_bool:
             k = it.ndim
@@ -351,8 +348,7 @@ def parse(x: Any, index: Any) -> ParsedIndex:
                                       f"shape of the indexed tensor {list(x.shape)} at index {sd}")
             if k == 0:  # a 0-d mask: like a Python bool
                 basic.append(None)
-                if not bool(it.item()):
-                    empty.append(vd)
+                adv.append((vd, _to_tensor(np.zeros(int(bool(it.item())), np.int64), x.device)))
                 vd += 1
                 continue
             for j, coords in enumerate(nonzero_indices(it)):
@@ -371,20 +367,14 @@ def parse(x: Any, index: Any) -> ParsedIndex:
             if not isinstance(it, (int, np.integer)):
                 vd += 1
             sd += 1
-    return ParsedIndex(tuple(basic), empty, adv)
+    return ParsedIndex(tuple(basic), adv)
 
 
 def _basic_view(x: Any, parsed: ParsedIndex, grad: bool) -> Any:
     """The basic part of the index applied to ``x`` (a view; recorded for autograd when ``grad``)."""
     if grad:
-        v = x[parsed.basic]
-        for d in parsed.empty:
-            v = v.narrow(d, 0, 0)
-        return v
-    view = basic_index(x._view, parsed.basic)
-    for d in parsed.empty:
-        view = view.slice(d, 0, 0, 1)
-    return x._with_view(view)
+        return x[parsed.basic]
+    return x._with_view(basic_index(x._view, parsed.basic))
 
 
 def getitem(x: Any, index: Any) -> Any:
@@ -505,7 +495,8 @@ def nonzero(x: Any, as_tuple: bool = False) -> Any:
         if arr.ndim == 0:
             return (tensor(np.zeros(int(arr != 0), np.int64), device=x.device),)
         return tuple(tensor(c.astype(np.int64), device=x.device) for c in np.nonzero(arr != 0))
-    return tensor(np.argwhere(arr != 0).astype(np.int64).reshape(-1, arr.ndim), device=x.device)
+    found = np.argwhere(arr != 0).astype(np.int64)
+    return tensor(found.reshape(found.shape[0], arr.ndim), device=x.device)
 
 
 def _src_view(src: Any, index: Any) -> Any:
