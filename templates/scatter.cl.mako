@@ -9,15 +9,19 @@ nothing for its point.
 Modes:
 - "atomic": one work item per point s; "add"/"mul"/"max"/"min" update dest with atomics
   (integer add natively, everything else by a compare-and-swap loop on the 32-/64-bit word).
+- "partition": work item p owns the dest elements of row-major positions [p*span, (p+1)*span) and
+  walks every point in order, combining those that land in its part with plain loads and stores
+  (no atomics, deterministic, PyTorch's CPU order: one rounding per step). Few work items (one
+  per compute unit), each reading every index.
 - "owner": one work item per dest element, looping over the points that may land on it in
-  order (no atomics, deterministic, the order of PyTorch's CPU loop: one rounding per step).
+  order (no atomics, deterministic, the same order): for small loops on devices with many lanes.
 - "check": bounds checks only, recording (bad, index) into the launch's slot of the error-flag
   buffer; a "guarded" write launched after it writes nothing when the slot says bad, so an
   in-place write with a bad index leaves dest unchanged.
 Without "guarded", a bad index sets the INDEX_OOB bit of the device's error word instead.
 Parameters: name, dtype (dest and value), reduce, mode, guarded, shape (iteration), dest_shape,
 dest_strides, axes, indices ((dtype, strides over shape, wrap) each), value_strides (None: a
-scalar argument), n (work items).
+scalar argument), n (work items), span (partition: dest elements a work item owns).
 </%doc>\
 <%namespace name="dt" file="/common/dtypes.mako"/>\
 <%!
@@ -156,6 +160,27 @@ ${read_indices("return;")}\
     zyx_update(zyx_dest + zyx_d, zyx_v);
 % endif
 % endif
+% elif mode == "partition":
+<%
+    numel = math.prod(dest_shape)
+    cstrides = [math.prod(dest_shape[a + 1:]) for a in range(len(dest_shape))]
+    coord = [s_names[k] if k >= 0 else f"zyx_x{~k}" for k in axes]
+%>\
+    const long zyx_lo = zyx_gid * ${span}L, zyx_hi = min(zyx_lo + ${span}L, ${numel}L);
+    for (long zyx_g = 0; zyx_g < ${math.prod(S)}L; ++zyx_g) {
+${unravel("zyx_g", s_names, S)}\
+${read_indices("continue;")}\
+        const long zyx_l = ${dot(coord, cstrides)};
+        if (zyx_l < zyx_lo || zyx_l >= zyx_hi) continue;
+        const long zyx_d = zyx_dbase + ${dot(coord, dest_strides)};
+        const ${ct} zyx_v = ${value()};
+% if reduce == "assign":
+        ${dt.store(dtype, "zyx_dest", "zyx_d", "zyx_v")}
+% else:
+        const ${ct} zyx_cur = ${dt.load(dtype, "zyx_dest", "zyx_d")};
+        ${dt.store(dtype, "zyx_dest", "zyx_d", capture(combine, "zyx_cur", "zyx_v"))}
+% endif
+    }
 % else:
 <% t_names = [f"zyx_t{a}" for a in range(len(dest_shape))] %>\
 ${unravel("zyx_gid", t_names, list(dest_shape))}\

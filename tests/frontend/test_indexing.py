@@ -395,3 +395,41 @@ def test_gradients_of_writes():
     _check_grads(a * 2 + c, b * 2 + d, [(xz, xt), (vz, vt)])
     with pytest.raises(zyx.AutogradError):
         xz[[0]] = 1.0  # a leaf that requires grad is not written in place
+
+
+@pytest.mark.parametrize("method", ["atomic", "partition", "owner"])
+def test_every_scatter_kernel_matches_torch(method, monkeypatch):
+    import zyx.codegen.scatter as kernels
+
+    monkeypatch.setattr(kernels, "force", method)
+    x0 = RNG.integers(-4, 5, size=(5, 3, 4)).astype(np.float32)
+    s0 = RNG.integers(-4, 5, size=(6, 3, 4)).astype(np.float32)
+    idx = RNG.integers(0, 5, size=(6, 3, 4))
+    for dt in (zyx.float32, zyx.int32, zyx.float16):
+        tdt = getattr(torch, dt.name)
+        x, s, i = _z(x0).cast(dt), _z(s0).cast(dt), _z(idx)
+        t, ts, ti = torch.from_numpy(x0).to(tdt), torch.from_numpy(s0).to(tdt), torch.from_numpy(idx)
+        for got, want in ((x.scatter_add(0, i, s), t.scatter_add(0, ti, ts)),
+                          (x.scatter_reduce(0, i, s, "amin", include_self=False),
+                           t.scatter_reduce(0, ti, ts, "amin", include_self=False)),
+                          (x.scatter_reduce(0, i, s, "prod"), t.scatter_reduce(0, ti, ts, "prod"))):
+            np.testing.assert_array_equal(got.cast(zyx.float64).numpy(), want.double().numpy())
+    rows, cols = np.array([4, 0, 4, 2]), np.array([1, 1, 1, 0])
+    vals = RNG.integers(-4, 5, size=(4, 4)).astype(np.float32)
+    got = _z(x0).index_put_((_z(rows), _z(cols)), _z(vals), accumulate=True)
+    want = torch.from_numpy(x0.copy()).index_put_((torch.from_numpy(rows), torch.from_numpy(cols)),
+                                                   torch.from_numpy(vals), accumulate=True)
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+    x = _z(x0)
+    x[_z(np.array([3, 1])), 1:, _z(np.array([[0], [2]]))] = -7.0
+    tx = torch.from_numpy(x0.copy())
+    tx[torch.tensor([3, 1]), 1:, torch.tensor([[0], [2]])] = -7.0
+    np.testing.assert_array_equal(x.numpy(), tx.numpy())
+    before = x.numpy().copy()
+
+    def bad():
+        x.index_put_((_z(np.array([0, 5])),), zyx.tensor(np.float32(1.0)), accumulate=True)
+        x.numpy()
+
+    _raises_index_error(bad)
+    np.testing.assert_array_equal(x.numpy(), before)

@@ -4,10 +4,19 @@ buffers (the graph runs them as ``EXTERN`` nodes, or in place on a destination's
 
 A write is described by an ``IndexedWrite``: the iteration shape (one point per value written), the
 destination's view, and per destination axis the iteration axis or index source giving its
-coordinate (the same ``axes`` convention as ``graph.GatherSpec``). ``method`` picks the kernel:
-atomics on 32-/64-bit elements (one work item per point), else the owner kernel (one work item per
-destination element looping over its points in order: deterministic, no atomics, but
-destination x points work where several index sources or a long index dim are looped over).
+coordinate (the same ``axes`` convention as ``graph.GatherSpec``). ``choose`` picks the kernel:
+
+* ``atomic``: one work item per point, atomics for a reduction (32-/64-bit elements);
+* ``partition``: about one work item per core, each owning a range of the destination and walking
+  every point in order with plain loads and stores: no atomics and PyTorch's CPU order
+  (deterministic, its bits), at the price of every work item reading every index;
+* ``owner``: one work item per destination element looping over the points that may land on it
+  (deterministic; for short loops on devices with many lanes).
+
+``atomic`` wherever the device has the atomics (on the loaded 2-core VM, partition measured 1.5-3x
+slower than the atomics for 1M points: its two long work items stall on a descheduled core);
+deterministic mode, and dtypes without atomics (8-/16-bit), take ``owner`` when its loops are short
+against the points (``OWNER_WORK``), else ``partition``.
 """
 from __future__ import annotations
 
@@ -27,6 +36,9 @@ from zyx.errors import IndexOutOfRange
 from zyx.ir.view import View
 
 REDUCES = ("assign", "add", "mul", "max", "min")
+METHODS = ("atomic", "partition", "owner")
+OWNER_WORK = 32  # owner when its work (dest elements x loop) is at most this many times the points
+force: str | None = None  # a method every write uses (tests run each kernel through PyTorch's cases)
 
 
 @dataclass(frozen=True)
@@ -67,12 +79,28 @@ def atomics_ok(device: Device, dtype: DType, reduce: str) -> bool:
     return dtype.itemsize == 8 and "cl_khr_int64_base_atomics" in exts
 
 
-def _params(w: IndexedWrite, mode: str, guarded: bool, n: int) -> dict[str, Any]:
+def _loop_points(w: IndexedWrite) -> int:
+    """How many points one owner work item loops over (those not fixed by its own coordinates)."""
+    direct = {k for k in w.axes if k >= 0}
+    return math.prod(d for k, d in enumerate(w.shape) if k not in direct)
+
+
+def choose(device: Device, w: IndexedWrite, method: str) -> str:
+    """The kernel for ``w`` (see the module docstring); ``method``: ``"auto"`` or ``"deterministic"``."""
+    if force is not None:
+        return force
+    if method != "deterministic" and atomics_ok(device, w.dtype, w.reduce):
+        return "atomic"
+    points, dests = math.prod(w.shape), math.prod(w.dest_view.shape)
+    return "owner" if dests * _loop_points(w) <= OWNER_WORK * max(points, dests) else "partition"
+
+
+def _params(w: IndexedWrite, mode: str, guarded: bool, n: int, span: int = 0) -> dict[str, Any]:
     value_strides = None if not isinstance(w.value, tuple) else tuple(w.value[2])
     return dict(name=f"zyx_scatter_{mode}", dtype=w.dtype, reduce=w.reduce, mode=mode, guarded=guarded,
                 shape=tuple(w.shape), dest_shape=tuple(w.dest_view.shape), dest_strides=tuple(w.dest_view.strides),
                 axes=tuple(w.axes), indices=tuple((i.dtype, tuple(i.strides), i.wrap) for i in w.indices),
-                value_strides=value_strides, n=n)
+                value_strides=value_strides, n=n, span=span)
 
 
 def _args(w: IndexedWrite, flags: tuple[Any, int], device: Device) -> list[Any]:
@@ -99,8 +127,8 @@ def _scalar(value: Any, dtype: DType) -> Any:
 
 def scatter(device: Device, w: IndexedWrite, method: str = "auto", guard: bool = False,
             describe: str = "index out of range") -> None:
-    """Enqueue the write ``w`` on ``device``. ``method``: ``"auto"`` (atomics where ``atomics_ok``, else
-    the owner kernel), ``"atomic"`` or ``"deterministic"`` (the owner kernel). ``guard``: check every
+    """Enqueue the write ``w`` on ``device``. ``method``: ``"auto"`` or ``"deterministic"`` (``choose``
+    picks the kernel). ``guard``: check every
     index first (one more launch) and write nothing at all when one is out of range (in-place
     writes); otherwise a bad index skips its own point. Either way ``IndexOutOfRange`` is raised
     at the next sync (``describe`` frames the guarded message)."""
@@ -109,7 +137,9 @@ def scatter(device: Device, w: IndexedWrite, method: str = "auto", guard: bool =
     points, dests = math.prod(w.shape), math.prod(w.dest_view.shape)
     if points == 0 or dests == 0:
         return
-    owner = method == "deterministic" or (method == "auto" and not atomics_ok(device, w.dtype, w.reduce))
+    mode = choose(device, w, method)
+    if mode == "atomic" and not atomics_ok(device, w.dtype, w.reduce):
+        mode = "partition"  # a forced method the device cannot run
     flags: tuple[Any, int] = (errorflags.reserve(device)[0], 0)
     if guard and w.indices:
         import pyopencl as cl
@@ -118,7 +148,12 @@ def scatter(device: Device, w: IndexedWrite, method: str = "auto", guard: bool =
         cl.enqueue_fill_buffer(device.queue, flags[0], np.int64(0), 16 * flags[1], 16)
         src = render("scatter.cl.mako", **_params(w, "check", False, points))
         launch_1d(device, src, "zyx_scatter_check", points, _args(w, flags, device))
-    mode = "owner" if owner else "atomic"
-    n = dests if owner else points
-    src = render("scatter.cl.mako", **_params(w, mode, guard and bool(w.indices), n))
-    launch_1d(device, src, f"zyx_scatter_{mode}", n, _args(w, flags, device))
+    span = 0
+    if mode == "partition":
+        parts = max(1, min(device.info.compute_units, dests))
+        span = -(-dests // parts)
+        n = -(-dests // span)
+    else:
+        n = dests if mode == "owner" else points
+    src = render("scatter.cl.mako", **_params(w, mode, guard and bool(w.indices), n, span))
+    launch_1d(device, src, f"zyx_scatter_{mode}", n, _args(w, flags, device), local=1 if mode == "partition" else None)
