@@ -101,13 +101,15 @@ def take_rows(table: Any, index: Any):
 
 def _rows_backward(g: Any, index: Any, rows: int) -> Any:
     """The gradient of ``take_rows`` for the table: each row the sum of the gradients that read it
-    (a one-hot matrix product: rows x n x D work)."""
-    from zyx.frontend.creation import arange
-    from zyx.frontend.reduce import matmul
+    (an accumulating scatter of ``n x D`` work, ``frontend.indexing``)."""
+    from zyx.frontend.creation import zeros
+    from zyx.frontend.indexing import Access, write
 
     flat = index.reshape(-1)
-    onehot = (flat.unsqueeze(0) == arange(rows, device=g.device).unsqueeze(1)).cast(g.dtype)
-    return matmul(onehot, g.reshape(flat.shape[0], g.shape[-1]))
+    width = g.shape[-1]
+    acc = Access(zeros(rows, width, dtype=g.dtype, device=g.device), (flat.shape[0], width), (~0, 1), [flat],
+                 ((0,),), False)
+    return write(acc, g.reshape(flat.shape[0], width), "add")
 
 
 def stack(tensors: Sequence[Any], dim: int = 0):
