@@ -3,7 +3,9 @@
 Rows (float32 values, int64 indices drawn uniformly, so duplicates occur): ``gather`` of 1M indices
 from 1M elements (``x.gather(0, idx)``), ``x[idx]`` of the same, ``scatter_add`` of 1M values at 1M
 indices into 1M elements (out of place: a copy of ``x`` plus the atomic scatter kernel), and
-``index_put_(accumulate=True)`` in place (a bounds-check launch, then the guarded atomic scatter).
+``index_put_(accumulate=True)`` in place (a bounds-check launch, then the guarded atomic scatter),
+and ``scatter_add`` under ``zyx.use_deterministic_algorithms(True)`` (the partition kernel: one
+work item per compute unit, each walking every index in PyTorch's order).
 NumPy's counterparts are ``np.take`` and ``np.add.at``. Each zyx call is realized and synchronized;
 implementations are timed in alternating blocks of calls (best and median of each), so load on the
 shared machine hits them alike. ``run(quick)`` returns the rows; ``python bench/bench_indexing.py
@@ -65,6 +67,14 @@ def run(quick: bool = False) -> list[dict]:
             return y
         return call
 
+    def deterministic() -> Any:
+        zyx.use_deterministic_algorithms(True)
+        try:
+            return zx.scatter_add(0, zi, zs).realize()
+        finally:
+            zyx.use_deterministic_algorithms(False)
+            zyx.synchronize()
+
     def np_add_at() -> np.ndarray:
         y = x.copy()
         np.add.at(y, idx, src)
@@ -77,6 +87,7 @@ def run(quick: bool = False) -> list[dict]:
         ("x[idx]", {"zyx": zyx_call(lambda: zx[zi]), "torch": lambda: tx[ti], "numpy": lambda: x[idx]}),
         ("scatter_add", {"zyx": zyx_call(lambda: zx.scatter_add(0, zi, zs)),
                          "torch": lambda: tx.scatter_add(0, ti, ts), "numpy": np_add_at}),
+        ("scatter_add deterministic", {"zyx": deterministic, "torch": lambda: tx.scatter_add(0, ti, ts)}),
         ("index_put_ accumulate (in place)", {
             "zyx": zyx_call(lambda: zacc.index_put_((zi,), zs, accumulate=True)),
             "torch": lambda: tacc.index_put_((ti,), ts, accumulate=True)}),

@@ -433,3 +433,26 @@ def test_every_scatter_kernel_matches_torch(method, monkeypatch):
 
     _raises_index_error(bad)
     np.testing.assert_array_equal(x.numpy(), before)
+
+
+def test_scatter_rank0_rank8_and_no_leaks():
+    s = zyx.tensor(np.float32(1.5))
+    assert s.scatter_add(0, zyx.tensor(np.int64(0)), zyx.tensor(np.float32(2.0))).item() == 3.5
+    assert s.scatter(0, zyx.tensor(np.int64(0)), 4.0).item() == 4.0
+    x8 = RNG.normal(size=(2, 1, 2, 1, 2, 1, 2, 3)).astype(np.float32)
+    i8 = RNG.integers(0, 3, size=(2, 1, 2, 1, 2, 1, 2, 4))
+    s8 = RNG.normal(size=(2, 1, 2, 1, 2, 1, 2, 4)).astype(np.float32)
+    np.testing.assert_allclose(_z(x8).scatter_add(7, _z(i8), _z(s8)).numpy(),
+                               torch.from_numpy(x8).scatter_add(7, torch.from_numpy(i8), torch.from_numpy(s8)).numpy(),
+                               rtol=1e-6)
+    zyx.synchronize()
+    start = zyx.memory_stats()["live_buffers"]
+    for _ in range(20):
+        x = _z(BASE)
+        y = x[_z(np.array([1, 0])), :, [2, 2]] + x.gather(0, _z(np.zeros((1, 5, 6), np.int64))).sum()
+        z = x.scatter_add(0, _z(np.zeros((1, 5, 6), np.int64)), x)
+        x[[0, 1]] = 2.0
+        y.numpy(), z.numpy()
+        del x, y, z
+    zyx.synchronize()
+    assert zyx.memory_stats()["live_buffers"] == start
