@@ -81,7 +81,7 @@ ${v}\
 % endif
     if (zyx_x${j} < 0 || zyx_x${j} >= ${size}L) {
 % if mode == "check":
-        atomic_or((volatile __global int *)(zyx_flags + 2 * zyx_slot), 1);
+        zyx_flags[2 * zyx_slot] = 1;  /* every bad point stores the same 1; any one index is reported */
         zyx_flags[2 * zyx_slot + 1] = zyx_x${j};
 % else:
         atomic_or(zyx_err, 4);
@@ -106,7 +106,9 @@ ${dt.preamble([dtype])}
 inline void zyx_update(__global ${st} *zyx_p, ${ct} zyx_v)
 {
     volatile __global ${word} *zyx_w = (volatile __global ${word} *)zyx_p;
-    ${word} zyx_old = *zyx_w, zyx_seen;
+    /* a first guess of 0 instead of a plain read, which would race with the other work items'
+       atomics: accumulating into zeros (gradients) then takes one compare-and-swap */
+    ${word} zyx_old = 0, zyx_seen;
     do {
         zyx_seen = zyx_old;
 % if dtype.name == "float32":

@@ -210,16 +210,18 @@ def _write_params(acc: Access, dest: Buffer, dest_view: View, value: Any, bufs: 
                                 acc.index_sources(bufs[:n]), val, reduce)
 
 
-def write(acc: Access, value: Any, reduce: str) -> Any:
+def write(acc: Access, value: Any, reduce: str, whole: Any = None, dest_view: View | None = None) -> Any:
     """A new tensor: ``acc.table``'s values with ``value`` written (``reduce`` "assign") or combined
-    (``"add"``, ``"mul"``, ``"max"``, ``"min"``) at the access's points. An ``EXTERN`` node: the
-    scatter kernel runs on a copy of the table when the value is needed."""
+    (``"add"``, ``"mul"``, ``"max"``, ``"min"``) at the access's points. With ``whole``: a copy of
+    ``whole`` written where ``dest_view`` (the table's view into a dense ``whole``) says. An ``EXTERN``
+    node: the scatter kernel runs on the copy when the value is needed; a bad index skips its point."""
     table = acc.table
     acc.check_nonempty_axes()
     dtype, device = table.dtype, table.device
     value = _value(acc, value, dtype, device)
-    base = table.contiguous()
-    shape = tuple(table.shape)
+    base = (table if whole is None else whole).contiguous()
+    shape = tuple(base.shape)
+    view = View.contiguous(shape) if dest_view is None else dest_view
     nbytes = math.prod(shape) * dtype.itemsize
     inputs = [base, *acc.indices] + ([value] if isinstance(value, TensorBase) else [])
     method = _method()
@@ -227,7 +229,7 @@ def write(acc: Access, value: Any, reduce: str) -> Any:
     def run(bufs: list[Buffer]) -> Buffer:
         out = device.pool.allocate(nbytes)
         transfer.copy_buffer(bufs[0], out, nbytes, base._view.offset * dtype.itemsize)
-        kernels.scatter(device, _write_params(acc, out, View.contiguous(shape), value, bufs[1:], reduce), method)
+        kernels.scatter(device, _write_params(acc, out, view, value, bufs[1:], reduce), method)
         return out
 
     srcs = [graph.Src(t._data, t._view, t.dtype) for t in inputs]
@@ -386,43 +388,55 @@ def getitem(x: Any, index: Any) -> Any:
     return read(advanced_access(v, parsed.adv))
 
 
+def _record_put(out: Any, x: Any, index: Any, value: Any, accumulate: bool) -> Any:
+    """Record ``out = x`` with ``value`` put at ``index``: the written elements' gradient goes to
+    ``value`` (summed over its broadcast), the rest (all with ``accumulate``) to ``x``."""
+    value_shape = tuple(value.shape) if isinstance(value, TensorBase) else None
+    value_dtype = value.dtype if isinstance(value, TensorBase) else None
+
+    def fn(g: Any) -> tuple:
+        from zyx.frontend.gradients import unbroadcast
+
+        gx = g if accumulate else index_put(g, index, 0.0)
+        gv = None if value_shape is None else unbroadcast(g[index], value_shape).cast(value_dtype)
+        return gx, gv
+
+    return autograd.record("index_put", out, [x, value if value_shape is not None else None], fn)
+
+
+def _put_access(x: Any, index: Any) -> tuple[Access, tuple[Any, ...]]:
+    """The access of ``x[index]`` for a write, and the index's basic part."""
+    parsed = parse(x, index)
+    v = _basic_view(x, parsed, False)
+    if parsed.adv:
+        return advanced_access(v, parsed.adv), parsed.basic
+    return Access(v, tuple(v.shape), tuple(range(v.ndim)), [], (), True), parsed.basic
+
+
 def index_put_(x: Any, index: Any, value: Any, accumulate: bool = False) -> Any:
     """``x[index] = value`` in place (``accumulate``: ``x[index] += value`` with every duplicate index
-    adding, as PyTorch's ``index_put_``); returns ``x``. Recorded for autograd: the written elements'
-    gradient goes to ``value`` (summed over its broadcast), the rest (all with ``accumulate``) to
-    ``x``'s old values."""
+    adding, as PyTorch's ``index_put_``); returns ``x``. Recorded for autograd (``_record_put``)."""
     if needs_grad(x, value):
         if x._ag is not None and x._ag.grad_fn is None:
             raise AutogradError("a leaf tensor that requires grad is written in place (x[idx] = v or "
                                 "index_put_); write under zyx.no_grad(), or into a clone")
         with no_grad():
             index_put_(x, index, value, accumulate)
-        value_shape = tuple(value.shape) if isinstance(value, TensorBase) else None
-        value_dtype = value.dtype if isinstance(value, TensorBase) else None
-
-        def fn(g: Any) -> tuple:
-            from zyx.frontend.gradients import unbroadcast
-
-            gx = g if accumulate else index_put(g, index, 0.0)
-            gv = None if value_shape is None else unbroadcast(g[index], value_shape).cast(value_dtype)
-            return gx, gv
-
-        autograd.record("index_put", x, [x, value if value_shape is not None else None], fn)
-        return x
-    parsed = parse(x, index)
-    v = _basic_view(x, parsed, False)
-    if parsed.adv:
-        acc = advanced_access(v, parsed.adv)
-    else:
-        acc = Access(v, tuple(v.shape), tuple(range(v.ndim)), [], (), True)
+        return _record_put(x, x, index, value, accumulate)
+    acc, _ = _put_access(x, index)
     write_inplace(acc, value, "add" if accumulate else "assign", "index_put_")
     return x
 
 
 def index_put(x: Any, index: Any, value: Any, accumulate: bool = False) -> Any:
-    """Out-of-place ``index_put_``: a new tensor."""
-    out = x.clone()
-    return index_put_(out, index, value, accumulate)
+    """Out-of-place ``index_put_``: a new tensor (one scatter kernel on a copy of ``x``)."""
+    if needs_grad(x, value):
+        with no_grad():
+            out = index_put(x, index, value, accumulate)
+        return _record_put(out, x, index, value, accumulate)
+    acc, basic = _put_access(x, index)
+    dest_view = basic_index(View.contiguous(tuple(x.shape)), basic)
+    return write(acc, value, "add" if accumulate else "assign", whole=x, dest_view=dest_view)
 
 
 def setitem(x: Any, index: Any, value: Any) -> None:
