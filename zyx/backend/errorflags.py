@@ -129,8 +129,8 @@ def check(device: Any | None = None) -> None:
 
 def _raise_bits(bits: int, device: Any) -> None:
     if bits & INDEX_OOB:
-        raise IndexOutOfRange(f"IndexError: index out of range in an indexing kernel (gather, scatter, "
-                              f"embedding, x[idx]) on {device} (expected indices in [-size, size) for x[idx], "
+        raise IndexOutOfRange(f"IndexError: index out of range in a gather or scatter kernel (x[idx], "
+                              f"gather, scatter, embedding) on {device} (expected indices in [-size, size) for x[idx], "
                               "[0, size) otherwise)")
     if bits & DIV_ZERO:
         raise DivisionByZeroError("ZeroDivisionError: integer division or modulo by zero in a kernel "

@@ -95,12 +95,12 @@ def choose(device: Device, w: IndexedWrite, method: str) -> str:
     return "owner" if dests * _loop_points(w) <= OWNER_WORK * max(points, dests) else "partition"
 
 
-def _params(w: IndexedWrite, mode: str, guarded: bool, n: int, span: int = 0) -> dict[str, Any]:
+def _params(w: IndexedWrite, mode: str, guarded: bool, n: int, span: int, device: Device) -> dict[str, Any]:
     value_strides = None if not isinstance(w.value, tuple) else tuple(w.value[2])
     return dict(name=f"zyx_scatter_{mode}", dtype=w.dtype, reduce=w.reduce, mode=mode, guarded=guarded,
                 shape=tuple(w.shape), dest_shape=tuple(w.dest_view.shape), dest_strides=tuple(w.dest_view.strides),
                 axes=tuple(w.axes), indices=tuple((i.dtype, tuple(i.strides), i.wrap) for i in w.indices),
-                value_strides=value_strides, n=n, span=span)
+                value_strides=value_strides, n=n, span=span, plain_read=not device.simulator)
 
 
 def _args(w: IndexedWrite, flags: tuple[Any, int], device: Device) -> list[Any]:
@@ -146,7 +146,7 @@ def scatter(device: Device, w: IndexedWrite, method: str = "auto", guard: bool =
 
         flags = errorflags.reserve(device, describe + " (index {offset})", IndexOutOfRange)
         cl.enqueue_fill_buffer(device.queue, flags[0], np.int64(0), 16 * flags[1], 16)
-        src = render("scatter.cl.mako", **_params(w, "check", False, points))
+        src = render("scatter.cl.mako", **_params(w, "check", False, points, 0, device))
         launch_1d(device, src, "zyx_scatter_check", points, _args(w, flags, device))
     span = 0
     if mode == "partition":
@@ -155,5 +155,5 @@ def scatter(device: Device, w: IndexedWrite, method: str = "auto", guard: bool =
         n = -(-dests // span)
     else:
         n = dests if mode == "owner" else points
-    src = render("scatter.cl.mako", **_params(w, mode, guard and bool(w.indices), n, span))
+    src = render("scatter.cl.mako", **_params(w, mode, guard and bool(w.indices), n, span, device))
     launch_1d(device, src, f"zyx_scatter_{mode}", n, _args(w, flags, device), local=1 if mode == "partition" else None)
