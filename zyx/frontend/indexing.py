@@ -46,9 +46,10 @@ REDUCE_NAMES = {"sum": "add", "prod": "mul", "mean": "add", "amax": "max", "amin
 
 
 def use_deterministic_algorithms(mode: bool) -> None:
-    """Make every scatter with a reduction (scatter_add, index_put accumulate, the gathers'
-    gradients) deterministic: one work item per destination element sums in index order (PyTorch's
-    CPU order) instead of atomics. Slower where many points land on few elements."""
+    """Make every scatter (scatter_add, index_put accumulate, the gathers' gradients, plain writes
+    with duplicate indices) deterministic: the points are combined in index order (PyTorch's CPU
+    order, so its bits) by work items owning parts of the destination, instead of atomics. Slower
+    (``codegen.scatter``)."""
     global _deterministic
     _deterministic = bool(mode)
 
@@ -284,7 +285,9 @@ def _to_tensor(it: Any, device: Any) -> Any:
         arr = arr.astype(np.int64)  # [] indexes nothing
     if arr.dtype.kind not in "biu":
         raise DTypeError(f"tensors used as indices must be integer or bool tensors, got {arr.dtype}")
-    if arr.dtype.kind in "iu":
+    if arr.dtype == np.uint8:
+        arr = arr != 0  # a mask, as a uint8 tensor (PyTorch)
+    elif arr.dtype.kind in "iu":
         arr = arr.astype(np.int64)
     return tensor(arr, device=device)
 
