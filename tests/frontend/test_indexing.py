@@ -234,11 +234,12 @@ def test_accumulate_float_sums_many_duplicates():
         zyx.use_deterministic_algorithms(False)
 
 
-@pytest.mark.parametrize("dt", [zyx.float32, zyx.int32, zyx.float64, zyx.float16])
+@pytest.mark.parametrize("dt", [zyx.float32, zyx.int32, zyx.float64, zyx.float16, zyx.int64, zyx.uint8, zyx.bfloat16])
 def test_scatter_family_matches_torch(dt):
     tdt = getattr(torch, dt.name)
-    x0 = RNG.integers(-4, 5, size=(5, 4)).astype(np.float32)
-    src0 = RNG.integers(-4, 5, size=(6, 4)).astype(np.float32)
+    low = 0 if dt is zyx.uint8 else -4  # (negative floats to uint8 are a cast question, not this test's)
+    x0 = RNG.integers(low, 5, size=(5, 4)).astype(np.float32)
+    src0 = RNG.integers(low, 5, size=(6, 4)).astype(np.float32)
     idx = RNG.integers(0, 5, size=(3, 4))  # smaller than src: src is read at index's points
     t, ts, ti = torch.from_numpy(x0).to(tdt), torch.from_numpy(src0).to(tdt), torch.from_numpy(idx)
     x, s, i = _z(x0).cast(dt), _z(src0).cast(dt), _z(idx)
