@@ -98,6 +98,8 @@ def test_getitem_fuses_with_surrounding_work():
     out = (x[idx + 0, :, 1] * 3.0 + 1.0).numpy()
     assert zyx.kernel_count() - before == 1  # index arithmetic, the gather and the consumer: one kernel
     np.testing.assert_allclose(out, BASE[[3, 0, 2], :, 1] * 3 + 1, rtol=1e-6)
+    # a pad of a gather keeps the gathered index (the pad's guarded load)
+    np.testing.assert_array_equal(x[idx].pad((1, 2)).numpy(), np.pad(BASE[[3, 0, 2]], ((0, 0), (0, 0), (1, 2))))
 
 
 @pytest.mark.parametrize("dt", [zyx.bool, zyx.int8, zyx.uint16, zyx.int64, zyx.float16, zyx.bfloat16, zyx.float64])
@@ -461,3 +463,31 @@ def test_scatter_rank0_rank8_and_no_leaks():
     gc.collect()
     zyx.synchronize()
     assert zyx.memory_stats()["live_buffers"] == start
+
+
+def test_inplace_scatters():
+    x0 = RNG.normal(size=(4, 3)).astype(np.float32)
+    idx = np.array([[3, 0, 3], [1, 1, 0]], np.int64)
+    src = RNG.normal(size=(2, 3)).astype(np.float32)
+    x, t = _z(x0), torch.from_numpy(x0.copy())
+    view = x[1:]
+    assert x.scatter_add_(0, _z(idx), _z(src)) is x
+    t.scatter_add_(0, torch.from_numpy(idx), torch.from_numpy(src))
+    np.testing.assert_allclose(x.numpy(), t.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(view.numpy(), t[1:].numpy(), rtol=1e-6)  # the same storage
+    u = np.array([[3, 0, 2]], np.int64)
+    x.scatter_(0, _z(u), value=-1.0)
+    t.scatter_(0, torch.from_numpy(u), -1.0)
+    np.testing.assert_allclose(x.numpy(), t.numpy(), rtol=1e-6)
+    before = x.numpy().copy()
+    _raises_index_error(lambda: (x.scatter_add_(0, _z(np.array([[4, 0, 0]])), _z(src)), x.numpy()))
+    np.testing.assert_array_equal(x.numpy(), before)
+    xz, xt = _leaf(x0)
+    sz, st = _leaf(src)
+    a, b = xz * 1, xt * 1
+    a.scatter_add_(0, _z(idx), sz)
+    b.scatter_add_(0, torch.from_numpy(idx), st)
+    c, d = a * 1, b * 1
+    c.scatter_(0, _z(u), sz[:1])
+    d.scatter_(0, torch.from_numpy(u), st[:1])
+    _check_grads(c, d, [(xz, xt), (sz, st)])

@@ -594,6 +594,37 @@ def scatter_add(x: Any, dim: int, index: Any, src: Any) -> Any:
     return scatter_reduce(x, dim, index, src, "sum", True)
 
 
+def scatter_inplace(x: Any, dim: int, index: Any, src: Any, op: str, what: str) -> Any:
+    """``scatter_``/``scatter_add_``: the write of ``scatter``/``scatter_add`` into ``x``'s own storage
+    (every index checked first: a bad one writes nothing); returns ``x``."""
+    is_t = isinstance(src, TensorBase)
+    if needs_grad(x, src if is_t else None):
+        if x._ag is not None and x._ag.grad_fn is None:
+            raise AutogradError(f"a leaf tensor that requires grad is written in place ({what}); write under "
+                                "zyx.no_grad(), or into a clone")
+        with no_grad():
+            scatter_inplace(x, dim, index, src, op, what)
+        idx, src_shape = index.detach(), tuple(src.shape) if is_t else None
+
+        def fn(g: Any) -> tuple:
+            gx = g if op == "add" else g.scatter(dim, idx, 0.0)
+            return gx, (_gather_grad(g, dim, idx, src_shape) if is_t else None)
+
+        return autograd.record(what, x, [x, src if is_t else None], fn)
+    if x.ndim == 0:
+        flat = x.reshape(1)
+        scatter_inplace(flat, 0, index.reshape(1), src.reshape(1) if is_t else src, op, what)
+        return x
+    acc = dim_access(x, dim, index, what)
+    if is_t:
+        if src.dtype is not x.dtype:
+            raise DTypeError(f"{what}: expected self and src of the same dtype, got {x.dtype.name} and "
+                             f"{src.dtype.name}")
+        src = _src_view(src, index)
+    write_inplace(acc, src, op, what)
+    return x
+
+
 def _identity(op: str, dtype: Any) -> Any:
     """The neutral element of ``op`` in ``dtype`` (written before an ``include_self=False`` reduce)."""
     if op == "add":
@@ -707,6 +738,14 @@ class IndexingMixin(TensorBase):
 
     def scatter_add(self, dim: int, index: Any, src: Any) -> Any:
         return scatter_add(self, dim, index, src)
+
+    def scatter_(self, dim: int, index: Any, src: Any = None, value: Any = None) -> Any:
+        """``scatter`` in place; returns ``self``."""
+        return scatter_inplace(self, dim, index, value if src is None else src, "assign", "scatter_")
+
+    def scatter_add_(self, dim: int, index: Any, src: Any) -> Any:
+        """``scatter_add`` in place; returns ``self``."""
+        return scatter_inplace(self, dim, index, src, "add", "scatter_add_")
 
     def scatter_reduce(self, dim: int, index: Any, src: Any, reduce: str, include_self: bool = True) -> Any:
         return scatter_reduce(self, dim, index, src, reduce, include_self)

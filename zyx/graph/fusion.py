@@ -308,7 +308,7 @@ class KernelBuilder:
         if cond == sym.ONE:
             return inner
         if isinstance(inner, expr.Load) and inner.other == 0:
-            return expr.Load(inner.buf, inner.dtype, inner.index, inner.valid, value)
+            return expr.Load(inner.buf, inner.dtype, inner.index, inner.valid, value, inner.gather)
         return expr.Alu(Op.WHERE, (expr.Cond(cond), inner, expr.Const(value, n.dtype)), n.dtype)
 
     def reduce_expr(self, n: LazyNode, coords: list[sym.Node], valid: sym.Node) -> expr.Expr:
