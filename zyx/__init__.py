@@ -119,6 +119,19 @@ from zyx.frontend.elementwise import (
     trunc,
     where,
 )
+from zyx.frontend.indexing import (
+    are_deterministic_algorithms_enabled,
+    gather,
+    index_put,
+    index_select,
+    masked_select,
+    nonzero,
+    scatter,
+    scatter_add,
+    scatter_reduce,
+    take_along_dim,
+    use_deterministic_algorithms,
+)
 from zyx.frontend.movement import chunk, pad, split, stack
 from zyx.frontend.reduce import argmax, argmin, logsumexp, matmul, mean, prod, std, var
 from zyx.frontend.tape import Tape, Variable, jit
@@ -159,3 +172,7 @@ __all__ += [  # API.md "More elementwise, activations and comparisons"
     "nan_to_num", "remainder", "sinh",
 ]
 __all__ += ["Tape", "Variable", "jit"]  # API.md "Tapes and variables"
+__all__ += [  # API.md "Advanced indexing, gather and scatter"
+    "are_deterministic_algorithms_enabled", "gather", "index_put", "index_select", "masked_select", "nonzero",
+    "scatter", "scatter_add", "scatter_reduce", "take_along_dim", "use_deterministic_algorithms",
+]

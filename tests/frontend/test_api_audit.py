@@ -52,6 +52,14 @@ CASES = {
     "chunk_uneven": (lambda z, n: zyx.zeros(5).chunk(4), lambda t, T: T.zeros(5).chunk(4)),
     "chunk_empty": (lambda z, n: zyx.zeros(0, 3).chunk(2), lambda t, T: T.zeros(0, 3).chunk(2)),
     "stack_neg": (lambda z, n: zyx.stack([z, z * 2], -1), lambda t, T: T.stack([t, t * 2], -1)),
+    # advanced indexing, gather and scatter
+    "adv_pairs": (lambda z, n: z[[2, 0], [-1, 1]], lambda t, T: t[[2, 0], [-1, 1]]),
+    "adv_after_slice": (lambda z, n: z[1:, [3, 3, 0]], lambda t, T: t[1:, [3, 3, 0]]),
+    "mask_select": (lambda z, n: z[z > 0], lambda t, T: t[t > 0]),
+    "gather_fn": (lambda z, n: zyx.gather(z, 1, zyx.tensor([[3, 0], [1, 1], [2, 2]])),
+                  lambda t, T: T.gather(t, 1, T.tensor([[3, 0], [1, 1], [2, 2]]))),
+    "scatter_add_dup": (lambda z, n: z.scatter_add(0, zyx.tensor([[0, 0, 0, 0]]), z[:1]),
+                        lambda t, T: t.scatter_add(0, T.tensor([[0, 0, 0, 0]]), t[:1])),
     # reductions
     "var": (lambda z, n: z.var(), lambda t, T: t.var()),
     "var_correction0": (lambda z, n: z.var(1, correction=0), lambda t, T: t.var(1, correction=0)),

@@ -31,7 +31,7 @@ from zyx.errors import ContractError, DivisionByZeroError, IndexOutOfRange, Inte
 
 DIV_ZERO = 1
 NEG_POW = 2
-INDEX_OOB = 4  # a gathered index (embedding) outside its table; the kernel read row 0 instead
+INDEX_OOB = 4  # a gathered or scattered index outside its axis; the kernel read element 0 or wrote nothing
 SLOTS = 256  # launches with a slot of their own that may be pending before a check is forced
 _SLOT_LONGS = 2  # (bad, value)
 
@@ -43,7 +43,7 @@ class _DeviceFlags:
 
     cl_buffer: Any
     armed: bool = False
-    pending: list[tuple[int, str]] = field(default_factory=list)
+    pending: list[tuple[int, str, type]] = field(default_factory=list)
 
 
 # Keyed by the Device object (each has its own context). Outside the buffer pool on
@@ -67,13 +67,13 @@ def _state(device: Any) -> _DeviceFlags:
     return st
 
 
-def reserve(device: Any, describe: str | None = None) -> tuple[Any, int]:
+def reserve(device: Any, describe: str | None = None, error: type = ContractError) -> tuple[Any, int]:
     """The (flag buffer, slot) for one launch on ``device``, which ``check`` will then read.
 
     Without ``describe``: slot 0, the error bits shared by every IR kernel. With it: a slot of
     this launch's own; ``describe`` is the message for a bad launch and may contain
-    ``{offset}``, filled with the value the kernel wrote. When every slot is pending, the
-    pending launches are checked first (a sync).
+    ``{offset}``, filled with the value the kernel wrote, and is raised as ``error``. When every
+    slot is pending, the pending launches are checked first (a sync).
     """
     st = _state(device)
     if describe is None:
@@ -84,7 +84,7 @@ def reserve(device: Any, describe: str | None = None) -> tuple[Any, int]:
         if len(st.pending) >= SLOTS:
             check(device)
         slot = len(st.pending) + 1
-        st.pending.append((slot, describe))
+        st.pending.append((slot, describe, error))
         return st.cl_buffer, slot
 
 
@@ -120,18 +120,19 @@ def check(device: Any | None = None) -> None:
                 cl.enqueue_copy(dev.queue, st.cl_buffer, np.zeros(1, np.int32), is_blocking=True)
                 _raise_bits(bits, dev)
             entries, st.pending = st.pending, []
-        bad = [(describe, int(host[_SLOT_LONGS * slot + 1])) for slot, describe in entries
+        bad = [(describe, error, int(host[_SLOT_LONGS * slot + 1])) for slot, describe, error in entries
                if host[_SLOT_LONGS * slot]]
         if bad:
-            describe, offset = bad[0]
+            describe, error, offset = bad[0]
             more = f" ({len(bad) - 1} more launch(es) failed the same check)" if len(bad) > 1 else ""
-            raise ContractError(describe.format(offset=offset) + more)
+            raise error(describe.format(offset=offset) + more)
 
 
 def _raise_bits(bits: int, device: Any) -> None:
     if bits & INDEX_OOB:
-        raise IndexOutOfRange(f"IndexError: index out of range in a gather (embedding) kernel on {device} "
-                              "(expected indices in [0, rows of the table))")
+        raise IndexOutOfRange(f"IndexError: index out of range in a gather or scatter kernel (x[idx], "
+                              f"gather, scatter, embedding) on {device} (expected indices in [-size, size) for x[idx], "
+                              "[0, size) otherwise)")
     if bits & DIV_ZERO:
         raise DivisionByZeroError("ZeroDivisionError: integer division or modulo by zero in a kernel "
                                   f"on {device} (expected non-zero integer divisors)")

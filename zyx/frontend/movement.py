@@ -87,8 +87,10 @@ def take_rows(table: Any, index: Any):
     shape = (*index.shape, table.shape[1])
     if index.numel() == 0 or table.shape[1] == 0:
         return from_node(graph.const(0, table.dtype, shape, table.device))
+    lead = tuple(range(index.ndim))
+    spec = graph.GatherSpec((~0, index.ndim), (lead,), (False,))
     node = graph.gather(graph.Src(table._data, table._view, table.dtype),
-                        graph.Src(index._data, index._view, index.dtype), shape, device_of(table, index))
+                        (graph.Src(index._data, index._view, index.dtype),), spec, shape, device_of(table, index))
     out = from_node(node)
     if table._ag is None:
         return out
@@ -99,13 +101,15 @@ def take_rows(table: Any, index: Any):
 
 def _rows_backward(g: Any, index: Any, rows: int) -> Any:
     """The gradient of ``take_rows`` for the table: each row the sum of the gradients that read it
-    (a one-hot matrix product: rows x n x D work)."""
-    from zyx.frontend.creation import arange
-    from zyx.frontend.reduce import matmul
+    (an accumulating scatter of ``n x D`` work, ``frontend.indexing``)."""
+    from zyx.frontend.creation import zeros
+    from zyx.frontend.indexing import Access, write
 
     flat = index.reshape(-1)
-    onehot = (flat.unsqueeze(0) == arange(rows, device=g.device).unsqueeze(1)).cast(g.dtype)
-    return matmul(onehot, g.reshape(flat.shape[0], g.shape[-1]))
+    width = g.shape[-1]
+    acc = Access(zeros(rows, width, dtype=g.dtype, device=g.device), (flat.shape[0], width), (~0, 1), [flat],
+                 ((0,),), False)
+    return write(acc, g.reshape(flat.shape[0], width), "add")
 
 
 def stack(tensors: Sequence[Any], dim: int = 0):

@@ -25,13 +25,14 @@ from zyx.frontend import autograd
 from zyx.frontend.autograd import AutogradMixin
 from zyx.frontend.contract_ops import ContractOpsMixin, contiguize
 from zyx.frontend.elementwise import ElementwiseMixin
+from zyx.frontend.indexing import IndexingMixin
 from zyx.frontend.movement import MovementMixin
 from zyx.frontend.reduce import ReduceMixin
 from zyx.frontend.softmax import SoftmaxMixin
 from zyx.ir.view import View, normalize_dim
 
 
-class Tensor(ElementwiseMixin, ReduceMixin, MovementMixin, ContractOpsMixin, SoftmaxMixin, AutogradMixin,
+class Tensor(IndexingMixin, ElementwiseMixin, ReduceMixin, MovementMixin, ContractOpsMixin, SoftmaxMixin, AutogradMixin,
              concrete=True):
     """An n-dimensional array on an OpenCL device (see API.md)."""
 

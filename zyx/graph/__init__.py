@@ -3,6 +3,7 @@
 re-exported here; nothing in this package knows about ``Tensor``."""
 from zyx.graph.node import (
     Extern,
+    GatherSpec,
     LazyNode,
     Src,
     alu,
@@ -19,5 +20,5 @@ from zyx.graph.node import (
 from zyx.graph.realization import flush_readers, realize, set_buffer
 from zyx.graph.schedule import schedule_stats
 
-__all__ = ["Extern", "LazyNode", "Src", "alu", "cast", "choose_device", "const", "copy", "extern", "flush_readers",
-           "from_buffer", "gather", "pad", "realize", "reduce", "schedule_stats", "set_buffer"]
+__all__ = ["Extern", "GatherSpec", "LazyNode", "Src", "alu", "cast", "choose_device", "const", "copy", "extern",
+           "flush_readers", "from_buffer", "gather", "pad", "realize", "reduce", "schedule_stats", "set_buffer"]

@@ -308,7 +308,7 @@ class KernelBuilder:
         if cond == sym.ONE:
             return inner
         if isinstance(inner, expr.Load) and inner.other == 0:
-            return expr.Load(inner.buf, inner.dtype, inner.index, inner.valid, value)
+            return expr.Load(inner.buf, inner.dtype, inner.index, inner.valid, value, inner.gather)
         return expr.Alu(Op.WHERE, (expr.Cond(cond), inner, expr.Const(value, n.dtype)), n.dtype)
 
     def reduce_expr(self, n: LazyNode, coords: list[sym.Node], valid: sym.Node) -> expr.Expr:
@@ -328,18 +328,32 @@ class KernelBuilder:
         return expr.Reduce(n.op, body, n.dtype)
 
     def gather_expr(self, n: LazyNode, coords: list[sym.Node], valid: sym.Node) -> expr.Expr:
-        """``table[index[coords[:-1]], coords[-1]]``: the row is a per-element value (a bounds-checked
-        gather variable); the table is read from its buffer."""
-        table, index = n.srcs
-        rows = n.arg
-        row_value = self.src_expr(index, coords[:-1], valid)
+        """``table[t(coords)]`` (``GatherSpec``): each gathered table coordinate is a per-element value (a
+        bounds-checked gather variable) computed from its fused index source; the table is read from its
+        buffer."""
+        spec = n.arg
+        table, indices = n.srcs[0], n.srcs[1:]
         base = table.base
         if base.buffer is None:
             self.store(base)
-        name = f"zyx_g{self.gathers}"
-        self.gathers += 1
-        row = sym.var(name, 0, rows - 1)
         v = table.view
-        flat = sym.add(v.offset, sym.mul(row, v.strides[0]), sym.mul(coords[-1], v.strides[1]))
-        return expr.Load(self.buf_index(base.buffer, table.dtype), table.dtype, flat, valid,
-                        gather=((name, row_value, rows),))
+        tcoords: list[sym.Node] = []
+        gathers = []
+        for a, size in zip(spec.axes, v.shape):
+            if a >= 0:
+                tcoords.append(coords[a])
+                continue
+            j = ~a
+            value = self.src_expr(indices[j], [coords[k] for k in spec.reads[j]], valid)
+            if spec.wrap[j] and value.dtype.kind == "int":  # x[-1]: counts from the end, as PyTorch
+                if value.dtype is not dtypes.int64:
+                    value = expr.Cast(value, dtypes.int64)
+                neg = expr.Alu(Op.LT, (value, expr.Const(0, dtypes.int64)), dtypes.bool_)
+                value = expr.Alu(Op.WHERE, (neg, expr.Alu(Op.ADD, (value, expr.Const(size, dtypes.int64)),
+                                                          dtypes.int64), value), dtypes.int64)
+            name = f"zyx_g{self.gathers}"
+            self.gathers += 1
+            gathers.append((name, value, size))
+            tcoords.append(sym.var(name, 0, size - 1))
+        flat = sym.add(v.offset, *(sym.mul(c, st) for c, st, d in zip(tcoords, v.strides, v.shape) if d != 1))
+        return expr.Load(self.buf_index(base.buffer, table.dtype), table.dtype, flat, valid, gather=tuple(gathers))

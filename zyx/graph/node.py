@@ -13,7 +13,8 @@ The kinds of pending node (``node.op``):
 * ``CAST``, ``COPY`` (``arg``: stored when True: clone/contiguous), ``PAD`` (``arg``: pads, value);
 * ``CONST``: one value at every element of ``shape`` (full, zeros, ones); ``arg`` is its constant
   ``Src`` (a float reaches the kernel as a scalar argument, so a new value compiles nothing);
-* ``GATHER``: ``out[..., j] = table[index[...], j]`` (``arg``: the table's row count);
+* ``GATHER``: an indexed load ``out[o] = table[t(o)]`` (``arg``: a ``GatherSpec`` saying, per table
+  axis, which output coordinate or which integer index source gives ``t(o)``'s coordinate);
 * ``EXTERN``: a kernel that is not IR (a contract kernel, random bits): ``arg`` is an ``Extern``
   whose ``run`` launches it on the realized buffers of the sources and returns the output.
 
@@ -179,10 +180,24 @@ def const(value: Any, dtype: DType, shape: tuple[int, ...], device: Any) -> Lazy
     return LazyNode(Op.CONST, Src(None, None, dtype, value, param=not dtype.is_bool), (), dtype, shape, device)
 
 
-def gather(table: Src, index: Src, shape: tuple[int, ...], device: Any) -> LazyNode:
-    """Rows of the 2-D ``table`` picked by the integer ``index`` (read at ``shape[:-1]``):
-    ``out[..., j] = table[index[...], j]``; an index outside the table raises the device error flag."""
-    return LazyNode(Op.GATHER, table.view.shape[0], (table, index), table.dtype, shape, device)
+@dataclass(frozen=True)
+class GatherSpec:
+    """How a gather's output coordinates ``o`` pick the table element it reads.
+
+    ``axes[a]`` (one per table axis): ``k >= 0`` when table coordinate ``a`` is output coordinate
+    ``o[k]``, ``~j`` when it is the value of index source ``j``. Index source ``j`` is read at the
+    output coordinates ``reads[j]`` (its view has that many axes); ``wrap[j]``: a negative value counts
+    from the end of its table axis (advanced indexing), else it is out of range (gather)."""
+
+    axes: tuple[int, ...]
+    reads: tuple[tuple[int, ...], ...]
+    wrap: tuple[bool, ...]
+
+
+def gather(table: Src, indices: tuple[Src, ...], spec: GatherSpec, shape: tuple[int, ...], device: Any) -> LazyNode:
+    """The indexed load ``out[o] = table[t(o)]`` of ``spec`` (``GatherSpec``) over the integer ``indices``;
+    an index outside its table axis raises the device error flag (``IndexOutOfRange`` at readback)."""
+    return LazyNode(Op.GATHER, spec, (table, *indices), table.dtype, shape, device)
 
 
 def extern(name: str, run: Callable[[list[Buffer]], Buffer], srcs: list[Src], dtype: DType,

@@ -1,0 +1,110 @@
+"""Gather and scatter: zyx vs PyTorch CPU (2 threads) and NumPy on the same inputs.
+
+Rows (float32 values, int64 indices drawn uniformly, so duplicates occur): ``gather`` of 1M indices
+from 1M elements (``x.gather(0, idx)``), ``x[idx]`` of the same, ``scatter_add`` of 1M values at 1M
+indices into 1M elements (out of place: a copy of ``x`` plus the atomic scatter kernel), and
+``index_put_(accumulate=True)`` in place (a bounds-check launch, then the guarded atomic scatter),
+and ``scatter_add`` under ``zyx.use_deterministic_algorithms(True)`` (the partition kernel: one
+work item per compute unit, each walking every index in PyTorch's order).
+NumPy's counterparts are ``np.take`` and ``np.add.at``. Each zyx call is realized and synchronized;
+implementations are timed in alternating blocks of calls (best and median of each), so load on the
+shared machine hits them alike. ``run(quick)`` returns the rows; ``python bench/bench_indexing.py
+[--quick]`` prints them as a markdown table.
+"""
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import zyx
+from zyx.backend.timing import Stopwatch
+
+
+def _alternating(fns: dict[str, Callable[[], Any]], reps: int, block: int = 3,
+                 pause: float = 0.02) -> dict[str, tuple[float, float]]:
+    """(best, median) seconds of each implementation, run in turn ``reps`` times for ``block`` timed
+    calls (the first call of a block, right after another library, untimed); a ``pause`` follows each
+    PyTorch call (its threads spin on after returning)."""
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(reps):
+        for name, fn in fns.items():
+            fn()
+            for _ in range(block):
+                watch = Stopwatch()
+                fn()
+                times[name].append(watch.seconds())
+                if name == "torch":
+                    time.sleep(pause)
+    return {name: (min(ts), statistics.median(ts)) for name, ts in times.items()}
+
+
+def run(quick: bool = False) -> list[dict]:
+    import torch
+
+    torch.set_num_threads(2)
+    reps = 2 if quick else 6
+    n = 1 << 18 if quick else 1 << 20
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=n).astype(np.float32)
+    idx = rng.integers(0, n, size=n).astype(np.int64)
+    src = rng.normal(size=n).astype(np.float32)
+    zx, zi, zs = (zyx.tensor(a).realize() for a in (x, idx, src))
+    tx, ti, ts = (torch.from_numpy(a) for a in (x, idx, src))
+    zacc, tacc = zyx.zeros(n).realize(), torch.zeros(n)
+    out: list[dict] = []
+
+    def zyx_call(f: Callable[[], Any]) -> Callable[[], Any]:
+        def call() -> Any:
+            y = f().realize()
+            zyx.synchronize()
+            return y
+        return call
+
+    def deterministic() -> Any:
+        zyx.use_deterministic_algorithms(True)
+        try:
+            return zx.scatter_add(0, zi, zs).realize()
+        finally:
+            zyx.use_deterministic_algorithms(False)
+            zyx.synchronize()
+
+    def np_add_at() -> np.ndarray:
+        y = x.copy()
+        np.add.at(y, idx, src)
+        return y
+
+    size = f"{n} indices into {n}"
+    cases = [
+        ("gather", {"zyx": zyx_call(lambda: zx.gather(0, zi)), "torch": lambda: tx.gather(0, ti),
+                    "numpy": lambda: np.take(x, idx)}),
+        ("x[idx]", {"zyx": zyx_call(lambda: zx[zi]), "torch": lambda: tx[ti], "numpy": lambda: x[idx]}),
+        ("scatter_add", {"zyx": zyx_call(lambda: zx.scatter_add(0, zi, zs)),
+                         "torch": lambda: tx.scatter_add(0, ti, ts), "numpy": np_add_at}),
+        ("scatter_add deterministic", {"zyx": deterministic, "torch": lambda: tx.scatter_add(0, ti, ts)}),
+        ("index_put_ accumulate (in place)", {
+            "zyx": zyx_call(lambda: zacc.index_put_((zi,), zs, accumulate=True)),
+            "torch": lambda: tacc.index_put_((ti,), ts, accumulate=True)}),
+    ]
+    for op, fns in cases:
+        times = _alternating(fns, reps)
+        for impl, (best, med) in times.items():
+            row = {"op": op, "impl": impl, "size": size, "ms": round(best * 1e3, 3), "median_ms": round(med * 1e3, 3)}
+            if impl == "zyx":
+                row["x_torch"] = round(times["torch"][0] / best, 2)
+                row["x_torch_median"] = round(times["torch"][1] / med, 2)
+            out.append(row)
+    return out
+
+
+if __name__ == "__main__":
+    from zyx.benchmarks import bench_header, markdown_table
+
+    print(bench_header())
+    print(markdown_table(run("--quick" in sys.argv)))

@@ -1,0 +1,221 @@
+<%doc>
+Indexed writes: dest[t(s)] = v[s] (reduce "assign") or dest[t(s)] = reduce(dest[t(s)], v[s]) for
+every point s of the iteration shape `shape` (scatter, scatter_add, scatter_reduce, index_put,
+x[idx] = v, and the gradients of the gathers). The dest coordinate on dest axis a is s[k] when
+axes[a] = k >= 0, else the value of index source j = ~axes[a] read at s (negative values count
+from the end when its `wrap` is set). Every index is bounds-checked; an index out of range writes
+nothing for its point.
+
+Modes:
+- "atomic": one work item per point s; "add"/"mul"/"max"/"min" update dest with atomics
+  (integer add natively, everything else by a compare-and-swap loop on the 32-/64-bit word).
+- "partition": work item p owns the dest elements of row-major positions [p*span, (p+1)*span) and
+  walks every point in order, combining those that land in its part with plain loads and stores
+  (no atomics, deterministic, PyTorch's CPU order: one rounding per step). Few work items (one
+  per compute unit), each reading every index.
+- "owner": one work item per dest element, looping over the points that may land on it in
+  order (no atomics, deterministic, the same order): for small loops on devices with many lanes.
+- "check": bounds checks only, recording (bad, index) into the launch's slot of the error-flag
+  buffer; a "guarded" write launched after it writes nothing when the slot says bad, so an
+  in-place write with a bad index leaves dest unchanged.
+Without "guarded", a bad index sets the INDEX_OOB bit of the device's error word instead.
+Parameters: name, dtype (dest and value), reduce, mode, guarded, shape (iteration), dest_shape,
+dest_strides, axes, indices ((dtype, strides over shape, wrap) each), value_strides (None: a
+scalar argument), n (work items), span (partition: dest elements a work item owns), plain_read
+(the compare-and-swap loop starts from a plain read, 2-3x faster than a guess of 0 into non-zero
+values; off on simulators, whose race detector flags that read).
+</%doc>\
+<%namespace name="dt" file="/common/dtypes.mako"/>\
+<%!
+    import math
+
+    def dot(coords, strides):
+        terms = [f"{c} * {s}L" for c, s in zip(coords, strides) if s]
+        return " + ".join(terms) if terms else "0L"
+%>\
+<%
+    ct = dt.attr.ctype(dtype)
+    st = dtype.cl_storage
+    emulated = dtype.is_float and dtype.itemsize < 4  # computed in float32 (templates/common/dtypes.mako)
+    S = list(shape)
+    s_names = [f"zyx_s{k}" for k in range(len(S))]
+    direct = {k: a for a, k in enumerate(axes) if k >= 0}   # iteration axis -> dest axis
+    loop_axes = [k for k in range(len(S)) if k not in direct]  # owner mode: the points per dest element
+    word = "ulong" if dtype.itemsize == 8 else "uint"
+    wide_atomics = dtype.itemsize == 8 and mode == "atomic" and reduce != "assign"
+    is_float = dtype.is_float
+%>\
+<%def name="unravel(var, names, sizes)">\
+% if sizes:
+    long zyx_r = ${var};
+% for nm, size in reversed(list(zip(names, sizes))):
+    const long ${nm} = zyx_r % ${size}L;
+    zyx_r /= ${size}L;
+% endfor
+% endif
+</%def>\
+<%def name="combine(a, b)">\
+% if dtype.is_bool:
+${"(uchar)(%s | %s)" % (a, b) if reduce in ("add", "max") else "(uchar)(%s & %s)" % (a, b)}\
+% elif reduce == "add":
+(${a} + ${b})\
+% elif reduce == "mul":
+(${a} * ${b})\
+% elif reduce == "max":
+${("((isnan(%s) || %s > %s) ? %s : %s)" if is_float else "((%s > %s) ? %s : %s)") % ((a, a, b, a, b) if is_float else (a, b, a, b))}\
+% elif reduce == "min":
+${("((isnan(%s) || %s < %s) ? %s : %s)" if is_float else "((%s < %s) ? %s : %s)") % ((a, a, b, a, b) if is_float else (a, b, a, b))}\
+% endif
+</%def>\
+<%def name="round_to_dtype(v)">\
+% if emulated:
+${dt.from_bits(dtype, capture(dt.to_bits, dtype, v))}\
+% else:
+${v}\
+% endif
+</%def>\
+<%def name="read_indices(bad)">\
+% for j, (idt, strides, wrap) in enumerate(indices):
+    long zyx_x${j} = (long)zyx_i${j}[zyx_ib${j} + ${dot(s_names, strides)}];
+<% size = dest_shape[axes.index(~j)] %>\
+% if wrap:
+    zyx_x${j} = zyx_x${j} < 0 ? zyx_x${j} + ${size}L : zyx_x${j};
+% endif
+    if (zyx_x${j} < 0 || zyx_x${j} >= ${size}L) {
+% if mode == "check":
+        zyx_flags[2 * zyx_slot] = 1;  /* every bad point stores the same 1; any one index is reported */
+        zyx_flags[2 * zyx_slot + 1] = zyx_x${j};
+% else:
+        atomic_or(zyx_err, 4);
+% endif
+        ${bad}
+    }
+% endfor
+</%def>\
+<%def name="value()">\
+% if value_strides is None:
+zyx_value\
+% else:
+${dt.load(dtype, "zyx_val", "zyx_vb + " + dot(s_names, value_strides))}\
+% endif
+</%def>\
+/* zyx ${name}: ${mode} ${reduce} of ${dtype.name} over ${S} into dest ${list(dest_shape)} (axes ${list(axes)}) */
+${dt.preamble([dtype])}
+% if wide_atomics:
+#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
+% endif
+% if mode == "atomic" and reduce != "assign" and not (dtype.is_int and reduce == "add"):
+inline void zyx_update(__global ${st} *zyx_p, ${ct} zyx_v)
+{
+    volatile __global ${word} *zyx_w = (volatile __global ${word} *)zyx_p;
+% if plain_read:
+    ${word} zyx_old = *zyx_w, zyx_seen;  /* a benign race: the compare-and-swap checks it */
+% else:
+    ${word} zyx_old = 0, zyx_seen;  /* a guess, no read racing the atomics (sanitizers flag it) */
+% endif
+    do {
+        zyx_seen = zyx_old;
+% if dtype.name == "float32":
+        const float zyx_cur = as_float(zyx_seen);
+        const ${word} zyx_new = as_uint(${combine("zyx_cur", "zyx_v")});
+% elif dtype.name == "float64":
+        const double zyx_cur = as_double(zyx_seen);
+        const ${word} zyx_new = as_ulong(${combine("zyx_cur", "zyx_v")});
+% else:
+        const ${ct} zyx_cur = (${ct})zyx_seen;
+        const ${word} zyx_new = (${word})(${ct})${combine("zyx_cur", "zyx_v")};
+% endif
+        zyx_old = ${"atom_cmpxchg" if dtype.itemsize == 8 else "atomic_cmpxchg"}(zyx_w, zyx_seen, zyx_new);
+    } while (zyx_old != zyx_seen);
+}
+% endif
+
+__kernel void ${name}(__global ${st} *zyx_dest, const long zyx_dbase,
+% for j, (idt, strides, wrap) in enumerate(indices):
+                      __global const ${idt.cl_storage} *zyx_i${j}, const long zyx_ib${j},
+% endfor
+% if value_strides is None:
+                      const ${ct} zyx_value,
+% else:
+                      __global const ${st} *zyx_val, const long zyx_vb,
+% endif
+                      __global int *zyx_err, __global long *zyx_flags, const int zyx_slot)
+{
+    const long zyx_gid = get_global_id(0);
+    if (zyx_gid >= ${n}L) return;
+% if guarded:
+    if (zyx_flags[2 * zyx_slot]) return;  /* the check kernel found a bad index: write nothing */
+% endif
+% if mode in ("atomic", "check"):
+${unravel("zyx_gid", s_names, S)}\
+${read_indices("return;")}\
+% if mode == "atomic":
+<%
+    parts = []
+    for a, k in enumerate(axes):
+        parts.append((s_names[k] if k >= 0 else f"zyx_x{~k}", dest_strides[a]))
+    d = " + ".join(f"{c} * {s}L" for c, s in parts if s) or "0L"
+%>\
+    const long zyx_d = zyx_dbase + ${d};
+    const ${ct} zyx_v = ${value()};
+% if reduce == "assign":
+    ${dt.store(dtype, "zyx_dest", "zyx_d", "zyx_v")}
+% elif dtype.is_int and reduce == "add":
+    ${"atom_add" if dtype.itemsize == 8 else "atomic_add"}((volatile __global ${st} *)(zyx_dest + zyx_d), zyx_v);
+% else:
+    zyx_update(zyx_dest + zyx_d, zyx_v);
+% endif
+% endif
+% elif mode == "partition":
+<%
+    numel = math.prod(dest_shape)
+    cstrides = [math.prod(dest_shape[a + 1:]) for a in range(len(dest_shape))]
+    coord = [s_names[k] if k >= 0 else f"zyx_x{~k}" for k in axes]
+%>\
+    const long zyx_lo = zyx_gid * ${span}L, zyx_hi = min(zyx_lo + ${span}L, ${numel}L);
+    for (long zyx_g = 0; zyx_g < ${math.prod(S)}L; ++zyx_g) {
+${unravel("zyx_g", s_names, S)}\
+${read_indices("continue;")}\
+        const long zyx_l = ${dot(coord, cstrides)};
+        if (zyx_l < zyx_lo || zyx_l >= zyx_hi) continue;
+        const long zyx_d = zyx_dbase + ${dot(coord, dest_strides)};
+        const ${ct} zyx_v = ${value()};
+% if reduce == "assign":
+        ${dt.store(dtype, "zyx_dest", "zyx_d", "zyx_v")}
+% else:
+        const ${ct} zyx_cur = ${dt.load(dtype, "zyx_dest", "zyx_d")};
+        ${dt.store(dtype, "zyx_dest", "zyx_d", capture(combine, "zyx_cur", "zyx_v"))}
+% endif
+    }
+% else:
+<% t_names = [f"zyx_t{a}" for a in range(len(dest_shape))] %>\
+${unravel("zyx_gid", t_names, list(dest_shape))}\
+% for k, a in sorted(direct.items()):
+% if S[k] < dest_shape[a]:
+    if (zyx_t${a} >= ${S[k]}L) return;
+% endif
+    const long ${s_names[k]} = zyx_t${a};
+% endfor
+    const long zyx_d = zyx_dbase + ${dot(t_names, dest_strides)};
+    ${ct} zyx_acc = ${dt.load(dtype, "zyx_dest", "zyx_d")};
+    int zyx_hit = 0;
+    for (long zyx_g = 0; zyx_g < ${math.prod(S[k] for k in loop_axes)}L; ++zyx_g) {
+<% loop_names = [s_names[k] for k in loop_axes] %>\
+${unravel("zyx_g", loop_names, [S[k] for k in loop_axes])}\
+${read_indices("return;")}\
+<% conds = [f"zyx_x{~k} == zyx_t{a}" for a, k in enumerate(axes) if k < 0] %>\
+        if (${" && ".join(conds) if conds else "1"}) {
+            const ${ct} zyx_v = ${value()};
+% if reduce == "assign":
+            zyx_acc = zyx_v;
+% else:
+            zyx_acc = ${round_to_dtype(capture(combine, "zyx_acc", "zyx_v"))};
+% endif
+            zyx_hit = 1;
+        }
+    }
+    if (zyx_hit) {
+        ${dt.store(dtype, "zyx_dest", "zyx_d", "zyx_acc")}
+    }
+% endif
+}

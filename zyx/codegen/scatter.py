@@ -1,0 +1,159 @@
+"""Indexed writes (scatter, scatter_add, scatter_reduce, index_put, ``x[idx] = v``): the kernels of
+``templates/scatter.cl.mako``, rendered with a small explicit parameter set and launched on realized
+buffers (the graph runs them as ``EXTERN`` nodes, or in place on a destination's storage).
+
+A write is described by an ``IndexedWrite``: the iteration shape (one point per value written), the
+destination's view, and per destination axis the iteration axis or index source giving its
+coordinate (the same ``axes`` convention as ``graph.GatherSpec``). ``choose`` picks the kernel:
+
+* ``atomic``: one work item per point, atomics for a reduction (32-/64-bit elements);
+* ``partition``: about one work item per core, each owning a range of the destination and walking
+  every point in order with plain loads and stores: no atomics and PyTorch's CPU order
+  (deterministic, its bits), at the price of every work item reading every index;
+* ``owner``: one work item per destination element looping over the points that may land on it
+  (deterministic; for short loops on devices with many lanes).
+
+``atomic`` wherever the device has the atomics (on the loaded 2-core VM, partition measured 1.5-3x
+slower than the atomics for 1M points: its two long work items stall on a descheduled core);
+deterministic mode, and dtypes without atomics (8-/16-bit), take ``owner`` when its loops are short
+against the points (``OWNER_WORK``), else ``partition``.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from zyx.backend import errorflags
+from zyx.backend.device import Device
+from zyx.backend.pool import Buffer
+from zyx.codegen.random_bits import launch_1d
+from zyx.codegen.render import render
+from zyx.dtype import DType
+from zyx.errors import IndexOutOfRange
+from zyx.ir.view import View
+
+REDUCES = ("assign", "add", "mul", "max", "min")
+METHODS = ("atomic", "partition", "owner")
+OWNER_WORK = 32  # owner when its work (dest elements x loop) is at most this many times the points
+force: str | None = None  # a method every write uses (tests run each kernel through PyTorch's cases)
+
+
+@dataclass(frozen=True)
+class IndexSource:
+    """An integer index read at the iteration points: ``buf[offset + sum(s[k] * strides[k])]``;
+    ``wrap``: negative values count from the end of their destination axis."""
+
+    buf: Buffer
+    offset: int
+    dtype: DType
+    strides: tuple[int, ...]
+    wrap: bool
+
+
+@dataclass(frozen=True)
+class IndexedWrite:
+    """``dest[t(s)] (op)= value[s]`` for each point ``s`` of ``shape``; ``axes`` as ``GatherSpec.axes``.
+    ``value`` is a ``(buffer, offset, strides over shape)`` triple of ``dtype`` or a Python scalar."""
+
+    dest: Buffer
+    dest_view: View
+    dtype: DType
+    shape: tuple[int, ...]
+    axes: tuple[int, ...]
+    indices: tuple[IndexSource, ...]
+    value: Any
+    reduce: str
+
+
+def atomics_ok(device: Device, dtype: DType, reduce: str) -> bool:
+    """Whether the atomic kernel can do ``reduce`` on ``dtype`` elements on ``device``: plain stores
+    always; read-modify-write on 32-bit words, on 64-bit ones with the int64 atomics extensions."""
+    if reduce == "assign":
+        return True
+    if dtype.itemsize == 4:
+        return True
+    exts = device.info.extensions
+    return dtype.itemsize == 8 and "cl_khr_int64_base_atomics" in exts
+
+
+def _loop_points(w: IndexedWrite) -> int:
+    """How many points one owner work item loops over (those not fixed by its own coordinates)."""
+    direct = {k for k in w.axes if k >= 0}
+    return math.prod(d for k, d in enumerate(w.shape) if k not in direct)
+
+
+def choose(device: Device, w: IndexedWrite, method: str) -> str:
+    """The kernel for ``w`` (see the module docstring); ``method``: ``"auto"`` or ``"deterministic"``."""
+    if force is not None:
+        return force
+    if method != "deterministic" and atomics_ok(device, w.dtype, w.reduce):
+        return "atomic"
+    points, dests = math.prod(w.shape), math.prod(w.dest_view.shape)
+    return "owner" if dests * _loop_points(w) <= OWNER_WORK * max(points, dests) else "partition"
+
+
+def _params(w: IndexedWrite, mode: str, guarded: bool, n: int, span: int, device: Device) -> dict[str, Any]:
+    value_strides = None if not isinstance(w.value, tuple) else tuple(w.value[2])
+    return dict(name=f"zyx_scatter_{mode}", dtype=w.dtype, reduce=w.reduce, mode=mode, guarded=guarded,
+                shape=tuple(w.shape), dest_shape=tuple(w.dest_view.shape), dest_strides=tuple(w.dest_view.strides),
+                axes=tuple(w.axes), indices=tuple((i.dtype, tuple(i.strides), i.wrap) for i in w.indices),
+                value_strides=value_strides, n=n, span=span, plain_read=not device.simulator)
+
+
+def _args(w: IndexedWrite, flags: tuple[Any, int], device: Device) -> list[Any]:
+    args: list[Any] = [w.dest.cl, np.int64(w.dest_view.offset)]
+    for i in w.indices:
+        args += [i.buf.cl, np.int64(i.offset)]
+    if isinstance(w.value, tuple):
+        args += [w.value[0].cl, np.int64(w.value[1])]
+    else:
+        args.append(_scalar(w.value, w.dtype))
+    err, _ = errorflags.reserve(device)
+    args += [err, flags[0], np.int32(flags[1])]
+    return args
+
+
+def _scalar(value: Any, dtype: DType) -> Any:
+    """A scalar value in the kernel's compute type (16-/8-bit floats: float32, bool: uchar)."""
+    if dtype.is_bool:
+        return np.uint8(bool(value))
+    if dtype.is_float:
+        return np.float64(value) if dtype.itemsize == 8 else np.float32(value)
+    return dtype.numpy.type(value)
+
+
+def scatter(device: Device, w: IndexedWrite, method: str = "auto", guard: bool = False,
+            describe: str = "index out of range") -> None:
+    """Enqueue the write ``w`` on ``device``. ``method``: ``"auto"`` or ``"deterministic"`` (``choose``
+    picks the kernel). ``guard``: check every
+    index first (one more launch) and write nothing at all when one is out of range (in-place
+    writes); otherwise a bad index skips its own point. Either way ``IndexOutOfRange`` is raised
+    at the next sync (``describe`` frames the guarded message)."""
+    if w.reduce not in REDUCES:
+        raise ValueError(f"internal: scatter reduce {w.reduce!r} not in {REDUCES}")
+    points, dests = math.prod(w.shape), math.prod(w.dest_view.shape)
+    if points == 0 or dests == 0:
+        return
+    mode = choose(device, w, method)
+    if mode == "atomic" and not atomics_ok(device, w.dtype, w.reduce):
+        mode = "partition"  # a forced method the device cannot run
+    flags: tuple[Any, int] = (errorflags.reserve(device)[0], 0)
+    if guard and w.indices:
+        import pyopencl as cl
+
+        flags = errorflags.reserve(device, describe + " (index {offset})", IndexOutOfRange)
+        cl.enqueue_fill_buffer(device.queue, flags[0], np.int64(0), 16 * flags[1], 16)
+        src = render("scatter.cl.mako", **_params(w, "check", False, points, 0, device))
+        launch_1d(device, src, "zyx_scatter_check", points, _args(w, flags, device))
+    span = 0
+    if mode == "partition":
+        parts = max(1, min(device.info.compute_units, dests))
+        span = -(-dests // parts)
+        n = -(-dests // span)
+    else:
+        n = dests if mode == "owner" else points
+    src = render("scatter.cl.mako", **_params(w, mode, guard and bool(w.indices), n, span, device))
+    launch_1d(device, src, f"zyx_scatter_{mode}", n, _args(w, flags, device), local=1 if mode == "partition" else None)
