@@ -121,6 +121,18 @@ from zyx.frontend.elementwise import (
 )
 from zyx.frontend.movement import chunk, pad, split, stack
 from zyx.frontend.reduce import argmax, argmin, logsumexp, matmul, mean, prod, std, var
+from zyx.frontend.sorting import (
+    ValuesIndices,
+    argsort,
+    bucketize,
+    kthvalue,
+    median,
+    msort,
+    searchsorted,
+    sort,
+    topk,
+    unique,
+)
 from zyx.frontend.tensor import Tensor
 from zyx.io import load, load_file, load_file_metadata, save, save_file
 from zyx.runtime import debug, memory_stats, synchronize
@@ -156,4 +168,7 @@ __all__ += [  # API.md "More elementwise, activations and comparisons"
     "acos", "acosh", "allclose", "asin", "asinh", "atan", "atan2", "atanh", "copysign", "cosh", "expm1", "fmod",
     "hypot", "isclose", "isfinite", "lerp", "log1p", "log10", "logical_and", "logical_or", "logical_xor",
     "nan_to_num", "remainder", "sinh",
+]
+__all__ += [  # API.md "Sorting and selection"
+    "ValuesIndices", "argsort", "bucketize", "kthvalue", "median", "msort", "searchsorted", "sort", "topk", "unique",
 ]

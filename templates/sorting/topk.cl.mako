@@ -1,0 +1,91 @@
+<%doc>
+topk: the k smallest keys of every row of a dense (rows, n) tensor (largest=True sorts by
+the complemented key, common/sortkey.mako), in order, ties by input position, without
+sorting the row: a work-item keeps its best k (key, position) pairs sorted in private
+memory and inserts an element only when it beats the current k-th.
+
+zyx_topk_block  work-item (block, row) over elements [block * blen, min(n, (block+1) * blen)).
+                With one block per row it writes the outputs (values as raw bits, int64
+                positions); otherwise its k candidates (a block with fewer than k elements
+                pads with the all-ones key at position 0xffffffff, which never wins).
+zyx_topk_merge  one work-item per row picks the best k among its blocks' candidates (read in
+                block order, so position order breaks ties as in one pass).
+Parameters: dtype, largest, kmax (the private list's length, >= k).
+</%doc>\
+<%namespace name="sk" file="/common/sortkey.mako"/>\
+<%
+    K = sk.attr.key_type(dtype)
+%>\
+/* zyx topk kernels: ${dtype.name}, ${"largest" if largest else "smallest"}, k <= ${kmax} */
+${sk.key_fn(dtype, largest, "zyx_key")}
+
+#define ZYX_INSERT(zyx_x, zyx_at) do { \
+    uint zyx_p; \
+    if (zyx_cnt == zyx_k) { \
+        if (!((zyx_x) < zyx_bk[zyx_k - 1])) break; \
+        zyx_p = zyx_k - 1; \
+    } else { \
+        zyx_p = zyx_cnt++; \
+    } \
+    while (zyx_p > 0 && zyx_bk[zyx_p - 1] > (zyx_x)) { \
+        zyx_bk[zyx_p] = zyx_bk[zyx_p - 1]; \
+        zyx_bi[zyx_p] = zyx_bi[zyx_p - 1]; \
+        --zyx_p; \
+    } \
+    zyx_bk[zyx_p] = (zyx_x); \
+    zyx_bi[zyx_p] = (zyx_at); \
+} while (0)
+
+__kernel void zyx_topk_block(__global ${K} *restrict zyx_val, __global long *restrict zyx_idx,
+                             __global ${K} *restrict zyx_ck, __global uint *restrict zyx_ci,
+                             __global const ${K} *restrict zyx_src, const uint zyx_n, const uint zyx_k,
+                             const uint zyx_blocks, const uint zyx_blen)
+{
+    const uint zyx_b = get_global_id(0), zyx_row = get_global_id(1);
+    if (zyx_b >= zyx_blocks) return;
+    ${K} zyx_bk[${kmax}];
+    uint zyx_bi[${kmax}];
+    uint zyx_cnt = 0;
+    __global const ${K} *zyx_in = zyx_src + (ulong)zyx_row * zyx_n;
+    const uint zyx_lo = zyx_b * zyx_blen, zyx_hi = min(zyx_n, zyx_lo + zyx_blen);
+    for (uint zyx_j = zyx_lo; zyx_j < zyx_hi; ++zyx_j) {
+        const ${K} zyx_x = zyx_key(zyx_in[zyx_j]);
+        ZYX_INSERT(zyx_x, zyx_j);
+    }
+    if (zyx_blocks == 1) {
+        const ulong zyx_o = (ulong)zyx_row * zyx_k;
+        for (uint zyx_q = 0; zyx_q < zyx_k; ++zyx_q) {
+            zyx_idx[zyx_o + zyx_q] = zyx_bi[zyx_q];
+            zyx_val[zyx_o + zyx_q] = zyx_in[zyx_bi[zyx_q]];
+        }
+        return;
+    }
+    const ulong zyx_o = ((ulong)zyx_row * zyx_blocks + zyx_b) * zyx_k;
+    for (uint zyx_q = 0; zyx_q < zyx_k; ++zyx_q) {
+        zyx_ck[zyx_o + zyx_q] = zyx_q < zyx_cnt ? zyx_bk[zyx_q] : (${K})~(${K})0;
+        zyx_ci[zyx_o + zyx_q] = zyx_q < zyx_cnt ? zyx_bi[zyx_q] : 0xffffffffu;
+    }
+}
+
+__kernel void zyx_topk_merge(__global ${K} *restrict zyx_val, __global long *restrict zyx_idx,
+                             __global const ${K} *restrict zyx_ck, __global const uint *restrict zyx_ci,
+                             __global const ${K} *restrict zyx_src, const uint zyx_n, const uint zyx_k,
+                             const uint zyx_blocks, const uint zyx_rows)
+{
+    const uint zyx_row = get_global_id(0);
+    if (zyx_row >= zyx_rows) return;
+    ${K} zyx_bk[${kmax}];
+    uint zyx_bi[${kmax}];
+    uint zyx_cnt = 0;
+    const ulong zyx_c0 = (ulong)zyx_row * zyx_blocks * zyx_k;
+    for (uint zyx_j = 0; zyx_j < zyx_blocks * zyx_k; ++zyx_j) {
+        const ${K} zyx_x = zyx_ck[zyx_c0 + zyx_j];
+        ZYX_INSERT(zyx_x, zyx_ci[zyx_c0 + zyx_j]);
+    }
+    __global const ${K} *zyx_in = zyx_src + (ulong)zyx_row * zyx_n;
+    const ulong zyx_o = (ulong)zyx_row * zyx_k;
+    for (uint zyx_q = 0; zyx_q < zyx_k; ++zyx_q) {
+        zyx_idx[zyx_o + zyx_q] = zyx_bi[zyx_q];
+        zyx_val[zyx_o + zyx_q] = zyx_in[zyx_bi[zyx_q]];
+    }
+}
