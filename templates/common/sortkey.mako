@@ -4,12 +4,13 @@
 ## of the values: unsigned ints and bool as they are, signed ints with the sign bit flipped,
 ## floats (sign-magnitude) with negatives inverted and positives offset by the sign bit, -0.0
 ## taken as +0.0 and every NaN as the all-ones key (NaN sorts largest). Descending order is
-## the complement of the key, so NaN then comes first, as in PyTorch. Values themselves are
+## the complement of the key (``flip``), so NaN then comes first, as in PyTorch. Values themselves are
 ## only ever copied as raw bits: no float arithmetic, so 16-bit and 8-bit floats need no
 ## emulation here.
 ##
 ## A template includes this file with <%namespace name="sk" file="/common/sortkey.mako"/>
-## and calls ${sk.key_fn(dtype, descending, "zyx_key")} once.
+## and calls ${sk.key_fn(dtype, "zyx_key")} once. Descending keys are ``zyx_key(b) ^ flip`` with
+## ``flip`` the all-ones run-time argument (one build serves both directions).
 
 <%!
     from zyx.dtype import UINT_OF_SIZE
@@ -27,7 +28,7 @@
 %>
 
 ## Function: ``K name(K bits)``, the key of one element's raw storage bits.
-<%def name="key_fn(d, descending, name)">\
+<%def name="key_fn(d, name)">\
 <%
     K = key_type(d)
     bits = 8 * d.itemsize
@@ -50,11 +51,7 @@ inline ${K} ${name}(${K} zyx_b) {
     zyx_k = zyx_mag == 0 ? ${sign} : zyx_k;  /* -0.0 == +0.0 */
     zyx_k = zyx_mag > ${_lit(nan_above, d)} ? ${ones} : zyx_k;  /* every NaN: the largest key */
 % endif
-% if descending:
-    return (${K})~zyx_k;
-% else:
     return zyx_k;
-% endif
 }
 </%def>
 

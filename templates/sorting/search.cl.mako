@@ -12,7 +12,7 @@ Parameters: dtype, right, sorter, out (the OpenCL output type: int or long).
     K = sk.attr.key_type(dtype)
 %>\
 /* zyx searchsorted: ${dtype.name}, side ${"right" if right else "left"}${", through a sorter" if sorter else ""} */
-${sk.key_fn(dtype, False, "zyx_key")}
+${sk.key_fn(dtype, "zyx_key")}
 
 __kernel void zyx_searchsorted(__global ${out} *restrict zyx_out, __global const ${K} *restrict zyx_seq,
                                __global const long *restrict zyx_sorter, __global const ${K} *restrict zyx_vals,

@@ -16,7 +16,7 @@ Parameters: dtype (keys for unique), word.
     K = sk.attr.key_type(dtype)
 %>\
 /* zyx row gather/scatter (${word} words) and unique (${dtype.name}) */
-${sk.key_fn(dtype, False, "zyx_key")}
+${sk.key_fn(dtype, "zyx_key")}
 
 __kernel void zyx_gather_rows(__global ${word} *restrict zyx_out, __global const ${word} *restrict zyx_src,
                               __global const long *restrict zyx_idx, const ulong zyx_k, const ulong zyx_n,

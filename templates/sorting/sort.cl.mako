@@ -16,20 +16,23 @@ of `blen` elements, one work-item per (block, row)), one pass per 8-bit digit:
                     (row, digit, block), so that one scan gives every block its offsets;
   zyx_sort_offsets  one work-item per row: the exclusive scan of its 256 x blocks counts;
   zyx_sort_scatter  each block moves its elements in order to its offsets (stable).
-Parameters: dtype, descending, small.
+Descending order: the run-time `zyx_flip` (all ones) complements every key.
+Parameters: dtype, small.
 </%doc>\
 <%namespace name="sk" file="/common/sortkey.mako"/>\
 <%
     K = sk.attr.key_type(dtype)
     W = dtype.itemsize  # 8-bit digits per key
 %>\
-/* zyx sort kernels: ${dtype.name} ${"descending" if descending else "ascending"}, ${W} radix digits */
-${sk.key_fn(dtype, descending, "zyx_key")}
+/* zyx sort kernels: ${dtype.name}, ${W} radix digits */
+${sk.key_fn(dtype, "zyx_key0")}
+#define zyx_key(b) (zyx_key0(b) ^ zyx_flip)
 
 __kernel void zyx_sort_rows(__global ${K} *restrict zyx_val, __global long *restrict zyx_idx,
                             __global const ${K} *restrict zyx_src, __global ${K} *restrict zyx_ka,
                             __global ${K} *restrict zyx_kb, __global uint *restrict zyx_ia,
-                            __global uint *restrict zyx_ib, const uint zyx_n, const uint zyx_rows)
+                            __global uint *restrict zyx_ib, const uint zyx_n, const uint zyx_rows,
+                            const ${K} zyx_flip)
 {
     const uint zyx_row = get_global_id(0);
     if (zyx_row >= zyx_rows) return;
@@ -127,7 +130,7 @@ __kernel void zyx_sort_rows(__global ${K} *restrict zyx_val, __global long *rest
 /* block-parallel radix for long rows: `zyx_pass` is the digit; pass 0 reads the input */
 __kernel void zyx_sort_hist(__global uint *restrict zyx_hist, __global const ${K} *restrict zyx_src,
                             __global const ${K} *restrict zyx_kin, const uint zyx_n, const uint zyx_blocks,
-                            const uint zyx_blen, const int zyx_pass)
+                            const uint zyx_blen, const int zyx_pass, const ${K} zyx_flip)
 {
     const uint zyx_b = get_global_id(0), zyx_row = get_global_id(1);
     if (zyx_b >= zyx_blocks) return;
@@ -163,7 +166,7 @@ __kernel void zyx_sort_scatter(__global ${K} *restrict zyx_val, __global long *r
                                __global const ${K} *restrict zyx_kin, __global const uint *restrict zyx_iin,
                                __global ${K} *restrict zyx_kout, __global uint *restrict zyx_iout,
                                const uint zyx_n, const uint zyx_blocks, const uint zyx_blen,
-                               const int zyx_pass, const int zyx_final)
+                               const int zyx_pass, const int zyx_final, const ${K} zyx_flip)
 {
     const uint zyx_b = get_global_id(0), zyx_row = get_global_id(1);
     if (zyx_b >= zyx_blocks) return;

@@ -10,14 +10,16 @@ zyx_topk_block  work-item (block, row) over elements [block * blen, min(n, (bloc
                 pads with the all-ones key at position 0xffffffff, which never wins).
 zyx_topk_merge  one work-item per row picks the best k among its blocks' candidates (read in
                 block order, so position order breaks ties as in one pass).
-Parameters: dtype, largest, kmax (the private list's length, >= k).
+largest=True: the run-time `zyx_flip` (all ones) complements every key.
+Parameters: dtype, kmax (the private list's length, >= k).
 </%doc>\
 <%namespace name="sk" file="/common/sortkey.mako"/>\
 <%
     K = sk.attr.key_type(dtype)
 %>\
-/* zyx topk kernels: ${dtype.name}, ${"largest" if largest else "smallest"}, k <= ${kmax} */
-${sk.key_fn(dtype, largest, "zyx_key")}
+/* zyx topk kernels: ${dtype.name}, k <= ${kmax} */
+${sk.key_fn(dtype, "zyx_key0")}
+#define zyx_key(b) (zyx_key0(b) ^ zyx_flip)
 
 #define ZYX_INSERT(zyx_x, zyx_at) do { \
     uint zyx_p; \
@@ -39,7 +41,7 @@ ${sk.key_fn(dtype, largest, "zyx_key")}
 __kernel void zyx_topk_block(__global ${K} *restrict zyx_val, __global long *restrict zyx_idx,
                              __global ${K} *restrict zyx_ck, __global uint *restrict zyx_ci,
                              __global const ${K} *restrict zyx_src, const uint zyx_n, const uint zyx_k,
-                             const uint zyx_blocks, const uint zyx_blen)
+                             const uint zyx_blocks, const uint zyx_blen, const ${K} zyx_flip)
 {
     const uint zyx_b = get_global_id(0), zyx_row = get_global_id(1);
     if (zyx_b >= zyx_blocks) return;

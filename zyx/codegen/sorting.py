@@ -39,6 +39,12 @@ def _word(itemsize: int) -> str:
     return UINT_OF_SIZE[itemsize].cl_storage
 
 
+def _flip(dtype: DType, descending: bool) -> Any:
+    """The run-time key mask: all ones complements every key (descending order), zero keeps it."""
+    np_type = UINT_OF_SIZE[dtype.itemsize].numpy.type
+    return np_type(np.iinfo(np_type).max if descending else 0)
+
+
 def _parallel_items(device: Device) -> int:
     """Work-items that keep ``device`` busy when each one walks a long run serially."""
     if settings.heuristics_kind(device) == "gpu":
@@ -83,8 +89,9 @@ def sort_rows(device: Device, values: Buffer, indices: Buffer, src: Buffer, dtyp
         return
     if n >= 2**32 - 1:
         raise ValueError(f"sort: rows of {n} elements exceed the kernels' 32-bit positions")
-    source = render("sorting/sort.cl.mako", dtype=dtype, descending=bool(descending), small=SMALL_ROW)
+    source = render("sorting/sort.cl.mako", dtype=dtype, small=SMALL_ROW)
     size = dtype.itemsize
+    flip = _flip(dtype, descending)
     u32 = np.uint32
     if sort_strategy(device, rows, n) == "rows":
         if n <= SMALL_ROW:
@@ -93,7 +100,7 @@ def sort_rows(device: Device, values: Buffer, indices: Buffer, src: Buffer, dtyp
             ka, kb = (device.pool.allocate(rows * n * size) for _ in range(2))
             ia, ib = (device.pool.allocate(rows * n * 4) for _ in range(2))
         _run(device, source, "zyx_sort_rows", (rows,),
-             [values.cl, indices.cl, src.cl, ka.cl, kb.cl, ia.cl, ib.cl, u32(n), u32(rows)])
+             [values.cl, indices.cl, src.cl, ka.cl, kb.cl, ia.cl, ib.cl, u32(n), u32(rows), flip])
         return
     blocks = _blocks(device, rows, n)
     blen = -(-n // blocks)
@@ -105,11 +112,11 @@ def sort_rows(device: Device, values: Buffer, indices: Buffer, src: Buffer, dtyp
         kin, iin = keys[p % 2], pos[p % 2]
         kout, iout = keys[(p + 1) % 2], pos[(p + 1) % 2]
         _run(device, source, "zyx_sort_hist", (blocks, rows),
-             [hist.cl, src.cl, kin.cl, u32(n), u32(blocks), u32(blen), np.int32(p)])
+             [hist.cl, src.cl, kin.cl, u32(n), u32(blocks), u32(blen), np.int32(p), flip])
         _run(device, source, "zyx_sort_offsets", (rows,), [hist.cl, u32(blocks), u32(rows)])
         _run(device, source, "zyx_sort_scatter", (blocks, rows),
              [values.cl, indices.cl, src.cl, hist.cl, kin.cl, iin.cl, kout.cl, iout.cl, u32(n), u32(blocks),
-              u32(blen), np.int32(p), np.int32(p == size - 1)])
+              u32(blen), np.int32(p), np.int32(p == size - 1), flip])
 
 
 def topk_rows(device: Device, values: Buffer, indices: Buffer, src: Buffer, dtype: DType, rows: int, n: int,
@@ -120,19 +127,20 @@ def topk_rows(device: Device, values: Buffer, indices: Buffer, src: Buffer, dtyp
     kmax = 4
     while kmax < k:
         kmax *= 2
-    source = render("sorting/topk.cl.mako", dtype=dtype, largest=bool(largest), kmax=kmax)
+    source = render("sorting/topk.cl.mako", dtype=dtype, kmax=kmax)
+    flip = _flip(dtype, largest)
     blocks = _blocks(device, rows, n)
     blen = -(-n // blocks)
     blocks = -(-n // blen)
     u32 = np.uint32
     if blocks == 1:
         _run(device, source, "zyx_topk_block", (1, rows),
-             [values.cl, indices.cl, src.cl, src.cl, src.cl, u32(n), u32(k), u32(1), u32(n)])
+             [values.cl, indices.cl, src.cl, src.cl, src.cl, u32(n), u32(k), u32(1), u32(n), flip])
         return
     ck = device.pool.allocate(rows * blocks * k * dtype.itemsize)
     ci = device.pool.allocate(rows * blocks * k * 4)
     _run(device, source, "zyx_topk_block", (blocks, rows),
-         [values.cl, indices.cl, ck.cl, ci.cl, src.cl, u32(n), u32(k), u32(blocks), u32(blen)])
+         [values.cl, indices.cl, ck.cl, ci.cl, src.cl, u32(n), u32(k), u32(blocks), u32(blen), flip])
     _run(device, source, "zyx_topk_merge", (rows,),
          [values.cl, indices.cl, ck.cl, ci.cl, src.cl, u32(n), u32(k), u32(blocks), u32(rows)])
 
