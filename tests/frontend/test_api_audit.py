@@ -52,6 +52,12 @@ CASES = {
     "chunk_uneven": (lambda z, n: zyx.zeros(5).chunk(4), lambda t, T: T.zeros(5).chunk(4)),
     "chunk_empty": (lambda z, n: zyx.zeros(0, 3).chunk(2), lambda t, T: T.zeros(0, 3).chunk(2)),
     "stack_neg": (lambda z, n: zyx.stack([z, z * 2], -1), lambda t, T: T.stack([t, t * 2], -1)),
+    # sorting and selection: NaN sorts largest (first when descending); median propagates NaN
+    "sort_nan_desc": (lambda z, n: n.sort(descending=True), lambda t, T: T.tensor(NANS).sort(descending=True)),
+    "topk_dim0": (lambda z, n: z.topk(2, dim=0), lambda t, T: t.topk(2, dim=0)),
+    "median_nan": (lambda z, n: n.median(0), lambda t, T: T.tensor(NANS).median(0)),
+    "unique_counts": (lambda z, n: zyx.tensor([3, 1, 3, 2]).unique(return_counts=True),
+                      lambda t, T: T.tensor([3, 1, 3, 2]).unique(return_counts=True)),
     # reductions
     "var": (lambda z, n: z.var(), lambda t, T: t.var()),
     "var_correction0": (lambda z, n: z.var(1, correction=0), lambda t, T: t.var(1, correction=0)),
