@@ -4,10 +4,12 @@ the complemented key, common/sortkey.mako), in order, ties by input position, wi
 sorting the row: a work-item keeps its best k (key, position) pairs sorted in private
 memory and inserts an element only when it beats the current k-th.
 
-zyx_topk_block  work-item (block, row) over elements [block * blen, min(n, (block+1) * blen)).
-                With one block per row it writes the outputs (values as raw bits, int64
-                positions); otherwise its k candidates (a block with fewer than k elements
-                pads with the all-ones key at position 0xffffffff, which never wins).
+zyx_topk_rows   one work-item per row (CPU work-groups of several rows): writes the outputs
+                (values as raw bits, int64 positions).
+zyx_topk_block  work-item (block, row) over elements [block * blen, min(n, (block+1) * blen)),
+                for rows too few to fill the device: writes its k candidates (a block with
+                fewer than k elements pads with the all-ones key at position 0xffffffff;
+                only the last block can be short, so a pad never displaces a real element).
 zyx_topk_merge  one work-item per row picks the best k among its blocks' candidates (read in
                 block order, so position order breaks ties as in one pass).
 largest=True: the run-time `zyx_flip` (all ones) complements every key.
@@ -16,6 +18,7 @@ Parameters: dtype, kmax (the private list's length, >= k).
 <%namespace name="sk" file="/common/sortkey.mako"/>\
 <%
     K = sk.attr.key_type(dtype)
+    run = max(16, 64 // dtype.itemsize)  # a run of keys fills 64 bytes at least
 %>\
 /* zyx topk kernels: ${dtype.name}, k <= ${kmax} */
 ${sk.key_fn(dtype, "zyx_key0")}
@@ -38,30 +41,56 @@ ${sk.key_fn(dtype, "zyx_key0")}
     zyx_bi[zyx_p] = (zyx_at); \
 } while (0)
 
-__kernel void zyx_topk_block(__global ${K} *restrict zyx_val, __global long *restrict zyx_idx,
-                             __global ${K} *restrict zyx_ck, __global uint *restrict zyx_ci,
+<%def name="scan_body()">\
+    ${K} zyx_bk[${kmax}];
+    uint zyx_bi[${kmax}];
+    uint zyx_cnt = 0;
+    uint zyx_j = zyx_lo;
+    for (; zyx_j < zyx_hi && zyx_cnt < zyx_k; ++zyx_j) {
+        const ${K} zyx_x = zyx_key(zyx_in[zyx_j]);
+        ZYX_INSERT(zyx_x, zyx_j);
+    }
+    /* runs of ${run}: all keys first and their minimum (vectorizable), the inserts only where it
+       beats the current k-th (rare once the list holds large values) */
+    for (; zyx_j + ${run} <= zyx_hi; zyx_j += ${run}) {
+        ${K} zyx_c[${run}];
+        for (int zyx_q = 0; zyx_q < ${run}; ++zyx_q) zyx_c[zyx_q] = zyx_key(zyx_in[zyx_j + zyx_q]);
+        ${K} zyx_m = zyx_c[0];
+        for (int zyx_q = 1; zyx_q < ${run}; ++zyx_q) zyx_m = min(zyx_m, zyx_c[zyx_q]);
+        if (zyx_m < zyx_bk[zyx_k - 1])
+            for (uint zyx_q = 0; zyx_q < ${run}; ++zyx_q) ZYX_INSERT(zyx_c[zyx_q], zyx_j + zyx_q);
+    }
+    for (; zyx_j < zyx_hi; ++zyx_j) {
+        const ${K} zyx_x = zyx_key(zyx_in[zyx_j]);
+        ZYX_INSERT(zyx_x, zyx_j);
+    }
+</%def>
+
+__kernel void zyx_topk_rows(__global ${K} *restrict zyx_val, __global long *restrict zyx_idx,
+                            __global const ${K} *restrict zyx_src, const uint zyx_n, const uint zyx_k,
+                            const uint zyx_rows, const ${K} zyx_flip)
+{
+    const uint zyx_row = get_global_id(0);
+    if (zyx_row >= zyx_rows) return;
+    __global const ${K} *zyx_in = zyx_src + (ulong)zyx_row * zyx_n;
+    const uint zyx_lo = 0, zyx_hi = zyx_n;
+${scan_body()}
+    const ulong zyx_o = (ulong)zyx_row * zyx_k;
+    for (uint zyx_q = 0; zyx_q < zyx_k; ++zyx_q) {
+        zyx_idx[zyx_o + zyx_q] = zyx_bi[zyx_q];
+        zyx_val[zyx_o + zyx_q] = zyx_in[zyx_bi[zyx_q]];
+    }
+}
+
+__kernel void zyx_topk_block(__global ${K} *restrict zyx_ck, __global uint *restrict zyx_ci,
                              __global const ${K} *restrict zyx_src, const uint zyx_n, const uint zyx_k,
                              const uint zyx_blocks, const uint zyx_blen, const ${K} zyx_flip)
 {
     const uint zyx_b = get_global_id(0), zyx_row = get_global_id(1);
     if (zyx_b >= zyx_blocks) return;
-    ${K} zyx_bk[${kmax}];
-    uint zyx_bi[${kmax}];
-    uint zyx_cnt = 0;
     __global const ${K} *zyx_in = zyx_src + (ulong)zyx_row * zyx_n;
     const uint zyx_lo = zyx_b * zyx_blen, zyx_hi = min(zyx_n, zyx_lo + zyx_blen);
-    for (uint zyx_j = zyx_lo; zyx_j < zyx_hi; ++zyx_j) {
-        const ${K} zyx_x = zyx_key(zyx_in[zyx_j]);
-        ZYX_INSERT(zyx_x, zyx_j);
-    }
-    if (zyx_blocks == 1) {
-        const ulong zyx_o = (ulong)zyx_row * zyx_k;
-        for (uint zyx_q = 0; zyx_q < zyx_k; ++zyx_q) {
-            zyx_idx[zyx_o + zyx_q] = zyx_bi[zyx_q];
-            zyx_val[zyx_o + zyx_q] = zyx_in[zyx_bi[zyx_q]];
-        }
-        return;
-    }
+${scan_body()}
     const ulong zyx_o = ((ulong)zyx_row * zyx_blocks + zyx_b) * zyx_k;
     for (uint zyx_q = 0; zyx_q < zyx_k; ++zyx_q) {
         zyx_ck[zyx_o + zyx_q] = zyx_q < zyx_cnt ? zyx_bk[zyx_q] : (${K})~(${K})0;

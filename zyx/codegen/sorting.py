@@ -31,6 +31,8 @@ SMALL_ROW = 32
 LONG_ROW_MIN = 1 << 14
 #: The largest k topk selects without a full sort (its private list's length).
 TOPK_MAX = 64
+#: CPU work-group size of the one-row-per-work-item topk.
+TOPK_CPU_GROUP = 8
 #: The fewest elements a block of the block-parallel kernels holds.
 BLOCK_MIN = 2048
 
@@ -52,17 +54,16 @@ def _parallel_items(device: Device) -> int:
     return 8 * max(1, device.info.compute_units)
 
 
-def _local(device: Device, kernel: Any) -> int:
-    # CPUs (PoCL): one work-item per work-group; its private histograms stay one copy
-    if settings.heuristics_kind(device) != "gpu":
-        return 1
-    return max(1, min(64, kernel.work_group_size))
+def _local(device: Device, kernel: Any, cpu: int) -> int:
+    """Work-group size: ``cpu`` on CPUs (1 where private histograms must stay one copy), else 64."""
+    want = cpu if settings.heuristics_kind(device) != "gpu" else 64
+    return max(1, min(want, kernel.work_group_size))
 
 
-def _run(device: Device, source: str, name: str, grid: tuple[int, ...], args: list[Any]) -> Any:
+def _run(device: Device, source: str, name: str, grid: tuple[int, ...], args: list[Any], cpu: int = 1) -> Any:
     """Build (cached) and launch ``name`` over ``grid`` (rounded up to whole work-groups along axis 0)."""
     kernel = compile_kernel(device, source, name)
-    local = _local(device, kernel)
+    local = _local(device, kernel, cpu)
     glob = (-(-grid[0] // local) * local, *grid[1:])
     return launch(kernel, glob, (local,) + (1,) * (len(grid) - 1), args)
 
@@ -134,13 +135,14 @@ def topk_rows(device: Device, values: Buffer, indices: Buffer, src: Buffer, dtyp
     blocks = -(-n // blen)
     u32 = np.uint32
     if blocks == 1:
-        _run(device, source, "zyx_topk_block", (1, rows),
-             [values.cl, indices.cl, src.cl, src.cl, src.cl, u32(n), u32(k), u32(1), u32(n), flip])
+        # rows along axis 0 so that a CPU work-group holds several (fewer, larger tasks)
+        _run(device, source, "zyx_topk_rows", (rows,),
+             [values.cl, indices.cl, src.cl, u32(n), u32(k), u32(rows), flip], cpu=TOPK_CPU_GROUP)
         return
     ck = device.pool.allocate(rows * blocks * k * dtype.itemsize)
     ci = device.pool.allocate(rows * blocks * k * 4)
     _run(device, source, "zyx_topk_block", (blocks, rows),
-         [values.cl, indices.cl, ck.cl, ci.cl, src.cl, u32(n), u32(k), u32(blocks), u32(blen), flip])
+         [ck.cl, ci.cl, src.cl, u32(n), u32(k), u32(blocks), u32(blen), flip])
     _run(device, source, "zyx_topk_merge", (rows,),
          [values.cl, indices.cl, ck.cl, ci.cl, src.cl, u32(n), u32(k), u32(blocks), u32(rows)])
 
