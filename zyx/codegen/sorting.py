@@ -24,6 +24,7 @@ from zyx.backend.launch import compile_kernel, launch
 from zyx.backend.pool import Buffer
 from zyx.codegen.render import render
 from zyx.dtype import UINT_OF_SIZE, DType
+from zyx.errors import ShapeError
 
 #: Rows this short are insertion-sorted in private memory (no scratch, no histograms).
 SMALL_ROW = 32
@@ -89,7 +90,8 @@ def sort_rows(device: Device, values: Buffer, indices: Buffer, src: Buffer, dtyp
     if rows * n == 0:
         return
     if n >= 2**32 - 1:
-        raise ValueError(f"sort: rows of {n} elements exceed the kernels' 32-bit positions")
+        raise ShapeError(f"sort: a row of {n} elements along the sorted dim; expected fewer than 2**32 - 1 "
+                         "(the kernels keep 32-bit positions)")
     source = render("sorting/sort.cl.mako", dtype=dtype, small=SMALL_ROW)
     size = dtype.itemsize
     flip = _flip(dtype, descending)

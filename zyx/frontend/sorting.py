@@ -114,6 +114,8 @@ class _Rows:
         moved = base.permute(*self.perm)
         self.dense = moved.contiguous()
         self.n = moved.shape[-1]
+        if self.n >= 2**32 - 1:
+            raise ShapeError(f"{op}(): dim {dim} has {self.n} elements; expected fewer than 2**32 - 1")
         self.rows = math.prod(moved.shape[:-1])
         self.lead = moved.shape[:-1]
 
