@@ -97,4 +97,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    from zyx.benchmarks import bench_header
+
+    print(bench_header())
     main()
