@@ -380,3 +380,17 @@ def test_second_order_gradient_through_sort():
     (gt * gt).sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy(), rtol=1e-10)
     assert zyx.sort(zyx.zeros(3, dtype=zyx.int32)).values.requires_grad is False
+
+
+@pytest.mark.parametrize("dt,shape", [("float32", (5, 100)), ("int16", (3, 2048)), ("float64", (2, 3))])
+def test_gpu_bitonic_row_sort(monkeypatch, dt, shape):
+    """The GPU path (a work-group per row, bitonic in local memory), forced on this device."""
+    from zyx import settings
+
+    monkeypatch.setattr(settings, "HEURISTICS", "gpu")
+    assert sort_kernels.sort_strategy(zyx.default_device(), shape[0], shape[1]) == "bitonic"
+    a = data(shape, dt)
+    for desc in (False, True):
+        r = zyx.from_numpy(a).sort(descending=desc)
+        t = torch.sort(as_torch(a), descending=desc, stable=True)
+        check_sorted_like(r.values, r.indices, a, t.indices)

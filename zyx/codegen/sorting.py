@@ -6,7 +6,8 @@ every dtype (16- and 8-bit floats included) and NaN sorts as PyTorch sorts it. L
 take dense device buffers and plain ints, enqueue asynchronously and allocate their own
 scratch; the frontend (``zyx.frontend.sorting``) runs them as ``EXTERN`` graph nodes.
 
-Sort: one work-item per row (insertion sort for short rows, else an LSD radix sort over
+Sort: on GPUs, rows of up to BITONIC_MAX elements by one work-group each (a bitonic network
+in local memory); otherwise one work-item per row (insertion sort for short rows, else an LSD radix sort over
 8-bit digits that skips digits with one value), or, for long rows that are too few to fill
 the device, a block-parallel radix sort (per-block histograms, a scan per row, a stable
 scatter per block; three launches per digit). Topk keeps the best k in private memory
@@ -32,6 +33,11 @@ SMALL_ROW = 32
 LONG_ROW_MIN = 1 << 14
 #: The largest k topk selects without a full sort (its private list's length).
 TOPK_MAX = 64
+#: GPUs: rows of at most this many elements are sorted by one work-group in local memory
+#: (keys and positions of 2048 elements: 24 KiB for 8-byte keys).
+BITONIC_MAX = 2048
+#: The work-group size of the bitonic row sort (at most half the padded row).
+BITONIC_GROUP = 256
 #: CPU work-group size of the one-row-per-work-item topk.
 TOPK_CPU_GROUP = 8
 #: The fewest elements a block of the block-parallel kernels holds.
@@ -78,9 +84,12 @@ def _blocks(device: Device, rows: int, n: int) -> int:
 
 
 def sort_strategy(device: Device, rows: int, n: int) -> str:
-    """``rows`` (a work-item per row) or ``blocks`` (the block-parallel radix sort for long rows)."""
+    """``bitonic`` (GPUs, rows of up to BITONIC_MAX: a work-group per row in local memory), ``rows``
+    (a work-item per row) or ``blocks`` (the block-parallel radix sort for few long rows)."""
     if n >= LONG_ROW_MIN and _blocks(device, rows, n) > 1:
         return "blocks"
+    if settings.heuristics_kind(device) == "gpu" and 1 < n <= BITONIC_MAX:
+        return "bitonic"
     return "rows"
 
 
@@ -96,7 +105,15 @@ def sort_rows(device: Device, values: Buffer, indices: Buffer, src: Buffer, dtyp
     size = dtype.itemsize
     flip = _flip(dtype, descending)
     u32 = np.uint32
-    if sort_strategy(device, rows, n) == "rows":
+    strategy = sort_strategy(device, rows, n)
+    if strategy == "bitonic":
+        p = 1 << (n - 1).bit_length()
+        wg = min(p // 2, BITONIC_GROUP)
+        kernel = compile_kernel(device, render("sorting/bitonic.cl.mako", dtype=dtype, p=p, wg=wg),
+                                "zyx_sort_bitonic")
+        launch(kernel, (rows * wg,), (wg,), [values.cl, indices.cl, src.cl, u32(n), flip])
+        return
+    if strategy == "rows":
         if n <= SMALL_ROW:
             ka = kb = ia = ib = src  # unused by the insertion sort
         else:
