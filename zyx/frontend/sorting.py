@@ -107,12 +107,12 @@ class _Rows:
     def __init__(self, x: Any, dim: int, op: str) -> None:
         self.rank = x.ndim
         self.dim = normalize_dim(dim, x.ndim)
-        base = x.reshape(1) if x.ndim == 0 else x
-        nd = base.ndim
+        nd = max(x.ndim, 1)
         self.perm = tuple(i for i in range(nd) if i != self.dim) + (self.dim,)
         self.inverse = tuple(sorted(range(nd), key=lambda i: self.perm[i]))
-        moved = base.permute(*self.perm)
-        self.dense = moved.contiguous()
+        with no_grad():  # the kernels' input; the ops record their own gradient on the outputs
+            moved = (x.reshape(1) if x.ndim == 0 else x).permute(*self.perm)
+            self.dense = moved.contiguous()
         self.n = moved.shape[-1]
         if self.n >= 2**32 - 1:
             raise ShapeError(f"{op}(): dim {dim} has {self.n} elements; expected fewer than 2**32 - 1")
