@@ -55,6 +55,37 @@ inline ${K} ${name}(${K} zyx_b) {
 }
 </%def>
 
+## Function: ``Kn name(Kn bits)``, the keys of ``n`` elements' raw storage bits as one vector
+## (the same keys as key_fn, computed with selects: vector relational results and the sign
+## bit of the bits themselves pick through their most significant bit).
+<%def name="key_vec_fn(d, n, name)">\
+<%
+    K = key_type(d)
+    V = f"{K}{n}"
+    bits = 8 * d.itemsize
+    sign = _lit(1 << (bits - 1), d)
+    ones = _lit((1 << bits) - 1, d)
+%>\
+inline ${V} ${name}(${V} zyx_b) {
+% if d.kind in ("bool", "uint"):
+    return zyx_b;
+% elif d.kind == "int":
+    return zyx_b ^ (${V})${sign};
+% else:
+<%
+    E, M, ieee = _FLOATS[d.name]
+    mag = (1 << (bits - 1)) - 1
+    nan_above = ((1 << E) - 1) << M if ieee else mag - 1
+    S = {1: "char", 2: "short", 4: "int", 8: "long"}[d.itemsize] + str(n)
+%>\
+    const ${V} zyx_mag = zyx_b & (${V})${_lit(mag, d)};
+    ${V} zyx_k = select(zyx_b | (${V})${sign}, ~zyx_b, as_${S}(zyx_b));
+    zyx_k = select(zyx_k, (${V})${sign}, zyx_mag == (${V})0);
+    return select(zyx_k, (${V})${ones}, zyx_mag > (${V})${_lit(nan_above, d)});
+% endif
+}
+</%def>
+
 ## Expression: whether key ``k`` (ascending) is a NaN's (only floats have NaN keys).
 <%def name="is_nan_key(d, k)">\
 % if d.kind == "float":

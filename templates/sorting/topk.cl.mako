@@ -18,11 +18,14 @@ Parameters: dtype, kmax (the private list's length, >= k).
 <%namespace name="sk" file="/common/sortkey.mako"/>\
 <%
     K = sk.attr.key_type(dtype)
-    run = max(16, 64 // dtype.itemsize)  # a run of keys fills 64 bytes at least
+    # two key vectors per run; no 16-lane vectors (Oclgrind 21.10 misreads their shuffles, see
+    # tests/sanitizer/conftest.py)
+    lanes = 8 if dtype.itemsize < 8 else 4
 %>\
 /* zyx topk kernels: ${dtype.name}, k <= ${kmax} */
 ${sk.key_fn(dtype, "zyx_key0")}
 #define zyx_key(b) (zyx_key0(b) ^ zyx_flip)
+${sk.key_vec_fn(dtype, lanes, "zyx_keyv")}
 
 #define ZYX_INSERT(zyx_x, zyx_at) do { \
     uint zyx_p; \
@@ -50,15 +53,28 @@ ${sk.key_fn(dtype, "zyx_key0")}
         const ${K} zyx_x = zyx_key(zyx_in[zyx_j]);
         ZYX_INSERT(zyx_x, zyx_j);
     }
-    /* runs of ${run}: all keys first and their minimum (vectorizable), the inserts only where it
-       beats the current k-th (rare once the list holds large values) */
-    for (; zyx_j + ${run} <= zyx_hi; zyx_j += ${run}) {
-        ${K} zyx_c[${run}];
-        for (int zyx_q = 0; zyx_q < ${run}; ++zyx_q) zyx_c[zyx_q] = zyx_key(zyx_in[zyx_j + zyx_q]);
-        ${K} zyx_m = zyx_c[0];
-        for (int zyx_q = 1; zyx_q < ${run}; ++zyx_q) zyx_m = min(zyx_m, zyx_c[zyx_q]);
-        if (zyx_m < zyx_bk[zyx_k - 1])
-            for (uint zyx_q = 0; zyx_q < ${run}; ++zyx_q) ZYX_INSERT(zyx_c[zyx_q], zyx_j + zyx_q);
+    /* runs of ${2 * lanes}: their keys as two ${lanes}-lane vectors and their minimum, the inserts only
+       where that beats the current k-th (rare once the list holds large values) */
+    for (; zyx_j + ${2 * lanes} <= zyx_hi; zyx_j += ${2 * lanes}) {
+        const ${K}${lanes} zyx_c0 = zyx_keyv(vload${lanes}(0, zyx_in + zyx_j)) ^ (${K}${lanes})zyx_flip;
+        const ${K}${lanes} zyx_c1 = zyx_keyv(vload${lanes}(1, zyx_in + zyx_j)) ^ (${K}${lanes})zyx_flip;
+        const ${K}${lanes} zyx_m${lanes} = min(zyx_c0, zyx_c1);
+<%
+    width = lanes  # the minimum of the vector by halves
+    lines = []
+    while width > 1:
+        width //= 2
+        lines.append(f"const {K}{width if width > 1 else ''} zyx_m{width} = min(zyx_m{width * 2}.lo, zyx_m{width * 2}.hi);")
+%>\
+% for line in lines:
+        ${line}
+% endfor
+        if (zyx_m1 < zyx_bk[zyx_k - 1]) {
+            ${K} zyx_cs[${2 * lanes}];
+            vstore${lanes}(zyx_c0, 0, zyx_cs);
+            vstore${lanes}(zyx_c1, 1, zyx_cs);
+            for (uint zyx_q = 0; zyx_q < ${2 * lanes}; ++zyx_q) ZYX_INSERT(zyx_cs[zyx_q], zyx_j + zyx_q);
+        }
     }
     for (; zyx_j < zyx_hi; ++zyx_j) {
         const ${K} zyx_x = zyx_key(zyx_in[zyx_j]);
