@@ -394,3 +394,19 @@ def test_gpu_bitonic_row_sort(monkeypatch, dt, shape):
         r = zyx.from_numpy(a).sort(descending=desc)
         t = torch.sort(as_torch(a), descending=desc, stable=True)
         check_sorted_like(r.values, r.indices, a, t.indices)
+
+
+def test_selection_ops_on_rank8_empty_and_rank0_inputs():
+    a = RNG.permutation(96).reshape(2, 1, 2, 1, 3, 1, 2, 4).astype(np.float32)
+    x, t = zyx.from_numpy(a), torch.from_numpy(a)
+    for got, want in ((x.topk(2, dim=4), t.topk(2, dim=4)), (x.kthvalue(2, -1, True), t.kthvalue(2, -1, True)),
+                      (x.median(0), t.median(0))):
+        np.testing.assert_array_equal(got.values.numpy(), want.values.numpy())
+        np.testing.assert_array_equal(got.indices.numpy(), want.indices.numpy())
+    e = zyx.zeros(0, 5)
+    assert e.topk(2).values.shape == (0, 2) and e.kthvalue(3).indices.shape == (0,)
+    assert e.median(1).values.shape == (0,) and e.argsort(0).shape == (0, 5)
+    s = zyx.tensor(7.0)
+    assert s.kthvalue(1).values.item() == 7.0 and s.median(0).indices.item() == 0
+    assert zyx.tensor(3).unique().tolist() == [3]
+    assert zyx.bucketize(zyx.tensor(0.5), zyx.tensor([0.0, 1.0])).item() == 1
