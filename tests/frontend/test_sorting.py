@@ -230,9 +230,9 @@ def test_kthvalue_matches_torch(k, keepdim):
 # ---------------------------------------------------------------- median
 
 
-@pytest.mark.parametrize("dt", ["float32", "int32", "float16", "uint8"])
+@pytest.mark.parametrize("dt", ["float32", "int16"])
 def test_median_full_and_along_dims(dt):
-    for shape in ((7,), (4, 6), (5, 3, 2)):
+    for shape in ((7,), (5, 3, 2)):
         a = data(shape, dt, nan=False, span=50)
         x, t = zyx.from_numpy(a), as_torch(a)
         np.testing.assert_array_equal(bits(x.median().numpy()), bits(as_np(t.median(), a.dtype)))
