@@ -2,7 +2,7 @@
 
 The class holds the core (data, view, dtype, device, readback, realize, to, cast,
 contiguous); its operators and methods come from the mixins it is composed of, one
-module per family (elementwise, reduce, movement, contract ops, softmax).
+module per family (elementwise, reduce, movement, contract ops, softmax, sorting).
 Movement ops (permute, expand, slicing, view-compatible reshape, squeeze/unsqueeze,
 flatten) only make a new View over the same buffer; ``contiguous()``, casts and
 transfers run generated kernels. No OpenCL code lives here: kernels come from
