@@ -17,6 +17,7 @@ the elements equal to the median, as PyTorch does).
 """
 from __future__ import annotations
 
+import copy
 import math
 from typing import Any, Callable, NamedTuple
 
@@ -119,6 +120,12 @@ class _Rows:
         self.rows = math.prod(moved.shape[:-1])
         self.lead = moved.shape[:-1]
 
+    def layout(self) -> _Rows:
+        """A copy without the dense input (what a backward closure keeps: the input need not live on)."""
+        out = copy.copy(self)
+        out.dense = None
+        return out
+
     def back(self, t: Any) -> Any:
         """A last-dim-layout result (``lead + (k,)``) in the input's layout."""
         out = t.permute(*self.inverse)
@@ -173,6 +180,7 @@ def _record_selection(name: str, values: Any, x: Any, lay: _Rows, idx_rows: Any,
     (the dim of size k), scattered back to the positions ``idx_rows`` (``lead + (k,)``)."""
     if not needs_grad(x):
         return values
+    lay = lay.layout()
 
     def backward(g: Any) -> tuple:
         rows = _scatter_last(lay.to_rows(expand(g)), idx_rows, lay.n)
@@ -249,12 +257,12 @@ def _pick(lay: _Rows, values: Any, indices: Any, x: Any, pos: Any, keepdim: bool
     else:
         v, i = _gather_last(values, pos), _gather_last(indices, pos)
     v_out, i_out = lay.back(v), lay.back(i)
-    d = lay.dim
-    if not keepdim and lay.rank:
+    d, rank = lay.dim, lay.rank
+    if not keepdim and rank:
         v_out, i_out = v_out.squeeze(d), i_out.squeeze(d)
 
     def expand(g: Any) -> Any:
-        return g if keepdim or not lay.rank else g.unsqueeze(d)
+        return g if keepdim or not rank else g.unsqueeze(d)
 
     return ValuesIndices(_record_selection(name, v_out, x, lay, i, expand), i_out)
 
