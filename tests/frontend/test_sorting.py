@@ -287,8 +287,30 @@ def test_unique_nan_signed_zero_and_empty():
     np.testing.assert_array_equal(cnt.numpy(), tcnt.numpy())
     u, inv = zyx.zeros(0, 3).unique(return_inverse=True)
     assert u.shape == (0,) and inv.shape == (0, 3)
-    with pytest.raises(zyx.ShapeError, match="dim"):
-        zyx.zeros(3).unique(dim=0)
+
+
+@pytest.mark.parametrize("dt", ["float32", "int8"])
+def test_unique_along_a_dim(dt):
+    a = RNG.integers(0, 2, (7, 3, 2)).astype(zyx.dtype.to_dtype(dt).numpy)
+    x, t = zyx.from_numpy(a).permute(1, 0, 2), torch.from_numpy(a).permute(1, 0, 2)  # non-contiguous
+    for dim in (0, 1, -1):
+        got = x.unique(dim=dim, return_inverse=True, return_counts=True)
+        want = torch.unique(t, dim=dim, return_inverse=True, return_counts=True)
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g.numpy(), w.numpy())
+    np.testing.assert_array_equal(zyx.unique(x, dim=1).numpy(), torch.unique(t, dim=1).numpy())
+    assert zyx.zeros(0, 3).unique(dim=0).shape == (0, 3)
+
+
+def test_unique_along_a_dim_nan_rows_and_errors():
+    a = np.array([[np.nan, 1.0], [np.nan, 1.0], [0.0, 2.0], [-0.0, 2.0]], np.float32)
+    u, inv, cnt = zyx.from_numpy(a).unique(dim=0, return_inverse=True, return_counts=True)
+    np.testing.assert_array_equal(u.numpy(), np.array([[0.0, 2.0], [np.nan, 1.0], [np.nan, 1.0]], np.float32))
+    assert inv.tolist() == [1, 2, 0, 0] and cnt.tolist() == [2, 1, 1]
+    with pytest.raises(IndexError, match="0-d"):
+        zyx.tensor(3.0).unique(dim=0)
+    with pytest.raises(zyx.ShapeError, match="empty dim"):
+        zyx.zeros(3, 0).unique(dim=0)
 
 
 # ---------------------------------------------------------------- searchsorted / bucketize

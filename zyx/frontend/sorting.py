@@ -7,7 +7,7 @@ kernel when needed), runs one of the kernels of ``zyx.codegen.sorting`` as a laz
 moves the dim back with a view. An op with two outputs is two nodes: the indices node
 runs the kernel, which also writes the values; the values node reads the indices node
 (so it runs it first) and takes the values buffer it left behind. Only ``unique`` reads
-a value back (its output size), as PyTorch does.
+values back (its output size; along a dim also the slices' order), as PyTorch does.
 
 Order: PyTorch's. NaN is the largest value (first when descending), -0.0 equals +0.0, and
 equal values keep their input order (every sort here is stable, so ``stable=False`` gives
@@ -21,8 +21,11 @@ import copy
 import math
 from typing import Any, Callable, NamedTuple
 
+import numpy as np
+
 from zyx import dtype as dtypes
 from zyx import graph
+from zyx.backend import transfer
 from zyx.backend.device import Device
 from zyx.backend.pool import Buffer
 from zyx.codegen import sorting as kernels
@@ -327,10 +330,13 @@ def unique(x: Any, sorted: bool = True, return_inverse: bool = False, return_cou
            dim: int | None = None) -> Any:
     """The distinct values of ``x`` in ascending order (each NaN distinct, as PyTorch), with the int64
     index of each input element's value (``return_inverse``, input shape) and each value's count.
-    Reads the number of distinct values back (the output size), as PyTorch does."""
+    With ``dim``: the distinct slices along ``dim`` in lexicographic order, one inverse entry per
+    slice. Reads the number of distinct values back (the output size), as PyTorch does."""
     x = _tensor(x, "unique")
     if dim is not None:
-        raise ShapeError(f"unique(): dim = {dim!r} is not supported; expected dim=None (the flattened input)")
+        outs = list(_unique_dim(x, dim))
+        return tuple(outs[:1] + outs[1:2] * bool(return_inverse) + outs[2:] * bool(return_counts)) \
+            if return_inverse or return_counts else outs[0]
     dev, dt = x.device, x.dtype
     flat = x.reshape(-1)
     n = flat.numel()
@@ -355,6 +361,51 @@ def unique(x: Any, sorted: bool = True, return_inverse: bool = False, return_cou
     if return_counts:
         outs.append(counts)
     return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+def _unique_dim(x: Any, dim: int) -> tuple[Any, Any, Any]:
+    """``unique(x, dim=dim)``: the distinct slices along ``dim`` in lexicographic order (rows with a NaN
+    are each distinct), the inverse (one per slice) and the counts. The slices are ordered on the
+    device by one stable argsort per element position, last position first (an LSD sort whose
+    digits are whole values); the run boundaries and the slice order are read back to build the
+    outputs, whose size depends on them."""
+    if x.ndim == 0:
+        raise IndexOutOfRange(f"unique(): dim = {dim} given for a 0-d tensor; expected dim=None")
+    d = normalize_dim(dim, x.ndim)
+    dev = x.device
+    moved = x.detach().permute(d, *(i for i in range(x.ndim) if i != d))
+    m, rest = x.shape[d], moved.shape[1:]
+    r = math.prod(rest)
+    if m and not r:
+        raise ShapeError(f"unique(): shape {x.shape} has an empty dim other than dim {d}; expected the slices "
+                         "along dim to hold elements")
+    if m == 0:
+        empty = zeros(0, dtype=dtypes.int64, device=dev)
+        return x.detach().clone(), empty, empty
+    with no_grad():
+        cols = moved.reshape(m, r).permute(1, 0).contiguous()  # column c: element c of every slice
+        perm = _host_int64(np.arange(m).reshape(1, m), dev)
+        for c in reversed(range(r)):
+            order = argsort(_gather_last(cols[c:c + 1], perm))
+            perm = _gather_last(perm, order)
+        ordered = _gather_last(cols, perm.expand(r, m))
+        differs = (ordered[:, 1:] != ordered[:, :-1]).any(0) if m > 1 else zeros(0, dtype=dtypes.bool_, device=dev)
+        flags, where_from = differs.numpy(), perm.numpy()[0]
+        starts = np.concatenate([[0], 1 + np.flatnonzero(flags)]).astype(np.int64)
+        groups = np.concatenate([[0], np.cumsum(flags)]).astype(np.int64)
+        inverse = np.empty(m, np.int64)
+        inverse[where_from] = groups
+        counts = np.diff(np.append(starts, m)).astype(np.int64)
+        first = _gather_last(ordered, _host_int64(starts, dev).reshape(1, -1).expand(r, len(starts)))
+        values = first.permute(1, 0).reshape(len(starts), *rest)
+        back = tuple(sorted(range(x.ndim), key=lambda i: (d, *(j for j in range(x.ndim) if j != d))[i]))
+        return values.permute(*back).contiguous(), _host_int64(inverse, dev), _host_int64(counts, dev)
+
+
+def _host_int64(values: np.ndarray, device: Device) -> Any:
+    """An int64 tensor on ``device`` (not pinned, like every computed result) holding ``values``."""
+    values = np.ascontiguousarray(values, dtype=np.int64)
+    return tensor_class()(transfer.upload(device, values), View.contiguous(values.shape), dtypes.int64, device)
 
 
 # ---------------------------------------------------------------- searchsorted / bucketize
