@@ -134,6 +134,18 @@ from zyx.frontend.indexing import (
 )
 from zyx.frontend.movement import chunk, pad, split, stack
 from zyx.frontend.reduce import argmax, argmin, logsumexp, matmul, mean, prod, std, var
+from zyx.frontend.sorting import (
+    ValuesIndices,
+    argsort,
+    bucketize,
+    kthvalue,
+    median,
+    msort,
+    searchsorted,
+    sort,
+    topk,
+    unique,
+)
 from zyx.frontend.tape import Tape, Variable, jit
 from zyx.frontend.tensor import Tensor
 from zyx.io import load, load_file, load_file_metadata, save, save_file
@@ -175,4 +187,7 @@ __all__ += ["Tape", "Variable", "jit"]  # API.md "Tapes and variables"
 __all__ += [  # API.md "Advanced indexing, gather and scatter"
     "are_deterministic_algorithms_enabled", "gather", "index_put", "index_select", "masked_select", "nonzero",
     "scatter", "scatter_add", "scatter_reduce", "take_along_dim", "use_deterministic_algorithms",
+]
+__all__ += [  # API.md "Sorting and selection"
+    "ValuesIndices", "argsort", "bucketize", "kthvalue", "median", "msort", "searchsorted", "sort", "topk", "unique",
 ]

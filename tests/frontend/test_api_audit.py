@@ -60,6 +60,12 @@ CASES = {
                   lambda t, T: T.gather(t, 1, T.tensor([[3, 0], [1, 1], [2, 2]]))),
     "scatter_add_dup": (lambda z, n: z.scatter_add(0, zyx.tensor([[0, 0, 0, 0]]), z[:1]),
                         lambda t, T: t.scatter_add(0, T.tensor([[0, 0, 0, 0]]), t[:1])),
+    # sorting and selection: NaN sorts largest (first when descending); median propagates NaN
+    "sort_nan_desc": (lambda z, n: n.sort(descending=True), lambda t, T: T.tensor(NANS).sort(descending=True)),
+    "topk_dim0": (lambda z, n: z.topk(2, dim=0), lambda t, T: t.topk(2, dim=0)),
+    "median_nan": (lambda z, n: n.median(0), lambda t, T: T.tensor(NANS).median(0)),
+    "unique_counts": (lambda z, n: zyx.tensor([3, 1, 3, 2]).unique(return_counts=True),
+                      lambda t, T: T.tensor([3, 1, 3, 2]).unique(return_counts=True)),
     # reductions
     "var": (lambda z, n: z.var(), lambda t, T: t.var()),
     "var_correction0": (lambda z, n: z.var(1, correction=0), lambda t, T: t.var(1, correction=0)),

@@ -2,7 +2,7 @@
 
 The class holds the core (data, view, dtype, device, readback, realize, to, cast,
 contiguous); its operators and methods come from the mixins it is composed of, one
-module per family (elementwise, reduce, movement, contract ops, softmax).
+module per family (elementwise, reduce, movement, contract ops, softmax, sorting).
 Movement ops (permute, expand, slicing, view-compatible reshape, squeeze/unsqueeze,
 flatten) only make a new View over the same buffer; ``contiguous()``, casts and
 transfers run generated kernels. No OpenCL code lives here: kernels come from
@@ -29,11 +29,12 @@ from zyx.frontend.indexing import IndexingMixin
 from zyx.frontend.movement import MovementMixin
 from zyx.frontend.reduce import ReduceMixin
 from zyx.frontend.softmax import SoftmaxMixin
+from zyx.frontend.sorting import SortingMixin
 from zyx.ir.view import View, normalize_dim
 
 
-class Tensor(IndexingMixin, ElementwiseMixin, ReduceMixin, MovementMixin, ContractOpsMixin, SoftmaxMixin, AutogradMixin,
-             concrete=True):
+class Tensor(IndexingMixin, ElementwiseMixin, ReduceMixin, MovementMixin, ContractOpsMixin, SoftmaxMixin, SortingMixin,
+             AutogradMixin, concrete=True):
     """An n-dimensional array on an OpenCL device (see API.md)."""
 
     __slots__ = ("_data", "_view", "_dtype", "_device", "_ag", "__weakref__")
