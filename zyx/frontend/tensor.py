@@ -27,12 +27,13 @@ from zyx.frontend.contract_ops import ContractOpsMixin, contiguize
 from zyx.frontend.elementwise import ElementwiseMixin
 from zyx.frontend.movement import MovementMixin
 from zyx.frontend.reduce import ReduceMixin
+from zyx.frontend.shape_ops import ShapeOpsMixin
 from zyx.frontend.softmax import SoftmaxMixin
 from zyx.ir.view import View, normalize_dim
 
 
 class Tensor(ElementwiseMixin, ReduceMixin, MovementMixin, ContractOpsMixin, SoftmaxMixin, AutogradMixin,
-             concrete=True):
+             ShapeOpsMixin, concrete=True):
     """An n-dimensional array on an OpenCL device (see API.md)."""
 
     __slots__ = ("_data", "_view", "_dtype", "_device", "_ag", "__weakref__")
