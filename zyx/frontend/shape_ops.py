@@ -37,12 +37,14 @@ def movedim(x: Any, source: Any, destination: Any) -> Any:
     dst = _dims_arg(destination, x.ndim, "movedim destination")
     if len(src) != len(dst):
         raise ShapeError(f"movedim: source {source} and destination {destination} must name as many dims")
+    if x.ndim == 0:
+        return x
     order: list[int | None] = [None] * x.ndim
     for s, d in zip(src, dst):
         order[d] = s
     rest = iter(d for d in range(x.ndim) if d not in src)
     perm = [next(rest) if o is None else o for o in order]
-    return x.permute(*perm) if x.ndim else x
+    return x.permute(*perm)
 
 
 def swapaxes(x: Any, axis0: int, axis1: int) -> Any:
