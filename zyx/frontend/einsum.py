@@ -128,7 +128,7 @@ def einsum(equation: str, *operands: Any) -> Any:
         for j, (_, other) in enumerate(terms):
             if j != i:
                 needed.update(other)
-        terms[i] = _sum_out(x, labels, [lab for lab in labels if lab not in needed], dt)
+        terms[i] = _sum_out(x, labels, [lab for lab in labels if lab not in needed])
     x, labels = terms[0]
     for k in range(1, len(terms)):
         later = set(out_labels)
@@ -136,7 +136,7 @@ def einsum(equation: str, *operands: Any) -> Any:
             later.update(other)
         y, ylabels = terms[k]
         x, labels = _contract(x, labels, y, ylabels, later, sizes)
-    x, labels = _sum_out(x, labels, [lab for lab in labels if lab not in out_labels], dt)
+    x, labels = _sum_out(x, labels, [lab for lab in labels if lab not in out_labels])
     for lab, s in zip(labels, x.shape):
         if s != sizes[lab]:  # a size-1 dim that broadcasts against another operand's
             x = x.expand(*[sizes[m] for m in labels])
@@ -164,14 +164,12 @@ def _diagonals(x: Any, labels: list[Any]) -> tuple[Any, list[Any]]:
             return x, labels
 
 
-def _sum_out(x: Any, labels: list[Any], gone: list[Any], dt: Any) -> tuple[Any, list[Any]]:
+def _sum_out(x: Any, labels: list[Any], gone: list[Any]) -> tuple[Any, list[Any]]:
     if not gone:
         return x, labels
     dims = tuple(labels.index(lab) for lab in gone)
-    out = x.sum(dims)
-    if out.dtype is not dt:
-        out = out.cast(dt)  # integer sums accumulate in int64; einsum keeps the operands' dtype
-    return out, [lab for lab in labels if lab not in gone]
+    # integer sums give int64, as PyTorch's einsum (its sums are ``sum``s)
+    return x.sum(dims), [lab for lab in labels if lab not in gone]
 
 
 def _contract(x: Any, xl: list[Any], y: Any, yl: list[Any], later: set, sizes: dict[Any, int]) -> tuple[Any, list]:
