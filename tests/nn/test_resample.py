@@ -42,6 +42,10 @@ CASES = [  # (input shape, kwargs)
     ((2, 3, 5, 7), dict(size=(9, 13), mode="bicubic", align_corners=True)),
     ((1, 2, 3, 4, 5), dict(size=(5, 6, 7), mode="trilinear")),
     ((1, 2, 3, 4, 5), dict(scale_factor=(1, 0.5, 2), mode="trilinear", align_corners=True)),
+    ((2, 3, 5, 7), dict(scale_factor=2, mode="bilinear")),  # exact 2x: the gather-free path
+    ((2, 3, 1, 7), dict(size=(2, 7), mode="bilinear")),
+    ((2, 3, 5), dict(size=10, mode="linear")),
+    ((1, 2, 3, 4, 5), dict(size=(3, 8, 10), mode="trilinear")),
     ((2, 3, 6, 8), dict(size=(3, 4), mode="area")),
     ((2, 3, 7), dict(size=4, mode="area")),
 ]
@@ -87,9 +91,9 @@ def test_interpolate_dtypes(dtype):
     _close(F.interpolate(z, size=(7, 4)), TF.interpolate(t, size=(7, 4)))  # nearest: every dtype
     if dtype.startswith("float") or dtype == "bfloat16":
         tol = 1e-12 if dtype == "float64" else 2e-2
-        for mode in ("bilinear", "bicubic"):
-            got = F.interpolate(z, size=(7, 4), mode=mode)
-            want = TF.interpolate(t, size=(7, 4), mode=mode)
+        for mode, size in (("bilinear", (7, 4)), ("bicubic", (7, 4)), ("bilinear", (10, 12))):
+            got = F.interpolate(z, size=size, mode=mode)
+            want = TF.interpolate(t, size=size, mode=mode)
             assert got.dtype.name == dtype
             np.testing.assert_allclose(got.cast("float64").numpy(), want.double().numpy(), rtol=tol, atol=tol * 20)
 
@@ -106,6 +110,7 @@ def test_interpolate_nearest_integer_dtypes():
 def test_interpolate_noncontiguous_and_empty_batch():
     z, t = _pair((5, 4, 3, 2))
     zp, tp = z.permute(3, 2, 1, 0), t.permute(3, 2, 1, 0)  # (2, 3, 4, 5), strided
+    _close(F.interpolate(zp, scale_factor=2, mode="bilinear"), TF.interpolate(tp, scale_factor=2, mode="bilinear"))
     _close(F.interpolate(zp, size=(6, 7), mode="bilinear"), TF.interpolate(tp, size=(6, 7), mode="bilinear"))
     _close(F.interpolate(zp[:, :, ::2], scale_factor=1.5, mode="bicubic"),
            TF.interpolate(tp[:, :, ::2], scale_factor=1.5, mode="bicubic"), atol=1e-5)
@@ -143,6 +148,7 @@ def test_interpolate_errors():
 GRAD_CASES = [
     ((2, 3, 5, 7), dict(size=(9, 4), mode="bilinear")),
     ((2, 3, 5, 7), dict(scale_factor=3, mode="bilinear", align_corners=True)),
+    ((2, 3, 5, 7), dict(scale_factor=2, mode="bilinear")),
     ((1, 2, 5, 6), dict(size=(11, 13), mode="bicubic")),
     ((1, 2, 8, 9), dict(size=(3, 4), mode="bicubic")),
     ((2, 3, 5), dict(size=12, mode="linear")),

@@ -83,7 +83,7 @@ def apply_maps(x: Any, maps: Sequence[DimMap], compute: DType | None = None) -> 
     if needs_grad(x):
         with no_grad():
             out = apply_maps(x, maps, compute)
-        return record("index_map", out, [x], lambda g: (_apply_adjoint(g, maps, compute),))
+        return record("index_map", out, [x], lambda g: (apply_adjoint(g, maps, compute),))
     shape = list(x.shape)
     for m in maps:
         shape[m.dim] = m.out_size
@@ -148,7 +148,7 @@ def apply_maps(x: Any, maps: Sequence[DimMap], compute: DType | None = None) -> 
     return out.cast(x.dtype) if out.dtype is not x.dtype else out
 
 
-def _apply_adjoint(g: Any, maps: Sequence[DimMap], compute: DType | None) -> Any:
+def apply_adjoint(g: Any, maps: Sequence[DimMap], compute: DType | None) -> Any:
     """The gradient of ``apply_maps``: the adjoint maps, one dim at a time (innermost first)."""
     for m in reversed(maps):
         g = apply_maps(g, [m.adjoint()], compute)

@@ -17,7 +17,10 @@ import numpy as np
 
 from zyx import dtype as dtypes
 from zyx.errors import DTypeError, ShapeError
-from zyx.frontend.index_map import DimMap, apply_maps
+from zyx.frontend.autograd import needs_grad, no_grad, record
+from zyx.frontend.index_map import DimMap, apply_adjoint, apply_maps
+from zyx.ir.view import View
+from zyx.op import Op
 
 _MODES = {"nearest": None, "nearest-exact": None, "linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3,
           "area": None}
@@ -182,9 +185,66 @@ def interpolate(input: Any, size: Any = None, scale_factor: Any = None, mode: st
     if not x.dtype.is_float:
         raise DTypeError(f"interpolate: mode {mode!r} needs a floating point input, got {x.dtype.name}")
     ft = _f(x.dtype)
+    if mode != "bicubic" and not align and x.numel() and all(s in (n, 2 * n) for n, s in zip(spatial, sizes)) \
+            and any(s == 2 * n for n, s in zip(spatial, sizes)):
+        maps = [_linear_map(2 + i, n, s, align, sc, ft) for i, (n, s, sc) in enumerate(zip(spatial, sizes, scales))]
+        dims = [2 + i for i, (n, s) in enumerate(zip(spatial, sizes)) if s == 2 * n]
+        if not needs_grad(x):
+            return _linear_2x(x, dims)
+        with no_grad():
+            out = _linear_2x(x, dims)
+        compute = dtypes.float64 if x.dtype is dtypes.float64 else dtypes.float32
+        return record("upsample_linear", out, [x], lambda g: (apply_adjoint(g, maps, compute),))
     build = _cubic_map if mode == "bicubic" else _linear_map
     maps = [build(2 + i, n, s, align, sc, ft) for i, (n, s, sc) in enumerate(zip(spatial, sizes, scales))]
     return apply_maps(x, maps, dtypes.float64 if x.dtype is dtypes.float64 else dtypes.float32)
+
+
+def _linear_2x(x: Any, dims: list[int]) -> Any:
+    """Linear upsampling by exactly 2 along ``dims`` (align_corners=False) without gathers. Output
+    ``2k + r`` reads input ``k - 1 + r`` and ``k + r`` with weights ``(0.25, 0.75)`` for ``r = 0`` and
+    ``(0.75, 0.25)`` for ``r = 1``, clamped at the borders: on the input replicate-padded by one
+    (``cat`` copies, a quarter of the output's traffic) both taps are strided views ``xp[k + r + a]``,
+    so the output is one kernel of plain vector loads. (Not recorded for autograd: ``interpolate``
+    records the adjoint of the equivalent maps.)"""
+    from zyx.frontend.contract_ops import cat
+    from zyx.frontend.creation import from_host, pinned_as
+
+    compute = dtypes.float64 if x.dtype is dtypes.float64 else dtypes.float32
+    xp = x.cast(compute)
+    for d in dims:  # replicate pad by one: the clamped border taps become in-range reads
+        n = xp.shape[d]
+        xp = cat([xp.narrow(d, 0, 1), xp, xp.narrow(d, n - 1, 1)], d)
+    if not xp._view.is_contiguous or xp._data.buffer is None and xp._data.op is not Op.EXTERN:
+        xp = xp.clone()  # the taps are overlapping views: they read a buffer, not pending work
+    v = xp._view
+    shape, strides, pos = [], [], {}
+    for d in range(x.ndim):
+        pos[d] = len(shape)
+        shape.append(x.shape[d])
+        strides.append(v.strides[d])
+        if d in dims:
+            shape.append(2)
+            strides.append(v.strides[d])
+    weights = {}
+    for d in dims:
+        col = [1] * len(shape)
+        col[pos[d] + 1] = 2
+        for a, w in enumerate(([0.25, 0.75], [0.75, 0.25])):
+            weights[(d, a)] = pinned_as(from_host(np.array(w, compute.numpy).reshape(col), compute, x.device), x)
+
+    def nest(k: int, offset: int) -> Any:
+        if k == len(dims):
+            return xp._with_view(View(tuple(shape), tuple(strides), v.offset + offset))
+        d = dims[k]
+        total = None
+        for a in range(2):
+            part = nest(k + 1, offset + a * v.strides[d]) * weights[(d, a)]
+            total = part if total is None else total + part
+        return total
+
+    out_shape = [2 * n if d in dims else n for d, n in enumerate(x.shape)]
+    return nest(0, 0).reshape(out_shape).cast(x.dtype)
 
 
 def upsample(input: Any, size: Any = None, scale_factor: Any = None, mode: str = "nearest",  # noqa: A002
