@@ -8,6 +8,7 @@ import pytest
 
 import zyx
 import zyx.nn.functional as F
+from zyx.frontend import padding
 
 torch = pytest.importorskip("torch")
 TF = torch.nn.functional
@@ -261,6 +262,10 @@ def test_pad_modes(mode):
     zn, tn = _noncontig(z, t)
     _same(zn.pad((1, 1, 1, 3), mode=mode), _tpad(tn.contiguous(), (1, 1, 1, 3), mode))
     _same(zyx.pad(z * 2, (1, 2), mode), _tpad(t * 2, (1, 2), mode))  # pending input
+    zb, tb = _pair((2, 3, 100, 120))  # a large output: cat copies instead of one gather
+    assert zb.numel() > padding.CAT_MIN
+    _same(F.pad(zb, (3, 1, 0, 2), mode=mode), _tpad(tb, (3, 1, 0, 2), mode))
+    _same(F.pad(zb.transpose(2, 3), (1, 2), mode=mode), _tpad(tb.transpose(2, 3), (1, 2), mode))
 
 
 @pytest.mark.parametrize("dtype", ["float16", "int64", "uint8"])
@@ -302,6 +307,7 @@ def test_pad_mode_errors():
 @pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
 def test_pad_mode_gradients(mode):
     _grad(lambda x: F.pad(x, (2, 1, 1, 2), mode=mode), lambda x: _tpad(x, (2, 1, 1, 2), mode), (2, 3, 4))
+    _grad(lambda x: F.pad(x, (2, 1, 1, 2), mode=mode), lambda x: _tpad(x, (2, 1, 1, 2), mode), (4, 130, 130))
 
 
 def test_pad_mode_one_kernel():
