@@ -181,9 +181,3 @@ def _flat_part(v: View, shape: tuple[int, ...], lo: int, hi: int, chosen: dict[i
 def take_along(x: Any, dim: int, index: np.ndarray) -> Any:
     """``x`` indexed along ``dim`` by the host int array ``index`` (positions already in range)."""
     return apply_maps(x, [DimMap(dim, x.shape[dim], np.asarray(index, np.int64).reshape(1, -1))])
-
-
-def tap_product(maps: Sequence[DimMap]) -> int:
-    """How many loads one output element of ``apply_maps(x, maps)`` makes."""
-    return math.prod(m.idx.shape[0] for m in maps) if maps else 1
-

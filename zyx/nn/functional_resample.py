@@ -19,8 +19,6 @@ from zyx import dtype as dtypes
 from zyx.errors import DTypeError, ShapeError
 from zyx.frontend.autograd import needs_grad, no_grad, record
 from zyx.frontend.index_map import DimMap, apply_adjoint, apply_maps
-from zyx.ir.view import View
-from zyx.op import Op
 
 _MODES = {"nearest": None, "nearest-exact": None, "linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3,
           "area": None}
@@ -215,36 +213,33 @@ def _linear_2x(x: Any, dims: list[int]) -> Any:
     for d in dims:  # replicate pad by one: the clamped border taps become in-range reads
         n = xp.shape[d]
         xp = cat([xp.narrow(d, 0, 1), xp, xp.narrow(d, n - 1, 1)], d)
-    if not xp._view.is_contiguous or xp._data.buffer is None and xp._data.op is not Op.EXTERN:
-        xp = xp.clone()  # the taps are overlapping views: they read a buffer, not pending work
-    v = xp._view
-    shape, strides, pos = [], [], {}
-    for d in range(x.ndim):
-        pos[d] = len(shape)
-        shape.append(x.shape[d])
-        strides.append(v.strides[d])
-        if d in dims:
-            shape.append(2)
-            strides.append(v.strides[d])
+    pos = {d: d + sum(1 for e in dims if e < d) for d in range(x.ndim)}  # where dim d lands
     weights = {}
     for d in dims:
-        col = [1] * len(shape)
+        col = [1] * (x.ndim + len(dims))
         col[pos[d] + 1] = 2
         for a, w in enumerate(([0.25, 0.75], [0.75, 0.25])):
             weights[(d, a)] = pinned_as(from_host(np.array(w, compute.numpy).reshape(col), compute, x.device), x)
 
-    def nest(k: int, offset: int) -> Any:
+    def tap(taps: dict[int, int]) -> Any:
+        """``xp[k + r + a]`` along each resized dim as (k, r) dims: overlapping windows, a view."""
+        t = xp
+        for d in sorted(dims, reverse=True):  # inserting after d leaves the lower dims in place
+            t = t.narrow(d, taps[d], x.shape[d] + 1).unfold(d, 2, 1).movedim(-1, d + 1)
+        return t
+
+    def nest(k: int, taps: dict[int, int]) -> Any:
         if k == len(dims):
-            return xp._with_view(View(tuple(shape), tuple(strides), v.offset + offset))
+            return tap(taps)
         d = dims[k]
         total = None
         for a in range(2):
-            part = nest(k + 1, offset + a * v.strides[d]) * weights[(d, a)]
+            part = nest(k + 1, {**taps, d: a}) * weights[(d, a)]
             total = part if total is None else total + part
         return total
 
     out_shape = [2 * n if d in dims else n for d, n in enumerate(x.shape)]
-    return nest(0, 0).reshape(out_shape).cast(x.dtype)
+    return nest(0, {}).reshape(out_shape).cast(x.dtype)
 
 
 def upsample(input: Any, size: Any = None, scale_factor: Any = None, mode: str = "nearest",  # noqa: A002
