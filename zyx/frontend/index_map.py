@@ -1,7 +1,8 @@
 """Index maps known on the host: ``out[.., o, ..] = sum_t w[t, o] * x[.., idx[t, o], ..]`` along some dims.
 
-``repeat_interleave`` with a tensor of repeats (one tap, no weights) and ``interpolate`` (linear,
-cubic: two or four weighted taps per dim) are such maps. The indices are computed on the host (they
+``repeat_interleave`` with a tensor of repeats and the reflect/replicate/circular pads of small
+tensors (one tap, no weights) and ``interpolate`` (nearest: one tap; linear, cubic: two or four
+weighted taps per dim) are such maps. The indices are computed on the host (they
 depend only on sizes, or on repeats already read back), so the map is one fused gather kernel: each
 tap is a bounds-checked load from ``x``'s buffer at a flat element index, which is the sum of two small
 index arrays uploaded once (output dims before the split point, and after it), read through broadcast

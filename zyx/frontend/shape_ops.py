@@ -87,7 +87,7 @@ def repeat_interleave(x: Any, repeats: Any, dim: int | None = None, output_size:
             x = x.reshape(1)
     length = x.shape[d]
     if isinstance(repeats, TensorBase):
-        if not (repeats.dtype.is_int or repeats.dtype.is_bool) or repeats.dtype.is_bool:
+        if not repeats.dtype.is_int:
             raise DTypeError(f"repeat_interleave: repeats must be an integer tensor, got {repeats.dtype.name}")
         if repeats.ndim > 1:
             raise ShapeError(f"repeat_interleave: repeats must be 0-D or 1-D, got shape {repeats.shape}")
