@@ -131,6 +131,9 @@ def test_outer_dot_bmm_tensordot():
     _close(zyx.dot(zyx.tensor(iu), zyx.tensor(iu)), torch.dot(torch.tensor(iu), torch.tensor(iu)))
     a, b = _arr((2, 3, 4)), _arr((2, 4, 5))
     _close(zyx.bmm(zyx.tensor(a), zyx.tensor(b)), torch.bmm(torch.tensor(a), torch.tensor(b)))
+    _close(zyx.tensor(a).bmm(zyx.tensor(b)), torch.tensor(a).bmm(torch.tensor(b)))
+    _close(zyx.tensor(u).outer(zyx.tensor(v)), torch.tensor(u).outer(torch.tensor(v)))
+    _close(zyx.tensor(v).dot(zyx.tensor(v)), torch.tensor(v).dot(torch.tensor(v)))
     x, y = _arr((2, 3, 4)), _arr((3, 4, 5))
     for dims in (2, 0, ([1, 2], [0, 1]), ([2], [1]), ([1], [0])):
         want = torch.tensordot(torch.tensor(x), torch.tensor(y), dims)

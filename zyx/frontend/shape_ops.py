@@ -252,7 +252,7 @@ def triu_indices(row: int, col: int, offset: int = 0, dtype: Any = dtypes.int64,
 
 
 class ShapeOpsMixin(TensorBase):
-    """repeat, tile, repeat_interleave, movedim, swapaxes, diagonal, diag as methods."""
+    """repeat, tile, repeat_interleave, movedim, swapaxes, diagonal, diag, dot, outer, bmm as methods."""
 
     __slots__ = ()
 
@@ -287,3 +287,22 @@ class ShapeOpsMixin(TensorBase):
     def diag(self, diagonal: int = 0) -> Any:
         """Vector to diagonal matrix, or a matrix's diagonal (a copy)."""
         return diag(self, diagonal)
+
+    # the small contractions live with einsum, which builds on this module
+    def dot(self, other: Any) -> Any:
+        """Inner product of two 1-D tensors (``zyx.dot``)."""
+        from zyx.frontend.einsum import dot
+
+        return dot(self, other)
+
+    def outer(self, other: Any) -> Any:
+        """Outer product of two 1-D tensors (``zyx.outer``)."""
+        from zyx.frontend.einsum import outer
+
+        return outer(self, other)
+
+    def bmm(self, other: Any) -> Any:
+        """Batched matrix product of 3-D tensors (``zyx.bmm``)."""
+        from zyx.frontend.einsum import bmm
+
+        return bmm(self, other)
