@@ -136,7 +136,9 @@ def interpolate(input: Any, size: Any = None, scale_factor: Any = None, mode: st
                 antialias: bool = False) -> Any:
     """Resize the spatial dims of ``(N, C, *spatial)`` (PyTorch's ``F.interpolate``): ``mode`` is
     ``"nearest"``, ``"nearest-exact"``, ``"linear"`` (3-D), ``"bilinear"``/``"bicubic"`` (4-D),
-    ``"trilinear"`` (5-D) or ``"area"`` (adaptive average pooling, 3-D/4-D)."""
+    ``"trilinear"`` (5-D) or ``"area"`` (adaptive average pooling, 3-D/4-D). A nearest resize by an
+    integer downscale factor (or to the same size) is a view of the input, as ``x[..., ::k]`` is: unlike
+    PyTorch's result it shares the input's storage, so ``clone()`` it before writing into it in place."""
     x = input
     if mode not in _MODES:
         raise ShapeError(f"interpolate: mode must be one of {', '.join(_MODES)}; got {mode!r}")
