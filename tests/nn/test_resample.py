@@ -219,3 +219,17 @@ def test_modules():
         _close(zm(z), tm(t))
         assert repr(zm) == repr(tm)
         assert not list(zm.parameters())
+
+
+def test_no_buffers_left_behind():
+    """The uploaded index and weight tables live only as long as the kernels that read them."""
+    x = zyx.tensor(RNG.normal(size=(1, 2, 5, 6)).astype(np.float32)).realize()
+    zyx.synchronize()
+    start = zyx.memory_stats()["live_buffers"]
+    for _ in range(5):
+        F.interpolate(x, size=(7, 9), mode="bicubic").realize()
+        F.interpolate(x, scale_factor=2, mode="bilinear").realize()
+        F.pad(x, (2, 2, 1, 1), mode="reflect").realize()
+        x.repeat_interleave(zyx.tensor([1, 2, 0, 1, 3, 1]), 3).realize()
+    zyx.synchronize()
+    assert zyx.memory_stats()["live_buffers"] == start

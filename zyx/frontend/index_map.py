@@ -15,7 +15,7 @@ second derivatives work too.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -131,22 +131,29 @@ def apply_maps(x: Any, maps: Sequence[DimMap], compute: DType | None = None) -> 
         got = from_node(node).reshape(shape_t)
         return got.cast(compute) if weighted else got
 
-    def nest(k: int, taps: dict[int, int]) -> Any:
-        if k == len(maps):
-            return tap_value(taps)
-        m = maps[k]
-        total = None
-        for t in range(m.idx.shape[0]):
-            part = nest(k + 1, {**taps, m.dim: t})
-            if m.w is not None:
-                part = part * weight(m, t)
-            if m.valid is not None:
-                part = where(mask(m, t), part, 0)
-            total = part if total is None else total + part
-        return total
+    def weigh(m: DimMap, t: int, part: Any) -> Any:
+        if m.w is not None:
+            part = part * weight(m, t)
+        return where(mask(m, t), part, 0) if m.valid is not None else part
 
-    out = nest(0, {})
+    out = nested_sum([(m.dim, m.idx.shape[0], m) for m in maps], tap_value, weigh)
     return out.cast(x.dtype) if out.dtype is not x.dtype else out
+
+
+def nested_sum(levels: Sequence[tuple[int, int, Any]], leaf: Callable[[dict[int, int]], Any],
+               weigh: Callable[[Any, int, Any], Any], k: int = 0, taps: dict[int, int] | None = None) -> Any:
+    """``sum_t weigh(level, t, <the same over the inner levels>)`` over each level ``(dim, taps, info)``,
+    outermost first, down to ``leaf({dim: tap})``: the nesting PyTorch's interpolation kernels sum in.
+    (A module function: a recursive closure would be a reference cycle holding tensors until gc.)"""
+    taps = {} if taps is None else taps
+    if k == len(levels):
+        return leaf(taps)
+    dim, count, info = levels[k]
+    total = None
+    for t in range(count):
+        part = weigh(info, t, nested_sum(levels, leaf, weigh, k + 1, {**taps, dim: t}))
+        total = part if total is None else total + part
+    return total
 
 
 def apply_adjoint(g: Any, maps: Sequence[DimMap], compute: DType | None) -> Any:

@@ -18,7 +18,7 @@ import numpy as np
 from zyx import dtype as dtypes
 from zyx.errors import DTypeError, ShapeError
 from zyx.frontend.autograd import needs_grad, no_grad, record
-from zyx.frontend.index_map import DimMap, apply_adjoint, apply_maps
+from zyx.frontend.index_map import DimMap, apply_adjoint, apply_maps, nested_sum
 
 _MODES = {"nearest": None, "nearest-exact": None, "linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3,
           "area": None}
@@ -230,18 +230,9 @@ def _linear_2x(x: Any, dims: list[int]) -> Any:
             t = t.narrow(d, taps[d], x.shape[d] + 1).unfold(d, 2, 1).movedim(-1, d + 1)
         return t
 
-    def nest(k: int, taps: dict[int, int]) -> Any:
-        if k == len(dims):
-            return tap(taps)
-        d = dims[k]
-        total = None
-        for a in range(2):
-            part = nest(k + 1, {**taps, d: a}) * weights[(d, a)]
-            total = part if total is None else total + part
-        return total
-
     out_shape = [2 * n if d in dims else n for d, n in enumerate(x.shape)]
-    return nest(0, {}).reshape(out_shape).cast(x.dtype)
+    out = nested_sum([(d, 2, d) for d in dims], tap, lambda d, a, part: part * weights[(d, a)])
+    return out.reshape(out_shape).cast(x.dtype)
 
 
 def upsample(input: Any, size: Any = None, scale_factor: Any = None, mode: str = "nearest",  # noqa: A002
