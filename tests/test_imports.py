@@ -36,7 +36,8 @@ LAYERS: list[dict[str, tuple[str, ...]]] = [
     {"contracts": ("zyx.contracts",)},  # listing, calibrate
     {"graph": ("zyx.graph",)},  # nodes, fusion, scheduling and realization of IR and contract kernels
     {"frontend": ("zyx.frontend",), "runtime": ("zyx.runtime",)},  # the user API
-    {"nn": ("zyx.nn",), "optim": ("zyx.optim",), "io": ("zyx.io",), "autograd": ("zyx.autograd",)},
+    {"nn": ("zyx.nn",), "optim": ("zyx.optim",), "io": ("zyx.io",), "autograd": ("zyx.autograd",),
+     "linalg": ("zyx.linalg",)},
     {"api": ("zyx",)},  # the root package: what ``import zyx`` gives (matched exactly)
     {"cli": ("zyx.cli", "zyx.__main__", "zyx.benchmarks")},  # entry points: python -m zyx, bench
 ]

@@ -1,7 +1,7 @@
 """zyx: PyTorch-style tensors fused into OpenCL kernels (see API.md)."""
 from __future__ import annotations
 
-from zyx import autograd, nn, optim, settings
+from zyx import autograd, linalg, nn, optim, settings
 from zyx import contracts as _contracts_package
 from zyx.backend.device import Device, default_device, devices, set_default_device
 from zyx.backend.launch import kernel_count
@@ -59,6 +59,7 @@ from zyx.frontend.creation import (
     zeros,
     zeros_like,
 )
+from zyx.frontend.einsum import bmm, dot, einsum, outer, tensordot
 from zyx.frontend.elementwise import (
     abs,  # noqa: A004 - the API names it zyx.abs
     acos,
@@ -134,6 +135,17 @@ from zyx.frontend.indexing import (
 )
 from zyx.frontend.movement import chunk, pad, split, stack
 from zyx.frontend.reduce import argmax, argmin, logsumexp, matmul, mean, prod, std, var
+from zyx.frontend.shape_ops import (
+    diag,
+    diagonal,
+    meshgrid,
+    movedim,
+    repeat_interleave_fn,
+    swapaxes,
+    tile,
+    tril_indices,
+    triu_indices,
+)
 from zyx.frontend.sorting import (
     ValuesIndices,
     argsort,
@@ -151,6 +163,10 @@ from zyx.frontend.tensor import Tensor
 from zyx.io import load, load_file, load_file_metadata, save, save_file
 from zyx.runtime import debug, memory_stats, synchronize
 from zyx.version import __version__ as __version__
+
+repeat_interleave = repeat_interleave_fn
+moveaxis = movedim
+swapdims = swapaxes
 
 # zyx.contracts() lists the loaded contracts; zyx.contracts.<name> stays the package's
 contracts = ContractsEntry(_contracts_package)
@@ -190,4 +206,8 @@ __all__ += [  # API.md "Advanced indexing, gather and scatter"
 ]
 __all__ += [  # API.md "Sorting and selection"
     "ValuesIndices", "argsort", "bucketize", "kthvalue", "median", "msort", "searchsorted", "sort", "topk", "unique",
+]
+__all__ += [  # API.md "More movement and shape ops", einsum and the small contractions, linalg
+    "bmm", "diag", "diagonal", "dot", "einsum", "linalg", "meshgrid", "moveaxis", "movedim", "outer",
+    "repeat_interleave", "swapaxes", "swapdims", "tensordot", "tile", "tril_indices", "triu_indices",
 ]

@@ -66,6 +66,16 @@ CASES = {
     "median_nan": (lambda z, n: n.median(0), lambda t, T: T.tensor(NANS).median(0)),
     "unique_counts": (lambda z, n: zyx.tensor([3, 1, 3, 2]).unique(return_counts=True),
                       lambda t, T: T.tensor([3, 1, 3, 2]).unique(return_counts=True)),
+    # more movement and shape ops
+    "repeat_lead": (lambda z, n: z.repeat(2, 1, 2), lambda t, T: t.repeat(2, 1, 2)),
+    "repeat_interleave_flat": (lambda z, n: zyx.repeat_interleave(z, 2), lambda t, T: T.repeat_interleave(t, 2)),
+    "movedim_tuple": (lambda z, n: z.reshape(3, 2, 2).movedim((0, 1), (2, 0)),
+                      lambda t, T: t.reshape(3, 2, 2).movedim((0, 1), (2, 0))),
+    "diagonal_neg": (lambda z, n: z.diagonal(-1), lambda t, T: t.diagonal(-1)),
+    "pad_reflect": (lambda z, n: zyx.pad(z, (2, 1), mode="reflect"),
+                    lambda t, T: T.nn.functional.pad(t, (2, 1), "reflect")),
+    "einsum_implicit": (lambda z, n: zyx.einsum("ij,kj", z, z), lambda t, T: T.einsum("ij,kj", t, t)),
+    "norm_fro": (lambda z, n: zyx.linalg.norm(z), lambda t, T: T.linalg.norm(t)),
     # reductions
     "var": (lambda z, n: z.var(), lambda t, T: t.var()),
     "var_correction0": (lambda z, n: z.var(1, correction=0), lambda t, T: t.var(1, correction=0)),

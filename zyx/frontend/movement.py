@@ -19,14 +19,22 @@ from zyx.frontend.args import device_of, shape_arg
 from zyx.frontend.autograd import is_grad_enabled
 from zyx.frontend.base import TensorBase
 from zyx.frontend.elementwise import from_node, scalar_value
+from zyx.frontend.padding import MODES, pad_mode
 from zyx.ir.view import View, normalize_dim
 
 
-def pad(x: Any, pads: Sequence[int], value: Any = 0):
-    """Pad with ``value``; ``pads`` in ``F.pad`` order (last dim first: before, after, ...).
-
-    Negative amounts crop.
+def pad(x: Any, pads: Sequence[int], mode: Any = "constant", value: Any = None):
+    """Pad; ``pads`` in ``F.pad`` order (last dim first: before, after, ...). ``mode``: ``"constant"``
+    (``value``, default 0), ``"reflect"``, ``"replicate"`` or ``"circular"`` (``zyx.frontend.padding``);
+    a number in ``mode``'s place is the constant value (``x.pad(pads, 7.0)``). Negative amounts crop.
     """
+    if not isinstance(mode, str):
+        mode, value = "constant", mode
+    if mode not in MODES:
+        raise ShapeError(f"pad: mode must be one of {', '.join(MODES)}; got {mode!r}")
+    if mode != "constant" and value not in (None, 0):
+        raise ShapeError(f"pad: a padding value {value!r} only applies to mode 'constant', not {mode!r}")
+    value = 0 if value is None else value
     pads = tuple(int(p) for p in pads)
     if len(pads) % 2 or len(pads) // 2 > x.ndim:
         raise ShapeError(f"pad: expected an even number of pad amounts for at most {x.ndim} dims, got {pads}")
@@ -44,6 +52,8 @@ def pad(x: Any, pads: Sequence[int], value: Any = 0):
             per_dim[d] = (max(lo, 0), max(hi, 0))
     if all(lo == 0 and hi == 0 for lo, hi in per_dim):
         return x
+    if mode != "constant":
+        return pad_mode(x, per_dim, mode)
     v = scalar_value(value, x.dtype)
     node = graph.pad(graph.Src(x._data, x._view, x.dtype), tuple(per_dim), v, x.device)
     out = from_node(node)
@@ -364,8 +374,9 @@ class MovementMixin(TensorBase):
             raise TypeError("iteration over a 0-d tensor")
         return (self[i] for i in range(self.shape[0]))
 
-    def pad(self, pads: Sequence[int], value: Any = 0) -> Any:
-        return pad(self, pads, value)
+    def pad(self, pads: Sequence[int], mode: Any = "constant", value: Any = None) -> Any:
+        """Pad (``F.pad`` order; see ``zyx.pad``)."""
+        return pad(self, pads, mode, value)
 
     def split(self, split_size_or_sections: Any, dim: int = 0) -> tuple:
         return split(self, split_size_or_sections, dim)

@@ -28,13 +28,14 @@ from zyx.frontend.elementwise import ElementwiseMixin
 from zyx.frontend.indexing import IndexingMixin
 from zyx.frontend.movement import MovementMixin
 from zyx.frontend.reduce import ReduceMixin
+from zyx.frontend.shape_ops import ShapeOpsMixin
 from zyx.frontend.softmax import SoftmaxMixin
 from zyx.frontend.sorting import SortingMixin
 from zyx.ir.view import View, normalize_dim
 
 
 class Tensor(IndexingMixin, ElementwiseMixin, ReduceMixin, MovementMixin, ContractOpsMixin, SoftmaxMixin, SortingMixin,
-             AutogradMixin, concrete=True):
+             ShapeOpsMixin, AutogradMixin, concrete=True):
     """An n-dimensional array on an OpenCL device (see API.md)."""
 
     __slots__ = ("_data", "_view", "_dtype", "_device", "_ag", "__weakref__")

@@ -30,6 +30,7 @@ from zyx.nn.pooling import (
     MaxPool1d,
     MaxPool2d,
 )
+from zyx.nn.resample import PixelShuffle, PixelUnshuffle, Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
 
 __all__ = [
     "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool2d", "AvgPool1d", "AvgPool2d", "BatchNorm1d",
@@ -40,3 +41,4 @@ __all__ = [
     "Sigmoid", "Softmax", "StateDictError", "Tanh", "TransformerEncoder", "TransformerEncoderLayer", "Unflatten",
     "functional", "init", "utils",
 ]
+__all__ += ["PixelShuffle", "PixelUnshuffle", "Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d"]

@@ -126,6 +126,8 @@ def sigmoid(x: Any):
 
 
 # re-exported last: functional_conv imports nothing from here, the names are this module's API
+from zyx.frontend.einsum import einsum  # noqa: E402, F401 - API.md lists it under zyx.nn.functional too
+from zyx.frontend.movement import pad  # noqa: E402, F401 - F.pad(x, pads, mode, value)
 from zyx.nn.functional_activations import (  # noqa: E402, F401
     celu,
     elu,
@@ -182,4 +184,12 @@ from zyx.nn.functional_losses import (  # noqa: E402, F401
     nll_loss,
     pairwise_distance,
     smooth_l1_loss,
+)
+from zyx.nn.functional_resample import (  # noqa: E402, F401
+    interpolate,
+    pixel_shuffle,
+    pixel_unshuffle,
+    upsample,
+    upsample_bilinear,
+    upsample_nearest,
 )
