@@ -12,9 +12,9 @@ from zyx.contracts.kernels.common import SCAN_TUNABLES, Tunables, template, tuna
 from zyx.contracts.kernels.tuning import tuned
 from zyx.contracts.kernels.workload import Case, alloc, data, upload
 from zyx.contracts.spec.model import Operand
-from zyx.dtype import DType, float32, float64, index_np, index_type
+from zyx.dtype import DType, float32, float64, index_np, index_type, int64
 
-CONTRACTS = ("cumsum_f32", "cumsum_f64", "cumsum_bf16", "cumsum_f16")
+CONTRACTS = ("cumsum_f32", "cumsum_f64", "cumsum_bf16", "cumsum_f16", "cumsum_int")
 DECLARED = SCAN_TUNABLES
 FIXED_DTYPE = True  # one contract per dtype: each calibrated on its own
 
@@ -23,8 +23,16 @@ SCAN_LANE_VECTOR = 16
 
 
 def accumulator(dtype: DType) -> DType:
-    """The dtype cumsum accumulates ``dtype`` in (float64 for float64, else float32)."""
+    """The dtype cumsum (and cumprod) accumulates ``dtype`` in: int64 for bool and the integers
+    (PyTorch's result dtype), float64 for float64, else float32."""
+    if not dtype.is_float:
+        return int64
     return float64 if dtype is float64 else float32
+
+
+def result_dtype(dtype: DType) -> DType:
+    """The dtype of cumsum's (and cumprod's) output: int64 for bool and the integers, else ``dtype``."""
+    return dtype if dtype.is_float else int64
 
 
 def cumsum_strategy(outer: int, dim_size: int, inner: int, tun: Tunables) -> str:
@@ -63,7 +71,8 @@ def cumsum(device: Device, out: Buffer, src: Buffer, dtype: DType, outer: int, d
     index_t = index_type(n)
     ity = index_np(index_t)
     sizes = [ity(dim_size), ity(inner)]
-    base = dict(dtype=dtype, acc=acc.cl_storage, strategy=strategy, strided=inner > 1, index_t=index_t)
+    base = dict(dtype=dtype, out_dtype=result_dtype(dtype), acc=acc.cl_storage, strategy=strategy, strided=inner > 1,
+                index_t=index_t)
     tpl = template(CONTRACTS[0])
     if strategy == "lanes":
         lv = scan_lane_vector(inner, tun) if inner > 1 else 1
@@ -89,7 +98,7 @@ def cumsum(device: Device, out: Buffer, src: Buffer, dtype: DType, outer: int, d
 def calibration(device: Device, dt: DType, n: int) -> Case:
     """A flat scan of ``n`` elements."""
     x = data((n,), dt)
-    src, out = upload(device, x), alloc(device, n, dt)
+    src, out = upload(device, x), alloc(device, n, result_dtype(dt))
     return Case(f"cumsum ({n},) {dt.name}", lambda: cumsum(device, out, src, dt, 1, n, 1), [Operand(dt, (n,))],
                 {"dim": 0}, {"x": x}, [src, out])
 
