@@ -151,7 +151,8 @@ def run(quick: bool = False, only: tuple[str, ...] = OPS) -> list[dict]:
             fns = {"zyx": (lambda zs=zs: zs.cumsum(1).realize(), sync),
                    "numpy": (lambda xs=xs: np.cumsum(xs, 1), none)}
             if torch is not None:
-                fns["torch"] = (lambda ts=torch.from_numpy(xs): torch.cumsum(ts, 1), none)
+                ts = torch.from_numpy(xs)
+                fns["torch"] = (lambda ts=ts: torch.cumsum(ts, 1), none)
             for impl, t in _alternating(fns, max(2, reps // 2), block=3).items():
                 out.append({"op": "cumsum dim=1", "impl": impl, "size": f"{shape[0]}x{shape[1]}",
                             "ms": round(t[0] * 1e3, 3), "median_ms": round(t[1] * 1e3, 3),
