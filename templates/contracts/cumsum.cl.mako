@@ -14,10 +14,6 @@ strategy "blocks" (a parallel scan; each lane cut into `chunks` >= 2 blocks of w
   zyx_cumsum_scan      recomputes the same work-group scan, adds the block's carry-in,
                        re-reads its elements and stores each running sum rounded to
                        the dtype.
-strategy "rows" (many contiguous lanes, each longer than a block): zyx_cumsum_rows, one
-  work-group per lane walking its blocks in order, each scanned as zyx_cumsum_scan does
-  and carried in a private running total: one pass over the data, no block totals
-  stored, the same bits as "blocks".
 strategy "lanes": zyx_cumsum_lanes, one work-item per `lv` neighbouring lanes (lv > 1
   only when strided and lv divides inner, so the lv lanes sit side by side in memory)
   scanning them in order (for many short or strided lanes). Where a work-item's elements
@@ -72,29 +68,20 @@ __kernel void zyx_cumsum_lanes(__global ${O} *restrict zyx_out, __global const $
 %   endif
 }
 % else:
-% for kind in (("rows",) if strategy == "rows" else ("partials", "scan")):
+% for kind in ("partials", "scan"):
 __kernel __attribute__((reqd_work_group_size(${wg}, 1, 1)))
 %   if kind == "partials":
 void zyx_cumsum_partials(__global ${acc} *restrict zyx_partials, __global const ${S} *restrict zyx_in,
                          ${sizes}, const ${I} zyx_chunks)
-%   elif kind == "scan":
+%   else:
 void zyx_cumsum_scan(__global ${O} *restrict zyx_out, __global const ${S} *restrict zyx_in,
                      __global const ${acc} *restrict zyx_carry, ${sizes}, const ${I} zyx_chunks)
-%   else:
-void zyx_cumsum_rows(__global ${O} *restrict zyx_out, __global const ${S} *restrict zyx_in, ${sizes},
-                     const ${I} zyx_chunks)
 %   endif
 {
     __local ${acc} zyx_tmp[${wg}];
     const ${I} zyx_lane = get_global_id(1);
-    const int zyx_t = get_local_id(0);
-%   if kind == "rows":
-    /* the lane's blocks in order, each scanned as zyx_cumsum_scan does, the carry kept here */
-    ${acc} zyx_base = 0;
-    for (${I} zyx_block = 0; zyx_block < zyx_chunks; ++zyx_block) {
-%   else:
     const ${I} zyx_block = get_group_id(0);
-%   endif
+    const int zyx_t = get_local_id(0);
     const ${I} zyx_j0 = zyx_block * ${wg * items} + (${I})zyx_t * ${items};
     /* this work-item's elements j0 .. j0 + items - 1, summed in order */
     ${acc} zyx_sum = 0;
@@ -133,13 +120,7 @@ void zyx_cumsum_rows(__global ${O} *restrict zyx_out, __global const ${S} *restr
 
 %   else:
     ${acc} zyx_run = zyx_t > 0 ? zyx_tmp[zyx_t - 1] : (${acc})0;
-%     if kind == "rows":
-    if (zyx_block > 0) zyx_run = zyx_base + zyx_run;
-    const ${acc} zyx_total = zyx_tmp[${wg - 1}];
-    barrier(CLK_LOCAL_MEM_FENCE);  /* every work-item has read the block's scan before the next one */
-%     else:
     if (zyx_block > 0) zyx_run = zyx_carry[zyx_lane * zyx_chunks + zyx_block - 1] + zyx_run;
-%     endif
     /* the same elements again (cache-hot; nothing private lives across the barriers) */
     if (zyx_j0 + ${items} <= zyx_dim) {
         ${acc} zyx_e[${items}];
@@ -170,10 +151,6 @@ void zyx_cumsum_rows(__global ${O} *restrict zyx_out, __global const ${S} *restr
             ${dt.store(out_dtype, "zyx_out", "zyx_at", "zyx_run")}
         }
     }
-%     if kind == "rows":
-    zyx_base += zyx_total;  /* the same additions, in the same order, as the lanes scan of the block totals */
-    }
-%     endif
 }
 %   endif
 % endfor

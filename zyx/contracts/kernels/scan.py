@@ -9,7 +9,7 @@ from zyx.backend.device import Device
 from zyx.backend.launch import compile_kernel, launch
 from zyx.backend.pool import Buffer
 from zyx.codegen.render import render
-from zyx.contracts.kernels.common import Tunables
+from zyx.contracts.kernels.common import Tunables, on_gpu
 from zyx.contracts.kernels.cumsum import cumsum_strategy, scan_lane_vector
 from zyx.dtype import DType, index_np, index_type
 
@@ -34,7 +34,7 @@ def scan(device: Device, name: str, template: str, out: Buffer, out_idx: Buffer 
     sizes = [ity(dim_size), ity(inner)]
     idx_in = [src_idx.cl] if src_idx is not None else []
     idx_out = [out_idx.cl] if indexed else []
-    strategy = cumsum_strategy(outer, dim_size, inner, tun)
+    strategy = cumsum_strategy(outer, dim_size, inner, tun, not on_gpu(device))
     base = dict(name=name, dtype=dtype, out_dtype=out_dtype, acc=acc.cl_storage, op=op, float_acc=acc.is_float,
                 strategy=strategy, strided=inner > 1, carry=src_idx is not None, index_t=index_t)
     if strategy == "lanes":
