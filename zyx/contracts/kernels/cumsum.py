@@ -51,6 +51,22 @@ def cumsum_strategy(outer: int, dim_size: int, inner: int, tun: Tunables, cpu: b
     return "blocks"
 
 
+#: CPUs: a "lanes" scan runs at least this many work-groups per compute unit (PoCL runs one group per
+#: core at a time, so a few big groups balance badly on a shared machine), each of at least
+#: SCAN_LANES_LOCAL_MIN work-items (one AVX-512 vector of float lanes).
+SCAN_LANES_GROUPS_PER_CU, SCAN_LANES_LOCAL_MIN = 8, 16
+
+
+def lanes_local(device: Device, tun: Tunables, max_local: int, items: int) -> int:
+    """The work-group size of a "lanes" scan of ``items`` work-items."""
+    local = max(1, min(tun.local_size, max_local))
+    if not on_gpu(device):
+        groups = SCAN_LANES_GROUPS_PER_CU * device.info.compute_units
+        while local > SCAN_LANES_LOCAL_MIN and -(-items // local) < groups:
+            local //= 2
+    return local
+
+
 def scan_lane_vector(inner: int, tun: Tunables) -> int:
     """Neighbouring lanes per work-item of a strided "lanes" scan: a power of two dividing ``inner``."""
     lv = 1
@@ -84,8 +100,8 @@ def cumsum(device: Device, out: Buffer, src: Buffer, dtype: DType, outer: int, d
         lv = scan_lane_vector(inner, tun) if inner > 1 else 1
         source = render(tpl, wg=1, items=1, lv=lv, **base)
         kernel = compile_kernel(device, source, "zyx_cumsum_lanes")
-        local = max(1, min(tun.local_size, kernel.work_group_size))
         items = lanes // lv
+        local = lanes_local(device, tun, kernel.work_group_size, items)
         return [launch(kernel, (-(-items // local) * local,), (local,), [out.cl, src.cl, *sizes, ity(lanes)])]
     local, items = tun.scan_local, tun.scan_items
     chunks = -(-dim_size // (local * items))  # >= 2: shorter axes take the "lanes" strategy

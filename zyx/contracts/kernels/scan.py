@@ -10,7 +10,7 @@ from zyx.backend.launch import compile_kernel, launch
 from zyx.backend.pool import Buffer
 from zyx.codegen.render import render
 from zyx.contracts.kernels.common import Tunables, on_gpu
-from zyx.contracts.kernels.cumsum import cumsum_strategy, scan_lane_vector
+from zyx.contracts.kernels.cumsum import cumsum_strategy, lanes_local, scan_lane_vector
 from zyx.dtype import DType, index_np, index_type
 
 
@@ -40,8 +40,8 @@ def scan(device: Device, name: str, template: str, out: Buffer, out_idx: Buffer 
     if strategy == "lanes":
         lv = scan_lane_vector(inner, tun) if inner > 1 else 1
         kernel = compile_kernel(device, render(template, wg=1, items=1, lv=lv, **base), f"zyx_{name}_lanes")
-        local = max(1, min(tun.local_size, kernel.work_group_size))
         items = lanes // lv
+        local = lanes_local(device, tun, kernel.work_group_size, items)
         return [launch(kernel, (-(-items // local) * local,), (local,),
                        [out.cl, *idx_out, src.cl, *idx_in, *sizes, ity(lanes)])]
     local, items = tun.scan_local, tun.scan_items
