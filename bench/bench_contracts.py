@@ -14,7 +14,10 @@ the vectorized copy kernels of ``zyx.benchmarks`` and a copy kernel with non-tem
 never credits them for it).
 
 cumsum runs flat (the calibration workload) and along each axis of a 2-D tensor
-(``cumsum_f32 axis=-1`` / ``axis=0`` rows: rows of a square-ish matrix of the same bytes).
+(``cumsum_f32 axis=-1`` / ``axis=0`` rows: rows of a square-ish matrix of the same bytes),
+and ``cumsum_f32`` also along the last axis of (1024, 4096) (many rows, each a few blocks
+long). The other scans (cumprod, cummax, cummin, logcumsumexp, integer cumsum) run flat;
+NumPy's cummax/cummin rows are ``maximum/minimum.accumulate`` (values only, no indices).
 
     python bench/bench_contracts.py [--quick] [--only NAME[,NAME...]]
 
@@ -47,7 +50,9 @@ from zyx.contracts.kernels import workload
 
 MIB = 1 << 20
 KERNELS = ("contiguize", "flip", "roll", "concat", "write_slice", "write_slice_rotating", "write_slice_doff",
-           "triangular", "masked_fill", "cumsum_f32", "cumsum_f64", "cumsum_bf16", "cumsum_f16")
+           "triangular", "masked_fill", "cumsum_f32", "cumsum_f64", "cumsum_bf16", "cumsum_f16", "cumsum_int",
+           "cumprod_f32", "cumprod_f64", "cumprod_int", "cummax", "cummin", "logcumsumexp_f32", "logcumsumexp_f64")
+CUMSUM_ROWS = (1024, 4096)  # an extra cumsum_f32 axis=-1 row: many rows of a few scan blocks each
 CUMSUM_AXES = (None, -1, 0)  # flat, last axis of a 2-D tensor, axis 0
 ROUNDS = 5  # alternating rounds of (copy ceiling, kernel) per row
 
@@ -72,12 +77,13 @@ def copy_ceiling(device: zyx.Device, nbytes: int, repeats: int) -> float:
     return max(r["GB/s"] for r in kernel_copy_ceiling(device, nbytes, runs=repeats)) * 1e9
 
 
-def cumsum_workload(device: zyx.Device, name: str, nbytes: int, axis: int) -> calibrate.Workload:
-    """``name``'s cumsum along ``axis`` (-1 or 0) of a 2-D tensor of about ``nbytes`` bytes."""
+def cumsum_workload(device: zyx.Device, name: str, nbytes: int, axis: int,
+                    shape: tuple[int, int] | None = None) -> calibrate.Workload:
+    """``name``'s cumsum along ``axis`` (-1 or 0) of a 2-D tensor of about ``nbytes`` bytes (or of ``shape``)."""
     w = calibrate.workload(device, name, 64)  # the contract's dtype and cost model
     dt = w.dtype
     n = max(64, nbytes // dt.itemsize)
-    rows, cols = workload.square(n)
+    rows, cols = shape or workload.square(n)
     x = workload.data((rows, cols), dt)
     src, out = transfer.upload(device, x), device.pool.allocate(x.nbytes)
     outer, dim, inner = (rows, cols, 1) if axis == -1 else (1, rows, cols)
@@ -125,6 +131,15 @@ def numpy_op(w: calibrate.Workload) -> Callable[[], Any]:
     if name == "masked_fill":
         fill = np.array(p["fill"], dtype=a["x"].dtype)
         return lambda: np.where(a["mask"], fill, a["x"])
+    if name in ("cumsum_int", "cumprod_int"):
+        return lambda: getattr(np, name[:-4])(a["x"], p["dim"], dtype=np.int64)
+    if name.startswith(("cumprod", "logcumsumexp")):
+        x = a["x"].astype(np.float32) if a["x"].dtype.itemsize == 2 else a["x"]
+        fn = np.cumprod if name.startswith("cumprod") else np.logaddexp.accumulate
+        return lambda: fn(x, p["dim"])
+    if name in ("cummax", "cummin"):
+        ufunc = np.maximum if name == "cummax" else np.minimum
+        return lambda: ufunc.accumulate(a["x"], p["dim"])
     if name.startswith("cumsum"):
         x = a["x"]
         axis = p["dim"]
@@ -176,9 +191,10 @@ def torch_op(torch: Any, w: calibrate.Workload) -> Callable[[], Any] | None:
     if name == "masked_fill":
         x, mask = tt(a["x"]), torch.from_numpy(a["mask"])
         return lambda: x.masked_fill(mask, p["fill"])
-    if name.startswith("cumsum"):
+    if name.startswith(("cumsum", "cumprod", "cummax", "cummin", "logcumsumexp")):
         x = tt(a["x"])
-        return lambda: torch.cumsum(x, p["dim"])
+        fn = getattr(torch, name.split("_")[0])
+        return lambda: fn(x, p["dim"])
     return None
 
 
@@ -230,15 +246,19 @@ def run(quick: bool = False, only: tuple[str, ...] | None = None) -> list[dict]:
     except ImportError:
         torch = None
     rows: list[dict] = []
-    runs = [(name, nbytes, axis) for name in KERNELS if only is None or name in only
-            for axis in (CUMSUM_AXES if name.startswith("cumsum") else (None,)) for nbytes in sizes]
-    for name, nbytes, axis in runs:
-        if name == "cumsum_f64" and not device.info.has_fp64:
+    floats = ("cumsum_f32", "cumsum_f64", "cumsum_bf16", "cumsum_f16")
+    runs: list[tuple[str, int, int | None, tuple[int, int] | None]] = [
+        (name, nbytes, axis, None) for name in KERNELS if only is None or name in only
+        for axis in (CUMSUM_AXES if name in floats else (None,)) for nbytes in sizes]
+    if only is None or "cumsum_f32" in only:
+        runs.append(("cumsum_f32", CUMSUM_ROWS[0] * CUMSUM_ROWS[1] * 4, -1, CUMSUM_ROWS))
+    for name, nbytes, axis, shape in runs:
+        if name.endswith("_f64") and not device.info.has_fp64:
             continue
         if axis is None:
             w = calibrate.workload(device, name, nbytes)
         else:
-            w = cumsum_workload(device, name, nbytes, axis)
+            w = cumsum_workload(device, name, nbytes, axis, shape)
         # the ceiling and the kernel in alternating rounds (median of each): the VM's bandwidth drifts
         # over seconds, and the ratio should compare them in the same machine state
         ceilings, times = [], []

@@ -1,6 +1,7 @@
 """Op benchmarks: zyx vs NumPy, torch CPU (2 threads) and pyopencl.array on the same device.
 
-Rows: fused a*b+c (16M f32), sum (16M), softmax and layer_norm (4096x1024), matmul
+Rows: fused a*b+c (16M f32), sum (16M), cumsum along the last axis (1024x4096 and 4096x4096
+f32, through the contract kernel), softmax and layer_norm (4096x1024), matmul
 1024^3 f32, and the latency of a tiny op. Bandwidth rows report GB/s and their ratio to
 the copy ceiling (the best of enqueue_copy and the plain and streamed copy kernels of
 zyx.benchmarks, measured in the same run). Implementations of one op are timed in
@@ -76,7 +77,9 @@ def _copy_ceiling(nbytes: int, reps: int) -> float:
     return max(r["GB/s"] for r in copy_ceiling(zyx.default_device(), nbytes, runs=reps))
 
 
-OPS = ("a*b+c", "sum", "softmax", "layer_norm", "matmul", "tiny")
+OPS = ("a*b+c", "sum", "cumsum", "softmax", "layer_norm", "matmul", "tiny")
+#: cumsum rows (float32 along the last axis): many rows a few scan blocks long, and the square 64 MiB one.
+CUMSUM_SHAPES = ((1024, 4096), (4096, 4096))
 
 
 def _blas_note() -> str:
@@ -140,6 +143,21 @@ def run(quick: bool = False, only: tuple[str, ...] = OPS) -> list[dict]:
             fns["torch"] = (lambda: ta.sum(), none)
         for impl, t in _alternating(fns, max(2, reps // 2), block=3).items():
             bw("sum", impl, t, 4 * n)
+
+    if "cumsum" in only:
+        for shape in CUMSUM_SHAPES[:1] if quick else CUMSUM_SHAPES:
+            xs = rng.uniform(-1, 1, shape).astype(np.float32)
+            zs = zyx.tensor(xs).realize()
+            fns = {"zyx": (lambda zs=zs: zs.cumsum(1).realize(), sync),
+                   "numpy": (lambda xs=xs: np.cumsum(xs, 1), none)}
+            if torch is not None:
+                ts = torch.from_numpy(xs)
+                fns["torch"] = (lambda ts=ts: torch.cumsum(ts, 1), none)
+            for impl, t in _alternating(fns, max(2, reps // 2), block=3).items():
+                out.append({"op": "cumsum dim=1", "impl": impl, "size": f"{shape[0]}x{shape[1]}",
+                            "ms": round(t[0] * 1e3, 3), "median_ms": round(t[1] * 1e3, 3),
+                            "GB/s": round(8 * xs.size / t[0] / 1e9, 2)})
+            del zs
 
     x = rng.normal(size=(rows_, cols)).astype(np.float32)
     zx = zyx.tensor(x).realize()

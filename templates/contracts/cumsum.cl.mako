@@ -1,7 +1,8 @@
 <%doc>
 cumsum: inclusive prefix sum along one axis, accumulated in `acc` (float for
-float32/float16/bfloat16, double for float64), each output rounded once to the storage
-dtype. The input is (outer, dim_size, inner); a lane is one (outer, inner) pair, and lane
+float32/float16/bfloat16, double for float64, long for bool and every integer dtype), each
+output rounded once to `out_dtype` (the input dtype for floats, int64 for integers, which
+wrap as in PyTorch). The input is (outer, dim_size, inner); a lane is one (outer, inner) pair, and lane
 element j sits at (lane / inner) * dim_size * inner + j * inner + lane % inner.
 
 strategy "blocks" (a parallel scan; each lane cut into `chunks` >= 2 blocks of wg * items):
@@ -24,11 +25,12 @@ strategy "lanes": zyx_cumsum_lanes, one work-item per `lv` neighbouring lanes (l
 
 Scan kernels compile slowly (barriers), so the sizes (dim_size, inner, lanes, chunks) are
 run-time arguments; the source is specialized only on the dtype and the code shape.
-Parameters: dtype, acc, strategy, strided (inner > 1), wg, items, lv, index_t.
+Parameters: dtype, out_dtype, acc, strategy, strided (inner > 1), wg, items, lv, index_t.
 </%doc>\
 <%namespace name="dt" file="/common/dtypes.mako"/>\
 <%
     S = dtype.cl_storage
+    O = out_dtype.cl_storage
     sub = 4 if items % 4 == 0 and items >= 8 else 1  # independent add chains in a work-item's full run
     I = index_t
     sizes = f"const {I} zyx_dim, const {I} zyx_inner"
@@ -37,10 +39,10 @@ Parameters: dtype, acc, strategy, strided (inner > 1), wg, items, lv, index_t.
             return f"{lane} * zyx_dim + {j}"
         return f"({lane} / zyx_inner) * zyx_dim * zyx_inner + {j} * zyx_inner + {lane} % zyx_inner"
 %>\
-/* zyx contract kernel cumsum (${strategy}): ${dtype.name} accumulated in ${acc}, ${"strided" if strided else "contiguous"} lanes${f", blocks of {wg} x {items}" if strategy == "blocks" else ""} */
+/* zyx contract kernel cumsum (${strategy}): ${dtype.name} -> ${out_dtype.name} accumulated in ${acc}, ${"strided" if strided else "contiguous"} lanes${f", blocks of {wg} x {items}" if strategy == "blocks" else ""} */
 ${dt.preamble([dtype])}
 % if strategy == "lanes":
-__kernel void zyx_cumsum_lanes(__global ${S} *restrict zyx_out, __global const ${S} *restrict zyx_in,
+__kernel void zyx_cumsum_lanes(__global ${O} *restrict zyx_out, __global const ${S} *restrict zyx_in,
                                ${sizes}, const ${I} zyx_lanes)
 {
 %   if lv == 1:
@@ -50,7 +52,7 @@ __kernel void zyx_cumsum_lanes(__global ${S} *restrict zyx_out, __global const $
     for (${I} zyx_j = 0; zyx_j < zyx_dim; ++zyx_j) {
         const ${I} zyx_at = ${at("zyx_lane", "zyx_j")};
         zyx_run += ${dt.load(dtype, "zyx_in", "zyx_at")};
-        ${dt.store(dtype, "zyx_out", "zyx_at", "zyx_run")}
+        ${dt.store(out_dtype, "zyx_out", "zyx_at", "zyx_run")}
     }
 %   else:
     /* lanes lane0 .. lane0 + ${lv - 1}: neighbours in memory (${lv} divides inner) */
@@ -61,7 +63,7 @@ __kernel void zyx_cumsum_lanes(__global ${S} *restrict zyx_out, __global const $
     for (${I} zyx_j = 0; zyx_j < zyx_dim; ++zyx_j) {
         const ${I} zyx_at = ${at("zyx_lane0", "zyx_j")};
         for (int zyx_q = 0; zyx_q < ${lv}; ++zyx_q) zyx_run[zyx_q] += ${dt.load(dtype, "zyx_in", "zyx_at + zyx_q")};
-        for (int zyx_q = 0; zyx_q < ${lv}; ++zyx_q) ${dt.store(dtype, "zyx_out", "zyx_at + zyx_q", "zyx_run[zyx_q]")}
+        for (int zyx_q = 0; zyx_q < ${lv}; ++zyx_q) ${dt.store(out_dtype, "zyx_out", "zyx_at + zyx_q", "zyx_run[zyx_q]")}
     }
 %   endif
 }
@@ -72,7 +74,7 @@ __kernel __attribute__((reqd_work_group_size(${wg}, 1, 1)))
 void zyx_cumsum_partials(__global ${acc} *restrict zyx_partials, __global const ${S} *restrict zyx_in,
                          ${sizes}, const ${I} zyx_chunks)
 %   else:
-void zyx_cumsum_scan(__global ${S} *restrict zyx_out, __global const ${S} *restrict zyx_in,
+void zyx_cumsum_scan(__global ${O} *restrict zyx_out, __global const ${S} *restrict zyx_in,
                      __global const ${acc} *restrict zyx_carry, ${sizes}, const ${I} zyx_chunks)
 %   endif
 {
@@ -139,14 +141,14 @@ void zyx_cumsum_scan(__global ${S} *restrict zyx_out, __global const ${S} *restr
             zyx_run += zyx_s[zyx_c];
         }
 %   endif
-        for (int zyx_k = 0; zyx_k < ${items}; ++zyx_k) ${dt.store(dtype, "zyx_out", at("zyx_lane", "(zyx_j0 + zyx_k)"), "zyx_e[zyx_k]")}
+        for (int zyx_k = 0; zyx_k < ${items}; ++zyx_k) ${dt.store(out_dtype, "zyx_out", at("zyx_lane", "(zyx_j0 + zyx_k)"), "zyx_e[zyx_k]")}
     } else {
         for (int zyx_k = 0; zyx_k < ${items}; ++zyx_k) {
             const ${I} zyx_j = zyx_j0 + zyx_k;
             if (zyx_j >= zyx_dim) break;
             const ${I} zyx_at = ${at("zyx_lane", "zyx_j")};
             zyx_run += ${dt.load(dtype, "zyx_in", "zyx_at")};
-            ${dt.store(dtype, "zyx_out", "zyx_at", "zyx_run")}
+            ${dt.store(out_dtype, "zyx_out", "zyx_at", "zyx_run")}
         }
     }
 }

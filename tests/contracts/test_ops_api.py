@@ -76,8 +76,21 @@ CASES: list[tuple[str, Callable[[Any, Any], Any], str]] = [
     ("fill-tensor-size", lambda d, dest: dest.masked_fill(zyx.ones(6, dtype=zyx.bool, device=d), _t(d, 2)),
      r"masked_fill: fill is a tensor of shape \(2,\)"),
     # cumsum
-    ("cumsum-dtype", lambda d, dest: _t(d, 3, dtype=zyx.int32).cumsum(0), r"CumSum: no contract accepts dtype int32"),
+    ("cumsum-dtype", lambda d, dest: _t(d, 3, dtype=zyx.float8_e4m3).cumsum(0),
+     r"CumSum: no contract accepts dtype float8_e4m3"),
     ("cumsum-dim", lambda d, dest: dest.cumsum(2), r"cumsum_f32: dim = 2 is out of range"),
+    # the scans beyond cumsum
+    ("cumprod-dim", lambda d, dest: dest.cumprod(-3), r"cumprod_f32: dim = -3 is out of range for rank 2; "
+                                                       r"expected -2 <= dim < 2"),
+    ("cumprod-dim-type", lambda d, dest: dest.cumprod(1.5), r"cumprod_f32: dim = 1.5 is not an int"),
+    ("cummax-dtype", lambda d, dest: _t(d, 3, dtype=zyx.uint16).cummax(0),
+     r"CumMax: no contract accepts dtype uint16; accepted: .*int64 \(cummax\)"),
+    ("cummin-dim", lambda d, dest: _t(d, 3, dtype=zyx.int32).cummin(1), r"cummin: dim = 1 is out of range for rank 1"),
+    ("logcumsumexp-dtype", lambda d, dest: _t(d, 3, dtype=zyx.int64).logcumsumexp(0),
+     r"LogCumSumExp: no contract accepts dtype int64; accepted: bfloat16 \(logcumsumexp_f32\)"),
+    ("logcumsumexp-f64-dim", lambda d, dest: _t(d, 3, dtype=zyx.float64).logcumsumexp(4),
+     r"logcumsumexp_f64: dim = 4 is out of range"),
+    ("cumprod-input", lambda d, dest: zyx.Tensor.cumprod([1.0], 0), r"cumprod: input = \[1.0\] is not a zyx.Tensor"),
     # write_slice
     ("ws-rank0-source", lambda d, dest: zyx.write_slice(dest, zyx.tensor(1.0, device=d), [(0, 1), (0, 1)]),
      r"write_slice: source rank 0 .* outside 1..=8"),
@@ -174,7 +187,8 @@ def test_contracts_listing():
     names = cs.names()
     for expected in ("contiguize", "flip", "roll", "concat", "write_slice", "write_slice_rotating",
                      "write_slice_doff", "triangular", "masked_fill", "cumsum_f32", "cumsum_f64",
-                     "cumsum_bf16", "cumsum_f16"):
+                     "cumsum_bf16", "cumsum_f16", "cumsum_int", "cumprod_f32", "cumprod_f64", "cumprod_int",
+                     "cummax", "cummin", "logcumsumexp_f32", "logcumsumexp_f64"):
         assert expected in names
     by_name = {c.name: c for c in cs}
     assert by_name["cumsum_bf16"].op_kind == "CumSum" and by_name["cumsum_bf16"].dtypes == (zyx.bfloat16,)
@@ -185,6 +199,7 @@ def test_contracts_listing():
     assert ("| flip | Flip | all 15 | outer, dim_size, inner, dtype_size | "
             "`2 * outer * dim_size * inner * dtype_size` |") in table
     assert "| cumsum_f32 | CumSum | float32 | outer, dim_size, inner, [dtype_size] |" in table
+    assert "| cummax | CumMax |" in table and "`outer * dim_size * inner * (2 * dtype_size + 8)`" in table
     assert "| write_slice | WriteSlice | all 15 | source_n, dtype_size | `2 * source.n * dtype_size` |" in table
     import zyx.contracts as package  # still the package: submodules keep working
     import zyx.contracts.calibrate as cal
@@ -207,11 +222,14 @@ def test_every_contract_has_its_template_and_tunables():
 
 
 def test_declared_determinism_matches_kernels(device, bits_equal):
-    """bitwise contracts are byte moves (checked against NumPy elsewhere); same_hardware_bitwise
-    cumsums repeat their bits."""
+    """bitwise contracts are byte moves, integer scans or cummax/cummin (checked against NumPy
+    and PyTorch elsewhere); same_hardware_bitwise float scans repeat their bits."""
     det = {c.name: c.determinism for c in zyx.contracts()}
-    assert all(det[n] == "bitwise" for n in det if not n.startswith("cumsum"))
-    assert all(det[n] == "same_hardware_bitwise" for n in det if n.startswith("cumsum"))
+    floats = {n for n in det if n.startswith(("cumsum", "cumprod", "logcumsumexp")) and not n.endswith("_int")}
+    assert floats == {"cumsum_f32", "cumsum_f64", "cumsum_bf16", "cumsum_f16", "cumprod_f32", "cumprod_f64",
+                      "logcumsumexp_f32", "logcumsumexp_f64"}
+    assert all(det[n] == "bitwise" for n in det if n not in floats)
+    assert all(det[n] == "same_hardware_bitwise" for n in floats)
     x = zyx.randn(5000, device=device)
     bits_equal(x.cumsum(0).numpy(), x.cumsum(0).numpy())
 
@@ -223,12 +241,16 @@ def test_declared_determinism_matches_kernels(device, bits_equal):
 def test_calibration_workloads_pass_the_fkc_symbols(device, name):
     """Each calibration workload prices itself with exactly the symbols its contract's cost takes,
     and moves twice its data bytes (plus one byte per mask element for masked_fill)."""
-    if name == "cumsum_f64" and not device.info.has_fp64:
+    if name.endswith("_f64") and not device.info.has_fp64:
         pytest.skip("no float64 on this device")
     w = calibrate.workload(device, name, 1 << 12)
     assert tuple(w.symbols) == zyx.contracts.get(name).cost_spec.symbols
     data = sum(a.nbytes for k, a in w.arrays.items() if k not in ("dest", "mask"))
-    assert w.bytes_moved == 2 * data + (w.arrays["mask"].size if name == "masked_fill" else 0)
+    extra = {"masked_fill": w.arrays.get("mask", np.zeros(0)).size}  # one byte per mask element
+    extra.update(dict.fromkeys(("cummax", "cummin"), 8 * w.arrays["x"].size if "x" in w.arrays else 0))  # indices
+    assert w.bytes_moved == 2 * data + extra.get(name, 0)
+    if name.startswith(("cum", "logcum")):  # cummin times cummin, not cummax
+        assert w.describe.startswith(name.split("_")[0] + " ")
 
 
 def test_calibration_fits_stores_and_predicts(device, zyx_cache_dir):

@@ -136,3 +136,23 @@ def test_cumsum(sim, needs, dtype):
         got = zyx.from_numpy(a, device=sim).cumsum(dim).numpy().astype(np.float64)
         want = np.cumsum(a.astype(acc), dim)
         np.testing.assert_allclose(got, want, rtol=1e-2 if dtype.itemsize == 2 else 1e-5, atol=1e-2)
+
+
+def test_scans_beyond_cumsum(sim, needs):
+    """cumprod, logcumsumexp and cummax/cummin (the indexed carries), and int32 cumsum/cumprod into
+    int64: short rows, strided lanes, and rows longer than a 256 x 8 block (GPU variants)."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(13)
+    for shape, dim in (((3, 37), 1), ((2, 2101), 1), ((2101, 3), 0)):
+        a = (1 + (rng.random(shape) - 0.5) * 0.01).astype(np.float32)
+        i = rng.integers(-3, 4, size=shape).astype(np.int32)
+        x, xi, t = up(a, sim), up(i, sim), torch.from_numpy(a)
+        np.testing.assert_allclose(x.cumprod(dim).numpy(), torch.cumprod(t, dim).numpy(), rtol=1e-5)
+        np.testing.assert_allclose(x.logcumsumexp(dim).numpy(), torch.logcumsumexp(t, dim).numpy(), rtol=1e-5)
+        for op in ("cummax", "cummin"):
+            values, indices = getattr(xi, op)(dim)
+            ev, ei = getattr(torch, op)(torch.from_numpy(i), dim)
+            np.testing.assert_array_equal(values.numpy(), ev.numpy())
+            np.testing.assert_array_equal(indices.numpy(), ei.numpy())
+        np.testing.assert_array_equal(xi.cumsum(dim).numpy(), np.cumsum(i, dim, dtype=np.int64))
+        np.testing.assert_array_equal(xi.cumprod(dim).numpy(), np.cumprod(i, dim, dtype=np.int64))

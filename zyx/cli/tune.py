@@ -173,7 +173,8 @@ BUILTIN: tuple[Workload, ...] = (
     Workload("layer_norm 4096x1024", _layer_norm),
     Workload("sum 16M float32", _sum),
     *(Workload(f"contract {op} 64 MiB", _contract(op)) for op in
-      ("contiguize", "flip", "roll", "concat", "triangular", "masked_fill", "cumsum", "write_slice")),
+      ("contiguize", "flip", "roll", "concat", "triangular", "masked_fill", "cumsum", "cumprod", "cummax",
+       "logcumsumexp", "write_slice")),
 )
 
 

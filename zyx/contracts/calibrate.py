@@ -75,7 +75,11 @@ def workload(device: Device, name: str, nbytes: int, dtype: DType | None = None)
     contract = get(name)
     module = kernels.module_for(name)
     dt = dtype or (contract.dtypes[0] if module.FIXED_DTYPE else float32)
-    case = module.calibration(device, dt, max(64, nbytes // dt.itemsize))
+    n = max(64, nbytes // dt.itemsize)
+    if getattr(module, "CALIBRATION_PER_CONTRACT", False):  # one module, several ops (cummax, cummin)
+        case = module.calibration(device, dt, n, name)
+    else:
+        case = module.calibration(device, dt, n)
     symbols = costexpr.symbols_for(contract, case.ops, case.params)  # the FKC symbols this contract's cost takes
     c = contract.cost(calibration=Fit(0.0, 1.0), **symbols)
     run = case.run

@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Sequence
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
@@ -32,6 +32,7 @@ from zyx.frontend.autograd import needs_grad, no_grad, record
 from zyx.frontend.base import TensorBase, tensor_class
 from zyx.frontend.creation import full
 from zyx.frontend.movement import basic_index
+from zyx.frontend.scan_backward import cumprod_grad, extremum_grad, logcumsumexp_grad
 from zyx.ir.variable import BoundVariable, VariableArg
 from zyx.ir.view import View
 
@@ -276,7 +277,7 @@ def _cat_backward(shapes: list[tuple[int, ...]], dtypes_in: list[DType], dim: in
 
     return fn
 
-# ---------------------------------------------------------------- triangular / masked_fill / cumsum
+# ---------------------------------------------------------------- triangular / masked_fill / scans
 
 
 def _triangular(x: Tensor, diagonal: int, kind: str) -> Tensor:
@@ -337,15 +338,98 @@ def masked_fill(x: Tensor, mask: Tensor, value: Any) -> Tensor:
 
 @_differentiable("cumsum", lambda g, shape, dim: g.flip(dim).cumsum(dim).flip(dim) if shape else g)
 def cumsum(x: Tensor, dim: int) -> Tensor:
-    """Running sum along ``dim`` (16-bit floats accumulate in float32, rounded once on store)."""
-    x = _tensor(x, "cumsum", "input")
-    c = lookup("CumSum", x.dtype)
+    """Running sum along ``dim`` (16-bit floats accumulate in float32, rounded once on store;
+    bool and integers accumulate into an int64 result, as PyTorch)."""
+    return _scan(x, dim, "cumsum", "CumSum", kernels.cumsum)
+
+
+def cumprod(x: Tensor, dim: int) -> Tensor:
+    """Running product along ``dim`` (accumulated as ``cumsum``; bool and integers give int64)."""
+    if not needs_grad(x):
+        return _scan(x, dim, "cumprod", "CumProd", kernels.cumprod)
+    with no_grad():
+        out = _scan(x, dim, "cumprod", "CumProd", kernels.cumprod)
+    saved = out.detach()
+    return record("cumprod", out, [x], lambda g: (cumprod_grad(g, x.detach(), saved, dim) if x.ndim else g,))
+
+
+def logcumsumexp(x: Tensor, dim: int) -> Tensor:
+    """``log(cumsum(exp(x)))`` along ``dim`` without overflow (float dtypes; 16-bit in float32)."""
+    if not needs_grad(x):
+        return _scan(x, dim, "logcumsumexp", "LogCumSumExp", kernels.logcumsumexp)
+    with no_grad():
+        out = _scan(x, dim, "logcumsumexp", "LogCumSumExp", kernels.logcumsumexp)
+    saved = out.detach()
+    return record("logcumsumexp", out, [x],
+                  lambda g: (logcumsumexp_grad(g, x.detach(), saved, dim) if x.ndim else g,))
+
+
+def _scan(x: Tensor, dim: int, name: str, kind: str, launcher: Callable[..., Any]) -> Tensor:
+    """Validate, contiguize and launch a one-output scan (``launcher(device, out, src, dtype, o, d, i)``)."""
+    x = _tensor(x, name, "input")
+    c = lookup(kind, x.dtype)
     params = validate(c, [operand(x)], {"dim": dim})
     x = _dense(c, x)
     o, d, i = _split(x.shape if x.ndim else (1,), params["dim"])
     dt = x.dtype
-    return _pending("cumsum", x.shape, dt, x.device, [x], lambda out, src: kernels.cumsum(
-        x.device, out, src, dt, o, d, i), [x])
+    return _pending(name, x.shape, kernels.result_dtype(dt), x.device, [x],
+                    lambda out, src: launcher(x.device, out, src, dt, o, d, i), [x])
+
+
+class ValuesIndices(NamedTuple):
+    """What ``cummax``/``cummin`` return, as PyTorch's: the running values and their int64 indices."""
+
+    values: Any
+    indices: Any
+
+
+def cummax(x: Tensor, dim: int) -> ValuesIndices:
+    """Running maximum along ``dim`` and the index where it was taken (ties: the last; NaN wins)."""
+    return _extremum(x, dim, "cummax", "CumMax")
+
+
+def cummin(x: Tensor, dim: int) -> ValuesIndices:
+    """Running minimum along ``dim`` and the index where it was taken (ties: the last; NaN wins)."""
+    return _extremum(x, dim, "cummin", "CumMin")
+
+
+def _extremum(x: Tensor, dim: int, name: str, kind: str) -> ValuesIndices:
+    grad = needs_grad(x)
+    x = _tensor(x, name, "input")
+    c = lookup(kind, x.dtype)
+    params = validate(c, [operand(x)], {"dim": dim})
+    src = _dense(c, x.detach() if grad else x)
+    o, d, i = _split(src.shape if src.ndim else (1,), params["dim"])
+    dt, device = src.dtype, src.device
+    launcher = kernels.cummax if name == "cummax" else kernels.cummin
+    idx_buf: list[Buffer] = []
+
+    def run_values(out: Buffer, buf: Buffer) -> None:
+        idx = device.pool.allocate(math.prod(src.shape) * dtypes.int64.itemsize)
+        idx_buf.append(idx)  # the indices come out of the same launch; the second node picks them up
+        launcher(device, out, idx, buf, dt, o, d, i)
+
+    values = _pending(name, src.shape, dt, device, [src], run_values, [x])
+
+    indices = _indices_of(values, idx_buf, src.shape, device, name)
+    if grad:
+        axis = params["dim"]
+        kept = indices
+        values = record(name, values, [x], lambda g: (extremum_grad(g, kept, axis) if x.ndim else g,))
+    return ValuesIndices(values, indices)
+
+
+def _indices_of(values: Tensor, box: list[Buffer], shape: Sequence[int], device: Device, name: str) -> Tensor:
+    """The indices output of the kernel behind ``values``: a pending node reading ``values`` (so
+    the launch runs first) whose buffer is the one that launch filled (left in ``box``)."""
+
+    def run(buffers: list[Buffer]) -> Buffer:
+        return box.pop()
+
+    node = graph.extern(f"{name}_indices", run, [graph.Src(values._data, values._view, values.dtype)],
+                        dtypes.int64, tuple(shape), device)
+    node.pinned = values._data.pinned
+    return tensor_class()(node, View.contiguous(tuple(shape)), dtypes.int64, device)
 
 
 # ---------------------------------------------------------------- in-place writers
@@ -550,5 +634,21 @@ class ContractOpsMixin(TensorBase):
         return masked_fill(self, mask, value)
 
     def cumsum(self, dim: int) -> Any:
-        """Running sum along ``dim`` (float types; 16-bit floats accumulate in float32)."""
+        """Running sum along ``dim`` (16-bit floats accumulate in float32; integers into int64)."""
         return cumsum(self, dim)
+
+    def cumprod(self, dim: int) -> Any:
+        """Running product along ``dim`` (16-bit floats accumulate in float32; integers into int64)."""
+        return cumprod(self, dim)
+
+    def cummax(self, dim: int) -> ValuesIndices:
+        """``(values, indices)``: the running maximum along ``dim`` and where it was taken."""
+        return cummax(self, dim)
+
+    def cummin(self, dim: int) -> ValuesIndices:
+        """``(values, indices)``: the running minimum along ``dim`` and where it was taken."""
+        return cummin(self, dim)
+
+    def logcumsumexp(self, dim: int) -> Any:
+        """``log(cumsum(exp(x)))`` along ``dim``, computed without overflow."""
+        return logcumsumexp(self, dim)

@@ -140,3 +140,19 @@ def test_cumsum_sub_runs_and_tails(device, dtype, items):
     finally:
         kernels.set_tunables(device)
     check_close(out, a, 1, dtype)
+
+
+def test_cumsum_many_contiguous_rows_scan_lanes(device, bits_equal):
+    """On CPUs, many long contiguous rows run one work-item per row (in order: NumPy's float32
+    cumsum bit for bit); few rows still take the block scan."""
+    a = np.random.default_rng(9).standard_normal((40, 2100)).astype(np.float32)
+    tun = kernels.tunables(device)
+    cpu = not kernels.common.on_gpu(device)
+    expect = "lanes" if cpu and 40 >= tun.scan_lanes_min else "blocks"
+    assert kernels.cumsum_strategy(40, 2100, 1, tun, cpu) == expect
+    assert kernels.cumsum_strategy(2, 1 << 20, 1, tun, cpu) == "blocks"
+    out = on_device(a, device).cumsum(1).numpy()
+    if expect == "lanes":
+        bits_equal(out, np.cumsum(a, axis=1))
+    else:
+        check_close(out, a, 1, zyx.float32)

@@ -146,8 +146,21 @@ FKC = {
     **{f"cumsum_{t}": (("outer", "dim_size", "inner"), lambda p, w=w: 2 * _fold(p) * w, _fold,
                        lambda p, w=w: _fold(p) * w)
        for t, w in (("f32", 4), ("f64", 8), ("bf16", 2), ("f16", 2))},
+    # the scans beyond cumsum (zyx's own: not in the reference), in its symbols
+    **{name: (("outer", "dim_size", "inner", "dtype_size"), lambda p: _fold(p) * (p["dtype_size"] + 8), _fold,
+              lambda p: _fold(p) * 8) for name in ("cumsum_int", "cumprod_int")},
+    "cumprod_f32": (("outer", "dim_size", "inner", "dtype_size"), lambda p: 2 * _fold(p) * p["dtype_size"], _fold,
+                    lambda p: _fold(p) * p["dtype_size"]),
+    "cumprod_f64": (("outer", "dim_size", "inner"), lambda p: 2 * _fold(p) * 8, _fold, lambda p: _fold(p) * 8),
+    **{name: (("outer", "dim_size", "inner", "dtype_size"), lambda p: _fold(p) * (2 * p["dtype_size"] + 8), _fold,
+              lambda p: _fold(p) * (p["dtype_size"] + 8)) for name in ("cummax", "cummin")},
+    "logcumsumexp_f32": (("outer", "dim_size", "inner", "dtype_size"), lambda p: 2 * _fold(p) * p["dtype_size"],
+                         lambda p: 4 * _fold(p), lambda p: _fold(p) * p["dtype_size"]),
+    "logcumsumexp_f64": (("outer", "dim_size", "inner"), lambda p: 2 * _fold(p) * 8, lambda p: 4 * _fold(p),
+                         lambda p: _fold(p) * 8),
 }
-OPTIONAL = {f"cumsum_{t}": ("dtype_size",) for t in ("f32", "f64", "bf16", "f16")}
+OPTIONAL = {name: ("dtype_size",) for name in ("cumsum_f32", "cumsum_f64", "cumsum_bf16", "cumsum_f16", "cumprod_f64",
+                                                "logcumsumexp_f64")}
 NAMES = list(FKC)
 
 
@@ -203,11 +216,12 @@ def test_missing_symbol_names_contract_and_symbol(name):
             c.cost(**partial)
         assert str(info.value).startswith(f"{name}: missing cost symbol {sym!r}; {name}'s cost takes "
                                           f"{', '.join(FKC[name][0])}")
-        if FKC[name][3](param_sets(name)[-1]):  # memory names them too (the in-place writers' is 0: needs none)
+        in_memory = any(sym in zcost.expr_symbols(e) for _, e in c.cost_spec.memory)
+        if in_memory:  # memory names them too (the in-place writers' is 0, the int scans' 8 bytes: need none)
             with pytest.raises(ContractError, match=f"^{name}: missing cost symbol {sym!r}"):
                 c.memory(**partial)
         else:
-            assert c.memory(**partial) == {"device_bytes": 0, "host_bytes": 0, "disk_bytes": 0}
+            assert c.memory(**partial) == {"device_bytes": FKC[name][3](p), "host_bytes": 0, "disk_bytes": 0}
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -294,6 +308,17 @@ CALLS = {
     "cumsum_bf16": ([Operand(zd.bfloat16, (2, 5, 3))], {"dim": 2},
                     {"outer": 10, "dim_size": 3, "inner": 1, "dtype_size": 2}),
     "cumsum_f16": ([Operand(zd.float16, ())], {"dim": 0}, {"outer": 1, "dim_size": 1, "inner": 1, "dtype_size": 2}),
+    "cumsum_int": ([Operand(zd.int8, (4, 6))], {"dim": 0}, {"outer": 1, "dim_size": 4, "inner": 6, "dtype_size": 1}),
+    "cumprod_int": ([Operand(zd.uint32, (4, 6))], {"dim": 1}, {"outer": 4, "dim_size": 6, "inner": 1, "dtype_size": 4}),
+    "cumprod_f32": ([Operand(zd.bfloat16, (3, 2, 5))], {"dim": 1},
+                    {"outer": 3, "dim_size": 2, "inner": 5, "dtype_size": 2}),
+    "cumprod_f64": ([Operand(zd.float64, (9,))], {"dim": 0}, {"outer": 1, "dim_size": 9, "inner": 1, "dtype_size": 8}),
+    "cummax": ([Operand(zd.int16, (2, 7))], {"dim": 1}, {"outer": 2, "dim_size": 7, "inner": 1, "dtype_size": 2}),
+    "cummin": ([Operand(zd.float32, ())], {"dim": 0}, {"outer": 1, "dim_size": 1, "inner": 1, "dtype_size": 4}),
+    "logcumsumexp_f32": ([Operand(zd.float16, (5, 3))], {"dim": 0},
+                         {"outer": 1, "dim_size": 5, "inner": 3, "dtype_size": 2}),
+    "logcumsumexp_f64": ([Operand(zd.float64, (2, 3))], {"dim": 1},
+                         {"outer": 2, "dim_size": 3, "inner": 1, "dtype_size": 8}),
 }
 
 

@@ -26,6 +26,14 @@ REFERENCE_DTYPES = {
     "masked_fill": SIX, "cumsum_f32": {"F32"}, "cumsum_f64": {"F64"}, "cumsum_bf16": {"BF16"},
     "cumsum_f16": {"F16"},
 }
+#: zyx's own scans (not in the reference), after it in the document, with their dtypes and op kinds.
+INTS = {"BOOL", "U8", "I8", "U16", "I16", "U32", "I32", "U64", "I64"}
+EXTREMA = {"F32", "F64", "F16", "BF16", "BOOL", "U8", "I8", "I16", "I32", "I64"}
+SCANS = {"cumsum_int": ({*INTS}, "CumSum"), "cumprod_f32": ({"F32", "F16", "BF16"}, "CumProd"),
+         "cumprod_f64": ({"F64"}, "CumProd"), "cumprod_int": ({*INTS}, "CumProd"), "cummax": (EXTREMA, "CumMax"),
+         "cummin": (EXTREMA, "CumMin"), "logcumsumexp_f32": ({"F32", "F16", "BF16"}, "LogCumSumExp"),
+         "logcumsumexp_f64": ({"F64"}, "LogCumSumExp")}
+ALL_KERNELS = [*REFERENCE_DTYPES, *SCANS]
 BYTE_KERNELS = ["contiguize", "flip", "roll", "concat", "write_slice", "write_slice_rotating",
                 "write_slice_doff", "triangular", "masked_fill"]
 CUMSUMS = {"cumsum_f32": "F32", "cumsum_f64": "F64", "cumsum_bf16": "BF16", "cumsum_f16": "F16"}
@@ -36,7 +44,7 @@ OP_PARAMS = {
     "write_slice_rotating": ["dest_shape", "axis", "modulus", "position", "dest_dtype"],
     "write_slice_doff": ["dest_shape", "axis", "offset", "ranges", "dest_dtype"],
     "triangular": ["upper", "diagonal"], "masked_fill": ["fill"],
-    **{k: ["dim"] for k in CUMSUMS},
+    **{k: ["dim"] for k in CUMSUMS}, **{k: ["dim"] for k in SCANS},
 }
 
 
@@ -61,8 +69,31 @@ def test_front_matter(doc):
 
 
 def test_all_thirteen_kernels_present_in_order(doc):
-    assert [c.name for c in doc.contracts] == list(REFERENCE_DTYPES)
-    assert [c.name for c in zc.all_contracts()] == list(REFERENCE_DTYPES)
+    assert [c.name for c in doc.contracts] == ALL_KERNELS
+    assert [c.name for c in zc.all_contracts()] == ALL_KERNELS
+
+
+@pytest.mark.parametrize("name", list(SCANS))
+def test_scan_contracts(name):
+    """Each scan beyond cumsum: its dtypes, op kind, the axis op param, int64 results of the
+    integer scans and a second int64 output (the indices) of cummax/cummin, its claims."""
+    c = zc.get(name)
+    tokens, kind = SCANS[name]
+    assert fkc_set(c.dtypes) == tokens and c.op_kind == kind and list(c.params) == ["dim"]
+    assert c.cost_spec.cost_class == "reduction" and c.cost_spec.provenance == "judge_measured"
+    assert c.caps.awkward_layout_strategy == "requires_contiguous"
+    assert c.precision.bit_stable_on_same_hardware
+    exact = name.endswith("_int") or name in ("cummax", "cummin")
+    assert c.determinism == ("bitwise" if exact else "same_hardware_bitwise")
+    if name.endswith("_int"):
+        assert c.precision.accumulate is zd.int64 and [o.dtype_rule for o in c.outputs] == ["int64"]
+    elif exact:
+        assert [(o.name, o.dtype_rule) for o in c.outputs] == [("values", "passthrough(input)"), ("indices", "int64")]
+        assert c.precision.max_ulp == 0
+    else:
+        assert c.precision.accumulate is (zd.float64 if name.endswith("f64") else zd.float32)
+    assert c.entry_point == {"cumsum": "cumsum.cl.mako", "cumprod": "cumprod.cl.mako", "cummax": "cummax.cl.mako",
+                             "cummin": "cummax.cl.mako", "logcumsumexp": "logcumsumexp.cl.mako"}[name.split("_")[0]]
 
 
 @pytest.mark.parametrize("name", list(REFERENCE_DTYPES))
@@ -151,10 +182,13 @@ def test_registry_lookup():
 
 
 def test_registry_lookup_errors():
-    with pytest.raises(ContractError, match=r"^CumSum: no contract accepts dtype int32; accepted: bfloat16 "
-                                            r"\(cumsum_bf16\), float16 \(cumsum_f16\), float32 \(cumsum_f32\), "
-                                            r"float64 \(cumsum_f64\)$"):
-        zc.lookup("CumSum", zd.int32)
+    with pytest.raises(ContractError, match=r"^LogCumSumExp: no contract accepts dtype int32; accepted: bfloat16 "
+                                            r"\(logcumsumexp_f32\), float16 \(logcumsumexp_f32\), float32 "
+                                            r"\(logcumsumexp_f32\), float64 \(logcumsumexp_f64\)$"):
+        zc.lookup("LogCumSumExp", zd.int32)
+    with pytest.raises(ContractError, match=r"^CumMax: no contract accepts dtype uint16; accepted: bfloat16 "):
+        zc.lookup("CumMax", zd.uint16)
+    assert zc.lookup("CumSum", zd.int32).name == "cumsum_int" and zc.lookup("CumProd", zd.bool_).name == "cumprod_int"
     with pytest.raises(ContractError, match=r"no contract serves op kind 'Cumsum'; known: .*CumSum"):
         zc.lookup("Cumsum", zd.float32)
     with pytest.raises(ContractError, match=r"no contract named 'rol'; known: concat, contiguize"):
@@ -189,7 +223,7 @@ def test_parse_without_tool_line():
     text = DOC_TEXT.split("\n", 2)[2]
     assert text.startswith("---")
     doc = zc.parse_document(text, "x.md")
-    assert doc.tool == "" and len(doc.contracts) == 13
+    assert doc.tool == "" and len(doc.contracts) == 21
 
 
 # ---------------------------------------------------------------- malformed documents
@@ -404,7 +438,7 @@ def test_bad_document_structure(tmp_path, text, message):
 
 def test_unclosed_fence(tmp_path):
     text = DOC_TEXT[: DOC_TEXT.rindex("\n```")] + "\n"
-    with pytest.raises(ContractError, match=r"^opencl_shape_ops.md: block #12 \(line \d+\): fence: ```fkc block "
+    with pytest.raises(ContractError, match=r"^opencl_shape_ops.md: block #20 \(line \d+\): fence: ```fkc block "
                                             r"is not closed$"):
         parse_tmp(tmp_path, text)
 
@@ -442,7 +476,7 @@ def test_only_yaml_safe_load_is_used(monkeypatch):
     for name in ("unsafe_load", "full_load", "unsafe_load_all", "full_load_all"):
         monkeypatch.setattr(yaml, name, forbidden)
     doc = zc.parse_document(DOC_TEXT, DOC_NAME)
-    assert len(calls) == 1 + len(doc.contracts) == 14
+    assert len(calls) == 1 + len(doc.contracts) == 22
     source = Path(zparse.__file__).read_text(encoding="utf-8")
     assert re.findall(r"yaml\.(\w+)\(", source) == ["safe_load"]
 

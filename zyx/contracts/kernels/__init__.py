@@ -31,8 +31,11 @@ from zyx.contracts.kernels.common import (
 )
 from zyx.contracts.kernels.concat import concat_part
 from zyx.contracts.kernels.contiguize import TRANSPOSE_TILE_BYTES, TRANSPOSE_TILE_L_BYTES, contiguize, transpose_axis
-from zyx.contracts.kernels.cumsum import accumulator, cumsum, cumsum_strategy, scan_lane_vector
+from zyx.contracts.kernels.cummax import cummax, cummin
+from zyx.contracts.kernels.cumprod import cumprod
+from zyx.contracts.kernels.cumsum import accumulator, cumsum, cumsum_strategy, result_dtype, scan_lane_vector
 from zyx.contracts.kernels.flip import flip, flip_groups
+from zyx.contracts.kernels.logcumsumexp import logcumsumexp
 from zyx.contracts.kernels.masked_fill import masked_fill, masked_fill_tunables
 from zyx.contracts.kernels.roll import roll
 from zyx.contracts.kernels.triangular import triangular
@@ -45,7 +48,7 @@ from zyx.dtype import index_type
 #: modules are taken from ``sys.modules``, not from this package's attributes).
 MODULES: tuple[ModuleType, ...] = tuple(importlib.import_module(f"{__name__}.{name}") for name in (
     "contiguize", "flip", "roll", "concat", "write_slice", "write_slice_rotating", "write_slice_doff",
-    "triangular", "masked_fill", "cumsum"))
+    "triangular", "masked_fill", "cumsum", "cumprod", "cummax", "logcumsumexp"))
 
 _BY_NAME: dict[str, ModuleType] = {m.__name__.rsplit(".", 1)[1]: m for m in MODULES}
 _BY_NAME.update((c, m) for m in MODULES for c in m.CONTRACTS)
@@ -66,8 +69,8 @@ DECLARED: dict[str, tuple[str, ...]] = {m.__name__.rsplit(".", 1)[1]: m.DECLARED
 
 __all__ = [
     "DECLARED", "MODULES", "NEVER", "TRANSPOSE_TILE_BYTES", "TRANSPOSE_TILE_L_BYTES", "Tunables", "accumulator",
-    "concat_part", "contiguize", "cumsum", "cumsum_strategy", "default_tunables", "flip", "flip_groups",
-    "fold_axes", "index_type", "masked_fill", "masked_fill_tunables", "module_for", "roll", "scan_lane_vector",
-    "set_tunables", "streams", "transpose_axis", "triangular", "tunables", "vector_width", "widen",
-    "write_slice", "write_slice_doff", "write_slice_rotating",
+    "concat_part", "contiguize", "cummax", "cummin", "cumprod", "cumsum", "cumsum_strategy", "default_tunables",
+    "flip", "flip_groups", "fold_axes", "index_type", "logcumsumexp", "masked_fill", "masked_fill_tunables",
+    "module_for", "result_dtype", "roll", "scan_lane_vector", "set_tunables", "streams", "transpose_axis",
+    "triangular", "tunables", "vector_width", "widen", "write_slice", "write_slice_doff", "write_slice_rotating",
 ]

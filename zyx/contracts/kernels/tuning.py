@@ -36,6 +36,10 @@ CANDIDATES: dict[str, tuple[int, ...]] = {
 }
 
 
+#: Kernels whose float rounding depends on the scan's block shape: candidates need only agree closely.
+FLOAT_SCANS = ("cumsum", "cumprod", "logcumsumexp")
+
+
 def _space(declared: tuple[str, ...], max_wg: int) -> Space:
     params = []
     for name in declared:
@@ -108,7 +112,7 @@ def tuned(name: str, declared: tuple[str, ...], defaults: Callable[[Any], Any]) 
 
             default_cfg = {k: v for k, v in asdict(base).items() if k in declared}
             cfg = choose(device, key, (out.nbytes,), _space(declared, device.info.max_work_group_size),
-                         default_cfg, measure, _same_bytes_or_close(dtype if name == "cumsum" else None),
+                         default_cfg, measure, _same_bytes_or_close(dtype if name in FLOAT_SCANS else None),
                          label=f"{name} ({out.nbytes >> 20} MiB)" if out.nbytes >= 1 << 20 else name)
             bound.arguments["tun"] = replace(base, **cfg)
             return fn(*bound.args, **bound.kwargs)

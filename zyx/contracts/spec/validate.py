@@ -28,7 +28,8 @@ _PARAM_CHECKS: dict[tuple[str, str], ParamCheck] = {}
 _SHAPE_CHECKS: dict[tuple[str, str], ShapeCheck] = {}
 
 _WRITE_SLICES = ("write_slice", "write_slice_rotating", "write_slice_doff")
-_CUMSUMS = ("cumsum_f32", "cumsum_f64", "cumsum_bf16", "cumsum_f16")
+_SCANS = ("cumsum_f32", "cumsum_f64", "cumsum_bf16", "cumsum_f16", "cumsum_int", "cumprod_f32", "cumprod_f64",
+          "cumprod_int", "cummax", "cummin", "logcumsumexp_f32", "logcumsumexp_f64")
 
 
 def param_check(*kernels: str, field: str) -> Callable[[ParamCheck], ParamCheck]:
@@ -414,7 +415,7 @@ def _doff_ranges(call: Call, value: Any) -> tuple:
     return _ranges(call, value, dest, skip_axis=axis)
 
 
-# ---------------------------------------------------------------- triangular / masked_fill / cumsum
+# ---------------------------------------------------------------- triangular / masked_fill / scans
 
 
 @param_check("triangular", field="upper")
@@ -469,6 +470,6 @@ def _mask_shape(call: Call, inputs: Sequence[Operand]) -> None:
                   "broadcast the mask to the input's shape first")
 
 
-@param_check(*_CUMSUMS, field="dim")
-def _cumsum_dim(call: Call, value: Any) -> int:
+@param_check(*_SCANS, field="dim")
+def _scan_dim(call: Call, value: Any) -> int:
     return _axis(call, "dim", value, max(call.first.rank, 1))
