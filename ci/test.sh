@@ -37,7 +37,7 @@ gpu_heuristics_tests=(tests/codegen tests/contracts tests/frontend/test_reduce.p
 python -m zyx doctor
 python -m zyx devices
 logs="$(mktemp -d)"
-python -m pytest tests -q --devices=default >"$logs/1" 2>&1 & step1=$!
+python -m pytest tests -q --devices=default --durations=30 >"$logs/1" 2>&1 & step1=$!
 python -m pytest "${other_device_tests[@]}" -q -p no:cacheprovider --devices=others >"$logs/2" 2>&1 & step2=$!
 ZYX_HEURISTICS=gpu python -m pytest "${gpu_heuristics_tests[@]}" -q -p no:cacheprovider --devices=default \
     >"$logs/3" 2>&1 & step3=$!
@@ -53,7 +53,7 @@ for step in 1 2 3; do
         2) echo "== 2. kernel tests on every other device ==" ;;
         3) echo "== 3. kernel tests with the GPU heuristics (ZYX_HEURISTICS=gpu) on the default device ==" ;;
     esac
-    if [ "${rc[$step]}" = 0 ]; then tail -n 3 "$logs/$step"; else cat "$logs/$step"; fi
+    if [ "${rc[$step]}" = 0 ]; then grep -A40 "slowest" "$logs/$step" || true; tail -n 3 "$logs/$step"; else cat "$logs/$step"; fi
 done
 [ "$status" = 0 ] || { echo "ci/test.sh: a test step failed (full logs in $logs)"; exit 1; }
 echo "== 4. second run (warm caches) =="
