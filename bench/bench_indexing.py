@@ -13,9 +13,7 @@ shared machine hits them alike. ``run(quick)`` returns the rows; ``python bench/
 """
 from __future__ import annotations
 
-import statistics
 import sys
-import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -24,25 +22,12 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import zyx
-from zyx.backend.timing import Stopwatch
+from zyx.backend.timing import alternating
 
 
 def _alternating(fns: dict[str, Callable[[], Any]], reps: int, block: int = 3,
                  pause: float = 0.02) -> dict[str, tuple[float, float]]:
-    """(best, median) seconds of each implementation, run in turn ``reps`` times for ``block`` timed
-    calls (the first call of a block, right after another library, untimed); a ``pause`` follows each
-    PyTorch call (its threads spin on after returning)."""
-    times: dict[str, list[float]] = {name: [] for name in fns}
-    for _ in range(reps):
-        for name, fn in fns.items():
-            fn()
-            for _ in range(block):
-                watch = Stopwatch()
-                fn()
-                times[name].append(watch.seconds())
-                if name == "torch":
-                    time.sleep(pause)
-    return {name: (min(ts), statistics.median(ts)) for name, ts in times.items()}
+    return alternating(fns, reps, block, pause)
 
 
 def run(quick: bool = False) -> list[dict]:

@@ -10,9 +10,7 @@ returns the rows; ``python bench/bench_shapeops.py [--quick]`` prints them as a 
 """
 from __future__ import annotations
 
-import statistics
 import sys
-import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -22,25 +20,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import zyx
 import zyx.nn.functional as F
-from zyx.backend.timing import Stopwatch
+from zyx.backend.timing import alternating
 
 
 def _alternating(fns: dict[str, Callable[[], Any]], reps: int, block: int = 3,
                  pause: float = 0.02) -> dict[str, tuple[float, float]]:
-    """(best, median) seconds of each implementation, run in turn ``reps`` times for ``block`` timed calls
-    (the first call of a block untimed); PyTorch's threads spin on after a call, so a ``pause`` follows
-    each call of another library."""
-    times: dict[str, list[float]] = {name: [] for name in fns}
-    for _ in range(reps):
-        for name, fn in fns.items():
-            fn()
-            for _ in range(block):
-                watch = Stopwatch()
-                fn()
-                times[name].append(watch.seconds())
-                if not name.startswith("zyx"):
-                    time.sleep(pause)
-    return {name: (min(ts), statistics.median(ts)) for name, ts in times.items()}
+    return alternating(fns, reps, block, pause)
 
 
 def _zyx(f: Callable[[], Any]) -> Callable[[], Any]:

@@ -59,3 +59,22 @@ class Stopwatch:
     def seconds(self) -> float:
         """Seconds elapsed so far."""
         return time.perf_counter() - self.start
+
+
+def alternating(fns: dict[str, Callable[[], Any]], reps: int, block: int = 3,
+                pause: float = 0.02) -> dict[str, tuple[float, float]]:
+    """(best, median) wall seconds of each implementation (a benchmark's same-run comparison): ``reps``
+    rounds, each running every implementation in turn for ``block`` timed calls after one untimed call.
+    Another library's threads spin on after a call, so ``pause`` seconds of sleep follow each call of an
+    implementation whose name does not start with ``zyx``."""
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(reps):
+        for name, fn in fns.items():
+            fn()
+            for _ in range(block):
+                watch = Stopwatch()
+                fn()
+                times[name].append(watch.seconds())
+                if not name.startswith("zyx"):
+                    time.sleep(pause)
+    return {name: (min(ts), statistics.median(ts)) for name, ts in times.items()}

@@ -343,25 +343,24 @@ def cumsum(x: Tensor, dim: int) -> Tensor:
     return _scan(x, dim, "cumsum", "CumSum", kernels.cumsum)
 
 
+def _scan_with_grad(x: Tensor, dim: int, name: str, node_name: str, kernel: Any, grad: Any) -> Tensor:
+    """A scan whose gradient ``grad(g, x, out, dim)`` reads its input and output (cumprod, logcumsumexp)."""
+    if not needs_grad(x):
+        return _scan(x, dim, name, node_name, kernel)
+    with no_grad():
+        out = _scan(x, dim, name, node_name, kernel)
+    saved = out.detach()
+    return record(name, out, [x], lambda g: (grad(g, x.detach(), saved, dim) if x.ndim else g,))
+
+
 def cumprod(x: Tensor, dim: int) -> Tensor:
     """Running product along ``dim`` (accumulated as ``cumsum``; bool and integers give int64)."""
-    if not needs_grad(x):
-        return _scan(x, dim, "cumprod", "CumProd", kernels.cumprod)
-    with no_grad():
-        out = _scan(x, dim, "cumprod", "CumProd", kernels.cumprod)
-    saved = out.detach()
-    return record("cumprod", out, [x], lambda g: (cumprod_grad(g, x.detach(), saved, dim) if x.ndim else g,))
+    return _scan_with_grad(x, dim, "cumprod", "CumProd", kernels.cumprod, cumprod_grad)
 
 
 def logcumsumexp(x: Tensor, dim: int) -> Tensor:
     """``log(cumsum(exp(x)))`` along ``dim`` without overflow (float dtypes; 16-bit in float32)."""
-    if not needs_grad(x):
-        return _scan(x, dim, "logcumsumexp", "LogCumSumExp", kernels.logcumsumexp)
-    with no_grad():
-        out = _scan(x, dim, "logcumsumexp", "LogCumSumExp", kernels.logcumsumexp)
-    saved = out.detach()
-    return record("logcumsumexp", out, [x],
-                  lambda g: (logcumsumexp_grad(g, x.detach(), saved, dim) if x.ndim else g,))
+    return _scan_with_grad(x, dim, "logcumsumexp", "LogCumSumExp", kernels.logcumsumexp, logcumsumexp_grad)
 
 
 def _scan(x: Tensor, dim: int, name: str, kind: str, launcher: Callable[..., Any]) -> Tensor:
