@@ -6,6 +6,8 @@ import pytest
 
 import zyx
 
+pytestmark = pytest.mark.needs_device
+
 OPS = {
     "cumprod": lambda x, d: x.cumprod(d),
     "logcumsumexp": lambda x, d: x.logcumsumexp(d),
