@@ -73,3 +73,27 @@ def test_embedding_out_of_range_index_raises(bad):
 def test_embedding_rejects_float_indices():
     with pytest.raises(zyx.DTypeError):
         F.embedding(zyx.tensor(np.ones(3, np.float32)), zyx.tensor(np.ones((4, 2), np.float32)))
+
+
+def test_two_views_of_one_gather_fuse_and_the_pad_border_is_not_checked(monkeypatch):
+    """Two views of one gathered value in one kernel, one behind a pad: each gather's index variable is
+    declared where it is used, and the pad's border (where the index source reads as 0, so ``i - 1`` is
+    -1) reads nothing and raises nothing; a bad index inside the pad still raises."""
+    import zyx.graph.realization as realization
+    from zyx.frontend.movement import take_rows
+
+    seen = []
+    real = realization.launch_kernel
+    monkeypatch.setattr(realization, "launch_kernel", lambda d, k, o, a: (seen.append(k), real(d, k, o, a))[1])
+    tn = np.array([[0.5], [1.5], [-2.0], [4.0], [8.0]], np.float32)
+    t = zyx.tensor(tn)
+    g = take_rows(t, zyx.tensor(np.array([3, 0, 4], np.int64))).reshape(1, 3)
+    np.testing.assert_array_equal((g - g.pad((0, 1)).narrow(1, 1, 3)).numpy(), [[4.0 - 0.5, 0.5 - 8.0, 8.0]])
+    assert len(seen) == 1  # both views of the gather in one kernel
+    g = take_rows(t, zyx.tensor(np.array([4, 1, 5], np.int64)) - 1).reshape(1, 3)
+    gt = torch.from_numpy(tn)[torch.tensor([3, 0, 4])].reshape(1, 3)
+    want = gt - torch.nn.functional.pad(gt, (1, 1))[:, :3]
+    np.testing.assert_array_equal((g - g.pad((1, 1)).narrow(1, 0, 3)).numpy(), want.numpy())
+    bad = take_rows(t, zyx.tensor(np.array([4, 7, 5], np.int64)) - 1).reshape(1, 3)
+    with pytest.raises(IndexError, match="index out of range"):
+        (bad.pad((1, 1)).narrow(1, 0, 3) * 2).numpy()

@@ -53,6 +53,18 @@ def test_gelu(approximate):
     a = _rand((4, 6))
     _check(zyx.tensor(a).gelu(approximate=approximate),
            torch.nn.functional.gelu(torch.tensor(a), approximate=approximate), rtol=1e-5, atol=1e-6)
+    # the infinities, NaN and huge values (x**3 overflows in the tanh form), in every float dtype: -inf gives
+    # NaN (-inf * 0, as PyTorch in both modes), +inf gives +inf. Compared with PyTorch one element at a time:
+    # its vectorized exact float32/bfloat16 kernel returns NaN for +inf in a contiguous tensor of 2+ elements
+    # (but inf for one element, a strided tensor, float64 and float16), a layout artifact zyx does not copy.
+    vals = [-np.inf, np.inf, np.nan, -1e30, 1e30]
+    for zd, td in ((zyx.float32, torch.float32), (zyx.float64, torch.float64), (zyx.float16, torch.float16),
+                   (zyx.bfloat16, torch.bfloat16)):
+        got = zyx.tensor(np.array(vals)).cast(zd).gelu(approximate=approximate).cast(zyx.float64).numpy()
+        want = [torch.nn.functional.gelu(torch.tensor(v, dtype=td), approximate=approximate).double().item()
+                for v in vals]
+        np.testing.assert_array_equal(got, want, err_msg=f"{zd} {approximate}")
+        assert np.isnan(got[0]) and got[1] == np.inf
 
 
 BINARY = ["add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "eq", "ne", "lt", "le", "gt", "ge"]

@@ -169,6 +169,31 @@ def test_nll_loss_all_ignored_mean_is_nan():
     assert np.isnan(z.item())
 
 
+@pytest.mark.parametrize("case", [
+    ("nll_loss", (4, 5), [1, 5, 0, 2], 5, {}),
+    ("nll_loss", (5,), 7, 7, {"weight": True}),
+    ("cross_entropy", (2, 5, 3), [[1, 4, 0], [-1, 2, 3]], -1, {"weight": True, "label_smoothing": 0.1,
+                                                                "reduction": "none"}),
+])
+def test_class_index_out_of_range_raises(case):
+    """A target outside [0, C) (other than ignore_index) raises IndexOutOfRange when values are read, as
+    PyTorch raises IndexError ("Target 5 is out of bounds."), instead of contributing 0."""
+    name, shape, y, bad, kw = case
+    x = RNG.normal(size=shape).astype(np.float32)
+    w = RNG.uniform(0.5, 1.5, shape[0] if len(shape) == 1 else shape[1]).astype(np.float32)
+    kz = {**kw, "weight": zyx.tensor(w)} if kw.get("weight") else kw
+    kt = {**kw, "weight": torch.tensor(w)} if kw.get("weight") else kw
+    with pytest.raises(IndexError):
+        getattr(TF, name)(torch.tensor(x), torch.tensor(y), **kt)
+    with pytest.raises(zyx.IndexOutOfRange, match="index out of range") as info:
+        getattr(F, name)(zyx.tensor(x), zyx.tensor(np.array(y)), **kz).numpy()
+    assert isinstance(info.value, zyx.ShapeError) and isinstance(info.value, IndexError)
+    # the same target as ignore_index is fine, and matches PyTorch
+    got = getattr(F, name)(zyx.tensor(x), zyx.tensor(np.array(y)), ignore_index=bad, **kz).numpy()
+    want = getattr(TF, name)(torch.tensor(x), torch.tensor(y), ignore_index=bad, **kt).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
 @pytest.mark.parametrize("reduction", REDUCTIONS)
 @pytest.mark.parametrize("smoothing", [0.0, 0.2])
 @pytest.mark.parametrize("weighted", [False, True])

@@ -484,9 +484,11 @@ def statements(prog: Program, k: Kernel, stream: bool = False) -> tuple[Statemen
         elif ins.op == "load":
             buf, index, valid, other, gather = ins.arg
             gnames: dict[str, str] = {}
+            # a masked-off gather (a pad's border) reads nothing: its index is not checked either
+            live = "" if valid == sym.ONE or not gather else f"({sym.render(valid, _index_name)}) && "
             for j, ((gv, size), s) in enumerate(zip(gather, ins.srcs)):  # bounds-checked gathered indices
                 x, gn = f"(long){names[s]}", f"{name}_x{j}"
-                out.append(Let("long", gn, f"({x} < 0 || {x} >= {size}L) ? "
+                out.append(Let("long", gn, f"({live}({x} < 0 || {x} >= {size}L)) ? "
                                                 f"(atomic_or({ERR_FLAG}, {INDEX_OOB}), 0L) : {x}"))
                 gnames[gv] = gn
             rn = (lambda var, gnames=gnames: gnames.get(var.name, var.name)) if gnames else _index_name

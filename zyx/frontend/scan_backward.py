@@ -71,7 +71,6 @@ def extremum_grad(g: Any, indices: Any, dim: int) -> Any:
     tail = _reverse_cumsum(gl, last).pad((0, 1))  # tail[..., n] = 0
     rows = tail.reshape(-1, 1)
     lane = arange(rows.shape[0] // (n + 1), device=g.device).reshape(*gl.shape[:-1], 1) * (n + 1)
-    # realized: two views of one gather in one fused kernel fail to build (IR codegen, zyx_g1)
-    t = take_rows(rows.detach(), (lane + nxt).detach()).reshape(*gl.shape).realize()
+    t = take_rows(rows.detach(), (lane + nxt).detach()).reshape(*gl.shape)
     grad = t - t.pad((0, 1)).narrow(last, 1, n)
     return grad.transpose(dim, last)

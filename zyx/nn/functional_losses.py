@@ -4,10 +4,10 @@ label_smoothing / class-probability targets, binary_cross_entropy and its logits
 and ranking losses, cosine_similarity and pairwise_distance.
 
 Composed from lazy elementwise ops and reductions, so each fuses into few kernels and gets its gradient by
-composition; a class index picks its logit by comparing with the class numbers (a masked sum along the class
-dim: no gather, and it fuses with the log_softmax before it). ``binary_cross_entropy`` alone has its own
-gradient rule (PyTorch's, through the log clamp at -100). Class indices outside ``[0, C)`` (other than
-``ignore_index``) are not checked: they pick nothing and contribute zero.
+composition. A class index picks its log-probability with a gather (``frontend.indexing``: one load per
+target, its gradient a scatter), so a target outside ``[0, C)`` (other than ``ignore_index``) raises
+``IndexOutOfRange`` (an ``IndexError``) when values are read, as PyTorch: the gather checks it on the
+device. ``binary_cross_entropy`` alone has its own gradient rule (PyTorch's, through the log clamp at -100).
 """
 from __future__ import annotations
 
@@ -62,8 +62,9 @@ def huber_loss(input: Any, target: Any, reduction: str = "mean", delta: float = 
     return _reduce(where(binary(Op.LT, d, delta), d * 0.5 * d, (d - 0.5 * delta) * delta), reduction, "huber_loss")
 
 
-def _class_layout(x: Any, target: Any, what: str) -> tuple[int, Any]:
-    """The class dim of input ``x`` and ``target`` with a class axis of size 1 there."""
+def _class_layout(x: Any, target: Any, what: str) -> int:
+    """The class dim of input ``x``, after checking that ``target`` holds integer class indices shaped like
+    ``x`` without it."""
     if not target.dtype.is_int:
         raise DTypeError(f"{what}: expected integer class indices, got {target.dtype.name}")
     cdim = 0 if x.ndim == 1 else 1
@@ -71,15 +72,7 @@ def _class_layout(x: Any, target: Any, what: str) -> tuple[int, Any]:
     if tuple(target.shape) != want:
         raise ShapeError(f"{what}: target shape {target.shape} does not match input shape {x.shape} "
                          f"(expected {want}: the input without its class dim {cdim})")
-    return cdim, target.unsqueeze(cdim)
-
-
-def _classes(x: Any, cdim: int):
-    """The class numbers ``0..C-1`` laid along ``x``'s class dim (shape (C, 1, ...))."""
-    from zyx.frontend.creation import arange, pinned_as
-
-    c = x.shape[cdim]
-    return pinned_as(arange(c, device=x.device), x).reshape(c, *([1] * (x.ndim - cdim - 1)))
+    return cdim
 
 
 def _along(weight: Any, x: Any, cdim: int):
@@ -90,19 +83,59 @@ def _along(weight: Any, x: Any, cdim: int):
     return weight.reshape(c, *([1] * (x.ndim - cdim - 1)))
 
 
+def _classes(x: Any, cdim: int):
+    """The class numbers ``0..C-1`` laid along ``x``'s class dim (shape (C, 1, ...))."""
+    from zyx.frontend.creation import arange, pinned_as
+
+    c = x.shape[cdim]
+    return pinned_as(arange(c, device=x.device), x).reshape(c, *([1] * (x.ndim - cdim - 1)))
+
+
+def _pick(x: Any, cdim: int, target: Any, valid: Any):
+    """``x[n, target[n], ...]`` along the class dim ``cdim``, shaped like ``target``: a gather, so a target
+    outside ``[0, C)`` where ``valid`` (not ``ignore_index``) raises ``IndexOutOfRange`` at readback; an
+    ignored target reads class 0 (its loss is masked to 0 after). Its gradient puts ``g`` where the class
+    number equals the target (elementwise, so it fuses with the log_softmax gradient; a gather's own rule
+    would be a scatter into zeros, two more kernels)."""
+    from zyx.frontend import autograd
+    from zyx.frontend.indexing import gather
+
+    safe = where(valid, target, 0).unsqueeze(cdim)
+    if not autograd.needs_grad(x):
+        return gather(x, cdim, safe).squeeze(cdim)
+    with autograd.no_grad():
+        out = gather(x, cdim, safe).squeeze(cdim)
+
+    def fn(g: Any, t: Any) -> tuple:
+        # the raw target (not ``safe``, which would then be stored by its own kernel): an ignored target's
+        # ``g`` is 0 (its loss is masked), so where it points does not matter
+        return (where(binary(Op.EQ, t.unsqueeze(cdim), _classes(x, cdim)), g.unsqueeze(cdim), 0.0),)
+
+    return autograd.record("nll_pick", out, [x], fn, [target])
+
+
+def _class_weight(weight: Any, x: Any, cdim: int, target: Any, valid: Any):
+    """``weight[target]`` in ``x``'s dtype, shaped like ``target`` (a gather, as ``_pick``)."""
+    from zyx.frontend.indexing import gather
+
+    w = _along(weight, x, cdim).reshape(x.shape[cdim])
+    flat = gather(w, 0, where(valid, target, 0).reshape(-1))
+    return flat.reshape(target.shape).cast(x.dtype)
+
+
 def nll_loss(input: Any, target: Any, weight: Any = None, ignore_index: int = -100,  # noqa: A002
              reduction: str = "mean"):
     """``-weight[t] * input[n, t]`` for log-probabilities ``input`` (N, C) / (N, C, d1, ...) / (C,) and class
     indices ``target``; targets equal to ``ignore_index`` contribute 0, and ``mean`` divides by the summed
-    weight of the others (NaN when there are none, as PyTorch)."""
+    weight of the others (NaN when there are none, as PyTorch); any other target outside ``[0, C)`` raises
+    ``IndexOutOfRange`` (an ``IndexError``) when values are read."""
     if reduction not in _REDUCTIONS:
         raise ShapeError(f"nll_loss: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
-    cdim, t = _class_layout(input, target, "nll_loss")
-    hit = binary(Op.EQ, t, _classes(input, cdim))
-    picked = R.reduce(where(hit, input, 0.0), Op.SUM, cdim)
+    cdim = _class_layout(input, target, "nll_loss")
     valid = binary(Op.NE, target, ignore_index)
+    picked = _pick(input, cdim, target, valid)
     if weight is not None:
-        w = R.reduce(where(hit, _along(weight, input, cdim), 0.0), Op.SUM, cdim).cast(input.dtype)
+        w = _class_weight(weight, input, cdim, target, valid)
         loss = where(valid, -(picked * w), 0.0)
     else:
         w = None
@@ -152,9 +185,7 @@ def cross_entropy(input: Any, target: Any, weight: Any = None, ignore_index: int
         smooth = R.reduce(smooth, Op.SUM, None).cast(logp.dtype)
     elif reduction == "mean":
         if weight is not None:
-            t = target.unsqueeze(cdim)
-            hit = binary(Op.EQ, t, _classes(input, cdim))
-            w = R.reduce(where(hit, _along(weight, input, cdim), 0.0), Op.SUM, cdim).cast(logp.dtype)
+            w = _class_weight(weight, input, cdim, target, keep)
             denom = R.reduce(where(keep, w, 0.0), Op.SUM, None)
         else:
             denom = R.reduce(keep.cast(logp.dtype), Op.SUM, None)
