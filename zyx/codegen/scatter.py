@@ -52,6 +52,7 @@ OWNER_WORK = 32  # owner when its work (dest elements x loop) is at most this ma
 PRIVATE_MAX_BYTES = 64 << 20  # private: the most bytes of destination copies it may allocate
 PRIVATE_DENSITY = 4  # private: at most this many destination elements per point
 force: str | None = None  # a method every write uses (tests run each kernel through PyTorch's cases)
+private_parts: int | None = None  # work items of the private kernel (tests); None: the compute units
 
 
 @dataclass(frozen=True)
@@ -102,7 +103,7 @@ def private_ok(device: Device, w: IndexedWrite) -> bool:
     """Whether the privatized kernel suits ``w`` on ``device``: a CPU, a reduction, copies within
     ``PRIVATE_MAX_BYTES`` and a destination at most ``PRIVATE_DENSITY`` times the points."""
     points, dests = math.prod(w.shape), math.prod(w.dest_view.shape)
-    copies = (max(1, device.info.compute_units) - 1) * dests * w.dtype.itemsize
+    copies = (max(1, private_parts or device.info.compute_units) - 1) * dests * w.dtype.itemsize
     return (w.reduce != "assign" and settings.heuristics_kind(device) == "cpu"
             and copies <= PRIVATE_MAX_BYTES and dests <= PRIVATE_DENSITY * points)
 
@@ -208,7 +209,7 @@ def _private(device: Device, w: IndexedWrite, flags: tuple[Any, int], guarded: b
              dests: int) -> None:
     """The privatized write: one work item per compute unit (each its own work-group) over a
     contiguous share of the points, into dest and ``parts - 1`` copies; then the copies into dest."""
-    parts = max(1, min(device.info.compute_units, points))
+    parts = max(1, min(private_parts or device.info.compute_units, points))
     chunk = -(-points // parts)
     parts = -(-points // chunk)
     copies = device.pool.allocate((parts - 1) * dests * w.dtype.itemsize) if parts > 1 else None
