@@ -21,16 +21,16 @@ Modes:
   row-major, first filled with the reduce's identity `ident`). No atomics, and deterministic for
   a given `nparts` (fixed points per copy, fixed order), but not PyTorch's bits: a copy's partial
   result is rounded before it meets dest.
-- "private_sum": one work item per dest element: dest = combine(dest, copy 0, copy 1, ...) in
-  copy order (the second launch of "private").
-- "check": bounds checks only, recording (bad, index) into the launch's slot of the error-flag
+- "private_sum": each work item takes `span` consecutive dest elements (row-major):
+  dest = combine(dest, copy 0, copy 1, ...) in copy order (the second launch of "private").
+- "check": bounds checks only (`span` points per work item), recording (bad, index) into the launch's slot of the error-flag
   buffer; a "guarded" write launched after it writes nothing when the slot says bad, so an
   in-place write with a bad index leaves dest unchanged.
 Without "guarded", a bad index sets the INDEX_OOB bit of the device's error word instead.
 Parameters: name, dtype (dest and value), reduce, mode, guarded, shape (iteration), dest_shape,
 dest_strides, axes, indices ((dtype, strides over shape, wrap) each), value_strides (None: a
 scalar argument), n (work items), span (partition: dest elements a work item owns; private: the
-points of a work item), nparts (private: work items, so nparts - 1 copies), plain_read
+points of a work item; private_sum: its dest elements), nparts (private: work items, so nparts - 1 copies), plain_read
 (the compare-and-swap loop starts from a plain read, 2-3x faster than a guess of 0 into non-zero
 values; off on simulators, whose race detector flags that read).
 </%doc>\
@@ -161,10 +161,16 @@ __kernel void ${name}(__global ${st} *zyx_dest, const long zyx_dbase,
 % if guarded:
     if (zyx_flags[2 * zyx_slot]) return;  /* the check kernel found a bad index: write nothing */
 % endif
-% if mode in ("atomic", "check"):
+% if mode == "check":
+    /* span points per work item: the flag stores are rare branches, the index loads stream */
+    const long zyx_lo = zyx_gid * ${span}L, zyx_hi = min(zyx_lo + ${span}L, ${math.prod(S)}L);
+    for (long zyx_g = zyx_lo; zyx_g < zyx_hi; ++zyx_g) {
+${unravel("zyx_g", s_names, S)}\
+${read_indices("continue;")}\
+    }
+% elif mode == "atomic":
 ${unravel("zyx_gid", s_names, S)}\
 ${read_indices("return;")}\
-% if mode == "atomic":
 <%
     parts = []
     for a, k in enumerate(axes):
@@ -179,7 +185,6 @@ ${read_indices("return;")}\
     ${"atom_add" if dtype.itemsize == 8 else "atomic_add"}((volatile __global ${st} *)(zyx_dest + zyx_d), zyx_v);
 % else:
     zyx_update(zyx_dest + zyx_d, zyx_v);
-% endif
 % endif
 % elif mode == "partition":
 <%
@@ -237,20 +242,24 @@ ${read_indices("continue;")}\
     numel = math.prod(dest_shape)
     t_names = [f"zyx_t{a}" for a in range(len(dest_shape))]
 %>\
+    /* span elements per work item: the guard's flag is read once per item, the loop vectorizes */
+    const long zyx_lo = zyx_gid * ${span}L, zyx_hi = min(zyx_lo + ${span}L, ${numel}L);
+    for (long zyx_l = zyx_lo; zyx_l < zyx_hi; ++zyx_l) {
 % if list(dest_strides) == [math.prod(dest_shape[a + 1:]) for a in range(len(dest_shape))]:
-    const long zyx_d = zyx_dbase + zyx_gid;  /* a contiguous dest */
+        const long zyx_d = zyx_dbase + zyx_l;  /* a contiguous dest */
 % else:
-${unravel("zyx_gid", t_names, list(dest_shape))}\
-    const long zyx_d = zyx_dbase + ${dot(t_names, dest_strides)};
+${unravel("zyx_l", t_names, list(dest_shape))}\
+        const long zyx_d = zyx_dbase + ${dot(t_names, dest_strides)};
 % endif
-    ${ct} zyx_acc = ${dt.load(dtype, "zyx_dest", "zyx_d")};
+        ${ct} zyx_acc = ${dt.load(dtype, "zyx_dest", "zyx_d")};
 % for q in range(nparts - 1):
-    {
-        const ${ct} zyx_v = ${dt.load(dtype, "zyx_copies", f"{q * numel}L + zyx_gid")};
-        zyx_acc = ${round_to_dtype(capture(combine, "zyx_acc", "zyx_v"))};
-    }
+        {
+            const ${ct} zyx_v = ${dt.load(dtype, "zyx_copies", f"{q * numel}L + zyx_l")};
+            zyx_acc = ${round_to_dtype(capture(combine, "zyx_acc", "zyx_v"))};
+        }
 % endfor
-    ${dt.store(dtype, "zyx_dest", "zyx_d", "zyx_acc")}
+        ${dt.store(dtype, "zyx_dest", "zyx_d", "zyx_acc")}
+    }
 % else:
 <% t_names = [f"zyx_t{a}" for a in range(len(dest_shape))] %>\
 ${unravel("zyx_gid", t_names, list(dest_shape))}\

@@ -51,6 +51,8 @@ METHODS = ("atomic", "partition", "owner", "private")
 OWNER_WORK = 32  # owner when its work (dest elements x loop) is at most this many times the points
 PRIVATE_MAX_BYTES = 64 << 20  # private: the most bytes of destination copies it may allocate
 PRIVATE_DENSITY = 4  # private: at most this many destination elements per point
+PRIVATE_SUM_SPAN = 64  # private: destination elements per work item of the combining launch
+CHECK_SPAN = 64  # points per work item of a guarded write's bounds-check launch
 force: str | None = None  # a method every write uses (tests run each kernel through PyTorch's cases)
 private_parts: int | None = None  # work items of the private kernel (tests); None: the compute units
 
@@ -188,8 +190,9 @@ def scatter(device: Device, w: IndexedWrite, method: str = "auto", guard: bool =
 
         flags = errorflags.reserve(device, describe + " (index {offset})", IndexOutOfRange)
         cl.enqueue_fill_buffer(device.queue, flags[0], np.int64(0), 16 * flags[1], 16)
-        src = render("scatter.cl.mako", **_params(w, "check", False, points, 0, device))
-        launch_1d(device, src, "zyx_scatter_check", points, _args(w, flags, device))
+        items = -(-points // CHECK_SPAN)
+        src = render("scatter.cl.mako", **_params(w, "check", False, items, CHECK_SPAN, device))
+        launch_1d(device, src, "zyx_scatter_check", items, _args(w, flags, device))
     guarded = guard and bool(w.indices)
     if mode == "private":
         _private(device, w, flags, guarded, points, dests)
@@ -219,5 +222,6 @@ def _private(device: Device, w: IndexedWrite, flags: tuple[Any, int], guarded: b
     launch_1d(device, src, "zyx_scatter_private", parts, _args(w, flags, device, stand_in), local=1)
     if copies is None:
         return
-    src = render("scatter.cl.mako", **_params(w, "private_sum", guarded, dests, 0, device, parts))
-    launch_1d(device, src, "zyx_scatter_private_sum", dests, _args(w, flags, device, copies))
+    items = -(-dests // PRIVATE_SUM_SPAN)
+    src = render("scatter.cl.mako", **_params(w, "private_sum", guarded, items, PRIVATE_SUM_SPAN, device, parts))
+    launch_1d(device, src, "zyx_scatter_private_sum", items, _args(w, flags, device, copies))
