@@ -22,7 +22,7 @@ coordinate (the same ``axes`` convention as ``graph.GatherSpec``). ``choose`` pi
 Not deterministic and not a plain store: ``private`` on CPUs (``settings.heuristics_kind``) when
 the copies fit ``PRIVATE_MAX_BYTES`` and hold at most ``PRIVATE_DENSITY`` elements per point (each
 copy element costs a fill and a combine, streaming; into 1M float32 elements on the 2-core VM it
-measured 2x faster than the atomics at 4 copy elements per point, even with them at 16). Otherwise
+measured 2x faster than the atomics at 4 copy elements per point, the two about equal at 16). Otherwise
 ``atomic`` wherever the device has the atomics (on the loaded 2-core VM, partition measured
 1.5-3x slower than the atomics for 1M points: its two long work items stall on a descheduled
 core); deterministic mode, and dtypes without atomics (8-/16-bit) off CPUs, take ``owner`` when
