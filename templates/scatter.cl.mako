@@ -12,7 +12,8 @@ Modes:
 - "partition": work item p owns the dest elements of row-major positions [p*span, (p+1)*span) and
   walks every point in order, combining those that land in its part with plain loads and stores
   (no atomics, deterministic, PyTorch's CPU order: one rounding per step). Few work items (one
-  per compute unit), each reading every index.
+  per compute unit), each reading every index; a point outside the item's part updates the
+  item's scratch element `copies[gid]` instead of branching.
 - "owner": one work item per dest element, looping over the points that may land on it in
   order (no atomics, deterministic, the same order): for small loops on devices with many lanes.
 - "private" (CPUs): work item p of `nparts` (one per compute unit, one per work-group) walks its
@@ -151,7 +152,7 @@ __kernel void ${name}(__global ${st} *zyx_dest, const long zyx_dbase,
 % else:
                       __global const ${st} *zyx_val, const long zyx_vb,
 % endif
-% if mode in ("private", "private_sum"):
+% if mode in ("private", "private_sum", "partition"):
                       __global ${st} *zyx_copies, const ${ct} zyx_ident,
 % endif
                       __global int *zyx_err, __global long *zyx_flags, const int zyx_slot)
@@ -193,18 +194,21 @@ ${read_indices("return;")}\
     coord = [s_names[k] if k >= 0 else f"zyx_x{~k}" for k in axes]
 %>\
     const long zyx_lo = zyx_gid * ${span}L, zyx_hi = min(zyx_lo + ${span}L, ${numel}L);
+    ${dt.store(dtype, "zyx_copies", "zyx_gid", "zyx_ident")}  /* the scratch element: defined before it is read */
     for (long zyx_g = 0; zyx_g < ${math.prod(S)}L; ++zyx_g) {
 ${unravel("zyx_g", s_names, S)}\
 ${read_indices("continue;")}\
         const long zyx_l = ${dot(coord, cstrides)};
-        if (zyx_l < zyx_lo || zyx_l >= zyx_hi) continue;
-        const long zyx_d = zyx_dbase + ${dot(coord, dest_strides)};
+        /* branchless: a point outside this item's part updates the item's scratch element instead
+           (a branch on it is taken at random, mispredicted about every other point) */
+        __global ${st} *zyx_p = (zyx_l >= zyx_lo && zyx_l < zyx_hi)
+            ? zyx_dest + (zyx_dbase + ${dot(coord, dest_strides)}) : zyx_copies + zyx_gid;
         const ${ct} zyx_v = ${value()};
 % if reduce == "assign":
-        ${dt.store(dtype, "zyx_dest", "zyx_d", "zyx_v")}
+        ${dt.store(dtype, "zyx_p", "0", "zyx_v")}
 % else:
-        const ${ct} zyx_cur = ${dt.load(dtype, "zyx_dest", "zyx_d")};
-        ${dt.store(dtype, "zyx_dest", "zyx_d", capture(combine, "zyx_cur", "zyx_v"))}
+        const ${ct} zyx_cur = ${dt.load(dtype, "zyx_p", "0")};
+        ${dt.store(dtype, "zyx_p", "0", capture(combine, "zyx_cur", "zyx_v"))}
 % endif
     }
 % elif mode == "private":

@@ -206,7 +206,11 @@ def scatter(device: Device, w: IndexedWrite, method: str = "auto", guard: bool =
     else:
         n = dests if mode == "owner" else points
     src = render("scatter.cl.mako", **_params(w, mode, guarded, n, span, device))
-    launch_1d(device, src, f"zyx_scatter_{mode}", n, _args(w, flags, device), local=1 if mode == "partition" else None)
+    if mode == "partition":  # a scratch element per work item for the points outside its part
+        scratch = device.pool.allocate(n * w.dtype.itemsize)
+        launch_1d(device, src, "zyx_scatter_partition", n, _args(w, flags, device, scratch), local=1)
+        return
+    launch_1d(device, src, f"zyx_scatter_{mode}", n, _args(w, flags, device))
 
 
 def _private(device: Device, w: IndexedWrite, flags: tuple[Any, int], guarded: bool, points: int,
