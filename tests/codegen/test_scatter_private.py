@@ -145,7 +145,7 @@ def test_out_of_range_index_writes_nothing(private):
         zyx.tensor(x0).scatter_add(0, zyx.tensor(idx), zyx.tensor(src)).numpy()  # out of place: raised on read
 
 
-def test_deterministic_for_a_fixed_split_but_not_torch_bits(private):
+def test_deterministic_for_a_fixed_split_but_not_torch_bits(private, monkeypatch):
     """The same bits on every run for a given number of work items; the partition kernel, not this
     one, gives PyTorch's bits (a copy's partial sum is rounded before it meets the destination)."""
     private(2)
@@ -158,6 +158,12 @@ def test_deterministic_for_a_fixed_split_but_not_torch_bits(private):
     assert all(np.array_equal(r.view(np.uint32), runs[0].view(np.uint32)) for r in runs)
     want = torch.from_numpy(x0).scatter_add(0, torch.from_numpy(idx), torch.from_numpy(src)).numpy()
     np.testing.assert_allclose(runs[0], want, rtol=1e-4, atol=1e-4)
+    monkeypatch.setattr(kernels, "force", "partition")  # its branchless walk keeps PyTorch's order
+    part = x.scatter_add(0, i, s).numpy()
+    np.testing.assert_array_equal(part.view(np.uint32), want.view(np.uint32))
+    flipped = x.flip(0).scatter_add(0, i, s).numpy()  # a flipped destination
+    twant = torch.from_numpy(x0).flip(0).scatter_add(0, torch.from_numpy(idx), torch.from_numpy(src)).numpy()
+    np.testing.assert_array_equal(flipped.view(np.uint32), twant.view(np.uint32))
 
 
 def test_choice(monkeypatch):
