@@ -3,9 +3,11 @@
 Rows (float32 values, int64 indices drawn uniformly, so duplicates occur): ``gather`` of 1M indices
 from 1M elements (``x.gather(0, idx)``), ``x[idx]`` of the same, ``scatter_add`` of 1M values at 1M
 indices into 1M elements (out of place: a copy of ``x`` plus the atomic scatter kernel), and
-``index_put_(accumulate=True)`` in place (a bounds-check launch, then the guarded atomic scatter),
-and ``scatter_add`` under ``zyx.use_deterministic_algorithms(True)`` (the partition kernel: one
-work item per compute unit, each walking every index in PyTorch's order).
+``index_put_(accumulate=True)`` in place (a bounds-check launch, then the guarded scatter), and
+``scatter_add`` under ``zyx.use_deterministic_algorithms(True)`` (the partition kernel: one work
+item per compute unit, each walking every index in PyTorch's order). On a CPU the two scatter rows
+run the privatized kernel (``codegen.scatter`` ``private``); their ``zyx atomic`` rows force the
+atomic kernel in the same alternation, as the before/after comparison.
 NumPy's counterparts are ``np.take`` and ``np.add.at``. Each zyx call is realized and synchronized;
 implementations are timed in alternating blocks of calls (best and median of each), so load on the
 shared machine hits them alike. ``run(quick)`` returns the rows; ``python bench/bench_indexing.py
@@ -60,6 +62,17 @@ def run(quick: bool = False) -> list[dict]:
             zyx.use_deterministic_algorithms(False)
             zyx.synchronize()
 
+    def atomic(f: Callable[[], Any]) -> Callable[[], Any]:
+        from zyx.codegen import scatter as kernels
+
+        def call() -> Any:
+            kernels.force = "atomic"
+            try:
+                return zyx_call(f)()
+            finally:
+                kernels.force = None
+        return call
+
     def np_add_at() -> np.ndarray:
         y = x.copy()
         np.add.at(y, idx, src)
@@ -71,17 +84,19 @@ def run(quick: bool = False) -> list[dict]:
                     "numpy": lambda: np.take(x, idx)}),
         ("x[idx]", {"zyx": zyx_call(lambda: zx[zi]), "torch": lambda: tx[ti], "numpy": lambda: x[idx]}),
         ("scatter_add", {"zyx": zyx_call(lambda: zx.scatter_add(0, zi, zs)),
+                         "zyx atomic": atomic(lambda: zx.scatter_add(0, zi, zs)),
                          "torch": lambda: tx.scatter_add(0, ti, ts), "numpy": np_add_at}),
         ("scatter_add deterministic", {"zyx": deterministic, "torch": lambda: tx.scatter_add(0, ti, ts)}),
         ("index_put_ accumulate (in place)", {
             "zyx": zyx_call(lambda: zacc.index_put_((zi,), zs, accumulate=True)),
+            "zyx atomic": atomic(lambda: zacc.index_put_((zi,), zs, accumulate=True)),
             "torch": lambda: tacc.index_put_((ti,), ts, accumulate=True)}),
     ]
     for op, fns in cases:
         times = _alternating(fns, reps)
         for impl, (best, med) in times.items():
             row = {"op": op, "impl": impl, "size": size, "ms": round(best * 1e3, 3), "median_ms": round(med * 1e3, 3)}
-            if impl == "zyx":
+            if impl.startswith("zyx"):
                 row["x_torch"] = round(times["torch"][0] / best, 2)
                 row["x_torch_median"] = round(times["torch"][1] / med, 2)
             out.append(row)

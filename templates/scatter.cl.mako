@@ -12,16 +12,26 @@ Modes:
 - "partition": work item p owns the dest elements of row-major positions [p*span, (p+1)*span) and
   walks every point in order, combining those that land in its part with plain loads and stores
   (no atomics, deterministic, PyTorch's CPU order: one rounding per step). Few work items (one
-  per compute unit), each reading every index.
+  per compute unit), each reading every index; a point outside the item's part updates the
+  item's scratch element `copies[gid]` instead of branching.
 - "owner": one work item per dest element, looping over the points that may land on it in
   order (no atomics, deterministic, the same order): for small loops on devices with many lanes.
-- "check": bounds checks only, recording (bad, index) into the launch's slot of the error-flag
+- "private" (CPUs): work item p of `nparts` (one per compute unit, one per work-group) walks its
+  own contiguous `chunk` of the points in order, combining with plain loads and stores: item 0
+  into dest itself, item p > 0 into its own full-size copy of dest (`copies` + (p-1) * numel,
+  row-major, first filled with the reduce's identity `ident`). No atomics, and deterministic for
+  a given `nparts` (fixed points per copy, fixed order), but not PyTorch's bits: a copy's partial
+  result is rounded before it meets dest.
+- "private_sum": each work item takes `span` consecutive dest elements (row-major):
+  dest = combine(dest, copy 0, copy 1, ...) in copy order (the second launch of "private").
+- "check": bounds checks only (`span` points per work item), recording (bad, index) into the launch's slot of the error-flag
   buffer; a "guarded" write launched after it writes nothing when the slot says bad, so an
   in-place write with a bad index leaves dest unchanged.
 Without "guarded", a bad index sets the INDEX_OOB bit of the device's error word instead.
 Parameters: name, dtype (dest and value), reduce, mode, guarded, shape (iteration), dest_shape,
 dest_strides, axes, indices ((dtype, strides over shape, wrap) each), value_strides (None: a
-scalar argument), n (work items), span (partition: dest elements a work item owns), plain_read
+scalar argument), n (work items), span (partition: dest elements a work item owns; private: the
+points of a work item; private_sum: its dest elements), nparts (private: work items, so nparts - 1 copies), plain_read
 (the compare-and-swap loop starts from a plain read, 2-3x faster than a guess of 0 into non-zero
 values; off on simulators, whose race detector flags that read).
 </%doc>\
@@ -46,12 +56,15 @@ values; off on simulators, whose race detector flags that read).
     is_float = dtype.is_float
 %>\
 <%def name="unravel(var, names, sizes)">\
+## var < prod(sizes) in every use: the outermost coordinate needs no remainder (a 64-bit remainder
+## also keeps PoCL from vectorizing across work items: 7x slower on a 1-D pass)
 % if sizes:
     long zyx_r = ${var};
-% for nm, size in reversed(list(zip(names, sizes))):
+% for nm, size in reversed(list(zip(names[1:], sizes[1:]))):
     const long ${nm} = zyx_r % ${size}L;
     zyx_r /= ${size}L;
 % endfor
+    const long ${names[0]} = zyx_r;
 % endif
 </%def>\
 <%def name="combine(a, b)">\
@@ -139,6 +152,9 @@ __kernel void ${name}(__global ${st} *zyx_dest, const long zyx_dbase,
 % else:
                       __global const ${st} *zyx_val, const long zyx_vb,
 % endif
+% if mode in ("private", "private_sum", "partition"):
+                      __global ${st} *zyx_copies, const ${ct} zyx_ident,
+% endif
                       __global int *zyx_err, __global long *zyx_flags, const int zyx_slot)
 {
     const long zyx_gid = get_global_id(0);
@@ -146,10 +162,16 @@ __kernel void ${name}(__global ${st} *zyx_dest, const long zyx_dbase,
 % if guarded:
     if (zyx_flags[2 * zyx_slot]) return;  /* the check kernel found a bad index: write nothing */
 % endif
-% if mode in ("atomic", "check"):
+% if mode == "check":
+    /* span points per work item: the flag stores are rare branches, the index loads stream */
+    const long zyx_lo = zyx_gid * ${span}L, zyx_hi = min(zyx_lo + ${span}L, ${math.prod(S)}L);
+    for (long zyx_g = zyx_lo; zyx_g < zyx_hi; ++zyx_g) {
+${unravel("zyx_g", s_names, S)}\
+${read_indices("continue;")}\
+    }
+% elif mode == "atomic":
 ${unravel("zyx_gid", s_names, S)}\
 ${read_indices("return;")}\
-% if mode == "atomic":
 <%
     parts = []
     for a, k in enumerate(axes):
@@ -165,7 +187,6 @@ ${read_indices("return;")}\
 % else:
     zyx_update(zyx_dest + zyx_d, zyx_v);
 % endif
-% endif
 % elif mode == "partition":
 <%
     numel = math.prod(dest_shape)
@@ -173,19 +194,75 @@ ${read_indices("return;")}\
     coord = [s_names[k] if k >= 0 else f"zyx_x{~k}" for k in axes]
 %>\
     const long zyx_lo = zyx_gid * ${span}L, zyx_hi = min(zyx_lo + ${span}L, ${numel}L);
+    ${dt.store(dtype, "zyx_copies", "zyx_gid", "zyx_ident")}  /* the scratch element: defined before it is read */
     for (long zyx_g = 0; zyx_g < ${math.prod(S)}L; ++zyx_g) {
 ${unravel("zyx_g", s_names, S)}\
 ${read_indices("continue;")}\
         const long zyx_l = ${dot(coord, cstrides)};
-        if (zyx_l < zyx_lo || zyx_l >= zyx_hi) continue;
-        const long zyx_d = zyx_dbase + ${dot(coord, dest_strides)};
+        /* branchless: a point outside this item's part updates the item's scratch element instead
+           (a branch on it is taken at random, mispredicted about every other point) */
+        __global ${st} *zyx_p = (zyx_l >= zyx_lo && zyx_l < zyx_hi)
+            ? zyx_dest + (zyx_dbase + ${dot(coord, dest_strides)}) : zyx_copies + zyx_gid;
         const ${ct} zyx_v = ${value()};
 % if reduce == "assign":
-        ${dt.store(dtype, "zyx_dest", "zyx_d", "zyx_v")}
+        ${dt.store(dtype, "zyx_p", "0", "zyx_v")}
 % else:
-        const ${ct} zyx_cur = ${dt.load(dtype, "zyx_dest", "zyx_d")};
-        ${dt.store(dtype, "zyx_dest", "zyx_d", capture(combine, "zyx_cur", "zyx_v"))}
+        const ${ct} zyx_cur = ${dt.load(dtype, "zyx_p", "0")};
+        ${dt.store(dtype, "zyx_p", "0", capture(combine, "zyx_cur", "zyx_v"))}
 % endif
+    }
+% elif mode == "private":
+<%
+    numel = math.prod(dest_shape)
+    cstrides = [math.prod(dest_shape[a + 1:]) for a in range(len(dest_shape))]
+    coord = [s_names[k] if k >= 0 else f"zyx_x{~k}" for k in axes]
+%>\
+    const long zyx_lo = zyx_gid * ${span}L, zyx_hi = min(zyx_lo + ${span}L, ${math.prod(S)}L);
+    if (zyx_gid == 0) {  /* into dest itself: the only writer of dest in this launch */
+        for (long zyx_g = zyx_lo; zyx_g < zyx_hi; ++zyx_g) {
+${unravel("zyx_g", s_names, S)}\
+${read_indices("continue;")}\
+            const long zyx_d = zyx_dbase + ${dot(coord, dest_strides)};
+            const ${ct} zyx_v = ${value()};
+            const ${ct} zyx_cur = ${dt.load(dtype, "zyx_dest", "zyx_d")};
+            ${dt.store(dtype, "zyx_dest", "zyx_d", capture(combine, "zyx_cur", "zyx_v"))}
+        }
+        return;
+    }
+    __global ${st} *zyx_c = zyx_copies + (zyx_gid - 1) * ${numel}L;  /* this work item's own copy */
+    for (long zyx_l = 0; zyx_l < ${numel}L; ++zyx_l) {
+        ${dt.store(dtype, "zyx_c", "zyx_l", "zyx_ident")}
+    }
+    for (long zyx_g = zyx_lo; zyx_g < zyx_hi; ++zyx_g) {
+${unravel("zyx_g", s_names, S)}\
+${read_indices("continue;")}\
+        const long zyx_l = ${dot(coord, cstrides)};
+        const ${ct} zyx_v = ${value()};
+        const ${ct} zyx_cur = ${dt.load(dtype, "zyx_c", "zyx_l")};
+        ${dt.store(dtype, "zyx_c", "zyx_l", capture(combine, "zyx_cur", "zyx_v"))}
+    }
+% elif mode == "private_sum":
+<%
+    numel = math.prod(dest_shape)
+    t_names = [f"zyx_t{a}" for a in range(len(dest_shape))]
+%>\
+    /* span elements per work item: the guard's flag is read once per item, the loop vectorizes */
+    const long zyx_lo = zyx_gid * ${span}L, zyx_hi = min(zyx_lo + ${span}L, ${numel}L);
+    for (long zyx_l = zyx_lo; zyx_l < zyx_hi; ++zyx_l) {
+% if list(dest_strides) == [math.prod(dest_shape[a + 1:]) for a in range(len(dest_shape))]:
+        const long zyx_d = zyx_dbase + zyx_l;  /* a contiguous dest */
+% else:
+${unravel("zyx_l", t_names, list(dest_shape))}\
+        const long zyx_d = zyx_dbase + ${dot(t_names, dest_strides)};
+% endif
+        ${ct} zyx_acc = ${dt.load(dtype, "zyx_dest", "zyx_d")};
+% for q in range(nparts - 1):
+        {
+            const ${ct} zyx_v = ${dt.load(dtype, "zyx_copies", f"{q * numel}L + zyx_l")};
+            zyx_acc = ${round_to_dtype(capture(combine, "zyx_acc", "zyx_v"))};
+        }
+% endfor
+        ${dt.store(dtype, "zyx_dest", "zyx_d", "zyx_acc")}
     }
 % else:
 <% t_names = [f"zyx_t{a}" for a in range(len(dest_shape))] %>\

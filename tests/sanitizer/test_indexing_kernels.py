@@ -1,4 +1,4 @@
-"""The gather load and every scatter kernel (atomic, partition, owner) under Oclgrind on tiny odd
+"""The gather load and every scatter kernel (atomic, partition, owner, private) under Oclgrind on tiny odd
 shapes with strided operands, compared with NumPy. (An in-place write's guarded kernel is not run
 here: Oclgrind 21.10 reports its read of the error-flag slot as uninitialized however the host
 cleared it, by clEnqueueFillBuffer or a blocking write.)"""
@@ -20,7 +20,7 @@ def test_gather_load(sim):
                                   np.take_along_axis(a.T, np.broadcast_to(idx[0, :2], (7, 2)), 1))
 
 
-@pytest.mark.parametrize("method", ["atomic", "partition", "owner"])
+@pytest.mark.parametrize("method", ["atomic", "partition", "owner", "private"])
 @pytest.mark.parametrize("dtype", [zyx.float32, zyx.int64, zyx.float16], ids=lambda d: d.name)
 def test_scatter_kernels(sim, needs, method, dtype, monkeypatch):
     import zyx.codegen.scatter as kernels
