@@ -59,10 +59,22 @@ def _training_steps(make: Callable[[Any], Any], x: np.ndarray, y: np.ndarray, ba
     torch.manual_seed(0)
     zm, tm = make(zyx), make(torch)
     _same_weights(zm, tm)
+    jm = make(zyx)  # the jitted step's own model and optimizer, same weights
+    jm.load_state_dict(zm.state_dict())
     zm.train()
     tm.train()
+    jm.train()
     zopt, topt = zyx.optim.Adam(zm.parameters(), lr=lr), torch.optim.Adam(tm.parameters(), lr=lr)
+    jopt = zyx.optim.Adam(jm.parameters(), lr=lr)
     rng = np.random.default_rng(0)
+
+    @zyx.jit
+    def jitted(xb: Any, yb: Any) -> Any:  # forward, backward and the optimizer replayed as one plan
+        loss = F.cross_entropy(jm(xb), yb)
+        jopt.zero_grad()
+        loss.backward()
+        jopt.step()
+        return loss
 
     def batch_idx() -> np.ndarray:
         return rng.integers(0, len(x), batch)
@@ -83,7 +95,11 @@ def _training_steps(make: Callable[[Any], Any], x: np.ndarray, y: np.ndarray, ba
         topt.step()
         return loss.item()
 
-    return {"zyx": zyx_step, "torch": torch_step}
+    def jit_step() -> float:
+        idx = batch_idx()
+        return jitted(zyx.tensor(x[idx]), zyx.tensor(y[idx])).item()
+
+    return {"zyx": zyx_step, "zyx jit": jit_step, "torch": torch_step}
 
 
 def _minilm_forwards(batch: int, seq: int) -> dict[str, Callable[[], Any]] | None:

@@ -38,6 +38,9 @@ class Journal:
         self.prior_realized = 0
         self.launches: list = []
         self.checks: list[tuple[Any, Any]] = []  # (check, value): a replay is valid while check() == value
+        self.host_params: dict[int, tuple[Any, Any]] = {}  # id(scalar argument) -> (it, fn giving it at replay)
+        self.hooks: list[Any] = []  # Python bookkeeping a replay runs before its launches
+        self.again = False  # capture the next call again (this one set up state a replay must not repeat)
 
 
 def active() -> Journal | None:
@@ -95,6 +98,30 @@ def note_check(check: Any, value: Any) -> None:
     j = active()
     if j is not None:
         j.checks.append((check, value))
+
+
+def note_host_param(arg: Any, fn: Any) -> None:
+    """Scalar launch argument ``arg`` is Python-side state that changes between calls (an optimizer's bias
+    correction): a replay launches with ``fn()`` in its place, after running the hooks."""
+    j = active()
+    if j is not None:
+        j.host_params[id(arg)] = (arg, fn)
+
+
+def note_replay_hook(hook: Any) -> None:
+    """``hook()`` redoes the Python bookkeeping of the captured call (an optimizer's step counts) at each
+    replay, before its launches."""
+    j = active()
+    if j is not None:
+        j.hooks.append(hook)
+
+
+def capture_again() -> None:
+    """The open capture set up state that later calls find ready (an optimizer's first step creates its
+    moments): its launches are not those of the next calls, so the next call captures again."""
+    j = active()
+    if j is not None:
+        j.again = True
 
 
 def unreplayable(reason: str) -> None:

@@ -28,25 +28,33 @@ def launch_1d(device: Device, source: str, name: str, n: int, args: list, local:
 
 
 def random_bits(device: Device, dtype: DType, n: int, distribution: str, seed: int, counter: int,
-                low: int = 0, high: int = 1, local: int | None = None) -> Buffer:
+                low: int = 0, high: int = 1, local: int | None = None, replayed: list[int] | None = None) -> Buffer:
     """``n`` random values of ``dtype`` from Philox-4x32-10 keyed by ``seed``, counters from ``counter``.
 
     ``distribution``: ``uniform`` ([0, 1) with the dtype's precision), ``normal`` (Box-Muller)
     or ``integer`` (uniform in ``[low, high)``). Element ``i`` depends only on
-    (seed, counter + i), never on the work-group size or the device.
+    (seed, counter + i), never on the work-group size or the device. Under a capture, ``replayed``
+    (a ``[seed, counter]`` cell a replay hook refills) gives the seed and counter of each replay.
     """
     out = device.pool.allocate(n * dtype.itemsize)
     if n == 0:
         return out
-    journal.unreplayable("random numbers were drawn (a replay would repeat the same ones)")
+    if replayed is None:
+        journal.unreplayable("random numbers were drawn (a replay would repeat the same ones)")
     name = f"zyx_random_{distribution}"
     per_block = values_per_block(dtype, distribution)
     source = render("random.cl.mako", name=name, dtype=dtype, distribution=distribution, n=n, per_block=per_block)
     # low as its two's complement bits (uint64 lows above 2**63 wrap back exactly in the kernel);
     # a range of 2**64 is passed as 0, meaning "every 64-bit value"
-    args = [out.cl, np.uint32(seed & 0xFFFFFFFF), np.uint32((seed >> 32) & 0xFFFFFFFF), np.uint64(counter),
-            np.int64((low + 2**63) % 2**64 - 2**63), np.uint64((high - low) % 2**64)]
-    blocks = (counter % per_block + n + per_block - 1) // per_block
+    seed_lo, seed_hi, start = np.uint32(seed & 0xFFFFFFFF), np.uint32((seed >> 32) & 0xFFFFFFFF), np.uint64(counter)
+    if replayed is not None:
+        journal.note_host_param(seed_lo, lambda: np.uint32(replayed[0] & 0xFFFFFFFF))
+        journal.note_host_param(seed_hi, lambda: np.uint32((replayed[0] >> 32) & 0xFFFFFFFF))
+        journal.note_host_param(start, lambda: np.uint64(replayed[1]))
+    args = [out.cl, seed_lo, seed_hi, start, np.int64((low + 2**63) % 2**64 - 2**63), np.uint64((high - low) % 2**64)]
+    # enough blocks for any counter offset within a block, so a replay with another counter launches the
+    # same grid (a block past the values writes nothing)
+    blocks = (n + 2 * per_block - 2) // per_block
     launch_1d(device, source, name, blocks, args, local=local)
     return out
 

@@ -11,7 +11,7 @@ import numpy as np
 
 from zyx import dtype as dtypes
 from zyx import graph
-from zyx.backend import transfer
+from zyx.backend import journal, transfer
 from zyx.backend.device import Device, resolve
 from zyx.codegen import random_bits as philox
 from zyx.dtype import DType, to_dtype
@@ -272,9 +272,17 @@ def _random(shape: tuple[int, ...], dtype: DType, device: Any, distribution: str
     dev.check_dtype(dtype)
     n = math.prod(shape)
     seed, counter = _generator.take(n)
+    replayed = None
+    if n and journal.active() is not None:  # a replay draws the next values, as a call would
+        replayed = [seed, counter]
+
+        def redraw(cell: list[int] = replayed) -> None:
+            cell[0], cell[1] = _generator.take(n)
+
+        journal.note_replay_hook(redraw)
 
     def run(inputs: list) -> Any:
-        return philox.random_bits(dev, dtype, n, distribution, seed, counter, low, high)
+        return philox.random_bits(dev, dtype, n, distribution, seed, counter, low, high, replayed=replayed)
 
     node = graph.extern(f"random {distribution}", run, [], dtype, shape, dev)
     return _pinned_if(tensor_class()(node, View.contiguous(shape), dtype, dev), device is not None)

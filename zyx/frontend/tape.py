@@ -5,7 +5,9 @@ Python values; which variables) runs ``fn`` under a capture journal (``backend.j
 builds a plan (``graph.plan``) from its launches; later calls with that signature skip the
 Python function altogether and replay the plan on the new tensors' buffers and the new
 variables' values. A function whose launches cannot stand for it (it read values back to the
-host, drew random numbers, ...) runs eagerly on every call instead.
+host, ...) runs eagerly on every call instead. Python bookkeeping that a call must redo (an
+optimizer's step counts, the random generator's counter) is registered during the capture as
+replay hooks whose results the launches take (``journal.note_replay_hook``/``note_host_param``).
 
 What a replay reproduces: the results (fresh tensors), in-place writes into argument tensors'
 buffers, and ``Tensor._assign`` rebindings (the optimizers' update) of argument tensors and of
@@ -221,7 +223,7 @@ class _Jitted:
         e.guards = tuple((var, bindings[var]) for var in j.tainted if var in bindings)
         e.checks = tuple(j.checks)
         devices = {t._device for t in leaves} | {t._device for t in tensors}
-        if j.prior_realized:
+        if j.prior_realized or j.again:
             # it computed values that were pending before the call: they are realized now, so the
             # next call captures again (API.md: "the first call(s) capture")
             self.retries += 1

@@ -36,7 +36,7 @@ from zyx.graph.node import LazyNode, Src
 from zyx.ir import expr
 from zyx.ir.variable import Variable, VariableArg
 
-_SLOT, _INPUT, _VAR, _VARARG, _CPOS = range(5)
+_SLOT, _INPUT, _VAR, _VARARG, _CPOS, _HOST = range(6)
 _CONST_R, _SLOT_R, _INPUT_R, _EMPTY_R = range(4)  # where a result buffer comes from
 
 
@@ -44,7 +44,7 @@ class Plan:
     """A replayable list of launches (see the module docstring)."""
 
     __slots__ = ("device", "steps", "slot_sizes", "results", "has_flag", "keep", "variables", "launches",
-                 "externals")
+                 "externals", "hooks")
 
     def __init__(self, device: Any, steps: list, slot_sizes: list[int], results: list[tuple[int, Any]],
                  has_flag: bool, keep: list[Any], variables: set[Variable], externals: list[Buffer]) -> None:
@@ -59,6 +59,7 @@ class Plan:
         # buffers from before the capture that it read without getting them as inputs (a closed-over
         # weight): inputs after the given ones; the caller passes them or what replaced them
         self.externals = externals
+        self.hooks: tuple[Any, ...] = ()  # Python bookkeeping run before the launches (journal.note_replay_hook)
 
     def replay(self, inputs: Sequence[Buffer], consts: Sequence[Src] | None = None,
                bindings: dict[Variable, int] | None = None) -> list[Buffer]:
@@ -69,6 +70,8 @@ class Plan:
         slots: list[Any] = [None] * len(self.slot_sizes)
         sizes = self.slot_sizes
         with runtime_lock:  # one plan's launches are not interleaved with another thread's
+            for hook in self.hooks:
+                hook()
             if self.has_flag:
                 errorflags.reserve(device)  # arm the device's error bits: the next readback checks them
             for ck, glob, local, template, fixes, offset, counts, new, free in self.steps:
@@ -85,6 +88,8 @@ class Plan:
                             args[pos] = expr.param_value(x[1](bindings[x[0]]), x[2])  # type: ignore[index]
                         elif kind == _VARARG:
                             args[pos] = x[2](x[1](bindings[x[0]]))  # type: ignore[index]
+                        elif kind == _HOST:
+                            args[pos] = x()  # type: ignore[operator]
                         else:
                             c = consts[x]  # type: ignore[index]
                             args[pos] = expr.param_value(c.value, c.dtype)
@@ -171,6 +176,10 @@ def build(journal: Journal, device: Any, inputs: Sequence[Buffer], results: Sequ
             if a is None:
                 continue
             if isinstance(a, np.generic):
+                host = journal.host_params.get(id(a))
+                if host is not None and host[0] is a:
+                    fixes.append((pos, _HOST, host[1]))
+                    continue
                 src = params.get(id(a))
                 if src is None or src[0] is not a:
                     continue  # fixed by the structure the cache key names
@@ -238,4 +247,6 @@ def build(journal: Journal, device: Any, inputs: Sequence[Buffer], results: Sequ
         if k not in forever:
             frees[la].append(k)
     steps = [(*s, tuple(n), tuple(f)) for s, n, f in zip(raw_steps, news, frees)]
-    return Plan(device, steps, slot_sizes, out, has_flag, keep, variables, externals)
+    plan = Plan(device, steps, slot_sizes, out, has_flag, keep, variables, externals)
+    plan.hooks = tuple(journal.hooks)
+    return plan

@@ -7,10 +7,11 @@ Parameters are not batched together: each parameter is one launch.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import numpy as np
 
+from zyx.backend import journal
 from zyx.backend.launch import compile_kernel, launch_exact
 from zyx.codegen.render import render
 from zyx.frontend.tensor import Tensor
@@ -44,10 +45,11 @@ def make_dense_in_place(t: Tensor) -> None:
 
 
 def step_in_place(algo: str, param: Tensor, grad: Tensor, state: Mapping[str, Tensor], flags: frozenset[str],
-                  scalars: Mapping[str, float]) -> None:
+                  scalars: Mapping[str, float], replayed: Callable[[str], float] | None = None) -> None:
     """Run ``algo``'s update on ``param`` and its ``state`` tensors (same shape and dtype, updated in
     place) from ``grad``; ``flags`` pick the formula's options, ``scalars`` are its run-time numbers
-    (in the compute type of ``param``'s dtype: double for float64, float otherwise)."""
+    (in the compute type of ``param``'s dtype: double for float64, float otherwise). Under a capture,
+    ``replayed(name)`` gives scalar ``name``'s value at each replay (``journal.note_host_param``)."""
     n = param.numel()
     if n == 0:
         return
@@ -62,6 +64,9 @@ def step_in_place(algo: str, param: Tensor, grad: Tensor, state: Mapping[str, Te
     number = np.float64 if param.dtype.name == "float64" else np.float32
     grad_buf = grad._realized()
     # _buf: the writes' own buffers, after every pending reader of their old values has run
-    args = [param._buf.cl, grad_buf.cl, *(t._buf.cl for t in state.values()),
-            *(number(v) for v in scalars.values())]
+    numbers = [number(v) for v in scalars.values()]
+    if replayed is not None:
+        for name, arg in zip(scalars, numbers):
+            journal.note_host_param(arg, lambda name=name: number(replayed(name)))
+    args = [param._buf.cl, grad_buf.cl, *(t._buf.cl for t in state.values()), *numbers]
     launch_exact(kernel, n, min(LOCAL_SIZE, kernel.work_group_size), args)

@@ -8,6 +8,7 @@ the live state tensors (copy them to keep a snapshot).
 """
 from __future__ import annotations
 
+import functools
 import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -78,26 +79,51 @@ class Optimizer:
         if closure is not None:
             with enable_grad():
                 loss = closure()
-        if journal.active() is not None:  # a replay holds the options' numbers: valid while they stay
+        capturing = journal.active() is not None
+        if capturing:  # a replay holds the options' numbers: valid while they stay
             ref = weakref.ref(self)
             journal.note_check(lambda: (o := ref()) is not None and o._options(), self._options())
+        stepped: list[tuple[Any, dict[str, Any]]] = []  # (weak parameter, group) of each update, in order
+        latest: list[Any] = []  # each update's numbers at a replay (filled by the replay hook)
         with no_grad():
             for group in self.param_groups:
                 for p in group["params"]:
                     if p.grad is None:
                         continue
                     state = self.state.get(p, {})
+                    fresh = not state
                     update = self._kernel(p, group, state)
-                    if state:  # Python-side state a replayed plan would not update (zyx.jit)
-                        journal.unreplayable(f"{type(self).__name__} keeps per-parameter state in Python")
+                    if state:
                         self.state[p] = state
+                        if fresh:  # state made by this step: later calls' steps differ (zyx.jit)
+                            journal.capture_again()
+                    replayed = None
+                    if capturing:
+                        replayed = functools.partial(_latest_scalar, latest, len(stepped))
+                        stepped.append((weakref.ref(p), group))
                     flags = update.flags | ({"maximize"} if group.get("maximize", False) else set())
                     step_in_place(update.algo, p, p.grad.detach(), {k: state[k] for k in update.state},
-                                  frozenset(flags), update.scalars)
+                                  frozenset(flags), update.scalars, replayed)
+        if capturing:
+            journal.note_replay_hook(self._replay_hook(stepped, latest))
         return loss
 
     def _kernel(self, p: Tensor, group: dict[str, Any], state: dict[str, Any]) -> Update:
         raise NotImplementedError
+
+    # -- replays of a captured step (zyx.jit) -----------------------------------------
+    # A replay does not run step(): its hook redoes the Python bookkeeping (step counts) through
+    # _kernel into ``latest``, and each launch takes its fresh numbers (bias corrections) from there.
+    def _replay_hook(self, stepped: list[tuple[Any, dict[str, Any]]], latest: list[Any]) -> Callable[[], None]:
+        ref = weakref.ref(self)
+
+        def hook() -> None:
+            opt = ref()
+            if opt is not None:
+                latest[:] = [None if (p := p_ref()) is None else opt._kernel(p, group, opt.state.get(p, {}))
+                             for p_ref, group in stepped]
+
+        return hook
 
     def _options(self) -> tuple:
         """Every group's options (a learning-rate scheduler changes them between steps)."""
@@ -162,6 +188,11 @@ class Optimizer:
             lines.append(f"Parameter Group {i}")
             lines += [f"    {k}: {v}" for k, v in sorted(group.items()) if k != "params"]
         return "\n".join(lines) + "\n)"
+
+
+def _latest_scalar(latest: list[Any], index: int, name: str) -> float:
+    """Scalar ``name`` of update ``index`` as the replay hook recomputed it."""
+    return latest[index].scalars[name]
 
 
 def _state_value(key: str, value: Any, p: Tensor) -> Any:
