@@ -58,9 +58,10 @@ def test_bad_index_kinds(device: zyx.Device) -> None:
         x[::0]
     with pytest.raises(zyx.ShapeError, match="single ellipsis"):
         x[..., ...]
-    for bad in (1.5, "a", True):
+    for bad in (1.5, "a"):
         with pytest.raises(zyx.ShapeError, match="unsupported index"):
             x[bad]
+    assert x[True].shape == (1, *x.shape) and x[False].shape == (0, *x.shape)  # Python bools index as PyTorch
 
 
 def test_item_and_bool_on_many_elements(device: zyx.Device) -> None:
