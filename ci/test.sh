@@ -5,7 +5,7 @@
 #   2. the device-parametrized kernel tests on every other device (Intel's CPU runtime from
 #      the test extras: native cl_khr_fp16, a second CPU compiler);
 #   3. the kernel tests again with the GPU heuristics forced (ZYX_HEURISTICS=gpu);
-#   (steps 1-3 run side by side)
+#   (steps 1-3 run side by side; step 1 on two pytest-xdist workers: it outlasts the others)
 #   4. the kernel-heavy tests once more on the default device, warm: they run from the on-disk
 #      kernel caches (tests/backend/test_program.py checks that a second process builds nothing).
 #   0. first, the device-free tier: the suite in a venv with pyopencl and no OpenCL platform
@@ -37,7 +37,7 @@ gpu_heuristics_tests=(tests/codegen tests/contracts tests/frontend/test_reduce.p
 python -m zyx doctor
 python -m zyx devices
 logs="$(mktemp -d)"
-python -m pytest tests -q --devices=default --durations=30 >"$logs/1" 2>&1 & step1=$!
+python -m pytest tests -q -n 2 --devices=default --durations=30 >"$logs/1" 2>&1 & step1=$!
 python -m pytest "${other_device_tests[@]}" -q -p no:cacheprovider --devices=others >"$logs/2" 2>&1 & step2=$!
 ZYX_HEURISTICS=gpu python -m pytest "${gpu_heuristics_tests[@]}" -q -p no:cacheprovider --devices=default \
     >"$logs/3" 2>&1 & step3=$!
