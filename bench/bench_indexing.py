@@ -27,11 +27,6 @@ import zyx
 from zyx.backend.timing import alternating
 
 
-def _alternating(fns: dict[str, Callable[[], Any]], reps: int, block: int = 3,
-                 pause: float = 0.02) -> dict[str, tuple[float, float]]:
-    return alternating(fns, reps, block, pause)
-
-
 def run(quick: bool = False) -> list[dict]:
     import torch
 
@@ -93,7 +88,7 @@ def run(quick: bool = False) -> list[dict]:
             "torch": lambda: tacc.index_put_((ti,), ts, accumulate=True)}),
     ]
     for op, fns in cases:
-        times = _alternating(fns, reps)
+        times = alternating(fns, reps)
         for impl, (best, med) in times.items():
             row = {"op": op, "impl": impl, "size": size, "ms": round(best * 1e3, 3), "median_ms": round(med * 1e3, 3)}
             if impl.startswith("zyx"):

@@ -10,9 +10,7 @@ and median of each), so load on the shared machine hits them alike. ``run(quick)
 """
 from __future__ import annotations
 
-import statistics
 import sys
-import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -22,25 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import zyx
 import zyx.nn.functional as F
-from zyx.backend.timing import Stopwatch
-
-
-def _alternating(fns: dict[str, Callable[[], Any]], reps: int, block: int = 3,
-                 pause: float = 0.02) -> dict[str, tuple[float, float]]:
-    """(best, median) seconds of each implementation, run in turn ``reps`` times for ``block`` timed
-    calls (the first call of a block untimed); a ``pause`` follows each PyTorch call (its threads spin
-    on after returning)."""
-    times: dict[str, list[float]] = {name: [] for name in fns}
-    for _ in range(reps):
-        for name, fn in fns.items():
-            fn()
-            for _ in range(block):
-                watch = Stopwatch()
-                fn()
-                times[name].append(watch.seconds())
-                if name == "torch":
-                    time.sleep(pause)
-    return {name: (min(ts), statistics.median(ts)) for name, ts in times.items()}
+from zyx.backend.timing import alternating
 
 
 def _np_log_softmax(x: np.ndarray) -> np.ndarray:
@@ -100,7 +80,7 @@ def run(quick: bool = False) -> list[dict]:
         x = rng.normal(size=shape).astype(np.float32)
         y = rng.integers(0, shape[1], size=shape[:1] + shape[2:]).astype(np.int64)
         for backward in (False, True):
-            times = _alternating(_calls(x, y, backward), reps)
+            times = alternating(_calls(x, y, backward), reps)
             op = f"cross_entropy {'fwd+bwd' if backward else 'fwd'}"
             for impl, (best, med) in times.items():
                 row = {"op": op, "impl": impl, "size": "x".join(map(str, shape)), "ms": round(best * 1e3, 3),

@@ -23,11 +23,6 @@ import zyx.nn.functional as F
 from zyx.backend.timing import alternating
 
 
-def _alternating(fns: dict[str, Callable[[], Any]], reps: int, block: int = 3,
-                 pause: float = 0.02) -> dict[str, tuple[float, float]]:
-    return alternating(fns, reps, block, pause)
-
-
 def _zyx(f: Callable[[], Any]) -> Callable[[], Any]:
     def call() -> Any:
         y = f().realize()
@@ -58,7 +53,7 @@ def run(quick: bool = False) -> list[dict]:
     a1, a2 = (rng.normal(size=(b, n, n)).astype(np.float32) for _ in range(2))
     za, zb = zyx.tensor(a1).realize(), zyx.tensor(a2).realize()
     ta, tb = torch.from_numpy(a1), torch.from_numpy(a2)
-    times = _alternating({"zyx einsum": _zyx(lambda: zyx.einsum("bij,bjk->bik", za, zb)),
+    times = alternating({"zyx einsum": _zyx(lambda: zyx.einsum("bij,bjk->bik", za, zb)),
                           "zyx matmul": _zyx(lambda: za @ zb),
                           "torch": lambda: torch.einsum("bij,bjk->bik", ta, tb),
                           "numpy": lambda: np.einsum("bij,bjk->bik", a1, a2, optimize=True)}, reps)
@@ -67,7 +62,7 @@ def run(quick: bool = False) -> list[dict]:
     m = 1024 if quick else 4096
     sq = rng.normal(size=(m, m)).astype(np.float32)
     zs, ts = zyx.tensor(sq).realize(), torch.from_numpy(sq)
-    times = _alternating({"zyx einsum": _zyx(lambda: zyx.einsum("ij->ji", zs).contiguous()),
+    times = alternating({"zyx einsum": _zyx(lambda: zyx.einsum("ij->ji", zs).contiguous()),
                           "zyx .T.contiguous()": _zyx(lambda: zs.T.contiguous()),
                           "torch": lambda: torch.einsum("ij->ji", ts).contiguous(),
                           "numpy": lambda: np.ascontiguousarray(sq.T)}, reps)
@@ -78,10 +73,10 @@ def run(quick: bool = False) -> list[dict]:
     zi, ti = zyx.tensor(img).realize(), torch.from_numpy(img)
     written = img.nbytes * 4.0
     for mode, kw in (("bilinear", {"align_corners": False}), ("nearest", {})):
-        times = _alternating({"zyx": _zyx(lambda m=mode, k=kw: F.interpolate(zi, scale_factor=2, mode=m, **k)),
+        times = alternating({"zyx": _zyx(lambda m=mode, k=kw: F.interpolate(zi, scale_factor=2, mode=m, **k)),
                               "torch": lambda m=mode, k=kw: tf.interpolate(ti, scale_factor=2, mode=m, **k)}, reps)
         add(f"interpolate {mode} 2x", "x".join(map(str, shape)), times, **{"GB/s": written})
-    times = _alternating({"zyx": _zyx(lambda: F.interpolate(zi, size=(shape[2] * 3 // 2, shape[3] * 3 // 2),
+    times = alternating({"zyx": _zyx(lambda: F.interpolate(zi, size=(shape[2] * 3 // 2, shape[3] * 3 // 2),
                                                            mode="bicubic")),
                           "torch": lambda: tf.interpolate(ti, size=(shape[2] * 3 // 2, shape[3] * 3 // 2),
                                                           mode="bicubic")}, reps)
@@ -90,11 +85,11 @@ def run(quick: bool = False) -> list[dict]:
     shape = (2, 64, 56, 56) if quick else (8, 64, 112, 112)
     p = rng.normal(size=shape).astype(np.float32)
     zp, tp = zyx.tensor(p).realize(), torch.from_numpy(p)
-    times = _alternating({"zyx": _zyx(lambda: zp.repeat(1, 1, 2, 2)), "torch": lambda: tp.repeat(1, 1, 2, 2),
+    times = alternating({"zyx": _zyx(lambda: zp.repeat(1, 1, 2, 2)), "torch": lambda: tp.repeat(1, 1, 2, 2),
                           "numpy": lambda: np.tile(p, (1, 1, 2, 2))}, reps)
     add("repeat (1,1,2,2)", "x".join(map(str, shape)), times, **{"GB/s": p.nbytes * 5.0})
     padded = p.nbytes * (shape[2] + 6) * (shape[3] + 6) / (shape[2] * shape[3])
-    times = _alternating({"zyx": _zyx(lambda: F.pad(zp, (3, 3, 3, 3), mode="reflect")),
+    times = alternating({"zyx": _zyx(lambda: F.pad(zp, (3, 3, 3, 3), mode="reflect")),
                           "torch": lambda: tf.pad(tp, (3, 3, 3, 3), mode="reflect"),
                           "numpy": lambda: np.pad(p, ((0, 0), (0, 0), (3, 3), (3, 3)), mode="reflect")}, reps)
     add("pad reflect 3", "x".join(map(str, shape)), times, **{"GB/s": p.nbytes + padded})
