@@ -20,6 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import zyx
 import zyx.nn.functional as F
 from zyx.backend.timing import alternating
+from zyx.benchmarks import synced, versus_torch
 
 
 def _alternating(fns: dict[str, Callable[[], Any]], reps: int, block: int = 2,
@@ -38,20 +39,10 @@ def run(quick: bool = False) -> list[dict]:
     out: list[dict] = []
 
     def add(op: str, size: str, times: dict[str, tuple[float, float]], **rate: float) -> None:
-        for impl, (best, med) in times.items():
-            row = {"op": op, "impl": impl, "size": size, "ms": round(best * 1e3, 2), "median_ms": round(med * 1e3, 2)}
+        for row in versus_torch(op, size, times, digits=2):
+            best = times[row["impl"]][0]
             row.update({k: round(v / best / 1e9, 2) for k, v in rate.items()})
-            if impl == "zyx":
-                row["x_torch"] = round(times["torch"][0] / best, 2)
-                row["x_torch_median"] = round(times["torch"][1] / med, 2)
             out.append(row)
-
-    def zyx_call(f: Callable[[], Any]) -> Callable[[], Any]:
-        def call() -> Any:
-            y = f().realize()
-            zyx.synchronize()
-            return y
-        return call
 
     x = rng.normal(size=(n, 64, 56, 56)).astype(np.float32)
     w = (rng.normal(size=(64, 64, 3, 3)) * 0.05).astype(np.float32)
@@ -60,10 +51,10 @@ def run(quick: bool = False) -> list[dict]:
     tx, tw, tb = (torch.from_numpy(a) for a in (x, w, b))
     flops = 2.0 * n * 64 * 64 * 56 * 56 * 9
     size = f"{n}x64x56x56, 3x3, 64 out"
-    times = _alternating({"zyx": zyx_call(lambda: F.conv2d(zx, zw, zb, padding=1)),
+    times = _alternating({"zyx": synced(lambda: F.conv2d(zx, zw, zb, padding=1)),
                           "torch": lambda: tf.conv2d(tx, tw, tb, padding=1)}, reps)
     add("conv2d", size, times, **{"GFLOP/s": flops})
-    times = _alternating({"zyx": zyx_call(lambda: F.conv_transpose2d(zx, zw, zb, padding=1)),
+    times = _alternating({"zyx": synced(lambda: F.conv_transpose2d(zx, zw, zb, padding=1)),
                           "torch": lambda: tf.conv_transpose2d(tx, tw, tb, padding=1)}, reps)
     add("conv_transpose2d", size, times, **{"GFLOP/s": flops})
 
@@ -72,7 +63,7 @@ def run(quick: bool = False) -> list[dict]:
     moved = p.nbytes * 1.25  # the input read, a quarter of it written
     for op, zf, tfn in (("max_pool2d 2x2", lambda: F.max_pool2d(zp, 2), lambda: tf.max_pool2d(tp, 2)),
                         ("avg_pool2d 2x2", lambda: F.avg_pool2d(zp, 2), lambda: tf.avg_pool2d(tp, 2))):
-        times = _alternating({"zyx": zyx_call(zf), "torch": tfn}, reps, block=3, pause=0.02)
+        times = _alternating({"zyx": synced(zf), "torch": tfn}, reps, block=3, pause=0.02)
         add(op, f"{n}x64x112x112", times, **{"GB/s": moved})
     return out
 

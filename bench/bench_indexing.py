@@ -25,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import zyx
 from zyx.backend.timing import alternating
+from zyx.benchmarks import synced, versus_torch
 
 
 def run(quick: bool = False) -> list[dict]:
@@ -42,13 +43,6 @@ def run(quick: bool = False) -> list[dict]:
     zacc, tacc = zyx.zeros(n).realize(), torch.zeros(n)
     out: list[dict] = []
 
-    def zyx_call(f: Callable[[], Any]) -> Callable[[], Any]:
-        def call() -> Any:
-            y = f().realize()
-            zyx.synchronize()
-            return y
-        return call
-
     def deterministic() -> Any:
         zyx.use_deterministic_algorithms(True)
         try:
@@ -63,7 +57,7 @@ def run(quick: bool = False) -> list[dict]:
         def call() -> Any:
             kernels.force = "atomic"
             try:
-                return zyx_call(f)()
+                return synced(f)()
             finally:
                 kernels.force = None
         return call
@@ -75,26 +69,21 @@ def run(quick: bool = False) -> list[dict]:
 
     size = f"{n} indices into {n}"
     cases = [
-        ("gather", {"zyx": zyx_call(lambda: zx.gather(0, zi)), "torch": lambda: tx.gather(0, ti),
+        ("gather", {"zyx": synced(lambda: zx.gather(0, zi)), "torch": lambda: tx.gather(0, ti),
                     "numpy": lambda: np.take(x, idx)}),
-        ("x[idx]", {"zyx": zyx_call(lambda: zx[zi]), "torch": lambda: tx[ti], "numpy": lambda: x[idx]}),
-        ("scatter_add", {"zyx": zyx_call(lambda: zx.scatter_add(0, zi, zs)),
+        ("x[idx]", {"zyx": synced(lambda: zx[zi]), "torch": lambda: tx[ti], "numpy": lambda: x[idx]}),
+        ("scatter_add", {"zyx": synced(lambda: zx.scatter_add(0, zi, zs)),
                          "zyx atomic": atomic(lambda: zx.scatter_add(0, zi, zs)),
                          "torch": lambda: tx.scatter_add(0, ti, ts), "numpy": np_add_at}),
         ("scatter_add deterministic", {"zyx": deterministic, "torch": lambda: tx.scatter_add(0, ti, ts)}),
         ("index_put_ accumulate (in place)", {
-            "zyx": zyx_call(lambda: zacc.index_put_((zi,), zs, accumulate=True)),
+            "zyx": synced(lambda: zacc.index_put_((zi,), zs, accumulate=True)),
             "zyx atomic": atomic(lambda: zacc.index_put_((zi,), zs, accumulate=True)),
             "torch": lambda: tacc.index_put_((ti,), ts, accumulate=True)}),
     ]
     for op, fns in cases:
         times = alternating(fns, reps)
-        for impl, (best, med) in times.items():
-            row = {"op": op, "impl": impl, "size": size, "ms": round(best * 1e3, 3), "median_ms": round(med * 1e3, 3)}
-            if impl.startswith("zyx"):
-                row["x_torch"] = round(times["torch"][0] / best, 2)
-                row["x_torch_median"] = round(times["torch"][1] / med, 2)
-            out.append(row)
+        out += versus_torch(op, size, times)
     return out
 
 

@@ -21,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import zyx
 import zyx.nn.functional as F
 from zyx.backend.timing import alternating
+from zyx.benchmarks import versus_torch
 
 
 def _np_log_softmax(x: np.ndarray) -> np.ndarray:
@@ -82,13 +83,7 @@ def run(quick: bool = False) -> list[dict]:
         for backward in (False, True):
             times = alternating(_calls(x, y, backward), reps)
             op = f"cross_entropy {'fwd+bwd' if backward else 'fwd'}"
-            for impl, (best, med) in times.items():
-                row = {"op": op, "impl": impl, "size": "x".join(map(str, shape)), "ms": round(best * 1e3, 3),
-                       "median_ms": round(med * 1e3, 3)}
-                if impl == "zyx":
-                    row["x_torch"] = round(times["torch"][0] / best, 2)
-                    row["x_torch_median"] = round(times["torch"][1] / med, 2)
-                out.append(row)
+            out += versus_torch(op, "x".join(map(str, shape)), times)
     return out
 
 

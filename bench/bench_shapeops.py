@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, Callable
 
 import numpy as np
 
@@ -21,14 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import zyx
 import zyx.nn.functional as F
 from zyx.backend.timing import alternating
-
-
-def _zyx(f: Callable[[], Any]) -> Callable[[], Any]:
-    def call() -> Any:
-        y = f().realize()
-        zyx.synchronize()
-        return y
-    return call
+from zyx.benchmarks import synced
 
 
 def run(quick: bool = False) -> list[dict]:
@@ -53,8 +45,8 @@ def run(quick: bool = False) -> list[dict]:
     a1, a2 = (rng.normal(size=(b, n, n)).astype(np.float32) for _ in range(2))
     za, zb = zyx.tensor(a1).realize(), zyx.tensor(a2).realize()
     ta, tb = torch.from_numpy(a1), torch.from_numpy(a2)
-    times = alternating({"zyx einsum": _zyx(lambda: zyx.einsum("bij,bjk->bik", za, zb)),
-                          "zyx matmul": _zyx(lambda: za @ zb),
+    times = alternating({"zyx einsum": synced(lambda: zyx.einsum("bij,bjk->bik", za, zb)),
+                          "zyx matmul": synced(lambda: za @ zb),
                           "torch": lambda: torch.einsum("bij,bjk->bik", ta, tb),
                           "numpy": lambda: np.einsum("bij,bjk->bik", a1, a2, optimize=True)}, reps)
     add("einsum bij,bjk->bik", f"{b}x{n}x{n} @ {b}x{n}x{n}", times, **{"GFLOP/s": 2.0 * b * n ** 3})
@@ -62,8 +54,8 @@ def run(quick: bool = False) -> list[dict]:
     m = 1024 if quick else 4096
     sq = rng.normal(size=(m, m)).astype(np.float32)
     zs, ts = zyx.tensor(sq).realize(), torch.from_numpy(sq)
-    times = alternating({"zyx einsum": _zyx(lambda: zyx.einsum("ij->ji", zs).contiguous()),
-                          "zyx .T.contiguous()": _zyx(lambda: zs.T.contiguous()),
+    times = alternating({"zyx einsum": synced(lambda: zyx.einsum("ij->ji", zs).contiguous()),
+                          "zyx .T.contiguous()": synced(lambda: zs.T.contiguous()),
                           "torch": lambda: torch.einsum("ij->ji", ts).contiguous(),
                           "numpy": lambda: np.ascontiguousarray(sq.T)}, reps)
     add("einsum ij->ji (realized)", f"{m}x{m}", times, **{"GB/s": 2.0 * sq.nbytes})
@@ -73,10 +65,10 @@ def run(quick: bool = False) -> list[dict]:
     zi, ti = zyx.tensor(img).realize(), torch.from_numpy(img)
     written = img.nbytes * 4.0
     for mode, kw in (("bilinear", {"align_corners": False}), ("nearest", {})):
-        times = alternating({"zyx": _zyx(lambda m=mode, k=kw: F.interpolate(zi, scale_factor=2, mode=m, **k)),
+        times = alternating({"zyx": synced(lambda m=mode, k=kw: F.interpolate(zi, scale_factor=2, mode=m, **k)),
                               "torch": lambda m=mode, k=kw: tf.interpolate(ti, scale_factor=2, mode=m, **k)}, reps)
         add(f"interpolate {mode} 2x", "x".join(map(str, shape)), times, **{"GB/s": written})
-    times = alternating({"zyx": _zyx(lambda: F.interpolate(zi, size=(shape[2] * 3 // 2, shape[3] * 3 // 2),
+    times = alternating({"zyx": synced(lambda: F.interpolate(zi, size=(shape[2] * 3 // 2, shape[3] * 3 // 2),
                                                            mode="bicubic")),
                           "torch": lambda: tf.interpolate(ti, size=(shape[2] * 3 // 2, shape[3] * 3 // 2),
                                                           mode="bicubic")}, reps)
@@ -85,11 +77,11 @@ def run(quick: bool = False) -> list[dict]:
     shape = (2, 64, 56, 56) if quick else (8, 64, 112, 112)
     p = rng.normal(size=shape).astype(np.float32)
     zp, tp = zyx.tensor(p).realize(), torch.from_numpy(p)
-    times = alternating({"zyx": _zyx(lambda: zp.repeat(1, 1, 2, 2)), "torch": lambda: tp.repeat(1, 1, 2, 2),
+    times = alternating({"zyx": synced(lambda: zp.repeat(1, 1, 2, 2)), "torch": lambda: tp.repeat(1, 1, 2, 2),
                           "numpy": lambda: np.tile(p, (1, 1, 2, 2))}, reps)
     add("repeat (1,1,2,2)", "x".join(map(str, shape)), times, **{"GB/s": p.nbytes * 5.0})
     padded = p.nbytes * (shape[2] + 6) * (shape[3] + 6) / (shape[2] * shape[3])
-    times = alternating({"zyx": _zyx(lambda: F.pad(zp, (3, 3, 3, 3), mode="reflect")),
+    times = alternating({"zyx": synced(lambda: F.pad(zp, (3, 3, 3, 3), mode="reflect")),
                           "torch": lambda: tf.pad(tp, (3, 3, 3, 3), mode="reflect"),
                           "numpy": lambda: np.pad(p, ((0, 0), (0, 0), (3, 3), (3, 3)), mode="reflect")}, reps)
     add("pad reflect 3", "x".join(map(str, shape)), times, **{"GB/s": p.nbytes + padded})

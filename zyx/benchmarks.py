@@ -161,3 +161,29 @@ def bench_header() -> str:
     if still:
         lines.append(f"{', '.join(still)} still set: NumPy runs pinned")
     return "\n".join(lines)
+
+
+def synced(make: Any) -> Any:
+    """A benchmark call of ``make``: realize its result and wait for the device (zyx is lazy)."""
+    from zyx.runtime import synchronize
+
+    def call() -> Any:
+        y = make().realize()
+        synchronize()
+        return y
+
+    return call
+
+
+def versus_torch(op: str, size: str, times: dict[str, tuple[float, float]], digits: int = 3) -> list[dict]:
+    """Table rows of one same-run comparison (``timing.alternating``'s best/median seconds per
+    implementation); zyx implementations also get PyTorch's best and median over theirs."""
+    rows = []
+    for impl, (best, med) in times.items():
+        row = {"op": op, "impl": impl, "size": size, "ms": round(best * 1e3, digits),
+               "median_ms": round(med * 1e3, digits)}
+        if impl.startswith("zyx"):
+            row["x_torch"] = round(times["torch"][0] / best, 2)
+            row["x_torch_median"] = round(times["torch"][1] / med, 2)
+        rows.append(row)
+    return rows

@@ -222,6 +222,15 @@ def test_two_threads_replaying_different_plans():
     assert not errors, errors[0]
 
 
+def _training_step(m, opt, x, y):
+    """Forward, cross entropy, backward and an optimizer step: eager, or jitted by the tests."""
+    opt.zero_grad()
+    loss = F.cross_entropy(m(x), y)
+    loss.backward()
+    opt.step()
+    return loss
+
+
 def test_jitted_training_step_matches_eager():
     """Forward, backward and SGD in one plan; the parameters (reached through the model, not
     arguments) are rebound at each replay as the optimizer does eagerly."""
@@ -234,13 +243,7 @@ def test_jitted_training_step_matches_eager():
     m2.load_state_dict({k: v.numpy() for k, v in m1.state_dict().items()})
     o1, o2 = zyx.optim.SGD(m1.parameters(), lr=0.2), zyx.optim.SGD(m2.parameters(), lr=0.2)
 
-    def step(m, opt, x, y):
-        opt.zero_grad()
-        loss = F.cross_entropy(m(x), y)
-        loss.backward()
-        opt.step()
-        return loss
-
+    step = _training_step
     jstep = zyx.jit(step)
     c0, r0, _ = _stats()
     for _ in range(6):
@@ -487,13 +490,7 @@ def test_jitted_training_step_with_batchnorm_updates_running_statistics():
     m2.load_state_dict({k: v.numpy() for k, v in m1.state_dict().items()})
     o1, o2 = zyx.optim.SGD(m1.parameters(), lr=0.1), zyx.optim.SGD(m2.parameters(), lr=0.1)
 
-    def step(m, opt, x, y):
-        opt.zero_grad()
-        loss = F.cross_entropy(m(x), y)
-        loss.backward()
-        opt.step()
-        return loss
-
+    step = _training_step
     jstep = zyx.jit(step)
     r0 = plan_stats["replays"]
     for _ in range(4):
