@@ -86,9 +86,14 @@ def note_read() -> None:
 
 
 def note_param(arg: Any, source: Any) -> None:
-    """Scalar launch argument ``arg`` (a NumPy scalar) was made from ``source`` (a graph constant)."""
+    """Scalar launch argument ``arg`` (a NumPy scalar) was made from ``source`` (a graph constant). A
+    constant whose value knows how a replay recomputes it (a jitted function's number,
+    ``frontend.traced_scalar``: ``value.replay_getter``) becomes a host parameter."""
     j = active()
     if j is not None:
+        getter = getattr(getattr(source, "value", None), "replay_getter", None)
+        if getter is not None:
+            j.host_params[id(arg)] = (arg, getter)
         j.params[id(arg)] = (arg, source)
 
 

@@ -8,6 +8,7 @@ to float32), and records one lazy node; fusion happens at realization.
 from __future__ import annotations
 
 import builtins
+import functools
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -18,9 +19,11 @@ from zyx import dtype as dtypes
 from zyx import graph
 from zyx.dtype import DType
 from zyx.errors import DivisionByZeroError, DTypeError, IntegerArithmeticError, IntegerOverflowError, ShapeError
+from zyx.frontend import traced_scalar
 from zyx.frontend.args import device_of
 from zyx.frontend.autograd import is_grad_enabled, needs_grad, no_grad
 from zyx.frontend.base import TensorBase, tensor_class
+from zyx.frontend.traced_scalar import FloatArg, IntArg, TracedScalar
 from zyx.ir.variable import BoundVariable, VariableArg
 from zyx.ir.view import View
 from zyx.op import COMPARISON, Op
@@ -102,6 +105,8 @@ def from_node(node: graph.LazyNode, shape: tuple[int, ...] | None = None):
 def src_of(x: Any, shape: tuple[int, ...], dtype: DType) -> graph.Src:
     """An operand reading tensor or scalar ``x`` broadcast to ``shape`` as ``dtype``."""
     Tensor = _tensor_cls()
+    if type(x) is FloatArg or type(x) is IntArg:
+        return _traced_src(None, 0, x, dtype)[0]
     if not isinstance(x, Tensor):
         return graph.Src(None, None, dtype, scalar_value(x, dtype))
     if x.dtype is not dtype:
@@ -204,6 +209,10 @@ def _node(op: str, xs: Sequence[Any], compute: DType, result: DType | None = Non
         elif type(x) is VariableArg:  # a kernel argument, so one kernel and plan serve every value
             srcs.append(_LSrc(None, None, compute, x, True))
             operands.append(int(x))
+        elif type(x) is FloatArg or type(x) is IntArg:  # a jitted function's number (traced_scalar)
+            src, value = _traced_src(op, i, x, compute)
+            srcs.append(src)
+            operands.append(value)
         else:
             rounds = op in _ROUNDS_SCALAR or (op is _FLOORDIV and i == 0)
             param = None if compute.kind == "float" else (compute.is_int and op in _INT_SCALAR_ARGS)
@@ -220,6 +229,32 @@ def _node(op: str, xs: Sequence[Any], compute: DType, result: DType | None = Non
     return t
 
 
+def _promotable(x: Any) -> Any:
+    """A traced scalar as a ``FloatArg``/``IntArg`` of its Python type (what promotion and zyx's checks
+    see; ``_node`` makes it a kernel argument), or its plain value outside its capture."""
+    x = traced_scalar.operand(x)
+    if type(x) is not TracedScalar:
+        return x
+    v = traced_scalar.peek(x)
+    out: Any = FloatArg(v) if type(v) is float else IntArg(v)
+    out.traced, out._cap = x, None
+    return out
+
+
+def _traced_src(op: Any, i: int, x: Any, compute: DType) -> tuple[graph.Src, Any]:
+    """The operand ``x`` (from ``_promotable``) of ``op`` at position ``i``: a kernel argument a replay
+    recomputes where the op takes its number as an argument, else a literal keyed by its value."""
+    ts = traced_scalar.operand(x.traced)
+    rounds = op in _ROUNDS_SCALAR or (op is _FLOORDIV and i == 0)
+    if type(ts) is not TracedScalar or not (compute.kind == "float" or (compute.is_int and (
+            op is None or op in _INT_SCALAR_ARGS))):
+        value = scalar_value(ts._read() if type(ts) is TracedScalar else ts, compute, rounds)
+        param = None if compute.kind == "float" else (compute.is_int and (op is None or op in _INT_SCALAR_ARGS))
+        return _LSrc(None, None, compute, value, param), value
+    conv = traced_scalar.convert(ts, functools.partial(scalar_value, d=compute, round_to_dtype=rounds))
+    return _LSrc(None, None, compute, traced_scalar.kernel_arg(conv, compute), True), conv
+
+
 def _check_operand(x: Any) -> None:
     if not isinstance(x, _OPERAND) and not isinstance(x, _tensor_cls()):
         raise DTypeError(f"unsupported operand {x!r} of type {type(x).__name__}; expected a Tensor or a Python number")
@@ -234,7 +269,10 @@ def binary(op: str, a: Any, b: Any):
     if ta is BoundVariable or tb is BoundVariable:  # a Python int to promotion, an argument to the kernel
         a, b = (VariableArg(x) if type(x) is BoundVariable else x for x in (a, b))
         ta, tb = type(a), type(b)
-    if op is _DIV and tb is Tensor and ta in _PY_SCALARS:
+    if ta is TracedScalar or tb is TracedScalar:  # a jitted function's number: an argument of its plan
+        a, b = _promotable(a), _promotable(b)
+        ta, tb = type(a), type(b)
+    if op is _DIV and tb is Tensor and (ta in _PY_SCALARS or ta is FloatArg or ta is IntArg):
         # PyTorch computes ``s / x`` as ``x.reciprocal() * s`` (two roundings): so does zyx
         return binary(_MUL, unary(_RECIPROCAL, b), a)
     # fast paths of result_type: equal tensor dtypes, or a float tensor with a Python number
@@ -305,6 +343,8 @@ def where(cond: Any, a: Any, b: Any):
     if not isinstance(cond, Tensor) or not cond.dtype.is_bool:
         got = cond.dtype.name if isinstance(cond, Tensor) else type(cond).__name__
         raise DTypeError(f"where: expected the condition to be a bool tensor, got {got}")
+    if type(a) is TracedScalar or type(b) is TracedScalar:
+        a, b = _promotable(a), _promotable(b)
     dt = dtypes.result_type(a, b) if (isinstance(a, Tensor) or isinstance(b, Tensor)) else \
         dtypes.result_type(dtypes.scalar_dtype(a), b)
     shape = broadcast_shapes(cond.shape, _shape_of(a), _shape_of(b))
@@ -379,6 +419,8 @@ def clip(x: Any, min: Any = None, max: Any = None):  # noqa: A002 - PyTorch's na
     """Clamp into ``[min, max]`` (either bound may be None or a tensor)."""
     if min is None and max is None:
         raise ShapeError("clip: at least one of min and max must be given")
+    if type(min) is TracedScalar or type(max) is TracedScalar:
+        min, max = _promotable(min), _promotable(max)  # noqa: A001
     if needs_grad(x, min, max):
         from zyx.frontend.gradients import record_clip
 
@@ -792,14 +834,14 @@ class ElementwiseMixin(TensorBase):
     def _binop(op: str, reverse: bool = False):  # class-body helper, deleted below
         if reverse:
             def f(self, other):
-                if (not isinstance(other, _OPERAND) and not isinstance(other, TensorBase)
-                        and type(other) is not BoundVariable):
+                if (type(other) is not TracedScalar and not isinstance(other, _OPERAND)
+                        and not isinstance(other, TensorBase) and type(other) is not BoundVariable):
                     return NotImplemented
                 return binary(op, other, self)
         else:
             def f(self, other):
-                if (not isinstance(other, _OPERAND) and not isinstance(other, TensorBase)
-                        and type(other) is not BoundVariable):
+                if (type(other) is not TracedScalar and not isinstance(other, _OPERAND)
+                        and not isinstance(other, TensorBase) and type(other) is not BoundVariable):
                     return NotImplemented
                 return binary(op, self, other)
         f.__name__ = op

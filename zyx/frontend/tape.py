@@ -38,6 +38,7 @@ from typing import Any
 from zyx import graph
 from zyx.backend import journal
 from zyx.errors import ShapeError
+from zyx.frontend import traced_scalar
 from zyx.frontend.autograd import is_grad_enabled
 from zyx.frontend.base import TensorBase, tensor_class
 from zyx.graph import plan as plans
@@ -61,7 +62,7 @@ class _Entry:
     """One captured signature of a jitted function: its plan and how to rebuild the results."""
 
     __slots__ = ("plan", "guards", "checks", "out_tree", "out_specs", "implicit", "rebinds", "reason", "written",
-                 "ext")
+                 "ext", "scalars", "sguards")
 
     def __init__(self) -> None:
         self.plan: plans.Plan | None = None
@@ -76,11 +77,20 @@ class _Entry:
         # per external buffer of the plan (a closed-over weight): the tensors holding it then, with
         # their views; one rebound since (an optimizer step outside the call) gives its new buffer
         self.ext: list[list[tuple[weakref.ref, Any]]] = []
+        self.scalars: traced_scalar.ScalarCapture | None = None  # the call's numbers, traced (traced_scalar)
+        self.sguards: tuple[tuple[int, Any], ...] = ()  # (position, exact value) of numbers Python code read
 
 
-def _flatten(obj: Any, leaves: list, bindings: dict, key: list) -> None:
-    """Walk an argument: tensors become leaves, bound variables bindings, the rest key values."""
-    if type(obj) is _tensor_type or isinstance(obj, TensorBase):
+def _flatten(obj: Any, leaves: list, bindings: dict, key: list, scalars: list | None = None) -> None:
+    """Walk an argument: tensors become leaves, bound variables bindings, the rest key values; floats and
+    ints (not bools) become ``scalars`` (plan arguments, ``traced_scalar``) where given: the arguments
+    themselves and the items of tuples in them (a list or dict may be changed by the function: its
+    numbers stay key values)."""
+    t = type(obj)
+    if scalars is not None and (t is float or t is int):
+        key.append(("S", t))
+        scalars.append(obj)
+    elif t is _tensor_type or isinstance(obj, TensorBase):
         v = obj._view
         leaves.append(obj)
         key.append(("T", v.shape, v.strides, v.offset, obj._dtype, obj._device, obj._ag is not None))
@@ -93,8 +103,9 @@ def _flatten(obj: Any, leaves: list, bindings: dict, key: list) -> None:
         key.append(("V", var))
     elif isinstance(obj, (list, tuple)):
         key.append((type(obj), len(obj)))
+        inner = scalars if t is tuple else None
         for x in obj:
-            _flatten(x, leaves, bindings, key)
+            _flatten(x, leaves, bindings, key, inner)
     elif isinstance(obj, dict):
         key.append((dict, tuple(obj)))
         for x in obj.values():
@@ -106,7 +117,10 @@ def _flatten(obj: Any, leaves: list, bindings: dict, key: list) -> None:
 
 
 def _out_tree(obj: Any, tensors: list) -> Any:
-    """The result's structure with each tensor replaced by its index in ``tensors``."""
+    """The result's structure with each tensor replaced by its index in ``tensors`` (and each traced
+    number by what gives its value at a replay)."""
+    if type(obj) is traced_scalar.TracedScalar:
+        return _Number(obj)
     if isinstance(obj, TensorBase):
         tensors.append(obj)
         return _Leaf(len(tensors) - 1)
@@ -125,9 +139,18 @@ class _Leaf:
         self.i = i
 
 
+class _Number:
+    __slots__ = ("scalar",)
+
+    def __init__(self, scalar: Any) -> None:
+        self.scalar = scalar
+
+
 def _rebuild(tree: Any, tensors: list) -> Any:
     if type(tree) is _Leaf:
         return tensors[tree.i]
+    if type(tree) is _Number:
+        return traced_scalar.peek(tree.scalar)
     if isinstance(tree, (list, tuple)):
         items = [_rebuild(x, tensors) for x in tree]
         return type(tree)(items) if type(tree) in (list, tuple) else type(tree)(*items)
@@ -150,12 +173,17 @@ class _Jitted:
         global _tensor_type
         if _tensor_type is None:
             _tensor_type = tensor_class()
+        if journal._open is not None and journal.active() is not None:
+            return self.fn(*args, **kwargs)  # called inside another capture: that one records this call
         leaves: list = []
         bindings: dict[Variable, int] = {}
         key: list = [is_grad_enabled()]
-        _flatten(args, leaves, bindings, key)
+        scalars: list = []
+        _flatten(args, leaves, bindings, key, scalars)
         if kwargs:
-            _flatten(kwargs, leaves, bindings, key)
+            key.append(tuple(kwargs))
+            for v in kwargs.values():
+                _flatten(v, leaves, bindings, key, scalars)
         if len(leaves) > 1:  # which arguments share storage: a plan reads it once, by one position
             first: dict[int, int] = {}
             key.append(tuple(first.setdefault(id(t._data), i) for i, t in enumerate(leaves)))
@@ -167,20 +195,20 @@ class _Jitted:
                     continue
                 if e.checks and not all(check() == value for check, value in e.checks):
                     continue
+                if e.sguards and not all(traced_scalar.exact(scalars[i]) == v for i, v in e.sguards):
+                    continue
                 if e.plan is None:
                     plan_stats["eager"] += 1
                     return self.fn(*args, **kwargs)
-                out = _replay(e, leaves, bindings)
+                out = _replay(e, leaves, bindings, scalars)
                 if out is not _EAGER:
                     return out
                 with self.lock:  # a tensor it rebinds died or changed layout: capture again
                     entries.remove(e)
                 break
-        return self._capture(k, args, kwargs, leaves, bindings)
+        return self._capture(k, args, kwargs, leaves, bindings, scalars)
 
-    def _capture(self, k: tuple, args: tuple, kwargs: dict, leaves: list, bindings: dict) -> Any:
-        if journal.active() is not None:  # called inside another capture: that one records this call
-            return self.fn(*args, **kwargs)
+    def _capture(self, k: tuple, args: tuple, kwargs: dict, leaves: list, bindings: dict, scalars: list) -> Any:
         for t in leaves:
             t._realized()
         before = [t._data for t in leaves]
@@ -188,23 +216,32 @@ class _Jitted:
         leaf_bufs = [d.buffer for d in before]
         e = _Entry()
         with journal.capture() as j:
-            result = self.fn(*args, **kwargs)
-            tensors: list = []
-            e.out_tree = _out_tree(result, tensors)
-            for t in tensors:
-                t._realized()
-            changed = [i for i, t in enumerate(leaves) if t._data is not before[i]]
-            e.written = tuple(i for i, t in enumerate(leaves) if t._data is before[i] and
-                              before[i].version != versions[i])
-            for i in changed:
-                leaves[i]._realized()
-            assigned = []
-            seen = {id(t) for t in leaves}
-            for t, old, old_view in j.assigned:
-                if id(t) not in seen:
-                    seen.add(id(t))
-                    assigned.append((t, old, old_view))
+            if scalars:  # the numbers reach the function traced (traced_scalar)
+                e.scalars, traced = traced_scalar.begin(scalars)
+                it = iter(traced)
+                args = _substitute(args, it)
+                kwargs = {name: _substitute(v, it) for name, v in kwargs.items()}
+            try:
+                result = self.fn(*args, **kwargs)
+                tensors: list = []
+                e.out_tree = _out_tree(result, tensors)
+                for t in tensors:
                     t._realized()
+                changed = [i for i, t in enumerate(leaves) if t._data is not before[i]]
+                e.written = tuple(i for i, t in enumerate(leaves) if t._data is before[i] and
+                                  before[i].version != versions[i])
+                for i in changed:
+                    leaves[i]._realized()
+                assigned = []
+                seen = {id(t) for t in leaves}
+                for t, old, old_view in j.assigned:
+                    if id(t) not in seen:
+                        seen.add(id(t))
+                        assigned.append((t, old, old_view))
+                        t._realized()
+            finally:
+                if e.scalars is not None:
+                    traced_scalar.end(e.scalars)
         plan_stats["captures"] += 1
         # tensors the function rebound in place that it did not get as arguments: read through
         # their current buffer at each replay (when their value came from before the capture)
@@ -222,6 +259,9 @@ class _Jitted:
         e.implicit = [(weakref.ref(t), old_view) for t, _, old_view in implicit]
         e.guards = tuple((var, bindings[var]) for var in j.tainted if var in bindings)
         e.checks = tuple(j.checks)
+        if e.scalars is not None:
+            e.sguards = tuple((i, traced_scalar.exact(scalars[i])) for i in sorted(e.scalars.tainted))
+            result = _rebuild(e.out_tree, tensors) if _has_number(e.out_tree) else result
         devices = {t._device for t in leaves} | {t._device for t in tensors}
         if j.prior_realized or j.again:
             # it computed values that were pending before the call: they are realized now, so the
@@ -250,7 +290,40 @@ class _Jitted:
         return result
 
 
-def _replay(e: _Entry, leaves: list, bindings: dict) -> Any:
+def _substitute(obj: Any, traced: Any) -> Any:
+    """``obj`` with its numbers replaced by the next traced scalars, in ``_flatten``'s order."""
+    t = type(obj)
+    if t is float or t is int:
+        return next(traced)
+    if t is tuple:
+        return tuple(_substitute(x, traced) for x in obj)
+    return obj
+
+
+def _has_number(tree: Any) -> bool:
+    if type(tree) is _Number:
+        return True
+    if isinstance(tree, (list, tuple)):
+        return any(_has_number(x) for x in tree)
+    if isinstance(tree, dict):
+        return any(_has_number(x) for x in tree.values())
+    return False
+
+
+def _replay(e: _Entry, leaves: list, bindings: dict, scalars: list) -> Any:
+    if e.scalars is None:
+        return _replay_plan(e, leaves, bindings)
+    from zyx.backend.launch import runtime_lock
+
+    with runtime_lock:  # the numbers are the entry's for the time of this replay (traced_scalar)
+        e.scalars.set_values(scalars)
+        try:
+            return _replay_plan(e, leaves, bindings)
+        finally:
+            e.scalars.restore()
+
+
+def _replay_plan(e: _Entry, leaves: list, bindings: dict) -> Any:
     plan = e.plan
     inputs = []
     nodes = []

@@ -15,6 +15,7 @@ from zyx.backend import journal
 from zyx.backend.launch import compile_kernel, launch_exact
 from zyx.codegen.render import render
 from zyx.frontend.tensor import Tensor
+from zyx.frontend.traced_scalar import peek
 from zyx.ir.view import View
 
 LOCAL_SIZE = 64
@@ -64,7 +65,8 @@ def step_in_place(algo: str, param: Tensor, grad: Tensor, state: Mapping[str, Te
     number = np.float64 if param.dtype.name == "float64" else np.float32
     grad_buf = grad._realized()
     # _buf: the writes' own buffers, after every pending reader of their old values has run
-    numbers = [number(v) for v in scalars.values()]
+    # a traced number (a jitted function's lr) is peeked, not read: the replay recomputes it (below)
+    numbers = [number(peek(v) if replayed is not None else v) for v in scalars.values()]
     if replayed is not None:
         for name, arg in zip(scalars, numbers):
             journal.note_host_param(arg, lambda name=name: number(replayed(name)))

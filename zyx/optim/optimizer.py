@@ -21,6 +21,7 @@ from zyx.errors import ShapeError
 from zyx.frontend.autograd import enable_grad, no_grad
 from zyx.frontend.creation import from_numpy, zeros_like
 from zyx.frontend.tensor import Tensor
+from zyx.frontend.traced_scalar import TracedScalar
 from zyx.optim.fused_step import step_in_place
 
 
@@ -127,7 +128,8 @@ class Optimizer:
 
     def _options(self) -> tuple:
         """Every group's options (a learning-rate scheduler changes them between steps)."""
-        return tuple(tuple(sorted((k, repr(v)) for k, v in g.items() if k != "params")) for g in self.param_groups)
+        return tuple(tuple(sorted((k, _option_key(v)) for k, v in g.items() if k != "params"))
+                     for g in self.param_groups)
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Drop every parameter's gradient (or set it to zeros with ``set_to_none=False``)."""
@@ -188,6 +190,12 @@ class Optimizer:
             lines.append(f"Parameter Group {i}")
             lines += [f"    {k}: {v}" for k, v in sorted(group.items()) if k != "params"]
         return "\n".join(lines) + "\n)"
+
+
+def _option_key(v: Any) -> Any:
+    """An option's value as the replay check compares it: a jitted function's traced number (an ``lr``
+    argument) by identity, as a replay gives it its new value (``frontend.traced_scalar``)."""
+    return ("traced", id(v)) if type(v) is TracedScalar else repr(v)
 
 
 def _latest_scalar(latest: list[Any], index: int, name: str) -> float:
