@@ -286,7 +286,10 @@ class _Jitted:
         with self.lock:
             if k not in self.cache and len(self.cache) >= SIGNATURES:
                 del self.cache[next(iter(self.cache))]  # the oldest signature (its plans and the buffers they keep)
-            self.cache.setdefault(k, []).append(e)
+            entries = self.cache.setdefault(k, [])
+            if len(entries) >= SIGNATURES:  # values read by Python code (a variable, a number) key one each
+                del entries[0]
+            entries.append(e)
         return result
 
 
