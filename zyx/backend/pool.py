@@ -151,6 +151,32 @@ class BufferPool:
             journal.note_alloc(buf)
         return buf
 
+    def capacity_of(self, nbytes: int) -> int:
+        """The capacity ``allocate(nbytes)`` gives a buffer (0 where it never reuses one: a simulator)."""
+        if self._exact or nbytes <= 0 or nbytes > self.device.info.max_alloc_bytes:
+            return 0
+        return min(size_class(nbytes), self.device.info.max_alloc_bytes)
+
+    def allocate_pooled(self, nbytes: int, cap: int) -> Buffer:
+        """``allocate(nbytes)`` for a replayed plan's buffer, ``cap`` from ``capacity_of``: a pooled buffer of
+        that capacity without the checks ``allocate`` makes (a capture's sizes passed them), else ``allocate``."""
+        if cap:
+            with self._lock:
+                bucket = self._free.get(cap)
+                if bucket:
+                    cl_buf = bucket.pop()
+                    self.pooled_bytes -= cap
+                    self.reuses += 1
+                    self.bytes_in_use += cap
+                    self.live_buffers += 1
+                    if self.bytes_in_use > self.peak_bytes:
+                        self.peak_bytes = self.bytes_in_use
+                    buf = Buffer(cl_buf, nbytes, cap, self)
+                    if journal._open is not None:
+                        journal.note_alloc(buf)
+                    return buf
+        return self.allocate(nbytes)
+
     def _create(self, cap: int, nbytes: int) -> Any:
         import pyopencl as cl
 

@@ -177,9 +177,19 @@ class _Jitted:
             return self.fn(*args, **kwargs)  # called inside another capture: that one records this call
         leaves: list = []
         bindings: dict[Variable, int] = {}
-        key: list = [is_grad_enabled()]
+        key: list = [is_grad_enabled(), (tuple, len(args))]
         scalars: list = []
-        _flatten(args, leaves, bindings, key, scalars)
+        for a in args:  # _flatten(args, ...) with its common cases inline (a replay's host time counts)
+            t = type(a)
+            if t is _tensor_type:
+                v = a._view
+                leaves.append(a)
+                key.append(("T", v.shape, v.strides, v.offset, a._dtype, a._device, a._ag is not None))
+            elif t is float or t is int:
+                key.append(("S", t))
+                scalars.append(a)
+            else:
+                _flatten(a, leaves, bindings, key, scalars)
         if kwargs:
             key.append(tuple(kwargs))
             for v in kwargs.values():
@@ -366,8 +376,9 @@ def _replay_plan(e: _Entry, leaves: list, bindings: dict) -> Any:
     for i in e.written:  # an in-place write: saved values of autograd see it, as after an eager write
         leaves[i]._data.version += 1
     plan_stats["replays"] += 1
-    cls = tensor_class()
-    outs = [cls(graph.from_buffer(bufs[i], dt, dev), view, dt, dev) for i, (view, dt, dev) in enumerate(e.out_specs)]
+    cls = _tensor_type
+    from_buffer = graph.from_buffer
+    outs = [cls(from_buffer(bufs[i], dt, dev), view, dt, dev) for i, (view, dt, dev) in enumerate(e.out_specs)]
     for target, ri, view in e.rebinds:
         t = leaves[target] if type(target) is int else target()
         if t is not None:

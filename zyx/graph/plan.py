@@ -44,7 +44,7 @@ class Plan:
     """A replayable list of launches (see the module docstring)."""
 
     __slots__ = ("device", "steps", "slot_sizes", "results", "has_flag", "keep", "variables", "launches",
-                 "externals", "hooks")
+                 "externals", "hooks", "slot_caps")
 
     def __init__(self, device: Any, steps: list, slot_sizes: list[int], results: list[tuple[int, Any]],
                  has_flag: bool, keep: list[Any], variables: set[Variable], externals: list[Buffer]) -> None:
@@ -60,6 +60,7 @@ class Plan:
         # weight): inputs after the given ones; the caller passes them or what replaced them
         self.externals = externals
         self.hooks: tuple[Any, ...] = ()  # Python bookkeeping run before the launches (journal.note_replay_hook)
+        self.slot_caps = [device.pool.capacity_of(n) for n in slot_sizes]  # their pool size classes
 
     def replay(self, inputs: Sequence[Buffer], consts: Sequence[Src] | None = None,
                bindings: dict[Variable, int] | None = None) -> list[Buffer]:
@@ -68,7 +69,8 @@ class Plan:
         device = self.device
         pool = device.pool
         slots: list[Any] = [None] * len(self.slot_sizes)
-        sizes = self.slot_sizes
+        sizes, caps = self.slot_sizes, self.slot_caps
+        allocate = pool.allocate_pooled
         with runtime_lock:  # one plan's launches are not interleaved with another thread's
             for hook in self.hooks:
                 hook()
@@ -76,7 +78,7 @@ class Plan:
                 errorflags.reserve(device)  # arm the device's error bits: the next readback checks them
             for ck, glob, local, template, fixes, offset, counts, new, free in self.steps:
                 for k in new:
-                    slots[k] = pool.allocate(sizes[k])
+                    slots[k] = allocate(sizes[k], caps[k])
                 if fixes:
                     args = template.copy()
                     for pos, kind, x in fixes:

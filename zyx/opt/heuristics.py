@@ -41,7 +41,22 @@ def default_opts(k: Kernel, max_local: int = 256, device: Any = None) -> Opts:
         stream = k.numel * k.out_dtype.itemsize >= STREAM_MIN_BYTES  # codegen drops it if the row is read back
         return Opts(local=local, unroll=2 if row >= 8 * v else 1, vec=v, vec_axis=len(k.out_shape), stream=stream)
     opts = _cpu_opts(k, max_local, device) if cpu and vectorizable(k) else _generic_opts(k, max_local, cpu)
+    if cpu and not k.red_shape and k.numel <= CPU_TINY_NUMEL:
+        return _one_group(k, opts, max_local)
     return _split_opts(k, opts, max_local, device)
+
+
+# CPU: an elementwise kernel this small runs as one work-group (PoCL starts each group on a core for
+# about a microsecond; splitting a few microseconds of work over the cores costs more than it saves:
+# the jitted x * 2 + 1 on 1024 floats went from 4 groups of 256 to one of 1024, bench/bench_tape.py).
+CPU_TINY_NUMEL = 4096
+
+
+def _one_group(k: Kernel, opts: Opts, max_local: int) -> Opts:
+    """``opts`` with one work-group of every work item (at most ``max_local``; the launch runs whole groups
+    then single items, so the estimate rounds down: never a first group larger than the items)."""
+    items = k.numel // (max(opts.vec, 1) * max(math.prod(opts.upcast), 1))
+    return replace(opts, local=min(max(items, 1), max_local)) if items > opts.local else opts
 
 
 # CPU row kernels (one row per work item): work-groups of up to this many rows. PoCL starts each
