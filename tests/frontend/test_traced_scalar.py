@@ -221,3 +221,18 @@ def test_bools_and_numbers_in_lists_stay_structural():
         want = x.numpy() * ks[0] if flag else x.numpy() - ks[0]
         np.testing.assert_allclose(jf(x, flag, ks).numpy(), want, rtol=1e-6)
     assert plan_stats["captures"] - c0 == 3
+
+
+def test_comparisons_with_tensors_are_traced():
+    """``t < x`` with the number on the left is the tensor's reflected comparison: an operand, not a read."""
+    def fn(x, t):
+        return ((t < x) & (x <= t + 1.0)).to(zyx.float32) * t
+
+    jf = zyx.jit(fn)
+    x = _t(16)
+    c0 = plan_stats["captures"]
+    for t in (-0.5, 0.0, 0.75):
+        xt = torch.from_numpy(x.numpy())
+        want = ((t < xt) & (xt <= t + 1.0)).float() * t
+        np.testing.assert_array_equal(jf(x, t).numpy(), want.numpy())
+    assert plan_stats["captures"] - c0 == 1

@@ -1,12 +1,14 @@
 """Capture and replay (API.md "Tapes and variables"): ``Tape``, ``jit`` and ``Variable``.
 
 ``jit(fn)``: the first call with a given signature (tensor shapes, dtypes, devices and views;
-Python values; which variables) runs ``fn`` under a capture journal (``backend.journal``) and
-builds a plan (``graph.plan``) from its launches; later calls with that signature skip the
-Python function altogether and replay the plan on the new tensors' buffers and the new
-variables' values. A function whose launches cannot stand for it (it read values back to the
-host, ...) runs eagerly on every call instead. Python bookkeeping that a call must redo (an
-optimizer's step counts, the random generator's counter) is registered during the capture as
+bools and other Python values; which variables) runs ``fn`` under a capture journal
+(``backend.journal``) and builds a plan (``graph.plan``) from its launches; later calls with that
+signature skip the Python function altogether and replay the plan on the new tensors' buffers,
+the new variables' values and the new call's floats and ints (``frontend.traced_scalar``: plan
+arguments unless Python code read them, which keys the plan by their values). A function whose
+launches cannot stand for it (it read values back to the host, ...) runs eagerly on every call
+instead. Python bookkeeping that a call must redo (an optimizer's step counts, the random
+generator's counter) is registered during the capture as
 replay hooks whose results the launches take (``journal.note_replay_hook``/``note_host_param``).
 
 What a replay reproduces: the results (fresh tensors), in-place writes into argument tensors'

@@ -256,6 +256,8 @@ for _name, _op in (("add", operator.add), ("sub", operator.sub), ("mul", operato
 
 def _reading(name: str) -> Callable:
     def method(self: TracedScalar, *args: Any) -> Any:
+        if args and getattr(type(args[0]), "__zyx_tensor__", False):
+            return NotImplemented  # ``lr < x``: the tensor's reflected operator takes the number as an operand
         v = self._read()
         args = tuple(a._read() if type(a) is TracedScalar else a for a in args)
         return getattr(v, name)(*args)
