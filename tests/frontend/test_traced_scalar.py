@@ -197,7 +197,7 @@ def test_learning_rate_argument_of_a_training_step(name, options):
         for g in opt.param_groups:
             g["lr"] = lr
         opt.zero_grad()
-        loss = ((w * x).sum() - 1.0) ** 2
+        loss = ((w * x).sum() - 1.0) ** 2 * (lr * 10)  # the backward multiplies by the traced number too
         loss.backward()
         opt.step()
         return loss
@@ -235,4 +235,14 @@ def test_comparisons_with_tensors_are_traced():
         xt = torch.from_numpy(x.numpy())
         want = ((t < xt) & (xt <= t + 1.0)).float() * t
         np.testing.assert_array_equal(jf(x, t).numpy(), want.numpy())
+    assert plan_stats["captures"] - c0 == 1
+
+
+def test_a_jitted_function_called_inside_a_capture_gets_the_traced_number():
+    inner = zyx.jit(lambda x, a: x * a)
+    outer = zyx.jit(lambda x, a: inner(x, a + 1.0) - a)
+    x = _t(5)
+    c0 = plan_stats["captures"]
+    for a in (0.5, 2.0, -1.0):
+        np.testing.assert_allclose(outer(x, a).numpy(), x.numpy() * (a + 1.0) - a, rtol=1e-6)
     assert plan_stats["captures"] - c0 == 1
