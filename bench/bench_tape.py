@@ -10,6 +10,8 @@ Rows (best and median of alternating blocks, microseconds):
   schedule cache) for comparison;
 * a jitted one-kernel function (``x * 2 + 1``, one fused kernel) call + finish against the bare
   latency and against its own kernel launched bare through pyopencl, and eager;
+* ``x * a + 1`` with a new Python float ``a`` at every call, jitted (a replay: the float is an
+  argument of the plan) and eager;
 * examples/kv_cache_decode.py's decode step, eager and jitted (ms per token).
 
 ``python bench/bench_tape.py [--quick]`` prints a markdown table; the machine is shared, so
@@ -82,9 +84,12 @@ def run(quick: bool = False) -> list[dict]:
     jchain = zyx.jit(_chain)
     one = lambda t: t * 2.0 + 1.0  # noqa: E731 - one fused kernel
     jone = zyx.jit(one)
-    for _ in range(3):
+    scaled = lambda t, a: t * a + 1.0  # noqa: E731 - the same kernel with a Python float argument
+    jscaled = zyx.jit(scaled)
+    for i in range(3):
         jchain(x).realize()
         jone(x).realize()
+        jscaled(x, 2.0 + i).realize()
     queue.finish()
 
     # the jitted function's own kernel launched bare (pyopencl, same arguments): what the call
@@ -117,10 +122,20 @@ def run(quick: bool = False) -> list[dict]:
         one(x).realize()
         queue.finish()
 
+    values = iter(np.linspace(0.5, 4.0, 1 << 20).tolist())
+
+    def jit_scaled_finish() -> None:  # a new float each call: a replay (frontend/traced_scalar.py)
+        jscaled(x, next(values))
+        queue.finish()
+
+    def eager_scaled_finish() -> None:
+        scaled(x, next(values)).realize()
+        queue.finish()
+
     t = _alternate({"bare_finish": bare_finish, "jit_chain_finish": jit_chain_finish,
                     "eager_chain_finish": eager_chain_finish, "bare_same_finish": bare_same_finish,
-                    "jit_one_finish": jit_one_finish,
-                    "eager_one_finish": eager_one_finish}, reps, block)
+                    "jit_one_finish": jit_one_finish, "eager_one_finish": eager_one_finish,
+                    "jit_scaled_finish": jit_scaled_finish, "eager_scaled_finish": eager_scaled_finish}, reps, block)
     # host-only timings: the queue is drained (untimed) after each block
     host = _alternate({"bare_enqueue": bare_enqueue, "jit_chain_host": jit_chain_host}, reps, block // 4,
                       sync=queue.finish)
@@ -153,6 +168,9 @@ def run(quick: bool = False) -> list[dict]:
                    f"kernel, {t['jit_one_finish'][0] / t['bare_same_finish'][0]:.2f}x / "
                    f"{t['jit_one_finish'][1] / t['bare_same_finish'][1]:.2f}x its own kernel bare (best / median)"},
         row("eager one-kernel call, to finish", t["eager_one_finish"], 1, lat, "ratio"),
+        row("jitted x * a + 1 with a new float a each call (replays), to finish", t["jit_scaled_finish"], 1, lat,
+            "ratio"),
+        row("eager x * a + 1 with a new float a each call, to finish", t["eager_scaled_finish"], 1, lat, "ratio"),
     ]
     rows += _decode(quick)
     try:
