@@ -697,7 +697,8 @@ def launch_kernel(device: Any, k: Kernel, opts: Opts, args: list) -> Any:
         return launch(ck, (-(-items * split // need_local) * need_local,), (need_local,), args)
     # No bounds test in the source (float16 a*b+c ran 5x, uint8 9x slower with one on PoCL),
     # so every work item must be a real one.
-    events = launch_exact(ck, items, max(1, min(opts.local, limit)), args)
+    # (a work-group larger than the items is cut to them: one group, not single items)
+    events = launch_exact(ck, items, max(1, min(opts.local, limit, items)), args)
     return events[0] if len(events) == 1 else events
 
 

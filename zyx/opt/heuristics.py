@@ -46,17 +46,17 @@ def default_opts(k: Kernel, max_local: int = 256, device: Any = None) -> Opts:
     return _split_opts(k, opts, max_local, device)
 
 
-# CPU: an elementwise kernel this small runs as one work-group (PoCL starts each group on a core for
-# about a microsecond; splitting a few microseconds of work over the cores costs more than it saves:
-# the jitted x * 2 + 1 on 1024 floats went from 4 groups of 256 to one of 1024, bench/bench_tape.py).
+# CPU: an elementwise kernel this small runs as one work-group: PoCL starts each group on a core for
+# about a microsecond, and a few microseconds of work gain nothing from being spread over the cores
+# (bench/bench_tape.py's x * 2 + 1 on 1024 floats: 4 groups of 256 before, one of 1024 now; the
+# difference was within the noise of the loaded 2-core VM, see bench/RESULTS.md).
 CPU_TINY_NUMEL = 4096
 
 
 def _one_group(k: Kernel, opts: Opts, max_local: int) -> Opts:
-    """``opts`` with one work-group of every work item (at most ``max_local``; the launch runs whole groups
-    then single items, so the estimate rounds down: never a first group larger than the items)."""
-    items = k.numel // (max(opts.vec, 1) * max(math.prod(opts.upcast), 1))
-    return replace(opts, local=min(max(items, 1), max_local)) if items > opts.local else opts
+    """``opts`` with one work-group of every work item: as many as the kernel has elements (at most
+    ``max_local``), which the launch clamps to its work items (``codegen.ir_source.launch_kernel``)."""
+    return replace(opts, local=max(min(k.numel, max_local), opts.local, 1))
 
 
 # CPU row kernels (one row per work item): work-groups of up to this many rows. PoCL starts each
