@@ -246,3 +246,34 @@ def test_a_jitted_function_called_inside_a_capture_gets_the_traced_number():
     for a in (0.5, 2.0, -1.0):
         np.testing.assert_allclose(outer(x, a).numpy(), x.numpy() * (a + 1.0) - a, rtol=1e-6)
     assert plan_stats["captures"] - c0 == 1
+
+
+def test_host_arithmetic_the_result_does_not_use_still_raises():
+    """``1 / a`` computed and dropped raises for a = 0 at a replay, as the call itself would."""
+    def fn(x, a):
+        unused = 1 / a  # noqa: F841
+        return x + a
+
+    jf = zyx.jit(fn)
+    x = _t(3)
+    jf(x, 2.0)
+    with pytest.raises(ZeroDivisionError):
+        jf(x, 0.0)
+    np.testing.assert_allclose(jf(x, 4.0).numpy(), x.numpy() + 4.0, rtol=1e-6)
+
+
+def test_the_tracer_behaves_as_a_number():
+    seen = {}
+
+    def fn(x, a, n):
+        seen.update(cls=isinstance(a, float), c=complex(a), r=round(a, 1), s=str(a), i=isinstance(n, int),
+                    idx=[10, 20, 30][n], b=bool(n))
+        with pytest.raises(TypeError):
+            a << 1
+        return x * a
+
+    jf = zyx.jit(fn)
+    x = _t(2)
+    jf(x, 1.25, 2)
+    assert seen == dict(cls=True, c=1.25 + 0j, r=1.2, s="1.25", i=True, idx=30, b=True)
+    np.testing.assert_allclose(jf(x, 1.25, 2).numpy(), x.numpy() * 1.25, rtol=1e-6)

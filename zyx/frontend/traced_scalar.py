@@ -57,7 +57,7 @@ class ScalarCapture:
     """The traced scalars of one captured call: their values (``cell``: the capture's, or a replay's
     during that replay), which were read by Python code, and the kernel arguments made from them."""
 
-    __slots__ = ("cell", "captured", "tainted", "exprs", "out")
+    __slots__ = ("cell", "captured", "tainted", "exprs", "out", "raising")
 
     def __init__(self, values: list) -> None:
         self.cell = list(values)
@@ -65,6 +65,9 @@ class ScalarCapture:
         self.tainted: set[int] = set()  # argument positions whose value Python code read
         self.exprs: list[tuple[Callable[[list], Any], Any]] = []  # (value from cell, dtype) per kernel argument
         self.out: list[Any] = []  # the kernel arguments of the running replay (see ``set_values``)
+        # host arithmetic of the call that may raise for some values (a division, a float of a huge int):
+        # a replay evaluates it as the call would, even where nothing launched uses the result
+        self.raising: list[Callable[[list], Any]] = []
 
     def set_values(self, values: list) -> None:
         """Take a replay's numbers: the cell and every kernel argument computed from them (before any
@@ -72,6 +75,8 @@ class ScalarCapture:
         cell = self.cell
         cell[:] = values
         try:
+            for f in self.raising:
+                f(cell)
             self.out[:] = [expr.param_value(f(cell), d) for f, d in self.exprs]
         except BaseException:
             cell[:] = self.captured
@@ -191,6 +196,8 @@ class TracedScalar:
         fl, fr = (fo, fs) if reverse else (fs, fo)
         out = TracedScalar(cap, functools.partial(_apply2, op, fl, fr), deps, kind)
         out._fn(cap.cell)  # raises now what the function would raise (a division by zero)
+        if op in _RAISING or kl is not kr:
+            cap.raising.append(out._fn)
         return out
 
     def _unary(self, op: Callable[[Any], Any]) -> Any:
@@ -206,6 +213,9 @@ class TracedScalar:
 
     def __abs__(self) -> Any:
         return self._unary(operator.abs)
+
+
+_RAISING = frozenset((operator.truediv, operator.floordiv, operator.mod, operator.pow))
 
 
 def _const(v: Any, cell: list) -> Any:
@@ -259,15 +269,17 @@ def _reading(name: str) -> Callable:
         if args and getattr(type(args[0]), "__zyx_tensor__", False):
             return NotImplemented  # ``lr < x``: the tensor's reflected operator takes the number as an operand
         v = self._read()
-        args = tuple(a._read() if type(a) is TracedScalar else a for a in args)
-        return getattr(v, name)(*args)
+        fn = getattr(v, name, None)
+        if fn is None:  # e.g. ``<<`` of a float: Python's own TypeError
+            return NotImplemented
+        return fn(*(a._read() if type(a) is TracedScalar else a for a in args))
 
     method.__name__ = name
     return method
 
 
 # every other use reads the value (``__bool__`` of 0.5 and ``__int__`` of 3.7 included)
-for _name in ("__int__", "__float__", "__bool__", "__complex__", "__hash__", "__format__", "__round__", "__trunc__",
+for _name in ("__int__", "__float__", "__bool__", "__hash__", "__format__", "__round__", "__trunc__",
               "__floor__", "__ceil__", "__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__divmod__",
               "__rdivmod__", "__lshift__", "__rlshift__", "__rshift__", "__rrshift__", "__and__", "__rand__",
               "__or__", "__ror__", "__xor__", "__rxor__", "__invert__"):
@@ -286,6 +298,13 @@ def _int_dunder(self: TracedScalar) -> int:
 
 
 TracedScalar.__int__ = _int_dunder  # type: ignore[method-assign]
+
+
+def _complex_dunder(self: TracedScalar) -> complex:
+    return complex(self._read())
+
+
+TracedScalar.__complex__ = _complex_dunder  # type: ignore[attr-defined]
 
 
 def peek(x: Any) -> Any:
