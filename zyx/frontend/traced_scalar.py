@@ -330,7 +330,8 @@ class IntArg(int):
 
 def _arg_getter(self: Any) -> Any:
     """The replay's value of this argument when its capture is the open one (else None: a constant)."""
-    return self._getter if self._cap is _current else None
+    cap = self._cap
+    return self._getter if cap is not None and cap is _current else None
 
 
 FloatArg.replay_getter = property(_arg_getter)  # type: ignore[attr-defined]
