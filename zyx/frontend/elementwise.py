@@ -251,7 +251,11 @@ def _traced_src(op: Any, i: int, x: Any, compute: DType) -> tuple[graph.Src, Any
         value = scalar_value(ts._read() if type(ts) is TracedScalar else ts, compute, rounds)
         param = None if compute.kind == "float" else (compute.is_int and (op is None or op in _INT_SCALAR_ARGS))
         return _LSrc(None, None, compute, value, param), value
-    conv = traced_scalar.convert(ts, functools.partial(scalar_value, d=compute, round_to_dtype=rounds))
+    if compute.kind == "float" and not (rounds and compute.itemsize < 4):
+        to = float  # scalar_value's conversion here, without its checks of the type
+    else:
+        to = functools.partial(scalar_value, d=compute, round_to_dtype=rounds)
+    conv = traced_scalar.convert(ts, to)
     return _LSrc(None, None, compute, traced_scalar.kernel_arg(conv, compute), True), conv
 
 

@@ -39,6 +39,7 @@ from typing import Any
 
 from zyx import graph
 from zyx.backend import journal
+from zyx.backend.launch import runtime_lock
 from zyx.errors import ShapeError
 from zyx.frontend import traced_scalar
 from zyx.frontend.autograd import is_grad_enabled
@@ -328,8 +329,6 @@ def _has_number(tree: Any) -> bool:
 def _replay(e: _Entry, leaves: list, bindings: dict, scalars: list) -> Any:
     if e.scalars is None:
         return _replay_plan(e, leaves, bindings)
-    from zyx.backend.launch import runtime_lock
-
     with runtime_lock:  # the numbers are the entry's for the time of this replay (traced_scalar)
         e.scalars.set_values(scalars)
         try:

@@ -44,6 +44,8 @@ import operator
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from zyx.backend import journal
 from zyx.ir import expr
 
@@ -63,7 +65,8 @@ class ScalarCapture:
         self.cell = list(values)
         self.captured = tuple(values)
         self.tainted: set[int] = set()  # argument positions whose value Python code read
-        self.exprs: list[tuple[Callable[[list], Any], Any]] = []  # (value from cell, dtype) per kernel argument
+        # per kernel argument: its value from the cell, and what makes that the launch argument
+        self.exprs: list[tuple[Callable[[list], Any], Callable[[Any], Any]]] = []
         self.out: list[Any] = []  # the kernel arguments of the running replay (see ``set_values``)
         # host arithmetic of the call that may raise for some values (a division, a float of a huge int):
         # a replay evaluates it as the call would, even where nothing launched uses the result
@@ -77,7 +80,7 @@ class ScalarCapture:
         try:
             for f in self.raising:
                 f(cell)
-            self.out[:] = [expr.param_value(f(cell), d) for f, d in self.exprs]
+            self.out[:] = [make(f(cell)) for f, make in self.exprs]
         except BaseException:
             cell[:] = self.captured
             raise
@@ -361,7 +364,11 @@ def kernel_arg(ts: TracedScalar, dtype: Any) -> FloatArg | IntArg:
     v = ts._fn(cap.cell)
     out: Any = FloatArg(v) if type(v) is float else IntArg(v)
     k = len(cap.exprs)
-    cap.exprs.append((ts._fn, dtype))
+    if dtype.kind == "float":  # expr.param_value's types, looked up once
+        make: Callable[[Any], Any] = np.float64 if dtype.itemsize == 8 else np.float32
+    else:
+        make = functools.partial(expr.param_value, d=dtype)
+    cap.exprs.append((ts._fn, make))
     out._cap = cap
     out._getter = functools.partial(operator.getitem, cap.out, k)
     return out
