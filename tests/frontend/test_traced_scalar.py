@@ -277,3 +277,16 @@ def test_the_tracer_behaves_as_a_number():
     jf(x, 1.25, 2)
     assert seen == dict(cls=True, c=1.25 + 0j, r=1.2, s="1.25", i=True, idx=30, b=True)
     np.testing.assert_allclose(jf(x, 1.25, 2).numpy(), x.numpy() * 1.25, rtol=1e-6)
+
+
+def test_a_float_number_promotes_an_int_tensor_as_pytorch():
+    jf = zyx.jit(lambda x, a: x * a - a)
+    xs = RNG.integers(-9, 9, 7).astype(np.int16)
+    x = zyx.tensor(xs)
+    c0 = plan_stats["captures"]
+    for a in (0.5, -1.75):
+        got = jf(x, a)
+        want = torch.from_numpy(xs) * a - a
+        assert got.dtype is zyx.float32 and want.dtype is torch.float32
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+    assert plan_stats["captures"] - c0 == 1
