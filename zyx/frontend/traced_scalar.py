@@ -24,7 +24,9 @@ methods, each of which sorts the use into one of two kinds:
 
 What the function sees: ``isinstance(lr, float)`` is True (``__class__`` answers ``float`` or
 ``int``, and that read taints, so code that branches on the type is keyed by the value and never
-replays wrongly). ``type(lr)`` is ``TracedScalar``: code that tests ``type(x) is float`` takes
+replays wrongly; Python asks ``__class__`` for every ``isinstance`` test that the real type fails,
+so ``isinstance(lr, zyx.Tensor)`` keys the plan by the value too: zyx's own operand paths test
+``type(x)`` first). ``type(lr)`` is ``TracedScalar``: code that tests ``type(x) is float`` takes
 its other branch during the capture and every replay (the one visible difference; pass such a
 number inside a list to keep it a plain value). Attributes of the number (``lr.is_integer()``)
 read it. A traced scalar the function returns comes back as a plain number of the new call.
