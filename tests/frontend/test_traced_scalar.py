@@ -290,3 +290,17 @@ def test_a_float_number_promotes_an_int_tensor_as_pytorch():
         assert got.dtype is zyx.float32 and want.dtype is torch.float32
         np.testing.assert_array_equal(got.numpy(), want.numpy())
     assert plan_stats["captures"] - c0 == 1
+
+
+def test_apis_that_read_the_number_stay_correct():
+    """Ops that take the number by reading it (a fill, a lerp weight's branch) key the plan by its value."""
+    import zyx.nn.functional as F
+
+    def fn(x, a):
+        return (zyx.full_like(x, a) + F.leaky_relu(x, a) + x.masked_fill(x > 0, a) + x.lerp(x * 2, a)
+                + F.dropout(x, 0.0) * a)
+
+    jf = zyx.jit(fn)
+    x = zyx.tensor(np.linspace(-2, 2, 9).astype(np.float32))
+    for a in (0.1, 0.3, 0.7, 0.1):
+        np.testing.assert_array_equal(jf(x, a).numpy(), fn(x, a).numpy(), err_msg=str(a))
