@@ -531,3 +531,19 @@ def test_a_changed_learning_rate_captures_again():
         jstep(w2, o2, x)
         np.testing.assert_allclose(w2.numpy(), w1.numpy(), rtol=1e-6, err_msg=f"call {i}")
     assert plan_stats["captures"] - c0 == 2
+
+
+def test_numpy_scalars_and_fresh_objects_are_never_replayed_stale():
+    # a NumPy scalar keys the plan by its value; an object keys it by identity, and the cache keeps
+    # the object alive, so a new object can never reuse a captured one's id and its stale plan
+    class Scale:
+        def __init__(self, s: float) -> None:
+            self.s = s
+
+    x = RNG.standard_normal(5).astype(np.float32)
+    f = zyx.jit(lambda x, a, cfg: x * float(a) + cfg.s)
+    for i in range(12):
+        cfg, a = Scale(float(i)), np.float32(i % 3)
+        out = f(zyx.tensor(x), a, cfg).numpy()
+        del cfg, a  # CPython hands the next call's objects the same addresses
+        np.testing.assert_allclose(out, x * np.float32(i % 3) + np.float32(i), rtol=1e-6)

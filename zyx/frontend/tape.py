@@ -37,6 +37,8 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from zyx import graph
 from zyx.backend import journal
 from zyx.backend.launch import runtime_lock
@@ -115,8 +117,25 @@ def _flatten(obj: Any, leaves: list, bindings: dict, key: list, scalars: list | 
             _flatten(x, leaves, bindings, key)
     elif obj is None or isinstance(obj, (bool, int, float, str, complex)):
         key.append((type(obj), obj))  # a Python value: the plan holds for this value
-    else:
-        key.append(("id", id(obj)))  # any other object (a module, an optimizer): by identity
+    elif isinstance(obj, np.generic) and obj.dtype.kind in "biufc":
+        key.append((type(obj), obj.item()))  # a NumPy scalar: by value, as a Python number in a list
+    else:  # any other object (a module, an optimizer): by identity, kept alive by the key so that
+        key.append(("id", id(obj), _Pin(obj)))  # its id is never reused by another object
+
+
+class _Pin:
+    """Holds a key's object alive; equal to every other pin (the id next to it does the keying)."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj: Any) -> None:
+        self.obj = obj
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is _Pin
+
+    def __hash__(self) -> int:
+        return 0
 
 
 def _out_tree(obj: Any, tensors: list) -> Any:
