@@ -168,6 +168,10 @@ class VarTensor(Tensor):
         raise ShapeError("in-place writes into a tensor of variable size are not supported "
                          "(expected a tensor of static size; take .contiguous() of a static slice)")
 
+    def _assign(self, value: Tensor) -> None:
+        raise ShapeError("in-place writes into a tensor of variable size are not supported "
+                         "(expected a tensor of static size)")
+
     @property
     def shape(self) -> tuple:
         ps = self._pview.shape
@@ -191,6 +195,20 @@ class VarTensor(Tensor):
 
         graph.realize(self._data)
         return self
+
+    def numpy(self) -> Any:
+        """A NumPy copy of the values at the bound sizes (read at the static extents, then cut on the
+        host: one readback kernel serves every value)."""
+        arr = Tensor.numpy(self.phys())
+        cut = []
+        for vd in self._vax:
+            if vd is None:
+                cut.append(slice(None))
+            else:
+                for var, _ in vd.terms:
+                    _taint(var)
+                cut.append(slice(0, vd.value))
+        return arr[tuple(cut)]
 
     def phys(self) -> Tensor:
         """The data at the static extents (a plain tensor; elements past a size are unspecified)."""
@@ -225,6 +243,17 @@ def concrete(x: Any) -> Any:
     return x
 
 
+def _plain(a: Any) -> Any:
+    """An argument with its bound variables read as ints (reported): for the by-value fallbacks."""
+    if type(a) is BV:
+        return int(a)
+    if type(a) is slice:
+        return slice(_plain(a.start), _plain(a.stop), _plain(a.step))
+    if type(a) in (tuple, list):
+        return type(a)(_plain(x) for x in a)
+    return a
+
+
 def _tensor(x: Any) -> bool:
     return isinstance(x, Tensor)
 
@@ -243,12 +272,13 @@ def _below(iota: Tensor, vd: VDim) -> Tensor:
         var, c = vd.terms[0]
         if c == 1:
             return iota < VariableArg(BV(vd.values[var], var), _Lin(1, vd.const, vd.phys))
+    if not vd.terms:
+        return iota < vd.const
     lhs = iota - vd.const if vd.const else iota
-    args = vd.args(-1)
-    for a in args[1:]:
+    for a in vd.args(-1)[1:]:
         lhs = lhs + a
-    first = args[0].then(lambda v: -v)
-    return lhs < first
+    var, c = vd.terms[0]
+    return lhs < VariableArg(BV(vd.values[var], var), _Lin(c))
 
 
 def mask(x: Tensor, axis: int, vd: VDim, fill: Any) -> Tensor:
@@ -330,7 +360,7 @@ def narrow(x: Any, dim: int, start: Any, length: Any) -> Any:
                 return make(out, vax)
             st = start if type(start) is BV else s[1]
             return _slice_axis(x, d, st, _EndExpr(st, length))
-    return Tensor.narrow(concrete(x), dim, start, length)
+    return Tensor.narrow(concrete(x), dim, _plain(start), _plain(length))
 
 
 class _EndExpr:
@@ -359,7 +389,7 @@ def getitem(x: Any, index: Any) -> Any:
     items = list(index) if type(index) is tuple else [index]
     n_axes = sum(1 for i in items if i is not None and i is not Ellipsis)
     if sum(1 for i in items if i is Ellipsis) > 1 or n_axes > x.ndim:
-        return Tensor.__getitem__(concrete(x), index)
+        return Tensor.__getitem__(concrete(x), _plain(index))
     if Ellipsis in items:
         k = items.index(Ellipsis)
         items[k:k + 1] = [slice(None)] * (x.ndim - n_axes)
@@ -375,14 +405,14 @@ def getitem(x: Any, index: Any) -> Any:
             continue
         if type(it) is slice:
             if it.step not in (None, 1) and (type(it.step) is BV or vax[axis] is not None):
-                return Tensor.__getitem__(concrete(x), index)
+                return Tensor.__getitem__(concrete(x), _plain(index))
             if type(it.start) is BV or type(it.stop) is BV:
                 if vax[axis] is not None or it.step not in (None, 1):
-                    return Tensor.__getitem__(concrete(x), index)
+                    return Tensor.__getitem__(concrete(x), _plain(index))
                 later.append((out_axis, it.start, it.stop))
                 static_items.append(slice(None))
             elif vax[axis] is not None and it != slice(None):
-                return Tensor.__getitem__(concrete(x), index)
+                return Tensor.__getitem__(concrete(x), _plain(index))
             else:
                 static_items.append(it)
             out_vax.append(vax[axis])
@@ -390,13 +420,13 @@ def getitem(x: Any, index: Any) -> Any:
         elif isinstance(it, int) and not isinstance(it, bool) and vax[axis] is None:
             static_items.append(it)
         else:
-            return Tensor.__getitem__(concrete(x), index)
+            return Tensor.__getitem__(concrete(x), _plain(index))
         axis += 1
     out: Any = make(Tensor.__getitem__(phys, tuple(static_items)), out_vax)
     for d, start, stop in later:
         got = _slice_axis(out, d, start, stop)
         if got is None:
-            return Tensor.__getitem__(concrete(x), index)
+            return Tensor.__getitem__(concrete(x), _plain(index))
         out = got
     return out
 
@@ -408,7 +438,7 @@ def expand(x: Any, shape: tuple) -> Any:
     phys, vax = _parts(x)
     lead = len(shape) - phys.ndim
     if lead < 0:
-        return Tensor.expand(concrete(x), *shape)
+        return Tensor.expand(concrete(x), *_plain(shape))
     target, out_vax = [], []
     for i, want in enumerate(shape):
         j = i - lead
@@ -418,17 +448,17 @@ def expand(x: Any, shape: tuple) -> Any:
             vd = _dim_of(want, max(want.variable.max, 0))
             if cur is not None:
                 if not cur.same(vd):
-                    return Tensor.expand(concrete(x), *shape)
+                    return Tensor.expand(concrete(x), *_plain(shape))
                 target.append(have)
                 out_vax.append(cur)
             elif have == 1 and want.variable.min >= 0:
                 target.append(vd.phys)
                 out_vax.append(vd)
             else:
-                return Tensor.expand(concrete(x), *shape)
+                return Tensor.expand(concrete(x), *_plain(shape))
         elif cur is not None:
             if want != -1:
-                return Tensor.expand(concrete(x), *shape)
+                return Tensor.expand(concrete(x), *_plain(shape))
             target.append(have)
             out_vax.append(cur)
         else:
@@ -444,22 +474,22 @@ def reshape(x: Any, shape: tuple) -> Any:
         shape = tuple(shape[0])
     phys, vax = _parts(x)
     if any(v is not None for v in vax[1:]) or vax[0] is None or not shape:
-        return Tensor.reshape(concrete(x), *shape)
+        return Tensor.reshape(concrete(x), *_plain(shape))
     vd = vax[0]
     inner = math.prod(phys.shape[1:])
     rest = shape[1:]
     if any(type(s) is BV or not isinstance(s, int) or s < 0 for s in rest):
-        return Tensor.reshape(concrete(x), *shape)
+        return Tensor.reshape(concrete(x), *_plain(shape))
     k = math.prod(rest)
     first = shape[0]
     if type(first) is BV:
         if not vd.same(_dim_of(first, 0)) or k != inner:
-            return Tensor.reshape(concrete(x), *shape)
+            return Tensor.reshape(concrete(x), *_plain(shape))
         return make(phys.reshape(phys.shape[0], *rest), [vd] + [None] * len(rest))
     if first == -1 and k and inner % k == 0:
         m = inner // k
         return make(phys.reshape(phys.shape[0] * m, *rest), [vd.scaled(m)] + [None] * len(rest))
-    return Tensor.reshape(concrete(x), *shape)
+    return Tensor.reshape(concrete(x), *_plain(shape))
 
 
 def pad(x: Any, pads: tuple, value: Any) -> Any:
@@ -476,7 +506,7 @@ def pad(x: Any, pads: tuple, value: Any) -> Any:
     for d, (lo, hi) in enumerate(per_dim):
         lo_e, hi_e = VDim.of(lo), VDim.of(hi)
         if _lo_hi(lo_e)[0] < 0 or _lo_hi(hi_e)[0] < 0:
-            return Tensor.pad(concrete(x), tuple(pads), "constant", value)
+            return Tensor.pad(concrete(x), _plain(tuple(pads)), "constant", value)
         if not lo_e[0] and not hi_e[0] and vax[d] is None:
             if lo_e[1] or hi_e[1]:
                 widths = [0, 0] * (phys.ndim - 1 - d) + [lo_e[1], hi_e[1]]
@@ -834,7 +864,7 @@ _MOVES = {
     "reshape": lambda x, *shape: reshape(x, shape), "view": lambda x, *shape: reshape(x, shape),
     "pad": lambda x, pads, mode="constant", value=None: (
         pad(x, tuple(pads), 0 if value is None else value) if mode == "constant" and not isinstance(mode, float)
-        else Tensor.pad(concrete(x), pads, mode, value)),
+        else Tensor.pad(concrete(x), _plain(pads), mode, value)),
     "__getitem__": getitem,
     "matmul": _matmul, "__matmul__": _matmul, "__rmatmul__": lambda x, o: _matmul(o, x),
 }
