@@ -260,10 +260,21 @@ def _tensor(x: Any) -> bool:
 
 # ------------------------------------------------------------------ masks and gathers
 
+_IOTAS: dict[tuple[int, int], Tensor] = {}  # (n, id(device)) -> realized arange(n): no upload per mask
+_IOTA_LIMIT = 256
+
+
 def _iota(n: int, axis: int, ndim: int, device: Any) -> Tensor:
+    """``arange(n)`` along ``axis`` of a rank-``ndim`` shape of ones (a cached buffer)."""
     from zyx.frontend.creation import arange
 
-    return arange(n, device=device).reshape(tuple(n if i == axis else 1 for i in range(ndim)))
+    key = (n, id(device))
+    got = _IOTAS.get(key)
+    if got is None or got._device is not device:
+        if len(_IOTAS) >= _IOTA_LIMIT:
+            _IOTAS.clear()
+        got = _IOTAS[key] = arange(n, device=device).realize()
+    return got.reshape(tuple(n if i == axis else 1 for i in range(ndim)))
 
 
 def _below(iota: Tensor, vd: VDim) -> Tensor:
@@ -285,7 +296,8 @@ def mask(x: Tensor, axis: int, vd: VDim, fill: Any) -> Tensor:
     """``x`` (physical) with the elements of ``axis`` at or past ``vd`` replaced by ``fill``."""
     from zyx.frontend.elementwise import where
 
-    keep = _below(_iota(x.shape[axis], axis, x.ndim, x.device), vd)
+    # compared at the full shape: a comparison broadcast after it would be stored, not fused
+    keep = _below(_iota(x.shape[axis], axis, x.ndim, x.device).expand(x.shape), vd)
     return where(keep, x, fill)
 
 
@@ -771,12 +783,17 @@ def _matmul(a: Any, b: Any) -> Any:
     ka, kb = va[-1], vb[-2]
     if (ka is None) != (kb is None) or (ka is not None and not ka.same(kb)):
         return _mm(concrete(a), concrete(b))
+    product = None
     if ka is not None:
         m = min(ka.phys, kb.phys)
         if ka.phys != kb.phys and max(ka.hi, kb.hi) > m:
             return _mm(concrete(a), concrete(b))
-        pa = mask(pa.narrow(-1, 0, m), pa.ndim - 1, ka.with_phys(m), 0)
-        pb = mask(pb.narrow(-2, 0, m), pb.ndim - 2, kb.with_phys(m), 0)
+        pa, pb = pa.narrow(-1, 0, m), pb.narrow(-2, 0, m)
+        if pa.dtype is pb.dtype and pa.dtype in (dtypes.float32, dtypes.float64):
+            product = _masked_product(pa, pb, ka.with_phys(m))
+        else:
+            pa = mask(pa, pa.ndim - 1, ka.with_phys(m), 0)
+            pb = mask(pb, pb.ndim - 2, kb.with_phys(m), 0)
     # the batch dims broadcast like an elementwise op
     ba = (pa.shape[:-2], tuple(va[:-2]))
     bb = (pb.shape[:-2], tuple(vb[:-2]))
@@ -786,7 +803,7 @@ def _matmul(a: Any, b: Any) -> Any:
     batch_vax = got[1]
     if any(v is not None for v in batch_vax):
         return _mm(concrete(a), concrete(b))  # variable batch dims: by value
-    out = _mm(pa, pb)
+    out = _mm(pa, pb) if product is None else product
     out_vax = list(batch_vax) + [va[-2], vb[-1]]
     if ua:
         out_vax.pop(-2)
@@ -795,6 +812,17 @@ def _matmul(a: Any, b: Any) -> Any:
         out_vax.pop(-1)
         out = out.squeeze(-1)
     return make(out, out_vax)
+
+
+def _masked_product(pa: Tensor, pb: Tensor, vd: VDim) -> Tensor:
+    """``pa @ pb`` (physical, float32/64) with the products past the contraction length ``vd`` zeroed
+    inside the multiply-reduce: one fused kernel, as ``matmul``'s own, with the bound as an argument
+    (masking each operand instead would store a masked copy of a broadcast operand first)."""
+    from zyx.frontend.elementwise import where
+
+    prod = pa.unsqueeze(-2) * pb.transpose(-1, -2).unsqueeze(-3)  # (..., n, m, k)
+    keep = _below(_iota(prod.shape[-1], prod.ndim - 1, prod.ndim, prod.device).expand(prod.shape), vd)
+    return where(keep, prod, 0.0).sum(-1)
 
 
 class _Shape:
