@@ -196,6 +196,22 @@ def test_a_static_operand_of_the_bound_size_is_read_by_value():
     _close(zyx.cat([y, z]), np.concatenate([XN[:4], YN[:4]]))  # an op with no variable form
 
 
+def test_ops_without_a_variable_form_read_the_bound_values():
+    import zyx.nn.functional as F
+
+    y = X[:zyx.Variable("t1", 1, 10).bind(4)].T  # (5, t), the variable axis last
+    yn = XN[:4].T
+    _close(y.sort(-1)[0], np.sort(yn, -1))
+    _close(y.cumsum(-1), yn.cumsum(-1), rtol=1e-5)
+    _close(y.contiguous(), yn)
+    _close(zyx.stack([y, y]), np.stack([yn, yn]))
+    _close(y.flatten(), yn.reshape(-1))
+    _close(F.layer_norm(y, (4,)), (yn - yn.mean(-1, keepdims=True)) / np.sqrt(yn.var(-1, keepdims=True) + 1e-5),
+           rtol=1e-4, atol=1e-4)
+    _close(y[:, zyx.tensor([0, 3])], yn[:, [0, 3]])
+    _close(zyx.where(y > 0, y, 0.0), np.where(yn > 0, yn, 0))
+
+
 def test_out_of_range_bind_and_in_place_writes():
     with pytest.raises(zyx.ShapeError, match="outside its range"):
         T.bind(11)

@@ -16,7 +16,8 @@ new values (the masks and gathers take the variable as a run-time argument). Ele
 of a variable axis is physical element ``i``; elements past it are never part of a result.
 
 Any use this module does not cover (an op without a variable form, a read of the shape as an
-int, an operand whose static size equals the bound value) reads the tensor at its bound values:
+int, an operand whose static size equals the bound value, ``contiguous()``/``clone()``, which code
+follows with raw buffer access) reads the tensor at its bound values:
 the read is reported as a taint (``ir.variable.taint_hook``), so a capture keys its plan by the
 value and stays correct, it only compiles per value. Not covered: autograd through variable
 sizes (an input that requires grad takes that path too), in-place writes.
@@ -874,17 +875,9 @@ def _squeeze(x: VarTensor, dim: Any = None) -> Any:
     return make(x.phys().squeeze(drop), [v for d, v in enumerate(x._vax) if d not in drop])
 
 
-def _contiguous(x: VarTensor) -> Any:
-    return make(x.phys().contiguous(), x._vax)
-
-
-def _clone(x: VarTensor) -> Any:
-    return make(x.phys().clone(), x._vax)
-
-
 _MOVES = {
     "permute": _permute, "transpose": _transpose, "swapaxes": _transpose, "swapdims": _transpose,
-    "unsqueeze": _unsqueeze, "squeeze": _squeeze, "contiguous": _contiguous, "clone": _clone,
+    "unsqueeze": _unsqueeze, "squeeze": _squeeze,
     "narrow": lambda x, dim, start, length: narrow(x, dim, start, length),
     "expand": lambda x, *shape: expand(x, tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list))
                                        else shape),
