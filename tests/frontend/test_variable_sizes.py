@@ -212,6 +212,16 @@ def test_ops_without_a_variable_form_read_the_bound_values():
     _close(zyx.where(y > 0, y, 0.0), np.where(yn > 0, yn, 0))
 
 
+def test_gradients_flow_through_a_variable_slice_by_value():
+    w = zyx.tensor(XN, requires_grad=True)
+    (w[:T.bind(3)] * 2.0).sum().backward()
+    want = np.zeros_like(XN)
+    want[:3] = 2.0
+    np.testing.assert_allclose(w.grad.numpy(), want)
+    with pytest.raises(zyx.AutogradError, match="variable size"):
+        zyx.arange(T.bind(3), dtype=zyx.float32, requires_grad=True)
+
+
 def test_out_of_range_bind_and_in_place_writes():
     with pytest.raises(zyx.ShapeError, match="outside its range"):
         T.bind(11)

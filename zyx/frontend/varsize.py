@@ -29,6 +29,7 @@ from typing import Any
 
 from zyx import dtype as dtypes
 from zyx.errors import ShapeError
+from zyx.frontend.autograd import is_grad_enabled
 from zyx.frontend.tensor import Tensor
 from zyx.ir import variable
 from zyx.ir.variable import BoundVariable, Variable, VariableArg
@@ -169,6 +170,14 @@ class VarTensor(Tensor):
         raise ShapeError("in-place writes into a tensor of variable size are not supported "
                          "(expected a tensor of static size; take .contiguous() of a static slice)")
 
+    def requires_grad_(self, requires_grad: bool = True) -> VarTensor:
+        if requires_grad:
+            from zyx.errors import AutogradError
+
+            raise AutogradError("a tensor of variable size cannot require grad (expected a static tensor: "
+                                "slice a leaf that requires grad instead; that slice is taken by value)")
+        return self
+
     def _assign(self, value: Tensor) -> None:
         raise ShapeError("in-place writes into a tensor of variable size are not supported "
                          "(expected a tensor of static size)")
@@ -218,8 +227,10 @@ class VarTensor(Tensor):
 
 def make(phys: Tensor, vax: list | tuple) -> Tensor:
     """``phys`` as a tensor with the variable axes ``vax`` (a plain tensor when there are none)."""
-    if phys._ag is not None or all(v is None for v in vax):
+    if all(v is None for v in vax):
         return phys
+    if phys._ag is not None:  # the entry points send tensors that record gradients by value
+        raise ShapeError("internal: a variable-size result that records a gradient (expected the by-value path)")
     out = object.__new__(VarTensor)
     out._data = phys._data
     out._pview = phys._view
@@ -253,6 +264,11 @@ def _plain(a: Any) -> Any:
     if type(a) in (tuple, list):
         return type(a)(_plain(x) for x in a)
     return a
+
+
+def _grad(x: Any) -> bool:
+    """Whether ops on ``x`` record gradients (such uses go by value: no variable-size gradients)."""
+    return x._ag is not None and is_grad_enabled()
 
 
 def _tensor(x: Any) -> bool:
@@ -361,7 +377,9 @@ def narrow(x: Any, dim: int, start: Any, length: Any) -> Any:
     d = normalize_dim(dim, x.ndim)
     phys, vax = _parts(x)
     size = phys.shape[d]
-    if vax[d] is None:
+    if vax[d] is None and type(start) is not BV and type(length) is not BV and not _grad(x):
+        return make(Tensor.narrow(phys, d, start, length), vax)  # a static narrow of a static axis
+    if vax[d] is None and not _grad(x):
         s, n = VDim.of(start), VDim.of(length)
         if not s[0] and s[1] < 0:
             s = ((), s[1] + size, {})
@@ -399,6 +417,8 @@ def has_bound_slice(index: Any) -> bool:
 def getitem(x: Any, index: Any) -> Any:
     """``x[index]`` for a basic index (slices, ints, None, ``...``) on a tensor that has variable
     axes or is sliced by bound variables."""
+    if _grad(x):
+        return Tensor.__getitem__(concrete(x), _plain(index))
     items = list(index) if type(index) is tuple else [index]
     n_axes = sum(1 for i in items if i is not None and i is not Ellipsis)
     if sum(1 for i in items if i is Ellipsis) > 1 or n_axes > x.ndim:
@@ -450,7 +470,7 @@ def expand(x: Any, shape: tuple) -> Any:
     """``x.expand(*shape)`` where entries may be bound variables (a size-1 axis grows to a variable size)."""
     phys, vax = _parts(x)
     lead = len(shape) - phys.ndim
-    if lead < 0:
+    if lead < 0 or _grad(x):
         return Tensor.expand(concrete(x), *_plain(shape))
     target, out_vax = [], []
     for i, want in enumerate(shape):
@@ -486,7 +506,7 @@ def reshape(x: Any, shape: tuple) -> Any:
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])
     phys, vax = _parts(x)
-    if any(v is not None for v in vax[1:]) or vax[0] is None or not shape:
+    if any(v is not None for v in vax[1:]) or vax[0] is None or not shape or _grad(x):
         return Tensor.reshape(concrete(x), *_plain(shape))
     vd = vax[0]
     inner = math.prod(phys.shape[1:])
@@ -511,6 +531,8 @@ def pad(x: Any, pads: tuple, value: Any) -> Any:
 
     if len(pads) % 2 or len(pads) // 2 > x.ndim:
         raise ShapeError(f"pad: expected an even number of pad amounts for at most {x.ndim} dims, got {pads}")
+    if _grad(x):
+        return Tensor.pad(concrete(x), _plain(tuple(pads)), "constant", value)
     phys, vax = _parts(x)
     vax = list(vax)
     per_dim = [(0, 0)] * phys.ndim
