@@ -231,10 +231,25 @@ def test_out_of_range_bind_and_in_place_writes():
 
 
 def test_static_graphs_take_no_variable_argument():
-    """Only tensors sliced by a bound variable change path: a static slice stays a plain view."""
+    """Only tensors sliced by a bound variable change path: a static slice stays a plain view, and the
+    variable slice's kernels are the static ones plus the bound as a scalar argument."""
     y = X[:3]
     assert type(y) is zyx.Tensor and type(X.narrow(0, 1, 2)) is zyx.Tensor and type(zyx.arange(4)) is zyx.Tensor
     _close(y.sum(0), XN[:3].sum(0))
+    xi = zyx.tensor(np.arange(50).reshape(10, 5))
+    static = zyx.jit(lambda x: (x[:3] + 1).sum(0))
+    variable = zyx.jit(lambda x, t: (x[:t] + 1).sum(0))
+    _close(static(xi), (np.arange(50).reshape(10, 5)[:3] + 1).sum(0))
+    _close(variable(xi, T.bind(3)), (np.arange(50).reshape(10, 5)[:3] + 1).sum(0))
+
+    def scalars(fn):
+        plan = next(iter(fn.cache.values()))[0].plan
+        return [sum(isinstance(a, np.generic) for a in step[3]) for step in plan.steps], plan.variables
+    fixed, none = scalars(static)
+    counts, variables = scalars(variable)
+    assert none == set() and variables == {T}
+    assert len(counts) == len(fixed) and sum(counts) > sum(fixed)
+    assert all(c - f in (0, 1) for c, f in zip(counts, fixed))  # at most the bound, once per kernel
 
 
 # ------------------------------------------------------------------ zyx.jit
