@@ -156,6 +156,27 @@ def test_reductions_over_a_variable_axis():
     _flat_compiles(check, (1, 2, 5, 10))
 
 
+def test_reductions_keep_the_dtypes_pytorch_gives():
+    T1 = zyx.Variable("t1", 1, 10)
+    xi = (XN * 10).astype(np.int32)
+    Xi, Xh = zyx.tensor(xi), zyx.tensor(XN.astype(np.float16))
+    for t in (1, 6, 10):
+        b = T1.bind(t)
+        for got, want in ((Xi[:b].sum(0), xi[:t].sum(0, dtype=np.int64)), (Xi[:b].max(0), xi[:t].max(0)),
+                          (Xi[:b].argmin(0), xi[:t].argmin(0)), ((Xi[:b] > 0).all(0), (xi[:t] > 0).all(0)),
+                          (Xh[:b].sum(0), XN.astype(np.float16)[:t].sum(0, dtype=np.float32).astype(np.float16))):
+            assert got.dtype.numpy == want.dtype
+            np.testing.assert_allclose(got.numpy().astype(np.float64), want.astype(np.float64), rtol=2e-3)
+
+
+def test_tape_replays_a_variable_slice():
+    for t in (3, 8, 5):
+        with zyx.Tape(X) as tape:
+            y = tape.realize((X[:T.bind(t)] * 2.0).sum(0))
+        assert tape.replayed == (t != 3)
+        _close(y, 2 * XN[:t].sum(0), rtol=1e-5)
+
+
 def test_sum_of_an_empty_variable_size_and_max_that_may_be_empty():
     _close(X[:T.bind(0)].sum(0), np.zeros(5, np.float32))
     with pytest.raises(zyx.ShapeError, match="empty"):

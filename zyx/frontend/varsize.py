@@ -27,6 +27,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
+
 from zyx import dtype as dtypes
 from zyx.errors import ShapeError
 from zyx.frontend.autograd import is_grad_enabled
@@ -696,9 +698,10 @@ def where(cond: Any, a: Any, b: Any) -> Any:
 # ------------------------------------------------------------------ reductions
 
 def _fill(op: str, dt: Any) -> Any:
-    if op in ("sum", "mean", "logsumexp_sum"):
-        return 0
-    if op == "prod" or op == "all":
+    """The identity of reduce ``op`` in ``dt`` (a Python value of ``dt``'s kind: the dtype stays)."""
+    if op in ("sum", "mean"):
+        return False if dt.is_bool else 0
+    if op in ("prod", "all"):
         return True if dt.is_bool else 1
     if op == "any":
         return False
@@ -707,13 +710,8 @@ def _fill(op: str, dt: Any) -> Any:
         return big
     if dt.is_float:
         return math.inf if big else -math.inf
-    info = dtypes.int_range(dt) if hasattr(dtypes, "int_range") else None
-    if info is not None:
-        return info[1] if big else info[0]
-    bits = dt.itemsize * 8
-    unsigned = dt.name.startswith("uint")
-    lo, hi = (0, (1 << bits) - 1) if unsigned else (-(1 << (bits - 1)), (1 << (bits - 1)) - 1)
-    return hi if big else lo
+    info = np.iinfo(dt.numpy)
+    return int(info.max if big else info.min)
 
 
 def _reduce_dims(x: Any, dim: Any) -> tuple[int, ...]:
@@ -740,11 +738,8 @@ def reduction(name: str, x: Any, dim: Any = None, keepdim: bool = False, **kw: A
     if name == "mean" and not phys.dtype.is_float:
         return base(concrete(x), dim, keepdim, **kw)  # its error
     work = phys
-    op = "sum" if name == "mean" else ("logsumexp_sum" if name == "logsumexp" else name)
+    fill = _fill("max" if name == "logsumexp" else name, phys.dtype)  # logsumexp: exp(-inf) adds 0
     for d in var_dims:
-        fill = _fill(op, phys.dtype) if name != "logsumexp" else -math.inf
-        if name == "logsumexp" and not phys.dtype.is_float:
-            fill = _fill("max", phys.dtype)
         work = mask(work, d, vax[d], fill)
     if name == "mean":
         out = Tensor.sum(work, dim, keepdim)
