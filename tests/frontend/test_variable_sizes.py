@@ -215,6 +215,8 @@ def test_a_static_operand_of_the_bound_size_is_read_by_value():
     _close(y + z, XN[:4] + YN[:4])
     assert int(y.shape[0]) == 4 and len(y) == 4
     _close(zyx.cat([y, z]), np.concatenate([XN[:4], YN[:4]]))  # an op with no variable form
+    _close(zyx.zeros(y.shape) + y, XN[:4])  # a creation function reads a bound size as its value
+    _close(zyx.arange(y.shape[0]), np.arange(4))  # ... arange takes it as a variable size
 
 
 def test_ops_without_a_variable_form_read_the_bound_values():

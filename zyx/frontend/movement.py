@@ -261,7 +261,7 @@ class MovementMixin(TensorBase):
     def reshape(self, *shape: Any) -> Any:
         """The same values in another shape (one ``-1`` allowed); a view when strides allow."""
         try:
-            shape = infer_shape(shape_arg(shape), self.numel(), self.shape)
+            shape = infer_shape(shape_arg(shape, variables=True), self.numel(), self.shape)
         except ShapeError:
             if not _bound_in(shape):
                 raise
@@ -286,7 +286,7 @@ class MovementMixin(TensorBase):
     def expand(self, *shape: Any) -> Any:
         """Broadcast size-1 dims to ``shape`` (``-1`` keeps a dim) without copying."""
         try:
-            target = shape_arg(shape)
+            target = shape_arg(shape, variables=True)
         except ShapeError:
             if not _bound_in(shape):
                 raise

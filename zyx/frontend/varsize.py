@@ -220,7 +220,7 @@ class VarTensor(Tensor):
                 for var, _ in vd.terms:
                     _taint(var)
                 cut.append(slice(0, vd.value))
-        return arr[tuple(cut)]
+        return np.ascontiguousarray(arr[tuple(cut)])
 
     def phys(self) -> Tensor:
         """The data at the static extents (a plain tensor; elements past a size are unspecified)."""
