@@ -245,6 +245,19 @@ def test_gradients_flow_through_a_variable_slice_by_value():
         zyx.arange(T.bind(3), dtype=zyx.float32, requires_grad=True)
 
 
+def test_dropping_variable_size_tensors_frees_their_buffers():
+    import gc
+
+    zyx.synchronize()
+    gc.collect()
+    before = zyx.memory_stats()["live_buffers"]
+    y = X[:T.bind(6)].softmax(0) @ Y[:T.bind(6)].T
+    y.numpy()
+    del y
+    gc.collect()
+    assert zyx.memory_stats()["live_buffers"] == before
+
+
 def test_out_of_range_bind_and_in_place_writes():
     with pytest.raises(zyx.ShapeError, match="outside its range"):
         T.bind(11)

@@ -25,6 +25,7 @@ sizes (an input that requires grad takes that path too), in-place writes.
 from __future__ import annotations
 
 import math
+import weakref
 from typing import Any
 
 import numpy as np
@@ -279,21 +280,23 @@ def _tensor(x: Any) -> bool:
 
 # ------------------------------------------------------------------ masks and gathers
 
-_IOTAS: dict[tuple[int, int], Tensor] = {}  # (n, id(device)) -> realized arange(n): no upload per mask
-_IOTA_LIMIT = 256
+# (n, id(device)) -> the realized node of arange(n), while anything still reads it: the masks of one
+# graph share one upload, and nothing stays allocated once every tensor using it is gone
+_IOTAS: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 
 
 def _iota(n: int, axis: int, ndim: int, device: Any) -> Tensor:
-    """``arange(n)`` along ``axis`` of a rank-``ndim`` shape of ones (a cached buffer)."""
-    from zyx.frontend.creation import arange
+    """``arange(n)`` along ``axis`` of a rank-``ndim`` shape of ones."""
+    from zyx.frontend.creation import from_host
 
     key = (n, id(device))
-    got = _IOTAS.get(key)
-    if got is None or got._device is not device:
-        if len(_IOTAS) >= _IOTA_LIMIT:
-            _IOTAS.clear()
-        got = _IOTAS[key] = arange(n, device=device).realize()
-    return got.reshape(tuple(n if i == axis else 1 for i in range(ndim)))
+    node = _IOTAS.get(key)
+    if node is None or node.device is not device:
+        t = from_host(np.arange(n, dtype=np.int64), dtypes.int64, device)  # not pinned: its readers are not
+        _IOTAS[key] = t._data
+    else:
+        t = Tensor(node, View.contiguous((n,)), dtypes.int64, device)
+    return t.reshape(tuple(n if i == axis else 1 for i in range(ndim)))
 
 
 def _below(iota: Tensor, vd: VDim) -> Tensor:
@@ -322,9 +325,7 @@ def mask(x: Tensor, axis: int, vd: VDim, fill: Any) -> Tensor:
 
 def _shifted_index(n: int, start: tuple, size: int, device: Any) -> Tensor:
     """``arange(n) + start`` clamped to ``[0, size)`` (``start``: terms, const, values)."""
-    from zyx.frontend.creation import arange
-
-    idx = arange(n, device=device)
+    idx = _iota(n, 0, 1, device)
     if start[1]:
         idx = idx + start[1]
     for var, c in start[0]:
@@ -560,10 +561,7 @@ def pad(x: Any, pads: tuple, value: Any) -> Any:
         neg_lo = ((tuple((v, -c) for v, c in lo_e[0])), -lo_e[1], lo_e[2])
         src = _shifted_index(p_out, neg_lo, size, phys.device)
         got = phys.index_select(d, src)
-        shape_1 = tuple(p_out if i == d else 1 for i in range(phys.ndim))
-        from zyx.frontend.creation import arange
-
-        pos = arange(p_out, device=phys.device).reshape(shape_1)
+        pos = _iota(p_out, d, phys.ndim, phys.device).expand(got.shape)  # full shape: the test fuses
         start = VDim(lo_e[0], lo_e[1], p_out, lo_e[2])
         end = _add(lo_e, n_in)
         inside = (~_below(pos, start)) & _below(pos, VDim(end[0], end[1], p_out, end[2]))
