@@ -64,6 +64,9 @@ def test_slice_start_and_both_bounds_variable():
         s = min(t, 4)
         _close(X[S.bind(s):], XN[s:])
         _close(X[S.bind(s):T.bind(t)] + 1.0, XN[s:t] + 1)
+        _close(X[S.bind(s):T.bind(t)].sum(0), XN[s:t].sum(0), rtol=1e-5)  # a mask of two variables
+        _close(X[S.bind(s):T.bind(t)].mean(0), XN[s:t].mean(0) if t > s else np.full(5, np.nan, np.float32),
+               rtol=1e-5)  # empty: NaN, as PyTorch
         _close(X[2:T.bind(t)].sum(0), XN[2:t].sum(0))
         _close(X[-8:T.bind(t)], XN[-8:t])
     _flat_compiles(check)
@@ -164,7 +167,8 @@ def test_reductions_keep_the_dtypes_pytorch_gives():
         b = T1.bind(t)
         for got, want in ((Xi[:b].sum(0), xi[:t].sum(0, dtype=np.int64)), (Xi[:b].max(0), xi[:t].max(0)),
                           (Xi[:b].argmin(0), xi[:t].argmin(0)), ((Xi[:b] > 0).all(0), (xi[:t] > 0).all(0)),
-                          (Xh[:b].sum(0), XN.astype(np.float16)[:t].sum(0, dtype=np.float32).astype(np.float16))):
+                          (Xh[:b].sum(0), XN.astype(np.float16)[:t].sum(0, dtype=np.float32).astype(np.float16)),
+                          (Xh[:b].mean(0), XN.astype(np.float16)[:t].mean(0, dtype=np.float32).astype(np.float16))):
             assert got.dtype.numpy == want.dtype
             np.testing.assert_allclose(got.numpy().astype(np.float64), want.astype(np.float64), rtol=2e-3)
 

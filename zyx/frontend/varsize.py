@@ -42,22 +42,23 @@ BV = BoundVariable
 
 
 class _Lin:
-    """``c * value + k`` (clamped to ``[0, hi]`` when ``hi`` is given): a variable argument's function."""
+    """``c * value + k`` (clamped to ``[0, hi]`` when ``hi`` is given), times ``m``: a variable
+    argument's function."""
 
-    __slots__ = ("c", "k", "hi")
+    __slots__ = ("c", "k", "hi", "m")
 
-    def __init__(self, c: int, k: int = 0, hi: int | None = None) -> None:
-        self.c, self.k, self.hi = c, k, hi
+    def __init__(self, c: int, k: int = 0, hi: int | None = None, m: int = 1) -> None:
+        self.c, self.k, self.hi, self.m = c, k, hi, m
 
     def __call__(self, v: int) -> int:
         x = self.c * v + self.k
-        return x if self.hi is None else min(max(x, 0), self.hi)
+        return (x if self.hi is None else min(max(x, 0), self.hi)) * self.m
 
     def __eq__(self, o: object) -> bool:
-        return type(o) is _Lin and (o.c, o.k, o.hi) == (self.c, self.k, self.hi)
+        return type(o) is _Lin and (o.c, o.k, o.hi, o.m) == (self.c, self.k, self.hi, self.m)
 
     def __hash__(self) -> int:
-        return hash((self.c, self.k, self.hi))
+        return hash((self.c, self.k, self.hi, self.m))
 
 
 def _taint(var: Variable) -> None:
@@ -338,10 +339,6 @@ def _shifted_index(n: int, start: tuple, size: int, device: Any) -> Tensor:
 
 # ------------------------------------------------------------------ slicing
 
-def _static_axis(x: Any, d: int) -> bool:
-    return type(x) is not VarTensor or x._vax[d] is None
-
-
 def _slice_axis(x: Any, d: int, start: Any, stop: Any) -> Any:
     """``x`` sliced ``[start:stop]`` on its static axis ``d`` (Python semantics; ints, None or bound
     variables), or None when the bounds cannot make a variable size (the caller falls back)."""
@@ -404,17 +401,6 @@ class _EndExpr:
 
     def __init__(self, start: Any, length: Any) -> None:
         self.start, self.length = start, length
-
-
-def has_bound_slice(index: Any) -> bool:
-    """Whether a basic index holds a slice with a bound-variable start or stop."""
-    if type(index) is slice:
-        return type(index.start) is BV or type(index.stop) is BV
-    if type(index) is tuple:
-        for i in index:
-            if type(i) is slice and (type(i.start) is BV or type(i.stop) is BV):
-                return True
-    return False
 
 
 def getitem(x: Any, index: Any) -> Any:
@@ -740,16 +726,18 @@ def reduction(name: str, x: Any, dim: Any = None, keepdim: bool = False, **kw: A
     for d in var_dims:
         work = mask(work, d, vax[d], fill)
     if name == "mean":
-        out = Tensor.sum(work, dim, keepdim)
+        wide = dtypes.float32 if phys.dtype.itemsize < 4 else phys.dtype  # one rounding, as PyTorch
+        out = Tensor.sum(work, dim, keepdim, dtype=wide)
         static = math.prod(phys.shape[d] for d in dims if vax[d] is None)
-        for d in var_dims:
-            vd = vax[d]
-            if len(vd.terms) == 1:
-                var, c = vd.terms[0]
-                out = out / VariableArg(BV(vd.values[var], var), _Lin(c, vd.const, vd.phys))
-            else:
-                out = out / _count(phys, d, vd)
-        out = (out / static if static != 1 else out).cast(phys.dtype)
+        if len(var_dims) == 1 and len(vax[var_dims[0]].terms) == 1:  # one division by the count, as PyTorch
+            vd = vax[var_dims[0]]
+            var, c = vd.terms[0]
+            out = out / VariableArg(BV(vd.values[var], var), _Lin(c, vd.const, vd.phys, static))
+        else:
+            for d in var_dims:
+                out = out / _count(phys, d, vax[d])
+            out = out / static if static != 1 else out
+        out = out.cast(phys.dtype)
     else:
         out = base(work, dim, keepdim, **kw)
     out_vax = [None if d in dims else v for d, v in enumerate(vax)] if keepdim else \
