@@ -313,3 +313,19 @@ def test_jit_replays_one_plan_for_every_value():
         _close(ks, XN[:t] * 2)
     assert plan_stats["captures"] - c0 == 1
     assert _compiles() == compiles, "a new bound value compiled a kernel"
+
+
+def test_module_functions_with_a_variable_form():
+    import zyx.nn.functional as F
+
+    q = zyx.tensor(RNG.standard_normal((2, 3, 5)).astype(np.float32))
+    qn = q.numpy()
+    def check(t):
+        b = T.bind(t)
+        k, v = X[:b].expand(2, b, 5), Y[:b].expand(2, b, 5)
+        got = F.scaled_dot_product_attention(q, k, v)
+        want = _softmax(qn @ XN[:t].T / np.sqrt(5), -1) @ YN[:t] if t else np.zeros((2, 3, 5), np.float32)
+        _close(got, want, rtol=1e-4, atol=1e-5)
+        _close(zyx.where(X[:b] > 0, X[:b], 0.0), np.where(XN[:t] > 0, XN[:t], 0))
+        _close(F.log_softmax(X[:b], 0), np.log(_softmax(XN[:t], 0)) if t else XN[:0], rtol=1e-5, atol=1e-5)
+    _flat_compiles(check)

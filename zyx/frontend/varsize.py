@@ -33,6 +33,7 @@ import numpy as np
 from zyx import dtype as dtypes
 from zyx.errors import ShapeError
 from zyx.frontend.autograd import is_grad_enabled
+from zyx.frontend.base import VARSIZE
 from zyx.frontend.tensor import Tensor
 from zyx.ir import variable
 from zyx.ir.variable import BoundVariable, Variable, VariableArg
@@ -227,6 +228,9 @@ class VarTensor(Tensor):
     def phys(self) -> Tensor:
         """The data at the static extents (a plain tensor; elements past a size are unspecified)."""
         return Tensor(self._data, self._pview, self._dtype, self._device)
+
+
+VARSIZE.add(VarTensor)
 
 
 def make(phys: Tensor, vax: list | tuple) -> Tensor:
@@ -769,7 +773,7 @@ def softmax(name: str, x: Any, dim: int = -1) -> Any:
     return make(out, vax)
 
 
-def _matmul(a: Any, b: Any) -> Any:
+def matmul(a: Any, b: Any) -> Any:
     """``a @ b`` where either has variable axes; a variable contraction length masks both operands
     with 0 along it (the attention case ``softmax(q @ k[:t].T) @ v[:t]``)."""
     from zyx.frontend.reduce import matmul as _mm
@@ -890,7 +894,7 @@ _MOVES = {
         pad(x, tuple(pads), 0 if value is None else value) if mode == "constant" and not isinstance(mode, float)
         else Tensor.pad(concrete(x), _plain(pads), mode, value)),
     "__getitem__": getitem,
-    "matmul": _matmul, "__matmul__": _matmul, "__rmatmul__": lambda x, o: _matmul(o, x),
+    "matmul": matmul, "__matmul__": matmul, "__rmatmul__": lambda x, o: matmul(o, x),
 }
 for _n in _MOVES:
     setattr(VarTensor, _n, _movement(_n))
