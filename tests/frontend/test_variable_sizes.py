@@ -262,6 +262,15 @@ def test_dropping_variable_size_tensors_frees_their_buffers():
     assert zyx.memory_stats()["live_buffers"] == before
 
 
+def test_a_huge_range_goes_by_value_instead_of_allocating_it():
+    step = zyx.Variable("step", 0, 1 << 40)
+    y = zyx.arange(step.bind(5))
+    assert type(y) is zyx.Tensor and y.shape == (5,)
+    _close(y, np.arange(5))
+    _close(zyx.ones(1, 3).expand(step.bind(2), 3), np.ones((2, 3), np.float32))
+    _close(X.pad((0, step.bind(2))), np.pad(XN, ((0, 0), (0, 2))))
+
+
 def test_out_of_range_bind_and_in_place_writes():
     with pytest.raises(zyx.ShapeError, match="outside its range"):
         T.bind(11)

@@ -274,6 +274,17 @@ def _plain(a: Any) -> Any:
     return a
 
 
+#: a variable size is computed at its largest extent only while that costs at most this many times
+#: the elements of the bound size (or this many elements): a variable with a huge ``max`` (a step
+#: counter) used as a size goes by value instead of allocating for its whole range
+WASTE, SMALL = 16, 1 << 20
+
+
+def _too_big(phys_shape: tuple, logical: int) -> bool:
+    n = math.prod(phys_shape)
+    return n > SMALL and n > WASTE * max(logical, 1)
+
+
 def _grad(x: Any) -> bool:
     """Whether ops on ``x`` record gradients (such uses go by value: no variable-size gradients)."""
     return x._ag is not None and is_grad_enabled()
@@ -477,7 +488,8 @@ def expand(x: Any, shape: tuple) -> Any:
                     return Tensor.expand(concrete(x), *_plain(shape))
                 target.append(have)
                 out_vax.append(cur)
-            elif have == 1 and want.variable.min >= 0:
+            elif have == 1 and want.variable.min >= 0 and not _too_big((vd.phys, *phys.shape), max(vd.value, 1) *
+                                                                           phys.numel()):
                 target.append(vd.phys)
                 out_vax.append(vd)
             else:
@@ -544,9 +556,10 @@ def pad(x: Any, pads: tuple, value: Any) -> Any:
         size = phys.shape[d]
         n_in = ((cur.terms, cur.const, cur.values) if cur is not None else ((), size, {}))
         total = _add(_add(n_in, lo_e), hi_e)
-        p_out = _lo_hi(total)[1]
-        if cur is not None:
-            p_out = max(p_out, 0)
+        p_out = max(_lo_hi(total)[1], 0)
+        rows = phys.numel() // max(size, 1)
+        if _too_big((p_out * rows,), VDim(total[0], total[1], p_out, total[2]).value * rows):
+            return Tensor.pad(concrete(x), _plain(tuple(pads)), "constant", value)
         # out[i] = x[i - lo] where 0 <= i - lo < n_in, else value
         neg_lo = ((tuple((v, -c) for v, c in lo_e[0])), -lo_e[1], lo_e[2])
         src = _shifted_index(p_out, neg_lo, size, phys.device)
@@ -570,7 +583,7 @@ def arange(start: Any, stop: Any, step: Any, dtype: Any, device: Any) -> Any:
     n = _add(e, s, -1)
     lo, hi = _lo_hi(n)
     float_args = any(isinstance(a, float) for a in (start, stop, step))
-    if step != 1 or float_args or lo < 0:
+    if step != 1 or float_args or lo < 0 or _too_big((hi,), VDim(n[0], n[1], hi, n[2]).value):
         return _arange(concrete_int(start), concrete_int(stop), step, dtype=dtype, device=device)
     base = _arange(hi, dtype=dtype, device=device)
     if s[0] or s[1]:
