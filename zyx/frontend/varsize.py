@@ -13,14 +13,20 @@ specialized on static shapes only. The variable reaches kernels as a scalar argu
 
 So one compile serves every value in the variable's range, and a ``zyx.jit`` plan replays with
 new values (the masks and gathers take the variable as a run-time argument). Element ``i < size``
-of a variable axis is physical element ``i``; elements past it are never part of a result.
+of a variable axis is physical element ``i``; elements past it are never part of a result. The
+work is done at the static extent, whatever the value. ``VarTensor`` overrides the methods that
+have a variable form; ``zyx.where``, ``softmax``/``log_softmax`` and ``matmul`` as functions hand
+it over through ``frontend.base.VARSIZE``; a static tensor enters through ``narrow``, slicing,
+``expand``/``reshape``, ``pad`` and ``arange`` when an argument is a ``BoundVariable``.
 
 Any use this module does not cover (an op without a variable form, a read of the shape as an
 int, an operand whose static size equals the bound value, ``contiguous()``/``clone()``, which code
 follows with raw buffer access) reads the tensor at its bound values:
 the read is reported as a taint (``ir.variable.taint_hook``), so a capture keys its plan by the
-value and stays correct, it only compiles per value. Not covered: autograd through variable
-sizes (an input that requires grad takes that path too), in-place writes.
+value and stays correct, it only compiles per value. So do a possibly-empty max/min/argmax (an
+error by value, as PyTorch) and a variable whose range is far larger than its value (``_too_big``).
+Not covered: autograd through variable sizes (an input that requires grad goes by value),
+in-place writes into a variable size (they raise).
 """
 from __future__ import annotations
 
