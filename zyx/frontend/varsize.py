@@ -39,13 +39,15 @@ import numpy as np
 from zyx import dtype as dtypes
 from zyx.errors import ShapeError
 from zyx.frontend.autograd import is_grad_enabled
-from zyx.frontend.base import VARSIZE
-from zyx.frontend.tensor import Tensor
+from zyx.frontend.base import VARSIZE, tensor_class
 from zyx.ir import variable
 from zyx.ir.variable import BoundVariable, Variable, VariableArg
 from zyx.ir.view import View, normalize_dim
 
 BV = BoundVariable
+# the concrete tensor class (this module is imported after it is defined: the ``zyx`` package
+# imports ``frontend.tensor`` first, and frontend code imports this module inside functions)
+Tensor: Any = tensor_class()
 
 
 class _Lin:
