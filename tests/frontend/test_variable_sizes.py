@@ -338,3 +338,18 @@ def test_module_functions_with_a_variable_form():
         _close(zyx.where(X[:b] > 0, X[:b], 0.0), np.where(XN[:t] > 0, XN[:t], 0))
         _close(F.log_softmax(X[:b], 0), np.log(_softmax(XN[:t], 0)) if t else XN[:0], rtol=1e-5, atol=1e-5)
     _flat_compiles(check)
+
+
+def test_jit_results_of_variable_size_views_gathers_and_aranges():
+    views = zyx.jit(lambda x, t: x[:t])
+    gathers = zyx.jit(lambda x, s, t: x[s:t].exp())
+    aranges = zyx.jit(lambda x, t: zyx.arange(t).reshape(t, 1) * x[:t])
+    c0 = plan_stats["captures"]
+    for t in (3, 7, 0, 10, 5):
+        s = min(t, 4)
+        a = views(X, T.bind(t))
+        assert a.shape == (t, 5)
+        _close(a, XN[:t])
+        _close(gathers(X, S.bind(s), T.bind(t)), np.exp(XN[s:t]), rtol=1e-6)
+        _close(aranges(X, T.bind(t)), np.arange(t)[:, None] * XN[:t], rtol=1e-6)
+    assert plan_stats["captures"] - c0 == 3
