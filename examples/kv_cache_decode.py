@@ -3,8 +3,9 @@
 A small decoder-only transformer (random weights: the point is the runtime, not the text)
 generates TOKENS tokens one at a time. Each step writes the new token's keys and values into
 a ring of WINDOW rows per layer with ``zyx.write_slice_rotating`` at the position ``p`` (a
-bound ``zyx.Variable``), and attends over the first ``t`` ring slots (another Variable: the
-slots written so far, all of them once the ring has wrapped). The next token is the argmax of
+bound ``zyx.Variable``), and attends over ``k[:t]``, the first ``t`` ring slots (another Variable:
+the slots written so far, all of them once the ring has wrapped; a variable size, so one kernel
+serves every ``t``). The next token is the argmax of
 the logits, on the device: nothing is read back until the end.
 
 ``zyx.jit`` captures the step once and then replays its launches with the new variable values:
@@ -61,17 +62,16 @@ class Decoder:
         """The next token after ``token`` (int64 (1,)) written at ring position ``pos``, attending
         over ring slots ``[0, n)``."""
         x = F.embedding(token, self.embed)  # (1, DIM)
-        slots = zyx.arange(WINDOW).reshape(WINDOW, 1)
         for layer, kc, vc in zip(self.layers, self.k, self.v):
             h = F.rms_norm(x, (DIM,))
             qkv = (h @ layer["qkv"]).reshape(3, HEADS, HEAD_DIM)
             q, k, v = qkv[0], qkv[1], qkv[2]
             zyx.write_slice_rotating(kc, k.reshape(1, HEADS, HEAD_DIM), 0, pos)
             zyx.write_slice_rotating(vc, v.reshape(1, HEADS, HEAD_DIM), 0, pos)
-            scores = (kc * q).sum(-1) * (1.0 / math.sqrt(HEAD_DIM))  # (WINDOW, HEADS)
-            scores = zyx.where(slots < n, scores, float("-inf"))
-            attn = scores.softmax(0).reshape(WINDOW, HEADS, 1)
-            x = x + (attn * vc).sum(0).reshape(1, DIM) @ layer["out"]
+            # the first n slots: a variable size (n is a bound Variable), one kernel for every n
+            scores = (kc[:n] * q).sum(-1) * (1.0 / math.sqrt(HEAD_DIM))  # (n, HEADS)
+            attn = scores.softmax(0).reshape(n, HEADS, 1)
+            x = x + (attn * vc[:n]).sum(0).reshape(1, DIM) @ layer["out"]
             x = x + F.gelu(F.rms_norm(x, (DIM,)) @ layer["up"]) @ layer["down"]
         return (F.rms_norm(x, (DIM,)) @ self.head).argmax(-1)
 

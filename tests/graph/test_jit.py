@@ -319,9 +319,9 @@ def test_variables_are_run_time_arguments():
 
 
 def test_a_variable_used_as_a_size_keys_the_plan_by_its_value():
-    """Python code that reads a bound value (here as a slice bound) gets a plan per value."""
+    """Python code that reads a bound value (here int() of it as a slice bound) gets a plan per value."""
     t = zyx.Variable("t", 0, 10)
-    jf = zyx.jit(lambda x, n: x[:n].sum(0))
+    jf = zyx.jit(lambda x, n: x[:int(n)].sum(0))
     x = _t(10, 3)
     c0 = plan_stats["captures"]
     for n in (3, 5, 3, 5, 7):

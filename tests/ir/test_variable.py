@@ -55,6 +55,18 @@ def test_python_reads_are_reported_and_values_behave_as_ints():
     assert isinstance(b, BoundVariable) and not isinstance(b, int)
 
 
+def test_two_bound_variables_compare_by_value_and_both_are_reported():
+    t, u = Variable("t", 0, 100), Variable("u", 0, 100)
+    seen = []
+    old, variable.taint_hook = variable.taint_hook, seen.append
+    try:
+        assert t.bind(3) == t.bind(3) and t.bind(3) != u.bind(4) and t.bind(3) < u.bind(4)
+        assert (5, t.bind(3)) == (5, t.bind(3)) and t.bind(3) + u.bind(4) == 7
+        assert t in seen and u in seen
+    finally:
+        variable.taint_hook = old
+
+
 def test_variable_args_recompute_from_the_binding():
     t = Variable("t", 0, 100)
     a = VariableArg(t.bind(13))

@@ -10,15 +10,21 @@ import numpy as np
 from zyx import graph
 from zyx.errors import ShapeError
 from zyx.frontend.base import TensorBase
+from zyx.ir.variable import BoundVariable
 
 
-def shape_arg(shape: Sequence[Any], what: str = "shape") -> tuple[int, ...]:
-    """``f(2, 3)`` and ``f((2, 3))`` both give ``(2, 3)``; sizes must be ints."""
+def shape_arg(shape: Sequence[Any], what: str = "shape", variables: bool = False) -> tuple[int, ...]:
+    """``f(2, 3)`` and ``f((2, 3))`` both give ``(2, 3)``; sizes must be ints. A bound ``zyx.Variable``
+    is read as its value (a reported read: a capture keys its plan by it), or, with ``variables``
+    (ops that take it as a variable size), raises ``ShapeError`` for the caller to take that path."""
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])
     out = []
     for s in shape:
         if isinstance(s, bool) or not isinstance(s, (int, np.integer)):
+            if type(s) is BoundVariable and not variables:
+                out.append(int(s))
+                continue
             raise ShapeError(f"{what} entries must be ints, got {s!r} in {tuple(shape)}")
         out.append(int(s))
     return tuple(out)

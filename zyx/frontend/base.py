@@ -23,6 +23,11 @@ class TensorBase:
             TensorBase._concrete = cls
 
 
+#: tensor classes of variable size (``frontend.varsize``): module functions that have a variable form
+#: (``where``, ``softmax``, ``matmul``) hand such operands to it; a set lookup keeps that test cheap
+VARSIZE: set[type] = set()
+
+
 def tensor_class() -> Any:
     """The concrete tensor class (``zyx.frontend.tensor`` must have been imported)."""
     cls = TensorBase._concrete

@@ -22,7 +22,7 @@ from zyx.errors import DivisionByZeroError, DTypeError, IntegerArithmeticError, 
 from zyx.frontend import traced_scalar
 from zyx.frontend.args import device_of
 from zyx.frontend.autograd import is_grad_enabled, needs_grad, no_grad
-from zyx.frontend.base import TensorBase, tensor_class
+from zyx.frontend.base import VARSIZE, TensorBase, tensor_class
 from zyx.frontend.traced_scalar import FloatArg, IntArg, TracedScalar
 from zyx.ir.variable import BoundVariable, VariableArg
 from zyx.ir.view import View
@@ -343,6 +343,10 @@ def _check_int_scalar(op: str, b: Any) -> None:
 
 def where(cond: Any, a: Any, b: Any):
     """``a`` where ``cond`` else ``b`` (broadcast; a/b promoted together)."""
+    if type(cond) in VARSIZE or type(a) in VARSIZE or type(b) in VARSIZE:  # a variable size (frontend.varsize)
+        from zyx.frontend import varsize
+
+        return varsize.where(cond, a, b)
     Tensor = _tensor_cls()
     if not isinstance(cond, Tensor) or not cond.dtype.is_bool:
         got = cond.dtype.name if isinstance(cond, Tensor) else type(cond).__name__

@@ -20,7 +20,23 @@ from zyx.frontend.autograd import is_grad_enabled
 from zyx.frontend.base import TensorBase
 from zyx.frontend.elementwise import from_node, scalar_value
 from zyx.frontend.padding import MODES, pad_mode
+from zyx.ir.variable import BoundVariable
 from zyx.ir.view import View, normalize_dim
+
+
+def _bound_in(shape: Sequence[Any]) -> bool:
+    """Whether a shape argument holds a bound ``zyx.Variable`` (``frontend.varsize`` takes it)."""
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = shape[0]
+    return any(type(s) is BoundVariable for s in shape)
+
+
+def _bound_slice(index: Any) -> bool:
+    """Whether a basic index slices by a bound ``zyx.Variable``."""
+    if type(index) is slice:
+        return type(index.start) is BoundVariable or type(index.stop) is BoundVariable
+    return any(type(i) is slice and (type(i.start) is BoundVariable or type(i.stop) is BoundVariable)
+               for i in index)
 
 
 def pad(x: Any, pads: Sequence[int], mode: Any = "constant", value: Any = None):
@@ -35,6 +51,10 @@ def pad(x: Any, pads: Sequence[int], mode: Any = "constant", value: Any = None):
     if mode != "constant" and value not in (None, 0):
         raise ShapeError(f"pad: a padding value {value!r} only applies to mode 'constant', not {mode!r}")
     value = 0 if value is None else value
+    if mode == "constant" and any(type(p) is BoundVariable for p in pads):
+        from zyx.frontend import varsize  # a bound zyx.Variable as an amount: one kernel for its range
+
+        return varsize.pad(x, tuple(pads), value)
     pads = tuple(int(p) for p in pads)
     if len(pads) % 2 or len(pads) // 2 > x.ndim:
         raise ShapeError(f"pad: expected an even number of pad amounts for at most {x.ndim} dims, got {pads}")
@@ -240,7 +260,14 @@ class MovementMixin(TensorBase):
 
     def reshape(self, *shape: Any) -> Any:
         """The same values in another shape (one ``-1`` allowed); a view when strides allow."""
-        shape = infer_shape(shape_arg(shape), self.numel(), self.shape)
+        try:
+            shape = infer_shape(shape_arg(shape, variables=True), self.numel(), self.shape)
+        except ShapeError:
+            if not _bound_in(shape):
+                raise
+            from zyx.frontend import varsize  # a bound zyx.Variable as a size
+
+            return varsize.reshape(self, shape)
         view = self._view.reshape(shape)
         if view is not None:
             out = self._with_view(view)
@@ -258,7 +285,16 @@ class MovementMixin(TensorBase):
 
     def expand(self, *shape: Any) -> Any:
         """Broadcast size-1 dims to ``shape`` (``-1`` keeps a dim) without copying."""
-        out = self._with_view(self._view.expand(shape_arg(shape)))
+        try:
+            target = shape_arg(shape, variables=True)
+        except ShapeError:
+            if not _bound_in(shape):
+                raise
+            from zyx.frontend import varsize  # a bound zyx.Variable as a size
+
+            return varsize.expand(self, tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list))
+                                  else shape)
+        out = self._with_view(self._view.expand(target))
         if self._ag is None:
             return out
         from zyx.frontend.gradients import unbroadcast
@@ -326,6 +362,10 @@ class MovementMixin(TensorBase):
 
     def narrow(self, dim: int, start: int, length: int) -> Any:
         """Elements ``start .. start+length`` of ``dim`` (a view)."""
+        if type(start) is BoundVariable or type(length) is BoundVariable:
+            from zyx.frontend import varsize  # a bound zyx.Variable: one kernel for its range
+
+            return varsize.narrow(self, dim, start, length)
         d = normalize_dim(dim, self.ndim)
         size = self.shape[d]
         if start < 0:
@@ -361,6 +401,10 @@ class MovementMixin(TensorBase):
         return self._recorded(out, "unfold", lambda g: _unfold_backward(g, d, length, size, step))
 
     def __getitem__(self, index: Any) -> Any:
+        if (type(index) is slice or type(index) is tuple) and _bound_slice(index):
+            from zyx.frontend import varsize  # x[:t] with a bound zyx.Variable: one kernel for its range
+
+            return varsize.getitem(self, index)
         out = self._with_view(basic_index(self._view, index))
         if self._ag is None:
             return out

@@ -17,7 +17,7 @@ from zyx import graph
 from zyx.dtype import DType
 from zyx.errors import DTypeError, ShapeError
 from zyx.frontend.autograd import is_grad_enabled, needs_grad, no_grad
-from zyx.frontend.base import TensorBase
+from zyx.frontend.base import VARSIZE, TensorBase
 from zyx.frontend.elementwise import binary, broadcast_shapes, from_node, unary, where
 from zyx.ir.view import normalize_dim
 from zyx.op import Op
@@ -218,6 +218,10 @@ TRANSPOSED_MIN = 1 << 25
 
 def matmul(a: Any, b: Any):
     """Batched, broadcasting matrix product: one fused multiply-reduce kernel."""
+    if type(a) in VARSIZE or type(b) in VARSIZE:  # a variable size (frontend.varsize): its masked form
+        from zyx.frontend import varsize
+
+        return varsize.matmul(a, b)
     if not isinstance(a, TensorBase) or not isinstance(b, TensorBase):
         raise DTypeError("matmul expects two tensors")
     if a.ndim == 0 or b.ndim == 0:

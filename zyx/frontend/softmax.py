@@ -8,7 +8,7 @@ from typing import Any
 
 from zyx import dtype as dtypes
 from zyx.frontend import reduce as R
-from zyx.frontend.base import TensorBase
+from zyx.frontend.base import VARSIZE, TensorBase
 from zyx.frontend.elementwise import unary
 from zyx.ir.view import normalize_dim
 from zyx.op import Op
@@ -25,6 +25,8 @@ def float_work(x: Any):
 
 def softmax(x: Any, dim: int = -1):
     """``exp(x - max) * (1 / sum(exp(x - max)))`` along ``dim`` (one reciprocal per row, as PyTorch does)."""
+    if type(x) in VARSIZE:  # a variable size (frontend.varsize): its masked form
+        return x.softmax(dim)
     w, out_dt = float_work(x)
     if w.ndim == 0:
         return (w - w + 1.0).cast(out_dt)
@@ -38,6 +40,8 @@ def softmax(x: Any, dim: int = -1):
 
 def log_softmax(x: Any, dim: int = -1):
     """``x - max - log(sum(exp(x - max)))`` along ``dim``."""
+    if type(x) in VARSIZE:
+        return x.log_softmax(dim)
     w, out_dt = float_work(x)
     if w.ndim == 0:
         return (w - w).cast(out_dt)

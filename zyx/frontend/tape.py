@@ -281,7 +281,7 @@ class _Jitted:
                     if old.buffer is not None and id(old.buffer.cl) not in j.allocs]
         inputs = leaf_bufs + [old.buffer for _, old, _ in implicit]
         results = [t._data.buffer for t in tensors]
-        e.out_specs = [(t._view, t._dtype, t._device) for t in tensors]
+        e.out_specs = [(_view_spec(t), t._dtype, t._device) for t in tensors]
         for i in changed:
             e.rebinds.append((i, len(results), leaves[i]._view))
             results.append(leaves[i]._data.buffer)
@@ -398,7 +398,9 @@ def _replay_plan(e: _Entry, leaves: list, bindings: dict) -> Any:
     plan_stats["replays"] += 1
     cls = _tensor_type
     from_buffer = graph.from_buffer
-    outs = [cls(from_buffer(bufs[i], dt, dev), view, dt, dev) for i, (view, dt, dev) in enumerate(e.out_specs)]
+    outs = [cls(from_buffer(bufs[i], dt, dev), view, dt, dev) if type(view) is not tuple else
+            _variable_sized(from_buffer(bufs[i], dt, dev), view, dt, dev, bindings)
+            for i, (view, dt, dev) in enumerate(e.out_specs)]
     for target, ri, view in e.rebinds:
         t = leaves[target] if type(target) is int else target()
         if t is not None:
@@ -407,6 +409,22 @@ def _replay_plan(e: _Entry, leaves: list, bindings: dict) -> Any:
             t._data.version = old.version + 1
             t._view = view
     return _rebuild(e.out_tree, outs)
+
+
+def _view_spec(t: Any) -> Any:
+    """A result's view; for a tensor of variable size (``frontend.varsize``) its static view and
+    variable axes, without reading the bound values (a replay binds the call's values)."""
+    if type(t) is _tensor_type:
+        return t._view
+    from zyx.frontend import varsize
+
+    return varsize.bind_spec(t) if type(t) is varsize.VarTensor else t._view
+
+
+def _variable_sized(data: Any, spec: tuple, dtype: Any, device: Any, bindings: dict) -> Any:
+    from zyx.frontend import varsize
+
+    return varsize.rebuild(data, spec, dtype, device, bindings)
 
 
 def _holders(buffers: list) -> list[list[tuple[weakref.ref, Any]]]:

@@ -63,6 +63,10 @@ def _tainting(name: str) -> Callable:
         hook = taint_hook
         if hook is not None:
             hook(self.variable)
+        if args and type(args[0]) is BoundVariable:  # two bound variables: their values (both read)
+            if hook is not None:
+                hook(args[0].variable)
+            args = (args[0]._value, *args[1:])
         return base(self._value, *args)
 
     method.__name__ = name
