@@ -402,7 +402,7 @@ def test_gradients_of_writes():
         xz[[0]] = 1.0  # a leaf that requires grad is not written in place
 
 
-@pytest.mark.parametrize("method", ["atomic", "partition", "owner", "private"])
+@pytest.mark.parametrize("method", ["atomic", "partition", "owner", "private", "sorted"])
 def test_every_scatter_kernel_matches_torch(method, monkeypatch):
     import zyx.codegen.scatter as kernels
 
