@@ -1,7 +1,11 @@
 <%doc>
 logcumsumexp: log(cumsum(exp(x))) along one axis without overflow (the scan of scan.mako
 with log-add-exp), folded in `acc` (float for float32/float16/bfloat16, double for
-float64) and rounded once to the dtype on store.
+float64) and rounded once to the dtype on store. Each work-item folds its own run of
+elements as a running max m and a sum s of exp(x - m) (worth m + log(s)): one exp an element,
+the dependency chain only a compare, a select and a multiply-add, and the log (through log2 for
+float) off the chain, once per stored value; a scalar log-add-exp chain (exp, log, divide per
+element, each waiting on the last) made a 1M-element row ~4x slower than PyTorch on PoCL.
 </%doc>\
 <%!
     indexed = False
@@ -14,6 +18,27 @@ float64) and rounded once to the dtype on store.
 
     def better(p, a, b):
         raise NotImplementedError("logcumsumexp carries no index")
+
+    run_fold = True
+
+    def fold_init(p, m, s, start):
+        # the value start = m + log(1); -inf (nothing folded yet) and NaN carry through the fold
+        return f"{m} = {start}; {s} = 1;"
+
+    def fold_step(p, m, s, x):
+        # a larger x rescales the sum to its own max (exp(-inf) = 0 from the empty start); an equal
+        # one adds 1 (exp(inf - inf) would be NaN: PyTorch gives that infinity); a NaN x makes s NaN
+        a = p["acc"]
+        one = "1.0f" if a == "float" else "1.0"
+        return (f"{{ const int zyx_up = {x} > {m}; "
+                f"const {a} zyx_e = {x} == {m} ? {one} : exp(zyx_up ? {m} - {x} : {x} - {m}); "
+                f"{s} = zyx_up ? {s} * zyx_e + {one} : {s} + zyx_e; {m} = zyx_up ? {x} : {m}; }}")
+
+    def fold_value(p, m, s):
+        # s >= 1 once an element is folded: log2 (PoCL's float log measured ~5x slower) times ln 2
+        if p["acc"] == "float":
+            return f"({m} + log2({s}) * 0.693147180559945309f)"
+        return f"({m} + log({s}))"
 %>\
 <%inherit file="/contracts/scan.mako"/>\
 <%def name="helpers()">\
