@@ -81,6 +81,14 @@ def test_strided_destination_negative_indices_and_index_put(sorted_scatter):
     a[zyx.tensor(cols), 1:4] = zyx.tensor(v0[:, None, :3].copy())  # rows 2, 2: the last one written wins
     b[torch.from_numpy(cols), 1:4] = torch.from_numpy(v0[:, None, :3].copy())
     _same(a, b)
+    # a scalar value, in place (the guarded kernels, every index good), rank 0
+    _same(a.scatter(1, zyx.tensor(cols[:4]), 2.5), b.scatter(1, torch.from_numpy(cols[:4]), 2.5))
+    r4 = np.array([-1, 0, 3, 3, 1])
+    a.index_put_((zyx.tensor(r4),), zyx.tensor(v0[:, :1].copy()), accumulate=True)
+    b.index_put_((torch.from_numpy(r4),), torch.from_numpy(v0[:, :1].copy()), accumulate=True)
+    _same(a, b)
+    r0 = zyx.tensor(np.float32(1.5)).scatter_add(0, zyx.tensor(np.int64(0)), zyx.tensor(np.float32(2.0)))
+    assert r0.item() == 3.5
 
 
 def test_bad_index_raises_and_writes_nothing(sorted_scatter):
