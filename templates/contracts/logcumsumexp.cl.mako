@@ -34,6 +34,31 @@ element, each waiting on the last) made a 1M-element row ~4x slower than PyTorch
                 f"const {a} zyx_e = {x} == {m} ? {one} : exp(zyx_up ? {m} - {x} : {x} - {m}); "
                 f"{s} = zyx_up ? {s} * zyx_e + {one} : {s} + zyx_e; {m} = zyx_up ? {x} : {m}; }}")
 
+    def fold_run(p, xs, cnt, items, m, s, ws, keep):
+        # three passes over the run: the running max before each element (a compare-select chain),
+        # each element's exp(-|x - m|) 16 at a time, then the scaled-sum chain (multiply-adds);
+        # the same values as fold_step, element by element
+        a = p["acc"]
+        one = "1.0f" if a == "float" else "1.0"
+        store = f" {keep[0]}[zyx_k] = {m}; {keep[1]}[zyx_k] = {s};" if keep else ""
+        return f"""{{
+        {a} zyx_mm = {m};
+        for (int zyx_k = 0; zyx_k < {cnt}; ++zyx_k) {{
+            {ws}[zyx_k] = zyx_mm;
+            zyx_mm = {xs}[zyx_k] > zyx_mm ? {xs}[zyx_k] : zyx_mm;
+        }}
+        for (int zyx_k0 = 0; zyx_k0 < {cnt}; zyx_k0 += 16) {{
+            const {a}16 zyx_x16 = vload16(0, {xs} + zyx_k0), zyx_p16 = vload16(0, {ws} + zyx_k0);
+            vstore16(select(exp(-fabs(zyx_x16 - zyx_p16)), ({a}16)({one}), zyx_x16 == zyx_p16), 0, {ws} + zyx_k0);
+        }}
+        for (int zyx_k = 0; zyx_k < {cnt}; ++zyx_k) {{
+            const {a} zyx_e = {ws}[zyx_k];
+            const int zyx_up = {xs}[zyx_k] > {m};
+            {s} = zyx_up ? {s} * zyx_e + {one} : {s} + zyx_e;
+            {m} = zyx_up ? {xs}[zyx_k] : {m};{store}
+        }}
+    }}"""
+
     def fold_value(p, m, s):
         # s >= 1 once an element is folded: log2 (PoCL's float log measured ~5x slower) times ln 2
         if p["acc"] == "float":

@@ -10,7 +10,11 @@ and a def helpers() for any OpenCL functions those expressions call; `p` is the 
 render parameters below. A template may also set `run_fold = True` and define
   fold_init(p, m, s, start)  statements: a run state (m, s) worth the `acc` value `start`
   fold_step(p, m, s, x)      statement: fold x into the run state
-  fold_value(p, m, s)        the `acc` value of the run state
+  fold_value(p, m, s)        the `acc` value of the run state (also on 16-wide vectors)
+  fold_run(p, xs, cnt, items, m, s, ws, keep)
+                             statements: fold the private array xs[0 .. cnt) (items long, defined
+                             past cnt) into (m, s) using the scratch array ws; keep = (ms, ss):
+                             store each element's state there too (used when items % 16 == 0)
 to fold each work-item's own elements in that state instead of through combine (logcumsumexp:
 a running max and a sum scaled by it, one exp an element and no log in the dependency chain);
 combine still joins work-items, blocks and carries.
@@ -130,6 +134,22 @@ void ${K}_scan(__global ${O} *restrict zyx_out, ${idx_out}__global const ${S} *r
     ${acc} zyx_m, zyx_s;
     ${self.attr.fold_init(p, "zyx_m", "zyx_s", IDENT)}
 %   endif
+%   if run_fold and items % 16 == 0:
+    /* the run loaded once into private memory and folded by fold_run, whose math runs 16 at a
+       time (PoCL's scalar exp and log2 are calls, ~10 and ~30 ns an element) */
+    ${acc} zyx_xs[${items}], zyx_ms[${items}], zyx_ss[${items}], zyx_ws[${items}];
+    for (int zyx_k = 0; zyx_k < ${items}; ++zyx_k) {
+        zyx_xs[zyx_k] = 0;  /* defined values past the end of a last partial run */
+        zyx_ms[zyx_k] = 0;
+        zyx_ss[zyx_k] = 1;
+        zyx_ws[zyx_k] = 0;
+    }
+    const int zyx_cnt = zyx_j0 >= zyx_dim ? 0 : (int)min((${I})${items}, zyx_dim - zyx_j0);
+    for (int zyx_k = 0; zyx_k < zyx_cnt; ++zyx_k) {
+        zyx_xs[zyx_k] = ${dt.load(dtype, "zyx_in", at("zyx_lane", "(zyx_j0 + zyx_k)"))};
+    }
+    ${self.attr.fold_run(p, "zyx_xs", "zyx_cnt", items, "zyx_m", "zyx_s", "zyx_ws", None)}
+%   else:
     for (int zyx_k = 0; zyx_k < ${items}; ++zyx_k) {
         const ${I} zyx_j = zyx_j0 + zyx_k;
         if (zyx_j >= zyx_dim) break;
@@ -141,6 +161,7 @@ void ${K}_scan(__global ${O} *restrict zyx_out, ${idx_out}__global const ${S} *r
         ${step("zyx_v", "zyx_i", "zyx_x", index_of("zyx_at", "zyx_j"))}
 %   endif
     }
+%   endif
 %   if run_fold:
     zyx_v = ${self.attr.fold_value(p, "zyx_m", "zyx_s")};
 %   endif
@@ -199,23 +220,8 @@ void ${K}_scan(__global ${O} *restrict zyx_out, ${idx_out}__global const ${S} *r
     ${self.attr.fold_init(p, "zyx_m", "zyx_s", "zyx_r")}
 %     endif
 %     if run_fold and items % 16 == 0:
-    /* the fold first, keeping each element's (m, s); then fold_value 16 at a time through the
-       math library's vector functions (its scalar log2 cost ~30 ns an element on PoCL) */
-    ${acc} zyx_ms[${items}], zyx_ss[${items}];
-    for (int zyx_k = 0; zyx_k < ${items}; ++zyx_k) {
-        zyx_ms[zyx_k] = 0;
-        zyx_ss[zyx_k] = 1;
-    }
-    int zyx_cnt = 0;
-    for (int zyx_k = 0; zyx_k < ${items}; ++zyx_k) {
-        const ${I} zyx_j = zyx_j0 + zyx_k;
-        if (zyx_j >= zyx_dim) break;
-        const ${acc} zyx_x = ${dt.load(dtype, "zyx_in", at("zyx_lane", "zyx_j"))};
-        ${self.attr.fold_step(p, "zyx_m", "zyx_s", "zyx_x")}
-        zyx_ms[zyx_k] = zyx_m;
-        zyx_ss[zyx_k] = zyx_s;
-        zyx_cnt = zyx_k + 1;
-    }
+    /* the run again from the carry-in, keeping each element's (m, s); then fold_value 16 at a time */
+    ${self.attr.fold_run(p, "zyx_xs", "zyx_cnt", items, "zyx_m", "zyx_s", "zyx_ws", ("zyx_ms", "zyx_ss"))}
     for (int zyx_k0 = 0; zyx_k0 < zyx_cnt; zyx_k0 += 16) {
         const ${acc}16 zyx_m16 = vload16(0, zyx_ms + zyx_k0), zyx_s16 = vload16(0, zyx_ss + zyx_k0);
         ${acc} zyx_vals[16];
