@@ -265,8 +265,9 @@ def _private(device: Device, w: IndexedWrite, flags: tuple[Any, int], guarded: b
 def _sorted(device: Device, w: IndexedWrite, flags: tuple[Any, int], guarded: bool, points: int,
             dests: int) -> None:
     """Sort + segmented reduce: every point's row-major dest position as a key, the keys sorted stably
-    with their points (the device sort, ``zyx.codegen.sorting``), then one work item per run of equal
-    keys combining dest's element with the run's values in point order and storing it once."""
+    with their points (the device sort, ``zyx.codegen.sorting``), then work items of ``SEGMENT_SPAN``
+    sorted positions, each owning the runs of equal keys that start in its span and combining dest's
+    element with each run's values in point order, storing it once."""
     from zyx.codegen.sorting import sort_rows
     from zyx.dtype import int32, int64
 
