@@ -93,8 +93,8 @@ def _two_stage(x: Any, op: str, dims: tuple[int, ...], acc: DType):
     if groups is None:
         return None
     if not keep:  # a full reduction (x.sum()): the two nodes straight from x's view, no Tensor views
-        # between them (this path's Python runs before the first launch: ~28 -> ~12 us warm, several
-        # times that right after a synchronize on the 2-core VM)
+        # between them (this Python runs before the first launch: half the calls; on the loaded 2-core
+        # VM the build took ~28 us warm either way, 100-140 us right after a synchronize)
         view = x._view.reshape((groups, red // groups))
         if view is not None:
             part = graph.reduce(op, graph.Src(x._data, view, acc), (1,), acc, x.device)
