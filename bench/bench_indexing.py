@@ -7,7 +7,9 @@ indices into 1M elements (out of place: a copy of ``x`` plus the atomic scatter 
 ``scatter_add`` under ``zyx.use_deterministic_algorithms(True)`` (the partition kernel: one work
 item per compute unit, each walking every index in PyTorch's order). On a CPU the two scatter rows
 run the privatized kernel (``codegen.scatter`` ``private``); their ``zyx atomic`` rows force the
-atomic kernel in the same alternation, as the before/after comparison.
+atomic kernel in the same alternation, as the before/after comparison. "scatter_add, every strategy"
+forces each kernel of ``codegen.scatter`` in turn (atomic, private, partition, and the sort +
+segmented reduce ``sorted``) against PyTorch in one alternation.
 NumPy's counterparts are ``np.take`` and ``np.add.at``. Each zyx call is realized and synchronized;
 implementations are timed in alternating blocks of calls (best and median of each), so load on the
 shared machine hits them alike. ``run(quick)`` returns the rows; ``python bench/bench_indexing.py
@@ -51,16 +53,19 @@ def run(quick: bool = False) -> list[dict]:
             zyx.use_deterministic_algorithms(False)
             zyx.synchronize()
 
-    def atomic(f: Callable[[], Any]) -> Callable[[], Any]:
+    def forced(method: str, f: Callable[[], Any]) -> Callable[[], Any]:
         from zyx.codegen import scatter as kernels
 
         def call() -> Any:
-            kernels.force = "atomic"
+            kernels.force = method
             try:
                 return synced(f)()
             finally:
                 kernels.force = None
         return call
+
+    def atomic(f: Callable[[], Any]) -> Callable[[], Any]:
+        return forced("atomic", f)
 
     def np_add_at() -> np.ndarray:
         y = x.copy()
@@ -76,6 +81,11 @@ def run(quick: bool = False) -> list[dict]:
                          "zyx atomic": atomic(lambda: zx.scatter_add(0, zi, zs)),
                          "torch": lambda: tx.scatter_add(0, ti, ts), "numpy": np_add_at}),
         ("scatter_add deterministic", {"zyx": deterministic, "torch": lambda: tx.scatter_add(0, ti, ts)}),
+        ("scatter_add, every strategy", {
+            "zyx": synced(lambda: zx.scatter_add(0, zi, zs)),
+            **{f"zyx {m}": forced(m, lambda: zx.scatter_add(0, zi, zs)) for m in ("atomic", "private", "partition",
+                                                                                  "sorted")},
+            "torch": lambda: tx.scatter_add(0, ti, ts)}),
         ("index_put_ accumulate (in place)", {
             "zyx": synced(lambda: zacc.index_put_((zi,), zs, accumulate=True)),
             "zyx atomic": atomic(lambda: zacc.index_put_((zi,), zs, accumulate=True)),

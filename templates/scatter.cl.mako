@@ -24,6 +24,14 @@ Modes:
   result is rounded before it meets dest.
 - "private_sum": each work item takes `span` consecutive dest elements (row-major):
   dest = combine(dest, copy 0, copy 1, ...) in copy order (the second launch of "private").
+- "sort_keys" (first launch of the sort + segmented reduce, for devices without the atomics or where
+  partition's every-item-reads-every-index walk would be long): work item g writes point g's
+  row-major dest position to `zyx_keys` (`key_type`), or `numel(dest)` for a bad index (sorted
+  last, skipped); the keys are then sorted stably with their positions (zyx.codegen.sorting).
+- "segments": `span` sorted positions per work item; it owns the runs of equal keys that start in
+  its span and combines dest's element with each run's values in point order (the sort is
+  stable: PyTorch's CPU order, its bits, deterministic), storing it once. No atomics, each dest
+  element written once.
 - "check": bounds checks only (`span` points per work item), recording (bad, index) into the launch's slot of the error-flag
   buffer; a "guarded" write launched after it writes nothing when the slot says bad, so an
   in-place write with a bad index leaves dest unchanged.
@@ -31,7 +39,8 @@ Without "guarded", a bad index sets the INDEX_OOB bit of the device's error word
 Parameters: name, dtype (dest and value), reduce, mode, guarded, shape (iteration), dest_shape,
 dest_strides, axes, indices ((dtype, strides over shape, wrap) each), value_strides (None: a
 scalar argument), n (work items), span (partition: dest elements a work item owns; private: the
-points of a work item; private_sum: its dest elements), nparts (private: work items, so nparts - 1 copies), plain_read
+points of a work item; private_sum: its dest elements; segments: its sorted positions), key_type
+(sort_keys/segments: "int" or "long"), nparts (private: work items, so nparts - 1 copies), plain_read
 (the compare-and-swap loop starts from a plain read, 2-3x faster than a guess of 0 into non-zero
 values; off on simulators, whose race detector flags that read).
 </%doc>\
@@ -154,12 +163,21 @@ __kernel void ${name}(__global ${st} *zyx_dest, const long zyx_dbase,
 % endif
 % if mode in ("private", "private_sum", "partition"):
                       __global ${st} *zyx_copies, const ${ct} zyx_ident,
+% elif mode == "sort_keys":
+                      __global ${key_type} *zyx_keys,
+% elif mode == "segments":
+                      __global const ${key_type} *zyx_keys, __global const long *zyx_pos,
 % endif
                       __global int *zyx_err, __global long *zyx_flags, const int zyx_slot)
 {
     const long zyx_gid = get_global_id(0);
     if (zyx_gid >= ${n}L) return;
-% if guarded:
+% if guarded and mode == "sort_keys":
+    if (zyx_flags[2 * zyx_slot]) {  /* the check kernel found a bad index: keys that write nothing */
+        zyx_keys[zyx_gid] = ${math.prod(dest_shape)};
+        return;
+    }
+% elif guarded:
     if (zyx_flags[2 * zyx_slot]) return;  /* the check kernel found a bad index: write nothing */
 % endif
 % if mode == "check":
@@ -262,6 +280,48 @@ ${unravel("zyx_l", t_names, list(dest_shape))}\
             zyx_acc = ${round_to_dtype(capture(combine, "zyx_acc", "zyx_v"))};
         }
 % endfor
+        ${dt.store(dtype, "zyx_dest", "zyx_d", "zyx_acc")}
+    }
+% elif mode == "sort_keys":
+<%
+    cstrides = [math.prod(dest_shape[a + 1:]) for a in range(len(dest_shape))]
+    coord = [s_names[k] if k >= 0 else f"zyx_x{~k}" for k in axes]
+%>\
+${unravel("zyx_gid", s_names, S)}\
+${read_indices("zyx_keys[zyx_gid] = %d; return;" % math.prod(dest_shape))}\
+    zyx_keys[zyx_gid] = (${key_type})(${dot(coord, cstrides)});
+% elif mode == "segments":
+<% t_names = [f"zyx_t{a}" for a in range(len(dest_shape))] %>\
+    /* span sorted positions per work item: it owns the runs whose first position lies in its span
+       (skipping the tail of a run begun before it, finishing its last run past its end), walking
+       them in order: no divergent per-run loops across work items, sequential key reads */
+    const long zyx_lo = zyx_gid * ${span}L, zyx_hi = min(zyx_lo + ${span}L, ${math.prod(S)}L);
+    long zyx_j = zyx_lo;
+    if (zyx_j > 0) {
+        const ${key_type} zyx_prev = zyx_keys[zyx_j - 1];
+        while (zyx_j < zyx_hi && zyx_keys[zyx_j] == zyx_prev) ++zyx_j;
+    }
+    while (zyx_j < zyx_hi) {
+        const ${key_type} zyx_k = zyx_keys[zyx_j];
+        if (zyx_k >= ${math.prod(dest_shape)}) break;  /* bad indices' keys, sorted last */
+${unravel("(long)zyx_k", t_names, list(dest_shape))}\
+        const long zyx_d = zyx_dbase + ${dot(t_names, dest_strides)};
+% if reduce == "assign":
+        ${ct} zyx_acc;  /* every run has a value */
+% else:
+        ${ct} zyx_acc = ${dt.load(dtype, "zyx_dest", "zyx_d")};
+% endif
+        do {
+            const long zyx_g = zyx_pos[zyx_j];
+${unravel("zyx_g", s_names, S)}\
+            const ${ct} zyx_v = ${value()};
+% if reduce == "assign":
+            zyx_acc = zyx_v;  /* the last of the run wins, as PyTorch's serial CPU loop */
+% else:
+            zyx_acc = ${round_to_dtype(capture(combine, "zyx_acc", "zyx_v"))};
+% endif
+            ++zyx_j;
+        } while (zyx_j < ${math.prod(S)}L && zyx_keys[zyx_j] == zyx_k);
         ${dt.store(dtype, "zyx_dest", "zyx_d", "zyx_acc")}
     }
 % else:

@@ -7,7 +7,17 @@ one axis with an associative operator. Each of those contracts' templates (its
   combine(p, a, b)  (indexed = False) the `acc` expression "a, then b"
   better(p, a, b)   (indexed = True) whether the later value b replaces the earlier a
 and a def helpers() for any OpenCL functions those expressions call; `p` is the dict of
-render parameters below.
+render parameters below. A template may also set `run_fold = True` and define
+  fold_init(p, m, s, start)  statements: a run state (m, s) worth the `acc` value `start`
+  fold_step(p, m, s, x)      statement: fold x into the run state
+  fold_value(p, m, s)        the `acc` value of the run state (also on 16-wide vectors)
+  fold_run(p, xs, cnt, items, m, s, ws, keep)
+                             statements: fold the private array xs[0 .. cnt) (items long, defined
+                             past cnt) into (m, s) using the scratch array ws; keep = (ms, ss):
+                             store each element's state there too (used when items % 16 == 0)
+to fold each work-item's own elements in that state instead of through combine (logcumsumexp:
+a running max and a sum scaled by it, one exp an element and no log in the dependency chain);
+combine still joins work-items, blocks and carries.
 
 The input is (outer, dim_size, inner); a lane is one (outer, inner) pair, lane element j
 sits at (lane / inner) * dim_size * inner + j * inner + lane % inner. The strategies and
@@ -37,6 +47,7 @@ strategy, strided (inner > 1), carry, wg, items, lv, index_t.
     S, O, I = dtype.cl_storage, out_dtype.cl_storage, index_t
     K = "zyx_" + name
     indexed = self.attr.indexed
+    run_fold = getattr(self.attr, "run_fold", False) and not indexed
     p = dict(acc=acc, op=op, float_acc=float_acc)
     IDENT = self.attr.identity(p)
     sizes = f"const {I} zyx_dim, const {I} zyx_inner"
@@ -74,11 +85,22 @@ __kernel void ${K}_lanes(__global ${O} *restrict zyx_out, ${idx_out}__global con
         zyx_i[zyx_q] = -1;
 %   endif
     }
+%   if run_fold:
+    ${acc} zyx_m[${lv}], zyx_s[${lv}];
+    for (int zyx_q = 0; zyx_q < ${lv}; ++zyx_q) {
+        ${self.attr.fold_init(p, "zyx_m[zyx_q]", "zyx_s[zyx_q]", IDENT)}
+    }
+%   endif
     for (${I} zyx_j = 0; zyx_j < zyx_dim; ++zyx_j) {
         const ${I} zyx_at = ${at("zyx_lane0", "zyx_j")};
         for (int zyx_q = 0; zyx_q < ${lv}; ++zyx_q) {
             const ${acc} zyx_x = ${dt.load(dtype, "zyx_in", "zyx_at + zyx_q")};
+%   if run_fold:
+            ${self.attr.fold_step(p, "zyx_m[zyx_q]", "zyx_s[zyx_q]", "zyx_x")}
+            zyx_v[zyx_q] = ${self.attr.fold_value(p, "zyx_m[zyx_q]", "zyx_s[zyx_q]")};
+%   else:
             ${step("zyx_v[zyx_q]", "zyx_i[zyx_q]", "zyx_x", index_of("zyx_at + zyx_q", "zyx_j"))}
+%   endif
             ${dt.store(out_dtype, "zyx_out", "zyx_at + zyx_q", "zyx_v[zyx_q]")}
 %   if indexed:
             zyx_out_idx[zyx_at + zyx_q] = zyx_i[zyx_q];
@@ -108,13 +130,41 @@ void ${K}_scan(__global ${O} *restrict zyx_out, ${idx_out}__global const ${S} *r
     /* this work-item's elements j0 .. j0 + items - 1, folded in order */
     ${acc} zyx_v = ${IDENT};
     long zyx_i = -1;
+%   if run_fold:
+    ${acc} zyx_m, zyx_s;
+    ${self.attr.fold_init(p, "zyx_m", "zyx_s", IDENT)}
+%   endif
+%   if run_fold and items % 16 == 0:
+    /* the run loaded once into private memory and folded by fold_run, whose math runs 16 at a
+       time (PoCL's scalar exp and log2 are calls, ~10 and ~30 ns an element) */
+    ${acc} zyx_xs[${items}], zyx_ms[${items}], zyx_ss[${items}], zyx_ws[${items}];
+    for (int zyx_k = 0; zyx_k < ${items}; ++zyx_k) {
+        zyx_xs[zyx_k] = 0;  /* defined values past the end of a last partial run */
+        zyx_ms[zyx_k] = 0;
+        zyx_ss[zyx_k] = 1;
+        zyx_ws[zyx_k] = 0;
+    }
+    const int zyx_cnt = zyx_j0 >= zyx_dim ? 0 : (int)min((${I})${items}, zyx_dim - zyx_j0);
+    for (int zyx_k = 0; zyx_k < zyx_cnt; ++zyx_k) {
+        zyx_xs[zyx_k] = ${dt.load(dtype, "zyx_in", at("zyx_lane", "(zyx_j0 + zyx_k)"))};
+    }
+    ${self.attr.fold_run(p, "zyx_xs", "zyx_cnt", items, "zyx_m", "zyx_s", "zyx_ws", None)}
+%   else:
     for (int zyx_k = 0; zyx_k < ${items}; ++zyx_k) {
         const ${I} zyx_j = zyx_j0 + zyx_k;
         if (zyx_j >= zyx_dim) break;
         const ${I} zyx_at = ${at("zyx_lane", "zyx_j")};
         const ${acc} zyx_x = ${dt.load(dtype, "zyx_in", "zyx_at")};
+%   if run_fold:
+        ${self.attr.fold_step(p, "zyx_m", "zyx_s", "zyx_x")}
+%   else:
         ${step("zyx_v", "zyx_i", "zyx_x", index_of("zyx_at", "zyx_j"))}
+%   endif
     }
+%   endif
+%   if run_fold:
+    zyx_v = ${self.attr.fold_value(p, "zyx_m", "zyx_s")};
+%   endif
     /* inclusive Hillis-Steele scan of the work-items' totals, in local memory */
     zyx_tv[zyx_t] = zyx_v;
 %   if indexed:
@@ -166,18 +216,41 @@ void ${K}_scan(__global ${O} *restrict zyx_out, ${idx_out}__global const ${S} *r
         const long zyx_pi = ${"zyx_ti[zyx_t - 1]" if indexed else "-1"};
         ${step("zyx_r", "zyx_ri", "zyx_pv", "zyx_pi")}
     }
+%     if run_fold:
+    ${self.attr.fold_init(p, "zyx_m", "zyx_s", "zyx_r")}
+%     endif
+%     if run_fold and items % 16 == 0:
+    /* the run again from the carry-in, keeping each element's (m, s); then fold_value 16 at a time */
+    ${self.attr.fold_run(p, "zyx_xs", "zyx_cnt", items, "zyx_m", "zyx_s", "zyx_ws", ("zyx_ms", "zyx_ss"))}
+    for (int zyx_k0 = 0; zyx_k0 < zyx_cnt; zyx_k0 += 16) {
+        const ${acc}16 zyx_m16 = vload16(0, zyx_ms + zyx_k0), zyx_s16 = vload16(0, zyx_ss + zyx_k0);
+        ${acc} zyx_vals[16];
+        vstore16(${self.attr.fold_value(p, "zyx_m16", "zyx_s16")}, 0, zyx_vals);
+        for (int zyx_q = 0; zyx_q < 16 && zyx_k0 + zyx_q < zyx_cnt; ++zyx_q) {
+            const ${I} zyx_at = ${at("zyx_lane", "(zyx_j0 + zyx_k0 + zyx_q)")};
+            ${dt.store(out_dtype, "zyx_out", "zyx_at", "zyx_vals[zyx_q]")}
+        }
+    }
+}
+%     else:
     for (int zyx_k = 0; zyx_k < ${items}; ++zyx_k) {
         const ${I} zyx_j = zyx_j0 + zyx_k;
         if (zyx_j >= zyx_dim) break;
         const ${I} zyx_at = ${at("zyx_lane", "zyx_j")};
         const ${acc} zyx_x = ${dt.load(dtype, "zyx_in", "zyx_at")};
+%     if run_fold:
+        ${self.attr.fold_step(p, "zyx_m", "zyx_s", "zyx_x")}
+        zyx_r = ${self.attr.fold_value(p, "zyx_m", "zyx_s")};
+%     else:
         ${step("zyx_r", "zyx_ri", "zyx_x", index_of("zyx_at", "zyx_j"))}
+%     endif
         ${dt.store(out_dtype, "zyx_out", "zyx_at", "zyx_r")}
 %     if indexed:
         zyx_out_idx[zyx_at] = zyx_ri;
 %     endif
     }
 }
+%     endif
 %   endif
 % endfor
 % endif

@@ -402,7 +402,7 @@ def test_gradients_of_writes():
         xz[[0]] = 1.0  # a leaf that requires grad is not written in place
 
 
-@pytest.mark.parametrize("method", ["atomic", "partition", "owner", "private"])
+@pytest.mark.parametrize("method", ["atomic", "partition", "owner", "private", "sorted"])
 def test_every_scatter_kernel_matches_torch(method, monkeypatch):
     import zyx.codegen.scatter as kernels
 
@@ -449,7 +449,7 @@ def test_scatter_rank0_rank8_and_no_leaks():
     s8 = RNG.normal(size=(2, 1, 2, 1, 2, 1, 2, 4)).astype(np.float32)
     np.testing.assert_allclose(_z(x8).scatter_add(7, _z(i8), _z(s8)).numpy(),
                                torch.from_numpy(x8).scatter_add(7, torch.from_numpy(i8), torch.from_numpy(s8)).numpy(),
-                               rtol=1e-6)
+                               rtol=1e-6, atol=1e-6)  # atol: another order of adding a sum near 0
     gc.collect()  # earlier tests' autograd graphs (reference cycles) free their buffers now, not mid-loop
     zyx.synchronize()
     start = zyx.memory_stats()["live_buffers"]

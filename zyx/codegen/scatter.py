@@ -12,6 +12,10 @@ coordinate (the same ``axes`` convention as ``graph.GatherSpec``). ``choose`` pi
   (deterministic, its bits), at the price of every work item reading every index;
 * ``owner``: one work item per destination element looping over the points that may land on it
   (deterministic; for short loops on devices with many lanes);
+* ``sorted``: sort + segmented reduce: each point's row-major destination position as a key, the
+  keys sorted stably with their points by the device sort, then work items over the sorted runs,
+  each combining one destination element's values in point order and storing it once (no
+  atomics, deterministic, PyTorch's CPU order and bits);
 * ``private`` (CPUs): privatized accumulation. One work item per compute unit takes a contiguous
   share of the points and combines them with plain loads and stores, the first into the
   destination itself, each other into its own full-size copy (a pool buffer it first fills with
@@ -25,8 +29,10 @@ copy element costs a fill and a combine, streaming; into 1M float32 elements on 
 measured 2x faster than the atomics at 4 copy elements per point, the two about equal at 16). Otherwise
 ``atomic`` wherever the device has the atomics (on the loaded 2-core VM, partition measured
 1.5-3x slower than the atomics for 1M points: its two long work items stall on a descheduled
-core); deterministic mode, and dtypes without atomics (8-/16-bit) off CPUs, take ``owner`` when
-its loops are short against the points (``OWNER_WORK``), else ``partition``.
+core); deterministic mode, and dtypes without atomics (8-/16-bit, 64-bit without the int64 atomics)
+off CPUs, take ``owner`` when its loops are short against the points (``OWNER_WORK``), else
+``sorted`` on GPUs and CPUs of ``SORTED_PARTS`` or more compute units (``sorted_pays``), else
+``partition``.
 """
 from __future__ import annotations
 
@@ -47,11 +53,18 @@ from zyx.errors import IndexOutOfRange
 from zyx.ir.view import View
 
 REDUCES = ("assign", "add", "mul", "max", "min")
-METHODS = ("atomic", "partition", "owner", "private")
+METHODS = ("atomic", "partition", "owner", "private", "sorted")
 OWNER_WORK = 32  # owner when its work (dest elements x loop) is at most this many times the points
 PRIVATE_MAX_BYTES = 64 << 20  # private: the most bytes of destination copies it may allocate
 PRIVATE_DENSITY = 4  # private: at most this many copy elements per point
 PRIVATE_SUM_SPAN = 64  # private: destination elements per work item of the combining launch
+# sorted: sorted positions per work item of the segmented reduce, and its work-group size. Into 1M
+# elements on the loaded 2-core VM: one position per item in groups of 256 took 7-12 ms (PoCL runs the
+# group's items side by side through loops of different lengths), 64 per item alone 6 ms, 1024 12-15 ms.
+SEGMENT_SPAN, SEGMENT_LOCAL = 64, 1
+# sorted: from this many compute units (partition's work items, each reading every index) the sort +
+# segmented reduce replaces partition; GPUs always (a few serial walks leave them idle).
+SORTED_PARTS = 16
 CHECK_SPAN = 64  # points per work item of a guarded write's bounds-check launch
 force: str | None = None  # a method every write uses (tests run each kernel through PyTorch's cases)
 private_parts: int | None = None  # work items of the private kernel (tests); None: the compute units
@@ -120,16 +133,28 @@ def choose(device: Device, w: IndexedWrite, method: str) -> str:
     if method != "deterministic" and atomics_ok(device, w.dtype, w.reduce):
         return "atomic"
     points, dests = math.prod(w.shape), math.prod(w.dest_view.shape)
-    return "owner" if dests * _loop_points(w) <= OWNER_WORK * max(points, dests) else "partition"
+    if dests * _loop_points(w) <= OWNER_WORK * max(points, dests):
+        return "owner"
+    return "sorted" if sorted_pays(device) else "partition"
+
+
+def sorted_pays(device: Device, parts: int | None = None) -> bool:
+    """Whether the sort + segmented reduce beats partition on ``device`` (``parts``: its compute units):
+    a GPU, or a CPU with many cores (partition's walk of every index is serial per work item, and on the
+    2-core VM measured 4-5 ms for 1M points against ~20 ms for the sort, 6 ms for the segments)."""
+    if settings.heuristics_kind(device) == "gpu":
+        return True
+    return (parts or device.info.compute_units) >= SORTED_PARTS
 
 
 def _params(w: IndexedWrite, mode: str, guarded: bool, n: int, span: int, device: Device,
-            parts: int = 1) -> dict[str, Any]:
+            parts: int = 1, key_type: str = "long") -> dict[str, Any]:
     value_strides = None if not isinstance(w.value, tuple) else tuple(w.value[2])
     return dict(name=f"zyx_scatter_{mode}", dtype=w.dtype, reduce=w.reduce, mode=mode, guarded=guarded,
                 shape=tuple(w.shape), dest_shape=tuple(w.dest_view.shape), dest_strides=tuple(w.dest_view.strides),
                 axes=tuple(w.axes), indices=tuple((i.dtype, tuple(i.strides), i.wrap) for i in w.indices),
-                value_strides=value_strides, n=n, span=span, nparts=parts, plain_read=not device.simulator)
+                value_strides=value_strides, n=n, span=span, nparts=parts, plain_read=not device.simulator,
+                key_type=key_type)
 
 
 def _identity(reduce: str, dtype: DType) -> Any:
@@ -144,7 +169,8 @@ def _identity(reduce: str, dtype: DType) -> Any:
     return int(info.min) if reduce == "max" else int(info.max)
 
 
-def _args(w: IndexedWrite, flags: tuple[Any, int], device: Device, copies: Buffer | None = None) -> list[Any]:
+def _args(w: IndexedWrite, flags: tuple[Any, int], device: Device, copies: Buffer | None = None,
+          extra: tuple[Buffer, ...] = ()) -> list[Any]:
     args: list[Any] = [w.dest.cl, np.int64(w.dest_view.offset)]
     for i in w.indices:
         args += [i.buf.cl, np.int64(i.offset)]
@@ -154,6 +180,7 @@ def _args(w: IndexedWrite, flags: tuple[Any, int], device: Device, copies: Buffe
         args.append(_scalar(w.value, w.dtype))
     if copies is not None:
         args += [copies.cl, _scalar(_identity(w.reduce, w.dtype), w.dtype)]
+    args += [b.cl for b in extra]
     err, _ = errorflags.reserve(device)
     args += [err, flags[0], np.int32(flags[1])]
     return args
@@ -198,6 +225,9 @@ def scatter(device: Device, w: IndexedWrite, method: str = "auto", guard: bool =
     if mode == "private":
         _private(device, w, flags, guarded, points, dests)
         return
+    if mode == "sorted":
+        _sorted(device, w, flags, guarded, points, dests)
+        return
     span = 0
     if mode == "partition":
         parts = max(1, min(device.info.compute_units, dests))
@@ -230,3 +260,26 @@ def _private(device: Device, w: IndexedWrite, flags: tuple[Any, int], guarded: b
     items = -(-dests // PRIVATE_SUM_SPAN)
     src = render("scatter.cl.mako", **_params(w, "private_sum", guarded, items, PRIVATE_SUM_SPAN, device, parts))
     launch_1d(device, src, "zyx_scatter_private_sum", items, _args(w, flags, device, copies))
+
+
+def _sorted(device: Device, w: IndexedWrite, flags: tuple[Any, int], guarded: bool, points: int,
+            dests: int) -> None:
+    """Sort + segmented reduce: every point's row-major dest position as a key, the keys sorted stably
+    with their points (the device sort, ``zyx.codegen.sorting``), then work items of ``SEGMENT_SPAN``
+    sorted positions, each owning the runs of equal keys that start in its span and combining dest's
+    element with each run's values in point order, storing it once."""
+    from zyx.codegen.sorting import sort_rows
+    from zyx.dtype import int32, int64
+
+    key_dt = int32 if dests < 2**31 - 1 else int64  # half the radix passes for the usual sizes
+    key_type = key_dt.cl_storage
+    keys = device.pool.allocate(points * key_dt.itemsize)
+    src = render("scatter.cl.mako", **_params(w, "sort_keys", guarded, points, 0, device, key_type=key_type))
+    launch_1d(device, src, "zyx_scatter_sort_keys", points, _args(w, flags, device, extra=(keys,)))
+    sorted_keys = device.pool.allocate(points * key_dt.itemsize)
+    positions = device.pool.allocate(points * 8)
+    sort_rows(device, sorted_keys, positions, keys, key_dt, 1, points, False)
+    items = -(-points // SEGMENT_SPAN)
+    src = render("scatter.cl.mako", **_params(w, "segments", guarded, items, SEGMENT_SPAN, device, key_type=key_type))
+    launch_1d(device, src, "zyx_scatter_segments", items, _args(w, flags, device, extra=(sorted_keys, positions)),
+              local=SEGMENT_LOCAL)

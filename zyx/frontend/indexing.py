@@ -661,6 +661,26 @@ def _scatter_reduce_values(x: Any, dim: int, index: Any, src: Any, reduce: str, 
     return (out.cast(dtypes.int64) // n).cast(x.dtype)  # PyTorch floors an integer mean
 
 
+def _prod_grads(g: Any, xs: Any, dim: int, idx: Any, ss: Any, res: Any, include_self: bool) -> tuple[Any, Any]:
+    """PyTorch's scatter_reduce "prod" gradients (self, and src at ``idx``'s shape): each value's
+    gradient is the product of the others that met at its element, computed without dividing by a
+    zero: a zero self is masked to 1 and the product redone; a src zero alone at its element gets
+    the product of the rest, two or more zeros at one element give every src there 0."""
+    sv = _src_view(ss, idx)
+    masked_self = xs.masked_fill(xs == 0, 1)
+    grad_self = g * _scatter_reduce_values(masked_self, dim, idx, sv, "prod", include_self) / masked_self
+    src_zero = sv == 0
+    from zyx.frontend.creation import zeros_like
+    from zyx.frontend.elementwise import where
+
+    zeros_at = _scatter_op(zeros_like(xs), dim, idx, src_zero.cast(xs.dtype), "add", "scatter_reduce")
+    single = src_zero & (gather(zeros_at, dim, idx) == 1)
+    masked_src_result = _scatter_reduce_values(xs, dim, idx, sv.masked_fill(single, 1), "prod", include_self)
+    grad_src = where(single, gather(g * masked_src_result, dim, idx),
+                     gather(g * res, dim, idx) / sv.masked_fill(src_zero, 1))
+    return grad_self, grad_src
+
+
 def scatter_reduce(x: Any, dim: int, index: Any, src: Any, reduce: str, include_self: bool = True) -> Any:
     """A copy of ``x`` with ``src`` reduced into it at ``index`` along ``dim``: ``"sum"``, ``"prod"``,
     ``"mean"``, ``"amax"``, ``"amin"`` (``include_self=False``: the old values of the elements written
@@ -674,8 +694,6 @@ def scatter_reduce(x: Any, dim: int, index: Any, src: Any, reduce: str, include_
                          f"{src.dtype.name}")
     if not needs_grad(x, src):
         return _scatter_reduce_values(x, dim, index, src, reduce, include_self)
-    if reduce == "prod":
-        raise AutogradError("scatter_reduce(reduce='prod') has no gradient in zyx (sum, mean, amax and amin do)")
     with no_grad():
         out = _scatter_reduce_values(x, dim, index, src, reduce, include_self)
     idx, src_shape = index.detach(), tuple(src.shape)
@@ -689,6 +707,9 @@ def scatter_reduce(x: Any, dim: int, index: Any, src: Any, reduce: str, include_
         elif reduce == "mean":
             n = _counts(xs, dim, idx, ss, include_self, g.dtype)
             gx, gs = g / n, _gather_grad(g / n, dim, idx, src_shape)
+        elif reduce == "prod":
+            gx, gs = _prod_grads(g, xs, dim, idx, ss, res, include_self)
+            gs = _pad_to(gs, src_shape)
         else:  # amax / amin: shared evenly by every element equal to the result
             self_hit = (xs == res).cast(g.dtype)
             src_hit = (_src_view(ss, idx) == gather(res, dim, idx)).cast(g.dtype)
