@@ -29,6 +29,7 @@ from zyx.frontend.autograd import no_grad
 from zyx.frontend.creation import arange, pinned_as, tensor
 from zyx.frontend.elementwise import where
 from zyx.frontend.softmax import float_work
+from zyx.nn import conv_direct
 
 # kernels with up to this many offsets are unrolled into one matmul-like reduce over channels
 # (3x3x3 = 27 fits); larger ones reduce over a window view (channels x offsets) instead
@@ -111,6 +112,11 @@ def _conv(x: Any, weight: Any, bias: Any, stride: Any, padding: Any, dilation: A
     outs = tuple(_out_size(L, k, s, lo, hi, d, fn) for L, k, s, (lo, hi), d in zip(spatial, ks, st, pad, dl))
     work = dtypes.float32 if dt.itemsize < 4 else dt  # 16-bit floats accumulate in float32, rounded once
     x, w = x.cast(work), weight.cast(work)
+    if (conv_direct.eligible(x.device, work, n, o, groups, ks, outs)
+            and (bias is None or tuple(bias.shape) == (o,))):
+        y = conv_direct.conv2d_direct(x, w, None if bias is None else bias.cast(work), st, pad, dl, groups, outs)
+        y = y.permute(0, 3, 1, 2).cast(dt)  # the kernel's channels-last output as an NCHW view
+        return y.squeeze(0) if unbatched else y
     if any(lo or hi for lo, hi in pad):
         x = x.pad(_pads(pad))
     g, og = groups, o // groups
