@@ -35,6 +35,9 @@ MAX_KERNEL_SIDE = 11
 ACC_REGISTERS = 28
 #: the most output pixels a tile holds along W (more measured no faster on the 2-core EPYC VM)
 MAX_PIXELS = 8
+#: the most channel vectors a tile holds (8 pixels x 2 x float16 measured 183 GFLOP/s on the ResNet 3x3 layer,
+#: 7 x 4 x float16 170, 4 x 4 x float16 120; the 2-core EPYC VM, loaded)
+MAX_VECTORS = 2
 #: a hand-set tile (p, v, rows) used for every direct convolution when not None (tuning)
 TILE: tuple[int, int, int] | None = None
 
@@ -58,13 +61,13 @@ def eligible(device: Any, dtype: dtypes.DType, n: int, o: int, groups: int, ks: 
 
 
 def tile(dtype: dtypes.DType, og: int, ow: int) -> tuple[int, int, int]:
-    """(pixels, vectors, rows) of a work item: as many channel vectors as fit (up to 4, dividing the
-    group's channels), then as many pixels as the accumulator registers allow, at most the row."""
+    """(pixels, vectors, rows) of a work item: as many channel vectors as fit (up to ``MAX_VECTORS``,
+    dividing the group's channels), then as many pixels as the accumulator registers allow, at most the row."""
     if TILE is not None:
         return TILE
     vw = vector_width(dtype, og)
     regs = vw * dtype.itemsize / 64  # 64-byte registers a vector takes
-    v = next(v for v in (4, 2, 1) if (og // vw) % v == 0)
+    v = next(v for v in (4, 2, 1) if v <= MAX_VECTORS and (og // vw) % v == 0)
     p = max(1, min(MAX_PIXELS, int(ACC_REGISTERS // (v * regs)), ow))
     return p, v, 1
 
@@ -149,5 +152,5 @@ def _backward(g: Any, x: Any, w: Any, has_bias: bool, st: tuple[int, ...], pad: 
     return gx, gw, gb
 
 
-__all__ = ["ACC_REGISTERS", "MAX_KERNEL_SIDE", "MAX_PIXELS", "TILE", "conv2d_direct", "eligible", "tile",
+__all__ = ["ACC_REGISTERS", "MAX_KERNEL_SIDE", "MAX_PIXELS", "MAX_VECTORS", "TILE", "conv2d_direct", "eligible", "tile",
            "vector_width"]
