@@ -80,7 +80,8 @@ def _out_size(length: int, k: int, s: int, lo: int, hi: int, d: int, fn: str) ->
 # ------------------------------------------------------------------ convolution
 
 def _conv(x: Any, weight: Any, bias: Any, stride: Any, padding: Any, dilation: Any, groups: int, nd: int,
-          fn: str) -> Any:
+          fn: str, pairs: list[tuple[int, int]] | None = None) -> Any:
+    """``pairs``: explicit (before, after) padding per spatial dim, in place of ``padding``."""
     x, unbatched = _batched(x, nd, fn)
     if weight.ndim != nd + 2:
         raise ShapeError(f"{fn}: expected a {nd + 2}-D weight (out_channels, in_channels/groups, *kernel), "
@@ -96,7 +97,9 @@ def _conv(x: Any, weight: Any, bias: Any, stride: Any, padding: Any, dilation: A
     st, dl = _tuple(stride, nd, "stride", fn), _tuple(dilation, nd, "dilation", fn)
     if any(s <= 0 for s in st) or any(d <= 0 for d in dl):
         raise ShapeError(f"{fn}: stride {st} and dilation {dl} must be positive")
-    if isinstance(padding, str):
+    if pairs is not None:
+        pad = list(pairs)
+    elif isinstance(padding, str):
         if padding == "valid":
             pad = [(0, 0)] * nd
         elif padding == "same":
@@ -214,11 +217,13 @@ def _conv_transpose(x: Any, weight: Any, bias: Any, stride: Any, padding: Any, o
             length = x.shape[2 + i]
             x = place(x, 2 + i, 0, (length - 1) * s + 1, s)
     pads = [(d * (k - 1) - p, d * (k - 1) - p + o) for k, d, p, o in zip(ks, dl, pd, op)]
-    x = x.pad(_pads(pads))  # negative amounts crop
     og = weight.shape[1]
     w = weight.reshape(groups, c // groups, og, *ks).transpose(1, 2)
     w = w[(Ellipsis,) + (slice(None, None, -1),) * nd].reshape(groups * og, c // groups, *ks)
-    y = _conv(x, w, bias, 1, 0, dl, groups, nd, fn)
+    if all(lo >= 0 and hi >= 0 for lo, hi in pads):  # the convolution pads (the direct kernel: in place)
+        y = _conv(x, w, bias, 1, 0, dl, groups, nd, fn, pairs=pads)
+    else:
+        y = _conv(x.pad(_pads(pads)), w, bias, 1, 0, dl, groups, nd, fn)  # negative amounts crop
     return y.squeeze(0) if unbatched else y
 
 
