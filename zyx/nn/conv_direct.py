@@ -129,7 +129,9 @@ def _backward(g: Any, x: Any, w: Any, has_bias: bool, st: tuple[int, ...], pad: 
     n, c, h, wd = x.shape
     o, cg, kh, kw = w.shape
     og = o // groups
-    gy = g.permute(0, 3, 1, 2)  # (N, O, OH, OW)
+    # (N, O, OH, OW) made dense once: both gradients read it, and the weight's per-offset reduces ran
+    # 15x slower over a channels-last view (1.8 s against 122 ms at 8x64x56x56, loaded 2-core VM)
+    gy = g.permute(0, 3, 1, 2).contiguous()
     gb = g.sum((0, 1, 2)) if has_bias else None
     # the input's: the transposed convolution over the padded extent, the padding cropped off
     padded = [h + pad[0][0] + pad[0][1], wd + pad[1][0] + pad[1][1]]

@@ -3,6 +3,10 @@
 Everything is composed from lazy views, elementwise ops and reduces, so it fuses and gets its
 gradients by composition:
 
+* a 2-D convolution on a CPU in float32/float64 (16-bit floats computed in float32) whose groups have a
+  multiple of 4 output channels runs the direct kernel of ``zyx.nn.conv_direct`` (a register tile of
+  pixels x output-channel vectors reading the unpadded input in place; gradients composed), as does
+  ``conv_transpose2d`` through it. Otherwise:
 * a convolution is, for every kernel offset, a strided slice of the (lazily) padded input times
   that offset's weight slab, the products summed and then reduced over the input channels. The
   output is laid out channels-last, (N, *spatial, O), and handed back as an NCHW view: the reduce
