@@ -94,10 +94,40 @@ def test_gradients(s, p, d, g):
     ts = [torch.tensor(a, requires_grad=True) for a in (x, w, b)]
     zo, to = F.conv2d(*zs, s, p, d, g), TF.conv2d(*ts, s, p, d, g)
     cot = _arr(*to.shape)
-    (zo * zyx.tensor(cot)).sum().backward()
+    with recording() as launches:
+        (zo * zyx.tensor(cot)).sum().backward()
+        zs[1].grad.realize()
+    assert "zyx_conv2d_wgrad" in {k.name for k, *_ in launches}
     (to * torch.tensor(cot)).sum().backward()
     for z, t in zip(zs, ts):
         np.testing.assert_allclose(z.grad.numpy(), t.grad.numpy(), rtol=3e-4, atol=3e-4)
+
+
+def test_weight_gradient_of_a_large_kernel_composed():
+    """7x5 offsets do not fit the weight-gradient kernel's registers: the per-offset reduces."""
+    x, w = _arr(1, 2, 9, 8), _arr(4, 2, 7, 5)
+    zx, zw = zyx.tensor(x, requires_grad=True), zyx.tensor(w, requires_grad=True)
+    tx, tw = torch.tensor(x, requires_grad=True), torch.tensor(w, requires_grad=True)
+    with recording() as launches:
+        F.conv2d(zx, zw, padding=(3, 2)).square().sum().backward()
+        zw.grad.realize()
+    names = {k.name for k, *_ in launches}
+    assert "zyx_conv2d" in names and "zyx_conv2d_wgrad" not in names
+    TF.conv2d(tx, tw, padding=(3, 2)).square().sum().backward()
+    np.testing.assert_allclose(zx.grad.numpy(), tx.grad.numpy(), rtol=3e-4, atol=3e-4)
+    np.testing.assert_allclose(zw.grad.numpy(), tw.grad.numpy(), rtol=3e-4, atol=3e-4)
+
+
+def test_double_backward():
+    """A gradient of the weight's gradient: the backward itself recorded (the composed weight gradient)."""
+    x, w = _arr(1, 3, 6, 7), _arr(4, 3, 3, 3)
+    zx, zw = zyx.tensor(x, requires_grad=True), zyx.tensor(w, requires_grad=True)
+    tx, tw = torch.tensor(x, requires_grad=True), torch.tensor(w, requires_grad=True)
+    (zgw,) = zyx.autograd.grad(F.conv2d(zx, zw, padding=1).square().sum(), [zw], create_graph=True)
+    (tgw,) = torch.autograd.grad(TF.conv2d(tx, tw, padding=1).square().sum(), [tw], create_graph=True)
+    zgw.square().sum().backward()
+    tgw.square().sum().backward()
+    np.testing.assert_allclose(zx.grad.numpy(), tx.grad.numpy(), rtol=1e-3, atol=1e-3)
 
 
 def test_gradients_same_padding_even_kernel():

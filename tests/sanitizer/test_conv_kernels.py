@@ -1,6 +1,7 @@
 """The direct 2-D convolution kernel (templates/conv2d.cl.mako) under Oclgrind, with the CPU heuristics
 that choose it: border tiles with column tests and padding rows skipped, inner tiles without tests,
-an output-column tail, groups, stride and dilation, a bias; float32 and float64 (shapes tiny)."""
+an output-column tail, groups, stride and dilation, a bias, and the weight-gradient kernel
+(conv2d_wgrad.cl.mako) of the backward; float32 and float64 (shapes tiny)."""
 from __future__ import annotations
 
 import numpy as np
@@ -21,9 +22,16 @@ def test_conv2d_direct(sim, needs, monkeypatch, dtype, s, p, d, g):
     monkeypatch.setattr(settings, "HEURISTICS", "cpu")  # the direct kernel is the CPU choice
     rng = np.random.default_rng(5)
     x, w, b = (rng.normal(size=sh).astype(dtype.numpy) for sh in ((2, 4, 5, 21), (8, 4 // g, 3, 3), (8,)))
-    zt = [zyx.from_numpy(a, device=sim) for a in (x, w, b)]
+    zt = [zyx.from_numpy(a, device=sim).requires_grad_() for a in (x, w, b)]
+    tt = [torch.tensor(a, requires_grad=True) for a in (x, w, b)]
     with recording() as launches:
         out = F.conv2d(*zt, s, p, d, g).realize()
-    assert any(k.name == "zyx_conv2d" for k, *_ in launches)
-    ref = torch.nn.functional.conv2d(*(torch.tensor(a) for a in (x, w, b)), s, p, d, g).numpy()
-    np.testing.assert_allclose(out.numpy(), ref, rtol=1e-5, atol=1e-5)
+        out.square().sum().backward()
+        zt[1].grad.realize()
+    names = {k.name for k, *_ in launches}
+    assert {"zyx_conv2d", "zyx_conv2d_wgrad"} <= names
+    ref = torch.nn.functional.conv2d(*tt, s, p, d, g)
+    ref.square().sum().backward()
+    np.testing.assert_allclose(out.numpy(), ref.detach().numpy(), rtol=1e-5, atol=1e-5)
+    for z, t in zip(zt, tt):
+        np.testing.assert_allclose(z.grad.numpy(), t.grad.numpy(), rtol=1e-4, atol=1e-4)

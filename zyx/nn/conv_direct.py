@@ -6,10 +6,12 @@ channels and reduces over (kernel row, input channel, kernel column) reading the
 input in place (padding rows are skipped, border columns tested), so neither an im2col buffer nor a
 padded copy is made. The output is channels-last (N, OH, OW, O), the bias added in the kernel.
 
-Gradients compose from differentiable ops: the input's is the transposed convolution of the
-output gradient (itself a direct convolution, stride 1, when it qualifies), the weight's a reduce
-per kernel offset of the output gradient times that offset's strided slice of the padded input,
-the bias's a sum.
+Gradients: the input's is the transposed convolution of the output gradient (itself a direct
+convolution, stride 1, when it qualifies); the weight's is one more kernel
+(``templates/conv2d_wgrad.cl.mako``: a work item keeps a channel vector x input channels x kernel
+offsets in registers over the whole (N, OH, OW) reduce), or, for kernels too large for its registers
+and when the backward is itself differentiated, a reduce per kernel offset of the output gradient
+times that offset's strided slice of the padded input; the bias's a sum.
 
 ``TILE`` overrides the tile (``(p, v, rows)``; None: ``tile``'s choice), for tuning by hand or by a
 search (``bench/bench_conv.py``'s tile sweep).
@@ -38,6 +40,9 @@ MAX_PIXELS = 8
 #: the most channel vectors a tile holds (8 pixels x 2 x float16 measured 183 GFLOP/s on the ResNet 3x3 layer,
 #: 7 x 4 x float16 170, 4 x 4 x float16 120; the 2-core EPYC VM, loaded)
 MAX_VECTORS = 2
+#: the weight gradient kernel's accumulator vectors at most (channels x kernel offsets); beyond, the
+#: composed per-offset reduces
+WGRAD_ACCUMULATORS = 27
 #: a hand-set tile (p, v, rows) used for every direct convolution when not None (tuning)
 TILE: tuple[int, int, int] | None = None
 
@@ -123,12 +128,10 @@ def conv2d_direct(x: Any, w: Any, bias: Any, st: tuple[int, ...], pad: list[tupl
 def _backward(g: Any, x: Any, w: Any, has_bias: bool, st: tuple[int, ...], pad: list[tuple[int, int]],
               dl: tuple[int, ...], groups: int, outs: tuple[int, ...]) -> tuple[Any, Any, Any]:
     """The gradients of x, w and the bias from ``g`` (N, OH, OW, O)."""
-    from zyx.frontend.movement import stack
     from zyx.nn.functional_conv import conv_transpose2d
 
     n, c, h, wd = x.shape
     o, cg, kh, kw = w.shape
-    og = o // groups
     # (N, O, OH, OW) made dense once: both gradients read it, and the weight's per-offset reduces ran
     # 15x slower over a channels-last view (1.8 s against 122 ms at 8x64x56x56, loaded 2-core VM)
     gy = g.permute(0, 3, 1, 2).contiguous()
@@ -141,7 +144,54 @@ def _backward(g: Any, x: Any, w: Any, has_bias: bool, st: tuple[int, ...], pad: 
     else:
         full = conv_transpose2d(gy, w, None, st, 0, tuple(extra), groups, dl)
         gx = full[:, :, pad[0][0]:pad[0][0] + h, pad[1][0]:pad[1][0] + wd]
-    # the weight's: per kernel offset, the output gradient times that offset's slice of the padded input
+    gw = None if needs_grad(g, x) else _weight_grad(g, x, pad, st, dl, groups, (o, cg, kh, kw), outs)
+    if gw is None:  # the composed form: differentiable again (double backward), any kernel size
+        gw = _weight_grad_composed(gy, x, pad, st, dl, groups, (o, cg, kh, kw), outs)
+    return gx, gw, gb
+
+
+def _weight_grad(g: Any, x: Any, pad: list[tuple[int, int]], st: tuple[int, ...], dl: tuple[int, ...], groups: int,
+                 wshape: tuple[int, ...], outs: tuple[int, ...]) -> Any:
+    """The weight's gradient (O, Cg, KH, KW) by ``templates/conv2d_wgrad.cl.mako`` from ``g`` (N, OH, OW, O),
+    or None when its accumulators would not fit the registers (large kernels)."""
+    o, cg, kh, kw = wshape
+    cb = 2 if cg % 2 == 0 and 2 * kh * kw <= WGRAD_ACCUMULATORS else 1
+    if cb * kh * kw > WGRAD_ACCUMULATORS:
+        return None
+    dtype, device = x.dtype, x.device
+    vw = vector_width(dtype, o // groups)
+    xp = x.pad([pad[1][0], pad[1][1], pad[0][0], pad[0][1]]) if any(a or b for a, b in pad) else x
+    # dense operands from their storage's first element (the kernel takes no offsets)
+    inputs = [t.contiguous() for t in (g, xp)]
+    inputs = [t if t._view.offset == 0 else t.clone() for t in inputs]
+    n, c, hp, wp = xp.shape
+    name = "zyx_conv2d_wgrad"
+    src = render("conv2d_wgrad.cl.mako", name=name, t="double" if dtype == dtypes.float64 else "float", vw=vw,
+                 cb=cb, N=n, C=c, Hp=hp, Wp=wp, O=o, OH=outs[0], OW=outs[1], KH=kh, KW=kw, sh=st[0], sw=st[1],
+                 dh=dl[0], dw=dl[1], groups=groups)
+    shape = (cg, kh, kw, o)
+    nbytes = math.prod(shape) * dtype.itemsize
+
+    def run(bufs: list[Buffer]) -> Buffer:
+        out = device.pool.allocate(nbytes)
+        launch(compile_kernel(device, src, name), (o // vw * (cg // cb),), (1,), [out.cl, *(b.cl for b in bufs)])
+        return out
+
+    srcs = [graph.Src(t._data, t._view, t.dtype) for t in inputs]
+    node = graph.extern("conv2d weight gradient", run, srcs, dtype, shape, device)
+    node.pinned = any(t.pinned for t in inputs)
+    return tensor_class()(node, View.contiguous(shape), dtype, device).permute(3, 0, 1, 2)
+
+
+def _weight_grad_composed(gy: Any, x: Any, pad: list[tuple[int, int]], st: tuple[int, ...], dl: tuple[int, ...],
+                          groups: int, wshape: tuple[int, ...], outs: tuple[int, ...]) -> Any:
+    """The weight's gradient from ``gy`` (N, O, OH, OW): per kernel offset, the output gradient times that
+    offset's strided slice of the padded input, reduced over (N, OH, OW)."""
+    from zyx.frontend.movement import stack
+
+    n = x.shape[0]
+    o, cg, kh, kw = wshape
+    og = o // groups
     xp = x.pad([pad[1][0], pad[1][1], pad[0][0], pad[0][1]]) if any(a or b for a, b in pad) else x
     gyg = gy.reshape(n, groups, og, 1, *outs)
     slabs = []
@@ -150,9 +200,8 @@ def _backward(g: Any, x: Any, w: Any, has_bias: bool, st: tuple[int, ...], pad: 
             xs = xp[:, :, i * dl[0]:i * dl[0] + (outs[0] - 1) * st[0] + 1:st[0],
                     j * dl[1]:j * dl[1] + (outs[1] - 1) * st[1] + 1:st[1]]
             slabs.append((gyg * xs.reshape(n, groups, 1, cg, *outs)).sum((0, 4, 5)))  # (G, Og, Cg)
-    gw = stack(slabs, -1).reshape(o, cg, kh, kw)
-    return gx, gw, gb
+    return stack(slabs, -1).reshape(o, cg, kh, kw)
 
 
-__all__ = ["ACC_REGISTERS", "MAX_KERNEL_SIDE", "MAX_PIXELS", "MAX_VECTORS", "TILE", "conv2d_direct", "eligible", "tile",
-           "vector_width"]
+__all__ = ["ACC_REGISTERS", "MAX_KERNEL_SIDE", "MAX_PIXELS", "MAX_VECTORS", "TILE", "WGRAD_ACCUMULATORS",
+           "conv2d_direct", "eligible", "tile", "vector_width"]
