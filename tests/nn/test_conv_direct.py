@@ -9,6 +9,7 @@ import pytest
 import zyx
 import zyx.nn.functional as F
 from zyx.backend.launch import recording
+from zyx.frontend.tape import plan_stats
 from zyx.nn import conv_direct
 
 torch = pytest.importorskip("torch")
@@ -154,3 +155,24 @@ def test_tile_heuristic():
     assert conv_direct.tile(zyx.float32, 64, 5) == (5, 2, 1)
     assert conv_direct.tile(zyx.float64, 12, 20) == (8, 1, 1)
     assert conv_direct.vector_width(zyx.float32, 6) == 0
+
+
+def test_jitted_forward_and_backward_replay():
+    """zyx.jit captures the direct kernels (EXTERN nodes) once and replays them on new data."""
+
+    def step(x, w, b):
+        y = F.conv2d(x, w, b, padding=1)
+        (gw,) = zyx.autograd.grad(y.square().sum(), [w])
+        return y, gw
+
+    jf = zyx.jit(step)
+    before = (plan_stats["captures"], plan_stats["replays"])
+    for _ in range(3):
+        x, w, b = _arr(2, 4, 6, 9), _arr(8, 4, 3, 3), _arr(8)
+        got = jf(zyx.tensor(x), zyx.tensor(w, requires_grad=True), zyx.tensor(b))
+        tw = torch.tensor(w, requires_grad=True)
+        ty = TF.conv2d(torch.tensor(x), tw, torch.tensor(b), padding=1)
+        (tgw,) = torch.autograd.grad(ty.square().sum(), [tw])
+        np.testing.assert_allclose(got[0].numpy(), ty.detach().numpy(), rtol=2e-4, atol=2e-4)
+        np.testing.assert_allclose(got[1].numpy(), tgw.numpy(), rtol=2e-4, atol=2e-3)
+    assert (plan_stats["captures"], plan_stats["replays"]) == (before[0] + 1, before[1] + 2)
