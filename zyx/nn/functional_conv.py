@@ -119,8 +119,8 @@ def _conv(x: Any, weight: Any, bias: Any, stride: Any, padding: Any, dilation: A
     outs = tuple(_out_size(L, k, s, lo, hi, d, fn) for L, k, s, (lo, hi), d in zip(spatial, ks, st, pad, dl))
     work = dtypes.float32 if dt.itemsize < 4 else dt  # 16-bit floats accumulate in float32, rounded once
     x, w = x.cast(work), weight.cast(work)
-    if (conv_direct.eligible(x.device, work, n, o, groups, ks, outs)
-            and (bias is None or tuple(bias.shape) == (o,))):
+    if (conv_direct.eligible(x.device, work, n, o, groups, ks, outs) and w.device is x.device
+            and (bias is None or (tuple(bias.shape) == (o,) and bias.device is x.device))):
         y = conv_direct.conv2d_direct(x, w, None if bias is None else bias.cast(work), st, pad, dl, groups, outs)
         y = y.permute(0, 3, 1, 2).cast(dt)  # the kernel's channels-last output as an NCHW view
         return y.squeeze(0) if unbatched else y
