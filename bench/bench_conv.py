@@ -1,7 +1,8 @@
 """Convolution and pooling: zyx vs PyTorch CPU (2 threads) on the same inputs.
 
 Rows: conv2d N=8, 64->64 channels, 56x56, 3x3, padding 1 (GFLOP/s; the ResNet stage-1 layer, with
-its bias) and conv_transpose2d of the same size (stride 1, the flipped conv); max_pool2d 2x2 and
+its bias), the same layer's forward + backward (all three gradients) and conv_transpose2d of the same
+size (stride 1, the flipped conv); max_pool2d 2x2 and
 avg_pool2d 2x2 on (8, 64, 112, 112) (GB/s of input read + output written). Each zyx call is realized
 and synchronized; implementations are timed in alternating blocks of calls (best and median), so
 load on the shared machine hits them alike. ``run(quick)`` returns the rows; ``python
@@ -57,6 +58,26 @@ def run(quick: bool = False) -> list[dict]:
     times = _alternating({"zyx": synced(lambda: F.conv_transpose2d(zx, zw, zb, padding=1)),
                           "torch": lambda: tf.conv_transpose2d(tx, tw, tb, padding=1)}, reps)
     add("conv_transpose2d", size, times, **{"GFLOP/s": flops})
+
+    # forward + backward (input, weight and bias gradients: 3x the forward's FLOPs) with a fixed cotangent
+    g = rng.normal(size=(n, 64, 56, 56)).astype(np.float32)
+    zg, tg = zyx.tensor(g).realize(), torch.from_numpy(g)
+    zl = [zyx.tensor(a, requires_grad=True) for a in (x, w, b)]
+    tl = [torch.from_numpy(a.copy()).requires_grad_(True) for a in (x, w, b)]
+
+    def zyx_step() -> Any:
+        for t in zl:
+            t.grad = None
+        (F.conv2d(*zl, padding=1) * zg).sum().backward()
+        return zl[0].grad + zl[1].grad.sum() + zl[2].grad.sum()  # one result that needs all three
+
+    def torch_step() -> None:
+        for t in tl:
+            t.grad = None
+        (tf.conv2d(*tl, padding=1) * tg).sum().backward()
+
+    times = _alternating({"zyx": synced(zyx_step), "torch": torch_step}, reps)
+    add("conv2d forward+backward", size, times, **{"GFLOP/s": 3 * flops})
 
     p = rng.normal(size=(n, 64, 112, 112)).astype(np.float32)
     zp, tp = zyx.tensor(p).realize(), torch.from_numpy(p)

@@ -79,7 +79,7 @@ def test_conv2d_is_one_kernel():
     x.realize(), w.realize(), b.realize()
     before = zyx.kernel_count()
     y = F.conv2d(x, w, b, padding=1).realize()
-    # the weight's (KH, KW, C, O) relayout (a small copy), then pad + conv + bias in one kernel; no im2col
+    # the weight's (KH, C, KW, O) relayout (a small copy), then the direct kernel (padding and bias inside)
     assert zyx.kernel_count() - before == 2
     before = zyx.kernel_count()
     y.relu().realize()  # the result is a channels-last buffer seen as NCHW: what follows is its own kernel

@@ -3,6 +3,10 @@
 Everything is composed from lazy views, elementwise ops and reduces, so it fuses and gets its
 gradients by composition:
 
+* a 2-D convolution on a CPU in float32/float64 (16-bit floats computed in float32) whose groups have a
+  multiple of 4 output channels runs the direct kernel of ``zyx.nn.conv_direct`` (a register tile of
+  pixels x output-channel vectors reading the unpadded input in place; gradients composed), as does
+  ``conv_transpose2d`` through it. Otherwise:
 * a convolution is, for every kernel offset, a strided slice of the (lazily) padded input times
   that offset's weight slab, the products summed and then reduced over the input channels. The
   output is laid out channels-last, (N, *spatial, O), and handed back as an NCHW view: the reduce
@@ -29,6 +33,7 @@ from zyx.frontend.autograd import no_grad
 from zyx.frontend.creation import arange, pinned_as, tensor
 from zyx.frontend.elementwise import where
 from zyx.frontend.softmax import float_work
+from zyx.nn import conv_direct
 
 # kernels with up to this many offsets are unrolled into one matmul-like reduce over channels
 # (3x3x3 = 27 fits); larger ones reduce over a window view (channels x offsets) instead
@@ -79,7 +84,8 @@ def _out_size(length: int, k: int, s: int, lo: int, hi: int, d: int, fn: str) ->
 # ------------------------------------------------------------------ convolution
 
 def _conv(x: Any, weight: Any, bias: Any, stride: Any, padding: Any, dilation: Any, groups: int, nd: int,
-          fn: str) -> Any:
+          fn: str, pairs: list[tuple[int, int]] | None = None) -> Any:
+    """``pairs``: explicit (before, after) padding per spatial dim, in place of ``padding``."""
     x, unbatched = _batched(x, nd, fn)
     if weight.ndim != nd + 2:
         raise ShapeError(f"{fn}: expected a {nd + 2}-D weight (out_channels, in_channels/groups, *kernel), "
@@ -95,7 +101,9 @@ def _conv(x: Any, weight: Any, bias: Any, stride: Any, padding: Any, dilation: A
     st, dl = _tuple(stride, nd, "stride", fn), _tuple(dilation, nd, "dilation", fn)
     if any(s <= 0 for s in st) or any(d <= 0 for d in dl):
         raise ShapeError(f"{fn}: stride {st} and dilation {dl} must be positive")
-    if isinstance(padding, str):
+    if pairs is not None:
+        pad = list(pairs)
+    elif isinstance(padding, str):
         if padding == "valid":
             pad = [(0, 0)] * nd
         elif padding == "same":
@@ -111,6 +119,11 @@ def _conv(x: Any, weight: Any, bias: Any, stride: Any, padding: Any, dilation: A
     outs = tuple(_out_size(L, k, s, lo, hi, d, fn) for L, k, s, (lo, hi), d in zip(spatial, ks, st, pad, dl))
     work = dtypes.float32 if dt.itemsize < 4 else dt  # 16-bit floats accumulate in float32, rounded once
     x, w = x.cast(work), weight.cast(work)
+    if (conv_direct.eligible(x.device, work, n, o, groups, ks, outs) and w.device is x.device
+            and (bias is None or (tuple(bias.shape) == (o,) and bias.device is x.device))):
+        y = conv_direct.conv2d_direct(x, w, None if bias is None else bias.cast(work), st, pad, dl, groups, outs)
+        y = y.permute(0, 3, 1, 2).cast(dt)  # the kernel's channels-last output as an NCHW view
+        return y.squeeze(0) if unbatched else y
     if any(lo or hi for lo, hi in pad):
         x = x.pad(_pads(pad))
     g, og = groups, o // groups
@@ -208,11 +221,13 @@ def _conv_transpose(x: Any, weight: Any, bias: Any, stride: Any, padding: Any, o
             length = x.shape[2 + i]
             x = place(x, 2 + i, 0, (length - 1) * s + 1, s)
     pads = [(d * (k - 1) - p, d * (k - 1) - p + o) for k, d, p, o in zip(ks, dl, pd, op)]
-    x = x.pad(_pads(pads))  # negative amounts crop
     og = weight.shape[1]
     w = weight.reshape(groups, c // groups, og, *ks).transpose(1, 2)
     w = w[(Ellipsis,) + (slice(None, None, -1),) * nd].reshape(groups * og, c // groups, *ks)
-    y = _conv(x, w, bias, 1, 0, dl, groups, nd, fn)
+    if all(lo >= 0 and hi >= 0 for lo, hi in pads):  # the convolution pads (the direct kernel: in place)
+        y = _conv(x, w, bias, 1, 0, dl, groups, nd, fn, pairs=pads)
+    else:
+        y = _conv(x.pad(_pads(pads)), w, bias, 1, 0, dl, groups, nd, fn)  # negative amounts crop
     return y.squeeze(0) if unbatched else y
 
 
