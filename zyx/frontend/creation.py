@@ -204,9 +204,9 @@ def arange(start: Any, stop: Any = None, step: Any = 1, dtype: Any = None, devic
     if stop is None:
         start, stop = 0, start
     if type(stop) is BoundVariable or type(start) is BoundVariable:
-        from zyx.frontend import varsize  # a bound zyx.Variable: a variable size, one upload for its range
+        from zyx.frontend import varsize_shapes  # a bound zyx.Variable: a variable size, one upload for its range
 
-        return varsize.arange(start, stop, step, dtype, device)
+        return varsize_shapes.arange(start, stop, step, dtype, device)
     if step == 0:
         raise ShapeError("arange: step must be non-zero")
     if (stop - start) * step < 0:

@@ -52,9 +52,9 @@ def pad(x: Any, pads: Sequence[int], mode: Any = "constant", value: Any = None):
         raise ShapeError(f"pad: a padding value {value!r} only applies to mode 'constant', not {mode!r}")
     value = 0 if value is None else value
     if mode == "constant" and any(type(p) is BoundVariable for p in pads):
-        from zyx.frontend import varsize  # a bound zyx.Variable as an amount: one kernel for its range
+        from zyx.frontend import varsize_shapes  # a bound zyx.Variable as an amount: one kernel for its range
 
-        return varsize.pad(x, tuple(pads), value)
+        return varsize_shapes.pad(x, tuple(pads), value)
     pads = tuple(int(p) for p in pads)
     if len(pads) % 2 or len(pads) // 2 > x.ndim:
         raise ShapeError(f"pad: expected an even number of pad amounts for at most {x.ndim} dims, got {pads}")
@@ -265,9 +265,9 @@ class MovementMixin(TensorBase):
         except ShapeError:
             if not _bound_in(shape):
                 raise
-            from zyx.frontend import varsize  # a bound zyx.Variable as a size
+            from zyx.frontend import varsize_shapes  # a bound zyx.Variable as a size
 
-            return varsize.reshape(self, shape)
+            return varsize_shapes.reshape(self, shape)
         view = self._view.reshape(shape)
         if view is not None:
             out = self._with_view(view)
@@ -290,10 +290,10 @@ class MovementMixin(TensorBase):
         except ShapeError:
             if not _bound_in(shape):
                 raise
-            from zyx.frontend import varsize  # a bound zyx.Variable as a size
+            from zyx.frontend import varsize_shapes  # a bound zyx.Variable as a size
 
-            return varsize.expand(self, tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list))
-                                  else shape)
+            return varsize_shapes.expand(
+                self, tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape)
         out = self._with_view(self._view.expand(target))
         if self._ag is None:
             return out
@@ -363,9 +363,9 @@ class MovementMixin(TensorBase):
     def narrow(self, dim: int, start: int, length: int) -> Any:
         """Elements ``start .. start+length`` of ``dim`` (a view)."""
         if type(start) is BoundVariable or type(length) is BoundVariable:
-            from zyx.frontend import varsize  # a bound zyx.Variable: one kernel for its range
+            from zyx.frontend import varsize_shapes  # a bound zyx.Variable: one kernel for its range
 
-            return varsize.narrow(self, dim, start, length)
+            return varsize_shapes.narrow(self, dim, start, length)
         d = normalize_dim(dim, self.ndim)
         size = self.shape[d]
         if start < 0:
@@ -402,9 +402,9 @@ class MovementMixin(TensorBase):
 
     def __getitem__(self, index: Any) -> Any:
         if (type(index) is slice or type(index) is tuple) and _bound_slice(index):
-            from zyx.frontend import varsize  # x[:t] with a bound zyx.Variable: one kernel for its range
+            from zyx.frontend import varsize_shapes  # x[:t] with a bound zyx.Variable: one kernel for its range
 
-            return varsize.getitem(self, index)
+            return varsize_shapes.getitem(self, index)
         out = self._with_view(basic_index(self._view, index))
         if self._ag is None:
             return out
