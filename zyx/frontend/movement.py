@@ -20,7 +20,7 @@ from zyx.frontend.autograd import is_grad_enabled
 from zyx.frontend.base import TensorBase
 from zyx.frontend.elementwise import from_node, scalar_value
 from zyx.frontend.padding import MODES, pad_mode
-from zyx.ir.variable import BoundVariable
+from zyx.ir.variable import BOUND
 from zyx.ir.view import View, normalize_dim
 
 
@@ -28,14 +28,14 @@ def _bound_in(shape: Sequence[Any]) -> bool:
     """Whether a shape argument holds a bound ``zyx.Variable`` (``frontend.varsize`` takes it)."""
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = shape[0]
-    return any(type(s) is BoundVariable for s in shape)
+    return any(type(s) in BOUND for s in shape)
 
 
 def _bound_slice(index: Any) -> bool:
     """Whether a basic index slices by a bound ``zyx.Variable``."""
     if type(index) is slice:
-        return type(index.start) is BoundVariable or type(index.stop) is BoundVariable
-    return any(type(i) is slice and (type(i.start) is BoundVariable or type(i.stop) is BoundVariable)
+        return type(index.start) in BOUND or type(index.stop) in BOUND
+    return any(type(i) is slice and (type(i.start) in BOUND or type(i.stop) in BOUND)
                for i in index)
 
 
@@ -51,7 +51,7 @@ def pad(x: Any, pads: Sequence[int], mode: Any = "constant", value: Any = None):
     if mode != "constant" and value not in (None, 0):
         raise ShapeError(f"pad: a padding value {value!r} only applies to mode 'constant', not {mode!r}")
     value = 0 if value is None else value
-    if mode == "constant" and any(type(p) is BoundVariable for p in pads):
+    if mode == "constant" and any(type(p) in BOUND for p in pads):
         from zyx.frontend import varsize_shapes  # a bound zyx.Variable as an amount: one kernel for its range
 
         return varsize_shapes.pad(x, tuple(pads), value)
@@ -362,7 +362,7 @@ class MovementMixin(TensorBase):
 
     def narrow(self, dim: int, start: int, length: int) -> Any:
         """Elements ``start .. start+length`` of ``dim`` (a view)."""
-        if type(start) is BoundVariable or type(length) is BoundVariable:
+        if type(start) in BOUND or type(length) in BOUND:
             from zyx.frontend import varsize_shapes  # a bound zyx.Variable: one kernel for its range
 
             return varsize_shapes.narrow(self, dim, start, length)

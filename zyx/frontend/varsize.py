@@ -47,7 +47,7 @@ from zyx.errors import ShapeError
 from zyx.frontend.autograd import is_grad_enabled
 from zyx.frontend.base import VARSIZE, tensor_class
 from zyx.ir import variable
-from zyx.ir.variable import BoundVariable, Variable, VariableArg
+from zyx.ir.variable import BOUND, BoundExpr, BoundVariable, Linear, Variable, VariableArg
 from zyx.ir.view import View
 
 BV = BoundVariable
@@ -56,24 +56,7 @@ BV = BoundVariable
 Tensor: Any = tensor_class()
 
 
-class _Lin:
-    """``c * value + k`` (clamped to ``[0, hi]`` when ``hi`` is given), times ``m``: a variable
-    argument's function."""
-
-    __slots__ = ("c", "k", "hi", "m")
-
-    def __init__(self, c: int, k: int = 0, hi: int | None = None, m: int = 1) -> None:
-        self.c, self.k, self.hi, self.m = c, k, hi, m
-
-    def __call__(self, v: int) -> int:
-        x = self.c * v + self.k
-        return (x if self.hi is None else min(max(x, 0), self.hi)) * self.m
-
-    def __eq__(self, o: object) -> bool:
-        return type(o) is _Lin and (o.c, o.k, o.hi, o.m) == (self.c, self.k, self.hi, self.m)
-
-    def __hash__(self) -> int:
-        return hash((self.c, self.k, self.hi, self.m))
+_Lin = Linear  # a variable argument's function
 
 
 def _taint(var: Variable) -> None:
@@ -104,11 +87,11 @@ class VDim:
 
     @staticmethod
     def of(x: Any) -> tuple[tuple[tuple[Variable, int], ...], int, dict]:
-        """(terms, const, values) of an int, a bound variable or a ``narrow`` end."""
+        """(terms, const, values) of an int, a bound variable, a ``BoundExpr`` or a ``narrow`` end."""
         if type(x) is _EndExpr:
             return _add(VDim.of(x.start), VDim.of(x.length))
-        if type(x) is BV:
-            return ((x.variable, 1),), 0, {x.variable: x.value}
+        if type(x) in BOUND:  # a bound variable or an affine expression of one
+            return ((x.variable, x.scale),), x.offset, {x.variable: x.bound.value}
         return (), int(x), {}
 
     @property
@@ -141,12 +124,13 @@ class VDim:
 
     def public(self) -> Any:
         """The size as Python sees it: the bound variable itself where the size is exactly one
-        variable (no report), else its int value (a read: reported)."""
-        if len(self.terms) == 1 and self.terms[0][1] == 1 and not self.const:
-            var = self.terms[0][0]
-            v = self.values[var]
-            if 0 <= v <= self.phys:
-                return BV(v, var)
+        variable, a ``BoundExpr`` where it is an affine expression of one (no report), else its int
+        value (a read: reported)."""
+        if len(self.terms) == 1:
+            var, c = self.terms[0]
+            if 0 <= self.raw <= self.phys:
+                bound = BV(self.values[var], var)
+                return bound if c == 1 and not self.const else BoundExpr(bound, c, self.const)
         for var, _ in self.terms:
             _taint(var)
         return self.value
@@ -288,7 +272,7 @@ def concrete(x: Any) -> Any:
 
 def _plain(a: Any) -> Any:
     """An argument with its bound variables read as ints (reported): for the by-value fallbacks."""
-    if type(a) is BV:
+    if type(a) in BOUND:
         return int(a)
     if type(a) is slice:
         return slice(_plain(a.start), _plain(a.stop), _plain(a.step))

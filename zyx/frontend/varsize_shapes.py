@@ -9,6 +9,7 @@ from typing import Any
 from zyx.errors import ShapeError
 from zyx.frontend import varsize_compute  # noqa: F401 - VarTensor's compute methods: every VarTensor starts here
 from zyx.frontend.varsize import (
+    BOUND,
     BV,
     Tensor,
     VarTensor,
@@ -71,7 +72,7 @@ def narrow(x: Any, dim: int, start: Any, length: Any) -> Any:
     d = normalize_dim(dim, x.ndim)
     phys, vax = _parts(x)
     size = phys.shape[d]
-    if vax[d] is None and type(start) is not BV and type(length) is not BV and not _grad(x):
+    if vax[d] is None and type(start) not in BOUND and type(length) not in BOUND and not _grad(x):
         return make(Tensor.narrow(phys, d, start, length), vax)  # a static narrow of a static axis
     if vax[d] is None and not _grad(x):
         s, n = VDim.of(start), VDim.of(length)
@@ -83,7 +84,7 @@ def narrow(x: Any, dim: int, start: Any, length: Any) -> Any:
             if not n[0]:
                 out = phys.index_select(d, _shifted_index(nhi, s, size, phys.device))
                 return make(out, vax)
-            st = start if type(start) is BV else s[1]
+            st = start if type(start) in BOUND else s[1]
             return _slice_axis(x, d, st, _EndExpr(st, length))
     return Tensor.narrow(concrete(x), dim, _plain(start), _plain(length))
 
@@ -111,9 +112,9 @@ def getitem(x: Any, index: Any) -> Any:
             out_axis += 1
             continue
         if type(it) is slice:
-            if it.step not in (None, 1) and (type(it.step) is BV or vax[axis] is not None):
+            if it.step not in (None, 1) and (type(it.step) in BOUND or vax[axis] is not None):
                 return Tensor.__getitem__(concrete(x), _plain(index))
-            if type(it.start) is BV or type(it.stop) is BV:
+            if type(it.start) in BOUND or type(it.stop) in BOUND:
                 if vax[axis] is not None or it.step not in (None, 1):
                     return Tensor.__getitem__(concrete(x), _plain(index))
                 later.append((out_axis, it.start, it.stop))
@@ -151,14 +152,14 @@ def expand(x: Any, shape: tuple) -> Any:
         j = i - lead
         have = phys.shape[j] if j >= 0 else 1
         cur = vax[j] if j >= 0 else None
-        if type(want) is BV:
-            vd = _dim_of(want, max(want.variable.max, 0))
+        if type(want) in BOUND:
+            vd = _dim_of(want, max(want.max, 0))
             if cur is not None:
                 if not cur.same(vd):
                     return Tensor.expand(concrete(x), *_plain(shape))
                 target.append(have)
                 out_vax.append(cur)
-            elif have == 1 and want.variable.min >= 0 and not _too_big((vd.phys, *phys.shape), max(vd.value, 1) *
+            elif have == 1 and want.min >= 0 and not _too_big((vd.phys, *phys.shape), max(vd.value, 1) *
                                                                            phys.numel()):
                 target.append(vd.phys)
                 out_vax.append(vd)
@@ -186,11 +187,11 @@ def reshape(x: Any, shape: tuple) -> Any:
     vd = vax[0]
     inner = math.prod(phys.shape[1:])
     rest = shape[1:]
-    if any(type(s) is BV or not isinstance(s, int) or s < 0 for s in rest):
+    if any(type(s) in BOUND or not isinstance(s, int) or s < 0 for s in rest):
         return Tensor.reshape(concrete(x), *_plain(shape))
     k = math.prod(rest)
     first = shape[0]
-    if type(first) is BV:
+    if type(first) in BOUND:
         if not vd.same(_dim_of(first, 0)) or k != inner:
             return Tensor.reshape(concrete(x), *_plain(shape))
         return make(phys.reshape(phys.shape[0], *rest), [vd] + [None] * len(rest))
@@ -266,7 +267,7 @@ def arange(start: Any, stop: Any, step: Any, dtype: Any, device: Any) -> Any:
 
 
 def concrete_int(x: Any) -> Any:
-    return int(x) if type(x) is BV else x
+    return int(x) if type(x) in BOUND else x
 
 
 # ------------------------------------------------------------------ the methods of VarTensor
