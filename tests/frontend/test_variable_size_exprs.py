@@ -137,3 +137,32 @@ def test_jit_replays_one_plan_for_expressions_and_takes_them_as_arguments():
         _close(offset(X, T.bind(v) + 1), XN[:v + 1] * (v + 1))
     assert plan_stats["captures"] - c0 == 2
     assert _compiles() == compiles, "a new bound value compiled a kernel"
+
+
+def test_other_uses_of_an_expression_read_its_value():
+    for v in (2, 6):
+        t = T.bind(v)
+        _close(X[t + 1], XN[v + 1])
+        _close(X[t - 1, 2], XN[v - 1, 2])
+        assert [p.shape[0] for p in X.split(t + 1)] == [p.shape[0] for p in np.array_split(XN, range(v + 1, 10, v + 1))]
+        _close(X.roll(t + 1, 0), np.roll(XN, v + 1, 0))
+        assert zyx.zeros(t + 1, 2).shape == (v + 1, 2)
+        _close(zyx.cat([X[:t + 1], X[:2]]), np.concatenate([XN[:v + 1], XN[:2]]))
+
+
+def test_ring_write_at_an_expression_position_replays_under_jit():
+    ring = zyx.Variable("ring_pos", 0, 100)
+
+    @zyx.jit
+    def write(dest, src, p):
+        zyx.write_slice_rotating(dest, src, 0, p + 1)
+        return dest * 1.0
+
+    dest = zyx.zeros(4, 5).realize()
+    want = np.zeros((4, 5), np.float32)
+    c0 = plan_stats["captures"]
+    for i in (0, 1, 2, 3, 4, 9):
+        got = write(dest, zyx.tensor(XN[i:i + 1]), ring.bind(i))
+        want[(i + 1) % 4] = XN[i]
+        _close(got, want)
+    assert plan_stats["captures"] - c0 == 1

@@ -131,6 +131,8 @@ def _split(shape: Sequence[int], axis: int) -> tuple[int, int, int]:
 
 
 def _int_or_tuple(value: Any, contract: str, field: str) -> tuple[int, ...]:
+    if type(value) in BOUND:  # a bound zyx.Variable or t + 1: its value (a reported read)
+        return (int(value),)
     if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
         return (int(value),)
     if isinstance(value, (tuple, list)) and all(

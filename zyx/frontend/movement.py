@@ -161,8 +161,8 @@ def split(x: Any, split_size_or_sections: Any, dim: int = 0) -> tuple:
     """Views of ``x`` along ``dim``: chunks of one size (last may be smaller) or the listed sizes."""
     d = normalize_dim(dim, x.ndim)
     size = x.shape[d]
-    if isinstance(split_size_or_sections, int):
-        step = split_size_or_sections
+    if isinstance(split_size_or_sections, int) or type(split_size_or_sections) in BOUND:  # t + 1: by value
+        step = int(split_size_or_sections)
         if step <= 0:
             raise ShapeError(f"split: split_size must be positive, got {step}")
         sizes = [min(step, size - s) for s in range(0, size, step)] or [0]
@@ -234,7 +234,7 @@ def basic_index(view: View, index: Any) -> View:
             start, stop, step = it.indices(view.shape[dim])
             view = view.slice(dim, start, stop, step)
             dim += 1
-        elif isinstance(it, (int, np.integer)) and not isinstance(it, bool):
+        elif isinstance(it, (int, np.integer)) and not isinstance(it, bool) or type(it) in BOUND:  # t, t + 1: by value
             size = view.shape[dim]
             i = int(it)
             if not -size <= i < size:
