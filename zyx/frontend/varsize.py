@@ -1,7 +1,8 @@
 """Tensors of variable size: a bound ``zyx.Variable`` as a size or start (API.md "Tapes and variables").
 
 ``x[:t]``, ``x.narrow(d, s, n)``, ``x[a:b]``, ``expand``/``reshape`` to a bound variable, ``pad`` by
-one and ``arange`` up to one give a ``VarTensor``: its Python shape holds the bound values (a
+one and ``arange`` up to one (or to an affine ``BoundExpr`` of one: ``t + 1``, ``2 * t``, ``10 - t``) give a
+``VarTensor``: its Python shape holds the bound values (a
 ``BoundVariable`` where a dim is exactly one variable), but its data is computed at a *static*
 extent per variable axis (the largest the variable's bounds allow), so every kernel it runs is
 specialized on static shapes only. The variable reaches kernels as a scalar argument
