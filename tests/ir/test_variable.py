@@ -6,7 +6,7 @@ import pytest
 import zyx
 from zyx.ir import symbolic as sym
 from zyx.ir import variable
-from zyx.ir.variable import BoundVariable, Variable, VariableArg
+from zyx.ir.variable import BoundExpr, BoundVariable, Variable, VariableArg
 
 
 def test_bind_checks_the_range():
@@ -73,3 +73,35 @@ def test_variable_args_recompute_from_the_binding():
     assert a == 13 and a.variable is t and a.at(5) == 5
     ring = a.then(lambda v: v % 8)
     assert ring == 5 and ring.at(17) == 1 and ring.variable is t
+
+
+def test_affine_arithmetic_stays_symbolic_with_its_own_range():
+    t = Variable("t", 2, 9)
+    b = t.bind(5)
+    seen = []
+    old, variable.taint_hook = variable.taint_hook, seen.append
+    try:
+        forms = {"t + 1": (b + 1, 1, 1), "1 + t": (1 + b, 1, 1), "t - 3": (b - 3, 1, -3), "10 - t": (10 - b, -1, 10),
+                 "2 * t": (2 * b, 2, 0), "t * 3 - 1": (b * 3 - 1, 3, -1), "-t": (-b, -1, 0),
+                 "2 * (t + 1)": (2 * (b + 1), 2, 2)}
+        for name, (e, scale, offset) in forms.items():
+            assert type(e) is BoundExpr and (e.variable, e.scale, e.offset) == (t, scale, offset), name
+            assert e.value == scale * 5 + offset, name
+            lo, hi = sorted((scale * 2 + offset, scale * 9 + offset))
+            assert (e.min, e.max) == (lo, hi), name
+            arg = e.arg()
+            assert arg == e.value and arg.variable is t and arg.at(7) == scale * 7 + offset, name
+        assert (b + 1) - 1 is b and +b is b and b * 0 == 0 and type(b * 0) is int
+        assert repr(b + 1) == "(t + 1)=6" and repr(10 - b) == "(-t + 10)=5" and repr(2 * b - 1) == "(2*t - 1)=9"
+        assert (b.min, b.max) == (2, 9) and b.arg().at(4) == 4
+        assert not seen  # forming an expression reads nothing
+        assert int(b + 1) == 6 and seen == [t]
+        seen.clear()
+        assert (b + 1) == 6 and (b + 1) < 7 and list(range(10))[:b - 2] == [0, 1, 2]
+        assert seen and all(v is t for v in seen)
+        seen.clear()
+        assert b + 0.5 == 5.5 and b + True == 6 and (b + 1) // 2 == 3 and seen  # other operands read the value
+        assert type(b + 0.5) is float and type((b + 1) + 0.5) is float
+    finally:
+        variable.taint_hook = old
+    assert not isinstance(b + 1, int)

@@ -10,7 +10,7 @@ import numpy as np
 from zyx import graph
 from zyx.errors import ShapeError
 from zyx.frontend.base import TensorBase
-from zyx.ir.variable import BoundVariable
+from zyx.ir.variable import BOUND
 
 
 def shape_arg(shape: Sequence[Any], what: str = "shape", variables: bool = False) -> tuple[int, ...]:
@@ -22,7 +22,7 @@ def shape_arg(shape: Sequence[Any], what: str = "shape", variables: bool = False
     out = []
     for s in shape:
         if isinstance(s, bool) or not isinstance(s, (int, np.integer)):
-            if type(s) is BoundVariable and not variables:
+            if type(s) in BOUND and not variables:
                 out.append(int(s))
                 continue
             raise ShapeError(f"{what} entries must be ints, got {s!r} in {tuple(shape)}")

@@ -33,7 +33,7 @@ from zyx.frontend.base import TensorBase, tensor_class
 from zyx.frontend.creation import full
 from zyx.frontend.movement import basic_index
 from zyx.frontend.scan_backward import cumprod_grad, extremum_grad, logcumsumexp_grad
-from zyx.ir.variable import BoundVariable, VariableArg
+from zyx.ir.variable import BOUND, VariableArg
 from zyx.ir.view import View
 
 Tensor = TensorBase  # annotations and isinstance checks: any tensor of the concrete class
@@ -131,6 +131,8 @@ def _split(shape: Sequence[int], axis: int) -> tuple[int, int, int]:
 
 
 def _int_or_tuple(value: Any, contract: str, field: str) -> tuple[int, ...]:
+    if type(value) in BOUND:  # a bound zyx.Variable or t + 1: its value (a reported read)
+        return (int(value),)
     if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
         return (int(value),)
     if isinstance(value, (tuple, list)) and all(
@@ -496,8 +498,8 @@ def write_slice_rotating(dest: Tensor, source: Tensor, axis: int, position: Any,
             write_slice_rotating(dest, source, axis, position, modulus)
         mod = dest.shape[axis % dest.ndim] if modulus is None else modulus
         return record_rows_write(dest, source, axis % dest.ndim, position, mod, None)
-    if type(position) is BoundVariable:  # zyx.Variable: validated as the int it is bound to
-        position = VariableArg(position)
+    if type(position) in BOUND:  # zyx.Variable (or t + c): validated as the int it is bound to
+        position = position.arg()
     dest, params, src = _prepare_write("write_slice_rotating", dest, source,
                                        {"axis": axis, "modulus": modulus, "position": position})
     pos = params["position"]

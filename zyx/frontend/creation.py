@@ -18,7 +18,7 @@ from zyx.dtype import DType, to_dtype
 from zyx.errors import DTypeError, ShapeError
 from zyx.frontend.args import shape_arg
 from zyx.frontend.base import TensorBase, tensor_class
-from zyx.ir.variable import BoundVariable
+from zyx.ir.variable import BOUND
 from zyx.ir.view import View
 
 Tensor = TensorBase  # annotations and isinstance checks; results are built by ``tensor_class()``
@@ -203,10 +203,10 @@ def arange(start: Any, stop: Any = None, step: Any = 1, dtype: Any = None, devic
     """Values ``start, start+step, ...`` below ``stop`` (int64 for int arguments, else float32)."""
     if stop is None:
         start, stop = 0, start
-    if type(stop) is BoundVariable or type(start) is BoundVariable:
-        from zyx.frontend import varsize  # a bound zyx.Variable: a variable size, one upload for its range
+    if type(stop) in BOUND or type(start) in BOUND:
+        from zyx.frontend import varsize_shapes  # a bound zyx.Variable: a variable size, one upload for its range
 
-        return varsize.arange(start, stop, step, dtype, device)
+        return varsize_shapes.arange(start, stop, step, dtype, device)
     if step == 0:
         raise ShapeError("arange: step must be non-zero")
     if (stop - start) * step < 0:

@@ -24,7 +24,7 @@ from zyx.frontend.args import device_of
 from zyx.frontend.autograd import is_grad_enabled, needs_grad, no_grad
 from zyx.frontend.base import VARSIZE, TensorBase, tensor_class
 from zyx.frontend.traced_scalar import FloatArg, IntArg, TracedScalar
-from zyx.ir.variable import BoundVariable, VariableArg
+from zyx.ir.variable import BOUND, VariableArg
 from zyx.ir.view import View
 from zyx.op import COMPARISON, Op
 
@@ -270,8 +270,8 @@ def binary(op: str, a: Any, b: Any):
     """``a op b`` with PyTorch type promotion and broadcasting (either side may be a scalar)."""
     Tensor = _Tensor or _tensor_cls()
     ta, tb = type(a), type(b)
-    if ta is BoundVariable or tb is BoundVariable:  # a Python int to promotion, an argument to the kernel
-        a, b = (VariableArg(x) if type(x) is BoundVariable else x for x in (a, b))
+    if ta in BOUND or tb in BOUND:  # a Python int to promotion, an argument to the kernel
+        a, b = (x.arg() if type(x) in BOUND else x for x in (a, b))
         ta, tb = type(a), type(b)
     if ta is TracedScalar or tb is TracedScalar:  # a jitted function's number: an argument of its plan
         a, b = _promotable(a), _promotable(b)
@@ -344,9 +344,9 @@ def _check_int_scalar(op: str, b: Any) -> None:
 def where(cond: Any, a: Any, b: Any):
     """``a`` where ``cond`` else ``b`` (broadcast; a/b promoted together)."""
     if type(cond) in VARSIZE or type(a) in VARSIZE or type(b) in VARSIZE:  # a variable size (frontend.varsize)
-        from zyx.frontend import varsize
+        from zyx.frontend import varsize_compute
 
-        return varsize.where(cond, a, b)
+        return varsize_compute.where(cond, a, b)
     Tensor = _tensor_cls()
     if not isinstance(cond, Tensor) or not cond.dtype.is_bool:
         got = cond.dtype.name if isinstance(cond, Tensor) else type(cond).__name__
@@ -843,13 +843,13 @@ class ElementwiseMixin(TensorBase):
         if reverse:
             def f(self, other):
                 if (type(other) is not TracedScalar and not isinstance(other, _OPERAND)
-                        and not isinstance(other, TensorBase) and type(other) is not BoundVariable):
+                        and not isinstance(other, TensorBase) and type(other) not in BOUND):
                     return NotImplemented
                 return binary(op, other, self)
         else:
             def f(self, other):
                 if (type(other) is not TracedScalar and not isinstance(other, _OPERAND)
-                        and not isinstance(other, TensorBase) and type(other) is not BoundVariable):
+                        and not isinstance(other, TensorBase) and type(other) not in BOUND):
                     return NotImplemented
                 return binary(op, self, other)
         f.__name__ = op

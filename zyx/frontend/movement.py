@@ -20,7 +20,7 @@ from zyx.frontend.autograd import is_grad_enabled
 from zyx.frontend.base import TensorBase
 from zyx.frontend.elementwise import from_node, scalar_value
 from zyx.frontend.padding import MODES, pad_mode
-from zyx.ir.variable import BoundVariable
+from zyx.ir.variable import BOUND
 from zyx.ir.view import View, normalize_dim
 
 
@@ -28,14 +28,14 @@ def _bound_in(shape: Sequence[Any]) -> bool:
     """Whether a shape argument holds a bound ``zyx.Variable`` (``frontend.varsize`` takes it)."""
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = shape[0]
-    return any(type(s) is BoundVariable for s in shape)
+    return any(type(s) in BOUND for s in shape)
 
 
 def _bound_slice(index: Any) -> bool:
     """Whether a basic index slices by a bound ``zyx.Variable``."""
     if type(index) is slice:
-        return type(index.start) is BoundVariable or type(index.stop) is BoundVariable
-    return any(type(i) is slice and (type(i.start) is BoundVariable or type(i.stop) is BoundVariable)
+        return type(index.start) in BOUND or type(index.stop) in BOUND
+    return any(type(i) is slice and (type(i.start) in BOUND or type(i.stop) in BOUND)
                for i in index)
 
 
@@ -51,10 +51,10 @@ def pad(x: Any, pads: Sequence[int], mode: Any = "constant", value: Any = None):
     if mode != "constant" and value not in (None, 0):
         raise ShapeError(f"pad: a padding value {value!r} only applies to mode 'constant', not {mode!r}")
     value = 0 if value is None else value
-    if mode == "constant" and any(type(p) is BoundVariable for p in pads):
-        from zyx.frontend import varsize  # a bound zyx.Variable as an amount: one kernel for its range
+    if mode == "constant" and any(type(p) in BOUND for p in pads):
+        from zyx.frontend import varsize_shapes  # a bound zyx.Variable as an amount: one kernel for its range
 
-        return varsize.pad(x, tuple(pads), value)
+        return varsize_shapes.pad(x, tuple(pads), value)
     pads = tuple(int(p) for p in pads)
     if len(pads) % 2 or len(pads) // 2 > x.ndim:
         raise ShapeError(f"pad: expected an even number of pad amounts for at most {x.ndim} dims, got {pads}")
@@ -161,8 +161,8 @@ def split(x: Any, split_size_or_sections: Any, dim: int = 0) -> tuple:
     """Views of ``x`` along ``dim``: chunks of one size (last may be smaller) or the listed sizes."""
     d = normalize_dim(dim, x.ndim)
     size = x.shape[d]
-    if isinstance(split_size_or_sections, int):
-        step = split_size_or_sections
+    if isinstance(split_size_or_sections, int) or type(split_size_or_sections) in BOUND:  # t + 1: by value
+        step = int(split_size_or_sections)
         if step <= 0:
             raise ShapeError(f"split: split_size must be positive, got {step}")
         sizes = [min(step, size - s) for s in range(0, size, step)] or [0]
@@ -234,7 +234,7 @@ def basic_index(view: View, index: Any) -> View:
             start, stop, step = it.indices(view.shape[dim])
             view = view.slice(dim, start, stop, step)
             dim += 1
-        elif isinstance(it, (int, np.integer)) and not isinstance(it, bool):
+        elif isinstance(it, (int, np.integer)) and not isinstance(it, bool) or type(it) in BOUND:  # t, t + 1: by value
             size = view.shape[dim]
             i = int(it)
             if not -size <= i < size:
@@ -265,9 +265,9 @@ class MovementMixin(TensorBase):
         except ShapeError:
             if not _bound_in(shape):
                 raise
-            from zyx.frontend import varsize  # a bound zyx.Variable as a size
+            from zyx.frontend import varsize_shapes  # a bound zyx.Variable as a size
 
-            return varsize.reshape(self, shape)
+            return varsize_shapes.reshape(self, shape)
         view = self._view.reshape(shape)
         if view is not None:
             out = self._with_view(view)
@@ -290,10 +290,10 @@ class MovementMixin(TensorBase):
         except ShapeError:
             if not _bound_in(shape):
                 raise
-            from zyx.frontend import varsize  # a bound zyx.Variable as a size
+            from zyx.frontend import varsize_shapes  # a bound zyx.Variable as a size
 
-            return varsize.expand(self, tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list))
-                                  else shape)
+            return varsize_shapes.expand(
+                self, tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape)
         out = self._with_view(self._view.expand(target))
         if self._ag is None:
             return out
@@ -362,10 +362,10 @@ class MovementMixin(TensorBase):
 
     def narrow(self, dim: int, start: int, length: int) -> Any:
         """Elements ``start .. start+length`` of ``dim`` (a view)."""
-        if type(start) is BoundVariable or type(length) is BoundVariable:
-            from zyx.frontend import varsize  # a bound zyx.Variable: one kernel for its range
+        if type(start) in BOUND or type(length) in BOUND:
+            from zyx.frontend import varsize_shapes  # a bound zyx.Variable: one kernel for its range
 
-            return varsize.narrow(self, dim, start, length)
+            return varsize_shapes.narrow(self, dim, start, length)
         d = normalize_dim(dim, self.ndim)
         size = self.shape[d]
         if start < 0:
@@ -402,9 +402,9 @@ class MovementMixin(TensorBase):
 
     def __getitem__(self, index: Any) -> Any:
         if (type(index) is slice or type(index) is tuple) and _bound_slice(index):
-            from zyx.frontend import varsize  # x[:t] with a bound zyx.Variable: one kernel for its range
+            from zyx.frontend import varsize_shapes  # x[:t] with a bound zyx.Variable: one kernel for its range
 
-            return varsize.getitem(self, index)
+            return varsize_shapes.getitem(self, index)
         out = self._with_view(basic_index(self._view, index))
         if self._ag is None:
             return out

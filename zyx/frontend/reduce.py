@@ -228,9 +228,9 @@ TRANSPOSED_MIN = 1 << 25
 def matmul(a: Any, b: Any):
     """Batched, broadcasting matrix product: one fused multiply-reduce kernel."""
     if type(a) in VARSIZE or type(b) in VARSIZE:  # a variable size (frontend.varsize): its masked form
-        from zyx.frontend import varsize
+        from zyx.frontend import varsize_compute
 
-        return varsize.matmul(a, b)
+        return varsize_compute.matmul(a, b)
     if not isinstance(a, TensorBase) or not isinstance(b, TensorBase):
         raise DTypeError("matmul expects two tensors")
     if a.ndim == 0 or b.ndim == 0:

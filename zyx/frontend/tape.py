@@ -49,7 +49,7 @@ from zyx.frontend.base import TensorBase, tensor_class
 from zyx.graph import plan as plans
 from zyx.graph import schedule
 from zyx.ir import variable
-from zyx.ir.variable import BoundVariable, Variable
+from zyx.ir.variable import BOUND, Variable
 
 __all__ = ["Tape", "Variable", "jit", "plan_stats"]
 
@@ -99,13 +99,13 @@ def _flatten(obj: Any, leaves: list, bindings: dict, key: list, scalars: list | 
         v = obj._view
         leaves.append(obj)
         key.append(("T", v.shape, v.strides, v.offset, obj._dtype, obj._device, obj._ag is not None))
-    elif type(obj) is BoundVariable:
-        var = obj.variable
-        old = bindings.setdefault(var, obj.value)
-        if old != obj.value:
-            raise ShapeError(f"Variable {var.name!r} is bound to both {old} and {obj.value} in one call "
+    elif type(obj) in BOUND:  # a bound variable, or t + c (keyed by its form: the plan binds t)
+        var, value = obj.variable, obj.bound.value
+        old = bindings.setdefault(var, value)
+        if old != value:
+            raise ShapeError(f"Variable {var.name!r} is bound to both {old} and {value} in one call "
                              "(expected one value per variable)")
-        key.append(("V", var))
+        key.append(("V", var, obj.scale, obj.offset))
     elif isinstance(obj, (list, tuple)):
         key.append((type(obj), len(obj)))
         inner = scalars if t is tuple else None

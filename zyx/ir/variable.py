@@ -6,13 +6,18 @@ and gives a ``BoundVariable``: that value, remembering its variable. Where zyx t
 run-time value (an elementwise operand, ``write_slice_rotating``'s position) it
 becomes a scalar kernel argument, so one compiled kernel and one plan serve every value.
 
-Any other use from Python code (arithmetic, ``int()``, a size, a comparison) reads the value
-itself: that use is reported to ``taint_hook`` (the open capture then keys its plan by the
-value as well), so a replay can never silently reuse a value a plan was built around.
+Affine arithmetic with Python ints (``t + 1``, ``1 + t``, ``t - 1``, ``2 * t``, ``-t``) stays symbolic:
+a ``BoundExpr`` ``scale * t + offset`` with its own range, taken wherever a bound variable is (a
+size or start, an elementwise operand: a kernel argument a plan recomputes from ``t``'s value).
+Any other use from Python code (other arithmetic, ``int()``, a comparison, a size where zyx has
+no variable form) reads the value itself: that use is reported to ``taint_hook`` (the open
+capture then keys its plan by the value as well), so a replay can never silently reuse a value a
+plan was built around.
 """
 from __future__ import annotations
 
 import functools
+import operator
 from collections.abc import Callable
 from typing import Any
 
@@ -56,18 +61,30 @@ class Variable:
         return f"Variable({self.name!r}, {self.min}, {self.max})"
 
 
+def _operator(name: str) -> Callable | None:
+    plain = "__" + name[3:] if name.startswith("__r") and name not in ("__round__", "__rshift__") else name
+    if plain == "__divmod__":
+        return divmod
+    return getattr(operator, plain, None)
+
+
 def _tainting(name: str) -> Callable:
     base = getattr(int, name)
 
-    def method(self: BoundVariable, *args: Any) -> Any:
+    def method(self: BoundVariable | BoundExpr, *args: Any) -> Any:
         hook = taint_hook
         if hook is not None:
             hook(self.variable)
-        if args and type(args[0]) is BoundVariable:  # two bound variables: their values (both read)
+        if args and type(args[0]) in BOUND:  # two bound values: both read
             if hook is not None:
                 hook(args[0].variable)
             args = (args[0]._value, *args[1:])
-        return base(self._value, *args)
+        out = base(self._value, *args)
+        if out is NotImplemented and len(args) == 1:  # another kind of operand (a float): its own operator
+            op = _OPERATOR.get(name)
+            if op is not None:
+                return op(args[0], self._value) if name.startswith("__r") else op(self._value, args[0])
+        return out
 
     method.__name__ = name
     return method
@@ -98,18 +115,156 @@ class BoundVariable:
     def __hash__(self) -> int:
         return hash((self.variable, self._value))
 
+    @property
+    def bound(self) -> BoundVariable:
+        """The bound variable this value is a function of (itself)."""
+        return self
 
-for _name in ("__int__", "__index__", "__float__", "__bool__", "__add__", "__radd__", "__sub__", "__rsub__",
-              "__mul__", "__rmul__", "__floordiv__", "__rfloordiv__", "__mod__", "__rmod__", "__truediv__",
-              "__rtruediv__", "__pow__", "__rpow__", "__neg__", "__pos__", "__abs__", "__lshift__", "__rshift__",
-              "__and__", "__or__", "__xor__", "__invert__", "__eq__", "__ne__", "__lt__", "__le__", "__gt__",
-              "__ge__", "__divmod__", "__rdivmod__", "__format__", "__round__", "__trunc__", "__floor__",
-              "__ceil__"):
+    @property
+    def scale(self) -> int:
+        return 1
+
+    @property
+    def offset(self) -> int:
+        return 0
+
+    @property
+    def min(self) -> int:
+        """The smallest value the variable's range allows."""
+        return self.variable.min
+
+    @property
+    def max(self) -> int:
+        """The largest value the variable's range allows."""
+        return self.variable.max
+
+    def arg(self) -> VariableArg:
+        """The value as a run-time kernel argument (a plan recomputes it at replay)."""
+        return VariableArg(self)
+
+
+class BoundExpr:
+    """``scale * t + offset`` of a bound variable ``t`` (``t + 1``, ``2 * t``, ``t - 1``; ``scale != 0``):
+    a size or start with the derived range ``[min, max]``, or an elementwise operand (a kernel
+    argument). Like ``BoundVariable``, not an ``int``: every other read reports ``t``."""
+
+    __slots__ = ("bound", "scale", "offset", "_value")
+
+    def __init__(self, bound: BoundVariable, scale: int, offset: int) -> None:
+        self.bound, self.scale, self.offset = bound, scale, offset
+        self._value = scale * bound.value + offset
+
+    @property
+    def variable(self) -> Variable:
+        return self.bound.variable
+
+    @property
+    def value(self) -> int:
+        """The value at the bound one (no report: for zyx's own argument passing)."""
+        return self._value
+
+    @property
+    def min(self) -> int:
+        """The smallest value the variable's range allows."""
+        v = self.variable
+        return self.scale * (v.min if self.scale > 0 else v.max) + self.offset
+
+    @property
+    def max(self) -> int:
+        """The largest value the variable's range allows."""
+        v = self.variable
+        return self.scale * (v.max if self.scale > 0 else v.min) + self.offset
+
+    def arg(self) -> VariableArg:
+        """The value as a run-time kernel argument (a plan recomputes it from the variable's value)."""
+        return VariableArg(self.bound, Linear(self.scale, self.offset))
+
+    def __repr__(self) -> str:
+        name = self.variable.name
+        term = name if self.scale == 1 else f"-{name}" if self.scale == -1 else f"{self.scale}*{name}"
+        off = f" + {self.offset}" if self.offset > 0 else f" - {-self.offset}" if self.offset < 0 else ""
+        return f"({term}{off})={self._value}"
+
+    __str__ = __repr__
+
+    def __hash__(self) -> int:
+        return hash((self.variable, self._value))
+
+
+#: the types of bound values zyx takes as a variable size, start or kernel argument
+BOUND = (BoundVariable, BoundExpr)
+
+
+def _affine(bound: BoundVariable, scale: int, offset: int) -> BoundVariable | BoundExpr | int:
+    if scale == 0:
+        return offset  # does not depend on the value: nothing is read
+    if scale == 1 and offset == 0:
+        return bound
+    return BoundExpr(bound, scale, offset)
+
+
+def _affine_op(name: str) -> Callable:
+    """``+``, ``-``, ``*`` (and reflected) with a Python int: a ``BoundExpr``; any other operand: a read."""
+    read = _tainting(name)
+
+    def method(self: BoundVariable | BoundExpr, *args: Any) -> Any:
+        if not args:  # unary
+            if name == "__neg__":
+                return _affine(self.bound, -self.scale, -self.offset)
+            return self  # __pos__
+        o = args[0]
+        if type(o) is not int:
+            return read(self, *args)
+        if name in ("__add__", "__radd__"):
+            return _affine(self.bound, self.scale, self.offset + o)
+        if name == "__sub__":
+            return _affine(self.bound, self.scale, self.offset - o)
+        if name == "__rsub__":
+            return _affine(self.bound, -self.scale, o - self.offset)
+        return _affine(self.bound, self.scale * o, self.offset * o)  # __mul__, __rmul__
+
+    method.__name__ = name
+    return method
+
+
+_NAMES = ("__int__", "__index__", "__float__", "__bool__", "__add__", "__radd__", "__sub__", "__rsub__",
+          "__mul__", "__rmul__", "__floordiv__", "__rfloordiv__", "__mod__", "__rmod__", "__truediv__",
+          "__rtruediv__", "__pow__", "__rpow__", "__neg__", "__pos__", "__abs__", "__lshift__", "__rshift__",
+          "__and__", "__or__", "__xor__", "__invert__", "__eq__", "__ne__", "__lt__", "__le__", "__gt__",
+          "__ge__", "__divmod__", "__rdivmod__", "__format__", "__round__", "__trunc__", "__floor__",
+          "__ceil__")
+#: the operator of each name (for an operand ``int`` does not take, a float: ``t + 0.5``)
+_OPERATOR = {n: _operator(n) for n in _NAMES}
+for _name in _NAMES:
     setattr(BoundVariable, _name, _tainting(_name))
+    setattr(BoundExpr, _name, _tainting(_name))
+for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__neg__", "__pos__"):
+    setattr(BoundVariable, _name, _affine_op(_name))
+    setattr(BoundExpr, _name, _affine_op(_name))
 
 
 def _identity(value: int) -> int:
     return value
+
+
+class Linear:
+    """``c * value + k`` (clamped to ``[0, hi]`` when ``hi`` is given), times ``m``: a variable
+    argument's function (equal by its coefficients, so equal arguments compare equal)."""
+
+    __slots__ = ("c", "k", "hi", "m")
+
+    def __init__(self, c: int, k: int = 0, hi: int | None = None, m: int = 1) -> None:
+        self.c, self.k, self.hi, self.m = c, k, hi, m
+
+    def __call__(self, v: int) -> int:
+        x = self.c * v + self.k
+        return (x if self.hi is None else min(max(x, 0), self.hi)) * self.m
+
+    def __eq__(self, o: object) -> bool:
+        return type(o) is Linear and (o.c, o.k, o.hi, o.m) == (self.c, self.k, self.hi, self.m)
+
+    def __hash__(self) -> int:
+        return hash((self.c, self.k, self.hi, self.m))
 
 
 class VariableArg(int):

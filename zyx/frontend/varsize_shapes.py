@@ -1,0 +1,327 @@
+"""The entry points of variable sizes (``frontend.varsize``): slices, ``narrow``, ``expand``,
+``reshape``, ``pad`` and ``arange`` with a bound variable as a size or start, and the movement methods
+of ``VarTensor`` (permute, transpose, squeeze, ...). A case without a variable form goes by value."""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from zyx.errors import ShapeError
+from zyx.frontend import varsize_compute  # noqa: F401 - VarTensor's compute methods: every VarTensor starts here
+from zyx.frontend.varsize import (
+    BOUND,
+    BV,
+    Tensor,
+    VarTensor,
+    VDim,
+    _add,
+    _below,
+    _dim_of,
+    _EndExpr,
+    _grad,
+    _iota,
+    _Lin,
+    _lo_hi,
+    _parts,
+    _plain,
+    _shifted_index,
+    _too_big,
+    concrete,
+    make,
+)
+from zyx.ir.variable import VariableArg
+from zyx.ir.view import normalize_dim
+
+# ------------------------------------------------------------------ slicing
+
+def _slice_axis(x: Any, d: int, start: Any, stop: Any) -> Any:
+    """``x`` sliced ``[start:stop]`` on its static axis ``d`` (Python semantics; ints, None or bound
+    variables), or None when the bounds cannot make a variable size (the caller falls back)."""
+    phys, vax = _parts(x)
+    size = phys.shape[d]
+    s = VDim.of(0 if start is None else start)
+    e = VDim.of(size if stop is None else stop)
+    if not s[0] and s[1] < 0:
+        s = ((), max(size + s[1], 0), {})
+    if not e[0] and e[1] < 0:
+        e = ((), max(size + e[1], 0), {})
+    if not s[0]:
+        s = ((), min(s[1], size), {})
+    if not e[0]:
+        e = ((), min(e[1], size), {})
+    slo, shi = _lo_hi(s)
+    elo, ehi = _lo_hi(e)
+    if slo < 0 or elo < 0 or (s[0] and ehi > size):
+        return None  # a negative variable bound counts from the end; a variable start with an end past it clamps
+    n = _add(e, s, -1)
+    phys_len = max(min(ehi, size) - slo, 0)
+    vd = VDim(n[0], n[1], phys_len, n[2])
+    if not s[0]:
+        out = phys.narrow(d, s[1], phys_len)
+    else:
+        out = phys.index_select(d, _shifted_index(phys_len, s, size, phys.device))
+    vax = list(vax)
+    vax[d] = vd if vd.terms else None
+    if vd.terms:
+        return make(out, vax)
+    return make(out.narrow(d, 0, vd.value), vax)
+
+
+def narrow(x: Any, dim: int, start: Any, length: Any) -> Any:
+    """``x.narrow(dim, start, length)`` with a bound variable start and/or length."""
+    d = normalize_dim(dim, x.ndim)
+    phys, vax = _parts(x)
+    size = phys.shape[d]
+    if vax[d] is None and type(start) not in BOUND and type(length) not in BOUND and not _grad(x):
+        return make(Tensor.narrow(phys, d, start, length), vax)  # a static narrow of a static axis
+    if vax[d] is None and not _grad(x):
+        s, n = VDim.of(start), VDim.of(length)
+        if not s[0] and s[1] < 0:
+            s = ((), s[1] + size, {})
+        slo, shi = _lo_hi(s)
+        nlo, nhi = _lo_hi(n)
+        if slo >= 0 and nlo >= 0 and shi + nhi <= size:  # every bound value is in range: no check at replay
+            if not n[0]:
+                out = phys.index_select(d, _shifted_index(nhi, s, size, phys.device))
+                return make(out, vax)
+            st = start if type(start) in BOUND else s[1]
+            return _slice_axis(x, d, st, _EndExpr(st, length))
+    return Tensor.narrow(concrete(x), dim, _plain(start), _plain(length))
+
+
+def getitem(x: Any, index: Any) -> Any:
+    """``x[index]`` for a basic index (slices, ints, None, ``...``) on a tensor that has variable
+    axes or is sliced by bound variables."""
+    if _grad(x):
+        return Tensor.__getitem__(concrete(x), _plain(index))
+    items = list(index) if type(index) is tuple else [index]
+    n_axes = sum(1 for i in items if i is not None and i is not Ellipsis)
+    if sum(1 for i in items if i is Ellipsis) > 1 or n_axes > x.ndim:
+        return Tensor.__getitem__(concrete(x), _plain(index))
+    if Ellipsis in items:
+        k = items.index(Ellipsis)
+        items[k:k + 1] = [slice(None)] * (x.ndim - n_axes)
+    items += [slice(None)] * (x.ndim - n_axes)
+    phys, vax = _parts(x)
+    static_items, later, out_vax = [], [], []
+    axis, out_axis = 0, 0
+    for it in items:
+        if it is None:
+            static_items.append(None)
+            out_vax.append(None)
+            out_axis += 1
+            continue
+        if type(it) is slice:
+            if it.step not in (None, 1) and (type(it.step) in BOUND or vax[axis] is not None):
+                return Tensor.__getitem__(concrete(x), _plain(index))
+            if type(it.start) in BOUND or type(it.stop) in BOUND:
+                if vax[axis] is not None or it.step not in (None, 1):
+                    return Tensor.__getitem__(concrete(x), _plain(index))
+                later.append((out_axis, it.start, it.stop))
+                static_items.append(slice(None))
+            elif vax[axis] is not None and it != slice(None):
+                return Tensor.__getitem__(concrete(x), _plain(index))
+            else:
+                static_items.append(it)
+            out_vax.append(vax[axis])
+            out_axis += 1
+        elif isinstance(it, int) and not isinstance(it, bool) and vax[axis] is None:
+            static_items.append(it)
+        else:
+            return Tensor.__getitem__(concrete(x), _plain(index))
+        axis += 1
+    out: Any = make(Tensor.__getitem__(phys, tuple(static_items)), out_vax)
+    for d, start, stop in later:
+        got = _slice_axis(out, d, start, stop)
+        if got is None:
+            return Tensor.__getitem__(concrete(x), _plain(index))
+        out = got
+    return out
+
+
+# ------------------------------------------------------------------ shape changes
+
+def expand(x: Any, shape: tuple) -> Any:
+    """``x.expand(*shape)`` where entries may be bound variables (a size-1 axis grows to a variable size)."""
+    phys, vax = _parts(x)
+    lead = len(shape) - phys.ndim
+    if lead < 0 or _grad(x):
+        return Tensor.expand(concrete(x), *_plain(shape))
+    target, out_vax = [], []
+    for i, want in enumerate(shape):
+        j = i - lead
+        have = phys.shape[j] if j >= 0 else 1
+        cur = vax[j] if j >= 0 else None
+        if type(want) in BOUND:
+            vd = _dim_of(want, max(want.max, 0))
+            if cur is not None:
+                if not cur.same(vd):
+                    return Tensor.expand(concrete(x), *_plain(shape))
+                target.append(have)
+                out_vax.append(cur)
+            elif have == 1 and want.min >= 0 and not _too_big((vd.phys, *phys.shape), max(vd.value, 1) *
+                                                                           phys.numel()):
+                target.append(vd.phys)
+                out_vax.append(vd)
+            else:
+                return Tensor.expand(concrete(x), *_plain(shape))
+        elif cur is not None:
+            if want != -1:
+                return Tensor.expand(concrete(x), *_plain(shape))
+            target.append(have)
+            out_vax.append(cur)
+        else:
+            target.append(want)
+            out_vax.append(None)
+    return make(Tensor.expand(phys, *target), out_vax)
+
+
+def reshape(x: Any, shape: tuple) -> Any:
+    """``x.reshape(*shape)``: a tensor whose variable axis is its first keeps it first (the other
+    sizes static, ``-1`` or the same bound variable in first place)."""
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = tuple(shape[0])
+    phys, vax = _parts(x)
+    if any(v is not None for v in vax[1:]) or vax[0] is None or not shape or _grad(x):
+        return Tensor.reshape(concrete(x), *_plain(shape))
+    vd = vax[0]
+    inner = math.prod(phys.shape[1:])
+    rest = shape[1:]
+    if any(type(s) in BOUND or not isinstance(s, int) or s < 0 for s in rest):
+        return Tensor.reshape(concrete(x), *_plain(shape))
+    k = math.prod(rest)
+    first = shape[0]
+    if type(first) in BOUND:
+        if not vd.same(_dim_of(first, 0)) or k != inner:
+            return Tensor.reshape(concrete(x), *_plain(shape))
+        return make(phys.reshape(phys.shape[0], *rest), [vd] + [None] * len(rest))
+    if first == -1 and k and inner % k == 0:
+        m = inner // k
+        return make(phys.reshape(phys.shape[0] * m, *rest), [vd.scaled(m)] + [None] * len(rest))
+    return Tensor.reshape(concrete(x), *_plain(shape))
+
+
+def pad(x: Any, pads: tuple, value: Any) -> Any:
+    """Constant ``pad`` where amounts may be bound variables (non-negative) or ``x`` has variable axes."""
+    from zyx.frontend.elementwise import where
+
+    if len(pads) % 2 or len(pads) // 2 > x.ndim:
+        raise ShapeError(f"pad: expected an even number of pad amounts for at most {x.ndim} dims, got {pads}")
+    if _grad(x):
+        return Tensor.pad(concrete(x), _plain(tuple(pads)), "constant", value)
+    phys, vax = _parts(x)
+    vax = list(vax)
+    per_dim = [(0, 0)] * phys.ndim
+    for i in range(len(pads) // 2):
+        per_dim[phys.ndim - 1 - i] = (pads[2 * i], pads[2 * i + 1])
+    for d, (lo, hi) in enumerate(per_dim):
+        lo_e, hi_e = VDim.of(lo), VDim.of(hi)
+        if _lo_hi(lo_e)[0] < 0 or _lo_hi(hi_e)[0] < 0:
+            return Tensor.pad(concrete(x), _plain(tuple(pads)), "constant", value)
+        if not lo_e[0] and not hi_e[0] and vax[d] is None:
+            if lo_e[1] or hi_e[1]:
+                widths = [0, 0] * (phys.ndim - 1 - d) + [lo_e[1], hi_e[1]]
+                phys = Tensor.pad(phys, tuple(widths), "constant", value)
+            continue
+        cur = vax[d]
+        size = phys.shape[d]
+        n_in = ((cur.terms, cur.const, cur.values) if cur is not None else ((), size, {}))
+        total = _add(_add(n_in, lo_e), hi_e)
+        p_out = max(_lo_hi(total)[1], 0)
+        rows = phys.numel() // max(size, 1)
+        if _too_big((p_out * rows,), VDim(total[0], total[1], p_out, total[2]).value * rows):
+            return Tensor.pad(concrete(x), _plain(tuple(pads)), "constant", value)
+        # out[i] = x[i - lo] where 0 <= i - lo < n_in, else value
+        neg_lo = ((tuple((v, -c) for v, c in lo_e[0])), -lo_e[1], lo_e[2])
+        src = _shifted_index(p_out, neg_lo, size, phys.device)
+        got = phys.index_select(d, src)
+        pos = _iota(p_out, d, phys.ndim, phys.device).expand(got.shape)  # full shape: the test fuses
+        start = VDim(lo_e[0], lo_e[1], p_out, lo_e[2])
+        end = _add(lo_e, n_in)
+        inside = (~_below(pos, start)) & _below(pos, VDim(end[0], end[1], p_out, end[2]))
+        phys = where(inside, got, value)
+        vax[d] = VDim(total[0], total[1], p_out, total[2]) if total[0] else None
+        if vax[d] is None and total[1] != p_out:
+            phys = phys.narrow(d, 0, total[1])
+    return make(phys, vax)
+
+
+def arange(start: Any, stop: Any, step: Any, dtype: Any, device: Any) -> Any:
+    """``arange`` with a bound-variable start and/or stop (step 1)."""
+    from zyx.frontend.creation import arange as _arange
+
+    s, e = VDim.of(start), VDim.of(stop)
+    n = _add(e, s, -1)
+    lo, hi = _lo_hi(n)
+    float_args = any(isinstance(a, float) for a in (start, stop, step))
+    if step != 1 or float_args or lo < 0 or _too_big((hi,), VDim(n[0], n[1], hi, n[2]).value):
+        return _arange(concrete_int(start), concrete_int(stop), step, dtype=dtype, device=device)
+    base = _arange(hi, dtype=dtype, device=device)
+    if s[0] or s[1]:
+        base = base + s[1] if s[1] else base
+        for var, c in s[0]:
+            base = base + VariableArg(BV(s[2][var], var), _Lin(c))
+        if dtype is not None:
+            base = base.cast(dtype)
+    return make(base, [VDim(n[0], n[1], hi, n[2])])
+
+
+def concrete_int(x: Any) -> Any:
+    return int(x) if type(x) in BOUND else x
+
+
+# ------------------------------------------------------------------ the methods of VarTensor
+
+def _movement(name: str) -> Any:
+    def method(self: VarTensor, *args: Any, **kw: Any) -> Any:
+        return _MOVES[name](self, *args, **kw)
+    method.__name__ = name
+    return method
+
+
+def _permute(x: VarTensor, *dims: Any) -> Any:
+    order = tuple(dims[0]) if len(dims) == 1 and isinstance(dims[0], (tuple, list)) else dims
+    phys = x.phys().permute(*order)
+    return make(phys, [x._vax[normalize_dim(d, x.ndim)] for d in order])
+
+
+def _transpose(x: VarTensor, d0: int, d1: int) -> Any:
+    a, b = normalize_dim(d0, x.ndim), normalize_dim(d1, x.ndim)
+    order = list(range(x.ndim))
+    order[a], order[b] = order[b], order[a]
+    return _permute(x, *order)
+
+
+def _unsqueeze(x: VarTensor, dim: int) -> Any:
+    d = normalize_dim(dim, x.ndim + 1)
+    vax = list(x._vax)
+    vax.insert(d, None)
+    return make(x.phys().unsqueeze(d), vax)
+
+
+def _squeeze(x: VarTensor, dim: Any = None) -> Any:
+    dims = range(x.ndim) if dim is None else ((dim,) if isinstance(dim, int) else dim)
+    dims = tuple(normalize_dim(d, x.ndim) for d in dims)
+    drop = tuple(d for d in dims if x._vax[d] is None and x._pview.shape[d] == 1)
+    if dim is not None and any(x._vax[d] is not None for d in dims):
+        return Tensor.squeeze(concrete(x), dim)  # a variable size that may be 1: by value
+    return make(x.phys().squeeze(drop), [v for d, v in enumerate(x._vax) if d not in drop])
+
+
+_MOVES = {
+    "permute": _permute, "transpose": _transpose, "swapaxes": _transpose, "swapdims": _transpose,
+    "unsqueeze": _unsqueeze, "squeeze": _squeeze,
+    "narrow": lambda x, dim, start, length: narrow(x, dim, start, length),
+    "expand": lambda x, *shape: expand(x, tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list))
+                                       else shape),
+    "broadcast_to": lambda x, *shape: _MOVES["expand"](x, *shape),
+    "reshape": lambda x, *shape: reshape(x, shape), "view": lambda x, *shape: reshape(x, shape),
+    "pad": lambda x, pads, mode="constant", value=None: (
+        pad(x, tuple(pads), 0 if value is None else value) if mode == "constant" and not isinstance(mode, float)
+        else Tensor.pad(concrete(x), _plain(pads), mode, value)),
+    "__getitem__": getitem,
+}
+for _n in _MOVES:
+    setattr(VarTensor, _n, _movement(_n))
+VarTensor.T = property(lambda self: _permute(self, *reversed(range(self.ndim))))  # type: ignore[assignment]
+VarTensor.mT = property(lambda self: _transpose(self, -1, -2))  # type: ignore[assignment]
