@@ -65,6 +65,10 @@ def reduce(x: Any, op: str, dim: Any = None, keepdim: bool = False, acc: DType |
             out = reduce(x, op, dim, keepdim, acc)
         record_reduce(op, x, _dims(x, dim) if x.ndim else (), keepdim, out)
         return out
+    if dim is None and acc is None:
+        full = _full(x, op, keepdim)
+        if full is not None:
+            return full
     dims = _dims(x, dim)
     acc = acc or _acc_dtype(op, x._dtype)
     shape = x._view.shape
@@ -83,6 +87,25 @@ def reduce(x: Any, op: str, dim: Any = None, keepdim: bool = False, acc: DType |
             return split if keepdim else split.reshape(tuple(d for i, d in enumerate(x.shape) if i not in dims))
     node = graph.reduce(op, graph.Src(src._data, src._view, acc), dims, acc, x.device)
     return _finish(node, x, dims, keepdim)
+
+
+def _full(x: Any, op: str, keepdim: bool):
+    """A long full reduction (``x.sum()``) whose input needs no cast, as its two stage nodes built straight
+    from ``x``'s view; None for the general path. Its Python runs before the first launch, on every call:
+    right after a synchronize on the loaded 2-core VM each step costs several times its warm price."""
+    v = x._view
+    red = math.prod(v.shape)
+    if red < SPLIT_MIN or _acc_dtype(op, x._dtype) is not x._dtype:
+        return None
+    groups = next((g for g in (256, 128, 64, 32, 16) if red % g == 0 and red // g >= 256), None)
+    view = None if groups is None else v.reshape((groups, red // groups))
+    if view is None:
+        return None
+    acc, device = x._dtype, x._device
+    part = graph.reduce(op, graph.Src(x._data, view, acc), (1,), acc, device)
+    final = graph.reduce(Op.SUM if op == Op.SUM else op, graph.Src(part, View.contiguous((groups,)), acc), (0,),
+                         acc, device)
+    return from_node(final, (1,) * len(v.shape) if keepdim else ())
 
 
 def _two_stage(x: Any, op: str, dims: tuple[int, ...], acc: DType):

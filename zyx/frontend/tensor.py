@@ -142,7 +142,14 @@ class Tensor(IndexingMixin, ElementwiseMixin, ReduceMixin, MovementMixin, Contra
         if self.numel() != 1:
             raise ShapeError(f"item(): a tensor with {self.numel()} elements cannot be converted to a "
                              "Python scalar (expected exactly one element)")
-        value = self.numpy().reshape(())
+        # one element lives at the view's offset whatever its strides: read it straight into an array of
+        # its dtype (a scalar's readback is fixed host time, paid on every float(x.sum()))
+        from zyx.backend import sync_hooks
+
+        buf = self._realized()
+        sync_hooks.run(self._device)
+        value = np.empty(1, self._dtype.numpy)
+        transfer.read_into(buf, value, self._view.offset * self._dtype.itemsize)
         if self._dtype.emulated:
             value = value.astype(np.float32)
         return value.item()

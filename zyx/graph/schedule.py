@@ -16,7 +16,7 @@ from typing import Any
 
 from zyx import settings
 from zyx.backend import errorflags, journal
-from zyx.backend.launch import launch
+from zyx.backend.launch import launch_prepared
 from zyx.backend.pool import Buffer
 from zyx.graph.node import LazyNode, Src
 from zyx.ir import expr
@@ -187,7 +187,9 @@ def replay(schedule: tuple, gk: GraphKey, device: Any, set_buffer: Callable[[Laz
                 args.append(value)
             else:
                 args.append(errorflags.reserve(device)[0])
-        launch(ck, glob, local, args, offset=offset, counts=counts)
+        # launched before with these argument types: no event kept, no lock re-taken (the caller holds
+        # runtime_lock), no re-declaring of scalar types; this Python runs before the first kernel starts
+        launch_prepared(ck, glob, local, args, offset, counts)
     for (p, _), out in zip(outs_spec, outs):
         set_buffer(gk.nodes[p], out)
 

@@ -1,0 +1,128 @@
+"""Where ``x.sum()`` of a realized 16M float32 tensor spends its time, per phase (issue 14's sum gap).
+
+Two splits, every call right after a finish (as in a benchmark loop, where the Python thread
+runs cold after the kernel):
+
+* host phases of ``float(x.sum())``: ``build`` (``x.sum()``), ``to_1st`` (``realize()`` until the
+  first kernel enqueue starts), ``launch`` (the rest of ``realize()``), ``readback`` (``float(s)``
+  of the finished result); then end to end ``float(x.sum())``, ``x.sum().realize()`` +
+  ``zyx.synchronize()`` and PyTorch's ``float(t.sum())`` (2 threads), alternating;
+* ``x.sum().realize(); zyx.synchronize()`` split at the device's profiling timestamps (mapped to
+  the host clock through the first enqueue): host before the first enqueue, queue -> kernel 1
+  start, kernel 1, kernel 1 end -> kernel 2 start, kernel 2, kernel 2 end -> synchronize returns.
+
+``python bench/bench_sum_phases.py [CALLS]`` prints best / median microseconds of each.
+"""
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import zyx
+
+
+def _line(res: dict[str, list[int]]) -> str:
+    return "  ".join(f"{k} {min(v) / 1e3:.0f}/{statistics.median(v) / 1e3:.0f}" for k, v in res.items() if v)
+
+
+def run(calls: int = 30) -> tuple[str, str]:
+    """The two splits' lines (best/median us per phase)."""
+    import pyopencl as cl
+
+    import zyx.graph.schedule as sched
+    from zyx.backend import launch as launch_mod
+
+    try:
+        import torch
+
+        torch.set_num_threads(2)
+    except ImportError:  # pragma: no cover
+        torch = None
+    a = np.random.default_rng(0).uniform(-1, 1, 1 << 24).astype(np.float32)
+    x = zyx.tensor(a).realize()
+    t = torch.from_numpy(a) if torch is not None else None
+    queue = zyx.default_device().queue
+    for _ in range(5):
+        float(x.sum())
+    clock = time.perf_counter_ns  # CLOCK_MONOTONIC on Linux, the clock PoCL's profiling uses
+    enqueue = cl.enqueue_nd_range_kernel
+    marks: list[int] = []
+    events: list[Any] = []
+
+    def timed_enqueue(*args: Any, **kwargs: Any) -> Any:
+        marks.append(clock())
+        event = enqueue(*args, **kwargs)
+        events.append(event)
+        return event
+
+    res: dict[str, list[int]] = {k: [] for k in ("build", "to_1st", "launch", "readback", "e2e_float",
+                                                  "e2e_sync", "torch")}
+    try:
+        for _ in range(calls):
+            cl.enqueue_nd_range_kernel = timed_enqueue
+            queue.finish()
+            marks.clear()
+            t0 = clock()
+            s = x.sum()
+            t1 = clock()
+            s.realize()
+            t2 = clock()
+            queue.finish()
+            t3 = clock()
+            float(s)
+            t4 = clock()
+            cl.enqueue_nd_range_kernel = enqueue
+            for k, v in zip(res, (t1 - t0, marks[0] - t1, t2 - marks[0], t4 - t3)):
+                res[k].append(v)
+            zyx.synchronize()
+            t0 = clock()
+            float(x.sum())
+            res["e2e_float"].append(clock() - t0)
+            zyx.synchronize()
+            t0 = clock()
+            x.sum().realize()
+            zyx.synchronize()
+            res["e2e_sync"].append(clock() - t0)
+            if t is not None:
+                t0 = clock()
+                float(t.sum())
+                res["torch"].append(clock() - t0)
+        # the device split needs each launch's event: replays launch through launch() meanwhile
+        prepared = getattr(sched, "launch_prepared", None)
+        if prepared is not None:
+            sched.launch_prepared = lambda ck, g, loc, args, off, counts: launch_mod.launch(
+                ck, g, loc, args, offset=off, counts=counts)
+        cl.enqueue_nd_range_kernel = timed_enqueue
+        names = ("host_pre", "q1->start1", "kern1", "end1->start2", "kern2", "end2->return", "total")
+        dev: dict[str, list[int]] = {k: [] for k in names}
+        for _ in range(calls):
+            zyx.synchronize()
+            marks.clear()
+            events.clear()
+            t0 = clock()
+            x.sum().realize()
+            zyx.synchronize()
+            t2 = clock()
+            p1, p2 = events[0].profile, events[-1].profile
+            offset = p1.queued - marks[0]
+            for k, v in zip(names, (marks[0] - t0, p1.start - p1.queued, p1.end - p1.start, p2.start - p1.end,
+                                    p2.end - p2.start, t2 - (p2.end - offset), t2 - t0)):
+                dev[k].append(v)
+    finally:
+        cl.enqueue_nd_range_kernel = enqueue
+        if prepared is not None:
+            sched.launch_prepared = prepared
+    return _line(res), _line(dev)
+
+
+if __name__ == "__main__":
+    host, device = run(int(sys.argv[1]) if len(sys.argv) > 1 else 30)
+    print("host phases (best/median us):", host)
+    print("device split (best/median us):", device)
