@@ -49,6 +49,12 @@ def read(buf: Buffer, nbytes: int | None = None, byte_offset: int = 0) -> np.nda
 _read_buffer: Any = None  # pyopencl's clEnqueueReadBuffer binding, found on the first read
 
 
+def _public_read(queue: Any, mem: Any, host: np.ndarray, offset: int, wait_for: Any, blocking: bool) -> Any:
+    import pyopencl as cl
+
+    return cl.enqueue_copy(queue, host, mem, src_offset=offset, is_blocking=blocking)
+
+
 def read_into(buf: Buffer, out: np.ndarray, byte_offset: int = 0) -> None:
     """Fill the contiguous, non-empty host array ``out`` from ``buf`` at ``byte_offset`` (blocking)."""
     global _read_buffer
@@ -57,13 +63,17 @@ def read_into(buf: Buffer, out: np.ndarray, byte_offset: int = 0) -> None:
     if _read_buffer is None:
         # the binding enqueue_copy dispatches to, called directly: enqueue_copy's argument sorting cost
         # ~15 us per read of a small result on the loaded 2-core VM (public enqueue_copy as a fallback)
-        _read_buffer = getattr(getattr(cl, "_cl", None), "_enqueue_read_buffer", None) or (
-            lambda queue, mem, host, offset, wait_for, blocking: cl.enqueue_copy(
-                queue, host, mem, src_offset=offset, is_blocking=blocking))
+        _read_buffer = getattr(getattr(cl, "_cl", None), "_enqueue_read_buffer", None) or _public_read
     if journal._open is not None:
         journal.note_read()
     try:
-        _read_buffer(buf.device.queue, buf.cl, out, byte_offset, None, True)
+        try:
+            _read_buffer(buf.device.queue, buf.cl, out, byte_offset, None, True)
+        except TypeError:  # a pyopencl whose private binding takes other arguments: the public call
+            if _read_buffer is _public_read:
+                raise
+            _read_buffer = _public_read
+            _public_read(buf.device.queue, buf.cl, out, byte_offset, None, True)
     except cl.Error as exc:
         raise ZyxError(f"device to host copy of {out.nbytes} bytes failed on {buf.device}: {exc}") from None
 
