@@ -156,3 +156,28 @@ def test_space_keeps_only_valid_tiles() -> None:
     assert not space.allowed({"p": 4, "v": 1, "rows": 1}) and space.allowed({"p": 3, "v": 1, "rows": 4})
     assert conv_tuning.wgrad_space(6, 3, 3).params[0].values == (1, 2, 3)
     assert conv_tuning.wgrad_space(4, 5, 5).params[0].values == (1,)
+
+
+def test_zyx_tune_builtin_set_tunes_the_conv_kernels(tuning: Path, monkeypatch: pytest.MonkeyPatch,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """``python -m zyx tune`` reaches the direct conv kernels (its built-in set cut to the conv workload)."""
+    from zyx.cli import tune
+    from zyx.opt import db
+
+    monkeypatch.setattr(tune, "BUILTIN", tuple(w for w in tune.BUILTIN if w.name.startswith("conv2d")))
+    monkeypatch.setattr(tune, "default_db", lambda: db.TuningDB(tuning / "tuning.sqlite3"))
+    assert len(tune.BUILTIN) == 1
+    assert tune.cmd_tune(tune_args(["--quick", "--budget", "1"])) == 0
+    out = capsys.readouterr().out
+    assert "conv2d 2x64x56x56 -> 64" in out and "conv2d weight gradient" in out
+    assert _entries(tuning, "conv2d_direct:float32:k3x3") and _entries(tuning, "conv2d_wgrad:float32:k3x3")
+
+
+def tune_args(argv: list[str]):
+    import argparse
+
+    from zyx.cli import tune
+
+    p = argparse.ArgumentParser()
+    tune.add_arguments(p)
+    return p.parse_args(argv)
