@@ -109,9 +109,12 @@ def tuned(device: Any, key: str, sizes: tuple[int, ...], space: Space, default: 
     buffers' ``cl`` handles (the output comes first, a scratch buffer while measuring)."""
     if settings.TUNE <= 0 or out_nbytes == 0:
         return default
-    scratch = device.pool.allocate(out_nbytes)
+    held: list[Any] = []  # the scratch output, allocated by the first measurement (none on a database hit)
 
     def measure(cfg: dict[str, Any]) -> tuple[float, np.ndarray]:
+        if not held:
+            held.append(device.pool.allocate(out_nbytes))
+        scratch = held[0]
         kernel, grid = build(dict(cfg))
         ones = (1,) * len(grid)
         with launch_mod.not_recording():  # trial launches are no part of a recorded schedule
