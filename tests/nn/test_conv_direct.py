@@ -10,7 +10,7 @@ import zyx
 import zyx.nn.functional as F
 from zyx.backend.launch import recording
 from zyx.frontend.tape import plan_stats
-from zyx.nn import conv_direct
+from zyx.nn import conv_direct, conv_tuning
 
 torch = pytest.importorskip("torch")
 TF = torch.nn.functional
@@ -44,11 +44,8 @@ def test_conv2d_matches_torch(case):
     shape, o, k, s, p, d, g, til = case
     kk = (k, k) if isinstance(k, int) else k
     x, w, b = _arr(*shape), _arr(o, shape[1] // g, *kk), _arr(o)
-    conv_direct.TILE = til
-    try:
+    with conv_tuning.forced_tile(til):
         out, direct = _ran_direct(lambda: F.conv2d(zyx.tensor(x), zyx.tensor(w), zyx.tensor(b), s, p, d, g))
-    finally:
-        conv_direct.TILE = None
     ref = TF.conv2d(torch.tensor(x), torch.tensor(w), torch.tensor(b), s, p, d, g).numpy()
     np.testing.assert_allclose(out.numpy(), ref, rtol=2e-4, atol=2e-4)
     assert direct == ((o // g) % 4 == 0)

@@ -156,6 +156,19 @@ def _sum(quick: bool) -> None:
     x.sum().realize()
 
 
+def _conv2d(quick: bool) -> None:
+    import zyx
+    import zyx.nn.functional as F
+
+    # the ResNet stage-1 layer (bench/bench_conv.py's), forward and weight gradient: the direct kernels' tiles
+    x = zyx.randn(2 if quick else 8, 64, 56, 56)
+    w = (zyx.randn(64, 64, 3, 3) * 0.05).requires_grad_()
+    y = F.conv2d(x, w, zyx.randn(64), padding=1)
+    y.realize()
+    y.sum().backward()
+    w.grad.realize()
+
+
 def _contract(op: str) -> Callable[[bool], None]:
     def run(quick: bool) -> None:
         import zyx
@@ -172,6 +185,7 @@ BUILTIN: tuple[Workload, ...] = (
     Workload("softmax 4096x1024", _softmax),
     Workload("layer_norm 4096x1024", _layer_norm),
     Workload("sum 16M float32", _sum),
+    Workload("conv2d 8x64x56x56 3x3", _conv2d),
     *(Workload(f"contract {op} 64 MiB", _contract(op)) for op in
       ("contiguize", "flip", "roll", "concat", "triangular", "masked_fill", "cumsum", "cumprod", "cummax",
        "logcumsumexp", "write_slice")),

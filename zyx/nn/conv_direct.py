@@ -13,8 +13,9 @@ offsets in registers over the whole (N, OH, OW) reduce), or, for kernels too lar
 and when the backward is itself differentiated, a reduce per kernel offset of the output gradient
 times that offset's strided slice of the padded input; the bias's a sum.
 
-``TILE`` overrides the tile (``(p, v, rows)``; None: ``tile``'s choice), for tuning by hand or by a
-search (``bench/bench_conv.py``'s tile sweep).
+The forward tile and the weight-gradient kernel's channel count are tunables (``zyx.nn.conv_tuning``):
+the heuristics here by default, the tuning database or a search under ``ZYX_TUNE>=1``, chosen when the
+kernel first runs (on its real buffers); ``conv_tuning.forced_tile`` pins the tile (tests, hand sweeps).
 """
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ from zyx.codegen.render import render
 from zyx.frontend.autograd import needs_grad, record
 from zyx.frontend.base import tensor_class
 from zyx.ir.view import View
+from zyx.nn import conv_tuning
 
 #: a kernel side up to this is unrolled into the kernel (the loop body grows as KH * KW)
 MAX_KERNEL_SIDE = 11
@@ -43,8 +45,6 @@ MAX_VECTORS = 2
 #: the weight gradient kernel's accumulator vectors at most (channels x kernel offsets); beyond, the
 #: composed per-offset reduces
 WGRAD_ACCUMULATORS = 27
-#: a hand-set tile (p, v, rows) used for every direct convolution when not None (tuning)
-TILE: tuple[int, int, int] | None = None
 
 
 def vector_width(dtype: dtypes.DType, og: int) -> int:
@@ -68,8 +68,6 @@ def eligible(device: Any, dtype: dtypes.DType, n: int, o: int, groups: int, ks: 
 def tile(dtype: dtypes.DType, og: int, ow: int) -> tuple[int, int, int]:
     """(pixels, vectors, rows) of a work item: as many channel vectors as fit (up to ``MAX_VECTORS``,
     dividing the group's channels), then as many pixels as the accumulator registers allow, at most the row."""
-    if TILE is not None:
-        return TILE
     vw = vector_width(dtype, og)
     regs = vw * dtype.itemsize / 64  # 64-byte registers a vector takes
     v = next(v for v in (4, 2, 1) if v <= MAX_VECTORS and (og // vw) % v == 0)
@@ -104,19 +102,36 @@ def conv2d_direct(x: Any, w: Any, bias: Any, st: tuple[int, ...], pad: list[tupl
     n, o = x.shape[0], w.shape[0]
     shape = (n, *outs, o)
     lo = tuple(a for a, _ in pad)
-    til = tile(dtype, o // groups, outs[1])
-    src, name, grid = _source(dtype, tuple(x.shape), tuple(w.shape), outs, st, lo, dl, groups, bc is not None, til)
+    forced = conv_tuning.forced()
+    til = forced or tile(dtype, o // groups, outs[1])
+    xshape, wshape, has_bias = tuple(x.shape), tuple(w.shape), bc is not None
     nbytes = math.prod(shape) * dtype.itemsize
     # the kernel reads each operand from its storage's first element: one starting further in is copied
     inputs = [t if t._view.offset == 0 else t.clone() for t in inputs]
 
+    def build(cfg: dict[str, int]) -> tuple[Any, tuple[int, int, int]]:
+        src, name, grid = _source(dtype, xshape, wshape, outs, st, lo, dl, groups, has_bias,
+                                  (cfg["p"], cfg["v"], cfg["rows"]))
+        return compile_kernel(device, src, name), grid
+
     def run(bufs: list[Buffer]) -> Buffer:
+        args = [b.cl for b in bufs]
+        cfg = dict(zip(("p", "v", "rows"), til))
+        if forced is None:
+            og, vw = o // groups, vector_width(dtype, o // groups)
+            key = (f"conv2d_direct:{dtype.name}:k{wshape[2]}x{wshape[3]}:s{st}:p{lo}:d{dl}:g{groups}"
+                   f":{'bias' if has_bias else 'nobias'}")
+            cfg = conv_tuning.tuned(device, key, (n, xshape[1] // groups, *xshape[2:], og, *outs),
+                                    conv_tuning.tile_space(vw, og, outs[0], outs[1], dtype.itemsize), cfg, build,
+                                    args, nbytes, dtype, f"conv2d {'x'.join(map(str, xshape))} -> {o}")
+        kernel, grid = build(cfg)
         out = device.pool.allocate(nbytes)
-        launch(compile_kernel(device, src, name), grid, (1, 1, 1), [out.cl, *(b.cl for b in bufs)])
+        launch(kernel, grid, (1, 1, 1), [out.cl, *args])
         return out
 
     srcs = [graph.Src(t._data, t._view, t.dtype) for t in inputs]
-    node = graph.extern(f"conv2d {'x'.join(map(str, til))}", run, srcs, dtype, shape, device)
+    node = graph.extern(f"conv2d {'x'.join(map(str, til))}" if forced else "conv2d", run, srcs, dtype, shape,
+                        device)
     node.pinned = any(t.pinned for t in inputs)
     y = tensor_class()(node, View.contiguous(shape), dtype, device)
     if needs_grad(x, w, bias):
@@ -166,15 +181,24 @@ def _weight_grad(g: Any, x: Any, pad: list[tuple[int, int]], st: tuple[int, ...]
     inputs = [t if t._view.offset == 0 else t.clone() for t in inputs]
     n, c, hp, wp = xp.shape
     name = "zyx_conv2d_wgrad"
-    src = render("conv2d_wgrad.cl.mako", name=name, t="double" if dtype == dtypes.float64 else "float", vw=vw,
-                 cb=cb, N=n, C=c, Hp=hp, Wp=wp, O=o, OH=outs[0], OW=outs[1], KH=kh, KW=kw, sh=st[0], sw=st[1],
-                 dh=dl[0], dw=dl[1], groups=groups)
     shape = (cg, kh, kw, o)
     nbytes = math.prod(shape) * dtype.itemsize
 
+    def build(cfg: dict[str, int]) -> tuple[Any, tuple[int]]:
+        src = render("conv2d_wgrad.cl.mako", name=name, t="double" if dtype == dtypes.float64 else "float", vw=vw,
+                     cb=cfg["cb"], N=n, C=c, Hp=hp, Wp=wp, O=o, OH=outs[0], OW=outs[1], KH=kh, KW=kw, sh=st[0],
+                     sw=st[1], dh=dl[0], dw=dl[1], groups=groups)
+        return compile_kernel(device, src, name), (o // vw * (cg // cfg["cb"]),)
+
     def run(bufs: list[Buffer]) -> Buffer:
+        args = [b.cl for b in bufs]
+        key = f"conv2d_wgrad:{dtype.name}:k{kh}x{kw}:s{st}:d{dl}:g{groups}"
+        cfg = conv_tuning.tuned(device, key, (n, cg, hp, wp, o // groups), conv_tuning.wgrad_space(cg, kh, kw),
+                                {"cb": cb}, build, args, nbytes, dtype,
+                                f"conv2d weight gradient {n}x{c}x{hp}x{wp} -> {o}")
+        kernel, grid = build(cfg)
         out = device.pool.allocate(nbytes)
-        launch(compile_kernel(device, src, name), (o // vw * (cg // cb),), (1,), [out.cl, *(b.cl for b in bufs)])
+        launch(kernel, grid, (1,), [out.cl, *args])
         return out
 
     srcs = [graph.Src(t._data, t._view, t.dtype) for t in inputs]
@@ -203,5 +227,5 @@ def _weight_grad_composed(gy: Any, x: Any, pad: list[tuple[int, int]], st: tuple
     return stack(slabs, -1).reshape(o, cg, kh, kw)
 
 
-__all__ = ["ACC_REGISTERS", "MAX_KERNEL_SIDE", "MAX_PIXELS", "MAX_VECTORS", "TILE", "WGRAD_ACCUMULATORS",
+__all__ = ["ACC_REGISTERS", "MAX_KERNEL_SIDE", "MAX_PIXELS", "MAX_VECTORS", "WGRAD_ACCUMULATORS",
            "conv2d_direct", "eligible", "tile", "vector_width"]
