@@ -27,15 +27,23 @@ Parameters: dtype (float32 or float64: the compute type), uv (write P and Q), ma
 % endif
 typedef ${T} zyx_svd_t;
 
-/* the dot product of two rows of n elements */
+/* the dot product of two rows of n elements (four partial sums: independent chains the compiler
+   can vectorize, which one strict left-to-right sum would forbid) */
 static zyx_svd_t zyx_svd_dot(__global const zyx_svd_t *zyx_a, __global const zyx_svd_t *zyx_b, uint zyx_n) {
-    zyx_svd_t zyx_acc = 0;
-    for (uint zyx_i = 0; zyx_i < zyx_n; ++zyx_i) zyx_acc += zyx_a[zyx_i] * zyx_b[zyx_i];
-    return zyx_acc;
+    zyx_svd_t zyx_acc0 = 0, zyx_acc1 = 0, zyx_acc2 = 0, zyx_acc3 = 0;
+    uint zyx_i = 0;
+    for (; zyx_i + 4 <= zyx_n; zyx_i += 4) {
+        zyx_acc0 += zyx_a[zyx_i] * zyx_b[zyx_i];
+        zyx_acc1 += zyx_a[zyx_i + 1] * zyx_b[zyx_i + 1];
+        zyx_acc2 += zyx_a[zyx_i + 2] * zyx_b[zyx_i + 2];
+        zyx_acc3 += zyx_a[zyx_i + 3] * zyx_b[zyx_i + 3];
+    }
+    for (; zyx_i < zyx_n; ++zyx_i) zyx_acc0 += zyx_a[zyx_i] * zyx_b[zyx_i];
+    return (zyx_acc0 + zyx_acc1) + (zyx_acc2 + zyx_acc3);
 }
 
 /* (a, b) <- (c a - s b, s a + c b) over n elements */
-static void zyx_svd_rotate(__global zyx_svd_t *zyx_a, __global zyx_svd_t *zyx_b, uint zyx_n, zyx_svd_t zyx_c,
+static void zyx_svd_rotate(__global zyx_svd_t *restrict zyx_a, __global zyx_svd_t *restrict zyx_b, uint zyx_n, zyx_svd_t zyx_c,
                            zyx_svd_t zyx_s) {
     for (uint zyx_i = 0; zyx_i < zyx_n; ++zyx_i) {
         zyx_svd_t zyx_x = zyx_a[zyx_i], zyx_y = zyx_b[zyx_i];
@@ -90,17 +98,18 @@ __kernel void zyx_svd_jacobi(__global zyx_svd_t *zyx_sv, __global zyx_svd_t *zyx
     const zyx_svd_t zyx_tol = ${EPS} * (zyx_svd_t)max(zyx_M, 8u);
     for (uint zyx_sweep = 0; zyx_sweep < ${max_sweeps}u; ++zyx_sweep) {
         int zyx_rotated = 0;
+        /* the rows' squared norms, exact at each sweep's start and updated by the rotations
+           (a rotation moves t * gamma from one to the other) */
+        for (uint zyx_i = 0; zyx_i < zyx_N; ++zyx_i) {
+            __global const zyx_svd_t *zyx_wi = zyx_w + (ulong)zyx_i * zyx_M;
+            zyx_nrm[zyx_i] = zyx_svd_dot(zyx_wi, zyx_wi, zyx_M);
+        }
         for (uint zyx_i = 0; zyx_i + 1 < zyx_N; ++zyx_i) {
             __global zyx_svd_t *zyx_wi = zyx_w + (ulong)zyx_i * zyx_M;
             for (uint zyx_j = zyx_i + 1; zyx_j < zyx_N; ++zyx_j) {
                 __global zyx_svd_t *zyx_wj = zyx_w + (ulong)zyx_j * zyx_M;
-                zyx_svd_t zyx_alpha = 0, zyx_beta = 0, zyx_gamma = 0;
-                for (uint zyx_k = 0; zyx_k < zyx_M; ++zyx_k) {
-                    zyx_svd_t zyx_a = zyx_wi[zyx_k], zyx_c = zyx_wj[zyx_k];
-                    zyx_alpha += zyx_a * zyx_a;
-                    zyx_beta += zyx_c * zyx_c;
-                    zyx_gamma += zyx_a * zyx_c;
-                }
+                const zyx_svd_t zyx_alpha = zyx_nrm[zyx_i], zyx_beta = zyx_nrm[zyx_j];
+                const zyx_svd_t zyx_gamma = zyx_svd_dot(zyx_wi, zyx_wj, zyx_M);
                 if (!(fabs(zyx_gamma) > zyx_tol * sqrt(zyx_alpha) * sqrt(zyx_beta))) continue;
                 /* the rotation zeroing the pair's inner product: t the smaller root of
                    t^2 + 2 zeta t - 1 = 0 */
@@ -110,6 +119,8 @@ __kernel void zyx_svd_jacobi(__global zyx_svd_t *zyx_sv, __global zyx_svd_t *zyx
                 zyx_svd_t zyx_cs = 1 / sqrt(1 + zyx_t * zyx_t);
                 zyx_svd_t zyx_sn = zyx_cs * zyx_t;
                 zyx_svd_rotate(zyx_wi, zyx_wj, zyx_M, zyx_cs, zyx_sn);
+                zyx_nrm[zyx_i] = zyx_alpha - zyx_t * zyx_gamma;
+                zyx_nrm[zyx_j] = zyx_beta + zyx_t * zyx_gamma;
 % if uv:
                 zyx_svd_rotate(zyx_v + (ulong)zyx_i * zyx_N, zyx_v + (ulong)zyx_j * zyx_N, zyx_N, zyx_cs, zyx_sn);
 % endif
