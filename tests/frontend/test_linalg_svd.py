@@ -145,10 +145,37 @@ def test_svd_gradients():
         z = zyx.tensor(a, requires_grad=True)
         (zyx.linalg.svd(z, full_matrices=full).S * zyx.tensor(g)).sum().backward()
         np.testing.assert_allclose(z.grad.numpy(), t.grad.numpy(), rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("shape,full", [((5, 3), False), ((3, 5), False), ((2, 5, 3), True), ((3, 5), True)])
+def test_svd_vector_gradients_match_torch(shape, full):
+    """A loss of U, S and Vh invariant to the vectors' signs (PyTorch's may differ): the squares of the
+    first k columns of U and rows of Vh, weighted (the extra columns of full U/Vh get no gradient)."""
+    a = _arr(shape, "float64")
+    k = min(shape[-2:])
+    w1, w2, w3 = _arr(shape[:-2] + (shape[-2], k), "float64"), _arr(shape[:-2] + (k, shape[-1]), "float64"), \
+        _arr(shape[:-2] + (k,), "float64")
+
+    def loss(lib, u, s, vh):
+        return ((u[..., :, :k] ** 2) * lib.tensor(w1)).sum() + ((vh[..., :k, :] ** 2) * lib.tensor(w2)).sum() \
+            + (s * lib.tensor(w3)).sum()
+
     z = zyx.tensor(a, requires_grad=True)
-    u, s, vh = zyx.linalg.svd(z, full_matrices=False)
-    with pytest.raises(zyx.AutogradError, match="through U or Vh is not supported"):
-        (u.sum() + s.sum()).backward()
+    t = torch.tensor(a, requires_grad=True)
+    loss(zyx, *zyx.linalg.svd(z, full_matrices=full)).backward()
+    loss(torch, *torch.linalg.svd(t, full_matrices=full)).backward()
+    np.testing.assert_allclose(z.grad.numpy(), t.grad.numpy(), rtol=1e-9, atol=1e-10)
+
+
+def test_norm_second_derivative_matches_torch():
+    a = _arr((4, 3), "float64")
+    z = zyx.tensor(a, requires_grad=True)
+    t = torch.tensor(a, requires_grad=True)
+    gz, = zyx.autograd.grad(zyx.linalg.matrix_norm(z, "nuc"), [z], create_graph=True)
+    (gz ** 2 * zyx.tensor(a)).sum().backward()
+    gt, = torch.autograd.grad(torch.linalg.matrix_norm(t, "nuc"), [t], create_graph=True)
+    (gt ** 2 * torch.tensor(a)).sum().backward()
+    np.testing.assert_allclose(z.grad.numpy(), t.grad.numpy(), rtol=1e-9, atol=1e-10)
 
 
 def test_errors():

@@ -9,9 +9,9 @@ runs as lazy ``EXTERN`` graph nodes: the singular values node runs it, the U and
 
 float32 and float64 only: PyTorch's CPU SVD rejects float16 and bfloat16, and so does this
 (``DTypeError``). A matrix with a NaN or infinite entry gets NaN singular values and vectors
-(PyTorch returns NaN for infinities and raises for NaN). Gradients: of the singular values,
-PyTorch's ``U diag(g) Vh`` (exact for distinct singular values); the gradient through ``U`` or
-``Vh`` of ``svd`` is not supported (``AutogradError`` when a backward pass reaches it).
+(PyTorch returns NaN for infinities and raises for NaN). Gradients: PyTorch's rules (``svd_backward``):
+of the singular values ``U diag(g) Vh``; through U and Vh the full real SVD rule (finite for distinct
+non-zero singular values).
 """
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ from zyx import dtype as dtypes
 from zyx import graph
 from zyx.backend.pool import Buffer
 from zyx.codegen.svd import svd_batch
-from zyx.errors import AutogradError, DTypeError, ShapeError
-from zyx.frontend.autograd import needs_grad, no_grad, record
+from zyx.errors import DTypeError, ShapeError
+from zyx.frontend.autograd import is_grad_enabled, needs_grad, no_grad, record
 from zyx.frontend.base import TensorBase, tensor_class
 from zyx.frontend.creation import eye, zeros
 from zyx.ir.view import View
@@ -106,21 +106,75 @@ def _empty(a: Any, uv: bool, full: bool) -> tuple[Any, Any, Any]:
     return s, basis(m, k), basis(k, n)
 
 
-def _unsupported(g: Any, *saved: Any) -> tuple:
-    raise AutogradError("linalg.svd: the gradient through U or Vh is not supported (only through the singular "
-                        "values S; use linalg.svdvals or a norm built on it)")
+def _t(x: Any) -> Any:
+    return x.transpose(-2, -1)
 
 
-def _s_grad(s: Any, a: Any, u: Any, vh: Any) -> None:
-    """Record PyTorch's singular value gradient ``dA = U diag(g) Vh`` on ``s``."""
-    def fn(g: Any, u: Any, vh: Any) -> tuple:
-        return ((u * g.unsqueeze(-2)) @ vh,)
+def svd_backward(gu: Any, gs: Any, gvh: Any, u: Any, s: Any, vh: Any) -> Any:
+    """PyTorch's real SVD gradient for the reduced ``A = U diag(S) Vh`` (U (m, k), Vh (k, n)) given the
+    gradients of any of U, S, Vh (None: zero). Finite only for distinct non-zero singular values when
+    U or Vh get a gradient (the terms divide by s_j^2 - s_i^2 and by s), as PyTorch's."""
+    m, n, k = u.shape[-2], vh.shape[-1], s.shape[-1]
+    if gu is None and gvh is None:
+        return (u * gs.unsqueeze(-2)) @ vh
+    eye_k = eye(k, dtype=s.dtype, device=s.device)
+    s2 = s * s
+    e = s2.unsqueeze(-2) - s2.unsqueeze(-1) + eye_k  # e[i, j] = s_j^2 - s_i^2, 1 on the diagonal
+    v, gv = _t(vh), None if gvh is None else _t(gvh)
+    uhgu = None if gu is None else _t(u) @ gu
+    vhgv = None if gv is None else vh @ gv
+    if uhgu is not None:
+        uhgu = uhgu - _t(uhgu)
+    if vhgv is not None:
+        vhgv = vhgv - _t(vhgv)
+    if uhgu is not None and vhgv is not None:
+        inner = (uhgu * s.unsqueeze(-2) + s.unsqueeze(-1) * vhgv) / e
+    elif uhgu is not None:
+        inner = (uhgu / e) * s.unsqueeze(-2)
+    else:
+        inner = s.unsqueeze(-1) * (vhgv / e)
+    if gs is not None:
+        inner = inner + gs.unsqueeze(-1) * eye_k
+    if m > n and gu is not None:
+        ga = u @ inner
+        gu_sinv = gu / s.unsqueeze(-2)
+        ga = ga + gu_sinv - u @ (_t(u) @ gu_sinv)
+        return ga @ vh
+    if m < n and gv is not None:
+        ga = inner @ vh
+        gv_sinv = gv / s.unsqueeze(-2)
+        ga = ga + _t(gv_sinv) - (_t(gv_sinv) @ v) @ vh
+        return u @ ga
+    return u @ (inner @ vh) if m >= n else (u @ inner) @ vh
 
-    record("linalg_svdvals", s, [a], fn, [u, vh])
+
+def _record(a: Any, u: Any, s: Any, vh: Any, ur: Any, vhr: Any, k: int) -> None:
+    """Record the gradient rules of the outputs: S, U and Vh each carry their own share of
+    ``svd_backward`` (it is linear in the three gradients, so the shares add up to the whole).
+    ``ur``, ``vhr``: the reduced U and Vh; of full ones only the first k columns / rows get a gradient,
+    as PyTorch's. The outputs are saved detached (saving one with its own node would be a reference
+    cycle); under ``create_graph`` the rules decompose ``a`` again, with history."""
+    def rule(which: str) -> Any:
+        def fn(g: Any, a: Any, ur: Any, s: Any, vhr: Any) -> tuple:
+            if is_grad_enabled():  # create_graph: the factors with their own history
+                ur, s, vhr = svd(a, full_matrices=False)
+            if which == "S":
+                return (svd_backward(None, g, None, ur, s, vhr),)
+            if which == "U":
+                return (svd_backward(g[..., :, :k] if g.shape[-1] != k else g, None, None, ur, s, vhr),)
+            return (svd_backward(None, None, g[..., :k, :] if g.shape[-2] != k else g, ur, s, vhr),)
+        return fn
+
+    saved = [a, ur.detach(), s.detach(), vhr.detach()]
+    record("linalg_svd_S", s, [a], rule("S"), saved)
+    if u is not None:
+        record("linalg_svd_U", u, [a], rule("U"), saved)
+        record("linalg_svd_Vh", vh, [a], rule("Vh"), saved)
 
 
 def svdvals(a: Any) -> Any:
-    """The singular values of each matrix (the last two dims), descending: shape ``(*, min(m, n))``."""
+    """The singular values of each matrix (the last two dims), descending: shape ``(*, min(m, n))``.
+    Gradient: PyTorch's ``U diag(g) Vh``."""
     _check(a, "svdvals")
     grad = needs_grad(a)
     if a.numel() == 0:
@@ -128,7 +182,7 @@ def svdvals(a: Any) -> Any:
     else:
         s, u, vh = _decompose(a, grad, False)
     if grad:
-        _s_grad(s, a, u, vh)
+        _record(a, None, s, None, u, vh, s.shape[-1])
     return s
 
 
@@ -136,17 +190,16 @@ def svd(a: Any, full_matrices: bool = True) -> SVD:
     """``A = U diag(S) Vh`` for each matrix (the last two dims): U ``(*, m, m)`` (``(*, m, k)`` when not
     ``full_matrices``, k = min(m, n)), S ``(*, k)`` descending, Vh ``(*, n, n)`` (``(*, k, n)``). The
     vectors of repeated or zero singular values are one valid choice (PyTorch's may differ). Gradients
-    flow through S only: a backward pass reaching U or Vh raises ``AutogradError``."""
+    are PyTorch's (through U and Vh finite only for distinct non-zero singular values; of full U and Vh
+    only the first k columns / rows count)."""
     _check(a, "svd")
     if a.numel() == 0:
         s, u, vh = _empty(a, True, bool(full_matrices))
     else:
         s, u, vh = _decompose(a, True, bool(full_matrices))
     if needs_grad(a):
-        k = min(a.shape[-2:])
+        k = s.shape[-1]
         with no_grad():  # the reduced vectors: full U's first k columns, full Vh's first k rows
             ur, vhr = u[..., :, :k], vh[..., :k, :]
-        _s_grad(s, a, ur, vhr)
-        record("linalg_svd_U", u, [a], _unsupported)
-        record("linalg_svd_Vh", vh, [a], _unsupported)
+        _record(a, u, s, vh, ur, vhr, k)
     return SVD(u, s, vh)
