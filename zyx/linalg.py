@@ -1,4 +1,6 @@
-"""``zyx.linalg`` (PyTorch's ``torch.linalg`` names): norms; implemented in ``zyx/frontend/linalg.py``."""
+"""``zyx.linalg`` (PyTorch's ``torch.linalg`` names): norms (``zyx/frontend/linalg.py``) and the singular
+value decomposition (``zyx/frontend/svd.py``)."""
 from zyx.frontend.linalg import matrix_norm, norm, vector_norm
+from zyx.frontend.svd import SVD, svd, svdvals
 
-__all__ = ["matrix_norm", "norm", "vector_norm"]
+__all__ = ["SVD", "matrix_norm", "norm", "svd", "svdvals", "vector_norm"]

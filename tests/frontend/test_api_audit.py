@@ -76,6 +76,8 @@ CASES = {
                     lambda t, T: T.nn.functional.pad(t, (2, 1), "reflect")),
     "einsum_implicit": (lambda z, n: zyx.einsum("ij,kj", z, z), lambda t, T: T.einsum("ij,kj", t, t)),
     "norm_fro": (lambda z, n: zyx.linalg.norm(z), lambda t, T: T.linalg.norm(t)),
+    "norm_spectral": (lambda z, n: zyx.linalg.norm(z, 2), lambda t, T: T.linalg.norm(t, 2)),
+    "svdvals_wide": (lambda z, n: zyx.linalg.svdvals(z), lambda t, T: T.linalg.svdvals(t)),
     # reductions
     "var": (lambda z, n: z.var(), lambda t, T: t.var()),
     "var_correction0": (lambda z, n: z.var(1, correction=0), lambda t, T: t.var(1, correction=0)),

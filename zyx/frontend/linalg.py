@@ -1,7 +1,8 @@
 """Vector and matrix norms (``zyx.linalg.norm``, ``vector_norm``, ``matrix_norm``), composed from
 reductions so they fuse; PyTorch's semantics and gradients (zero at a zero vector, ties of the
-max/min norms sharing the gradient). Norms needing singular values (matrix ``ord=2``, ``-2``,
-``"nuc"``) are not supported: zyx has no SVD; they raise ``NotImplementedError`` saying so."""
+max/min norms sharing the gradient). The matrix norms ``ord=2``, ``-2`` and ``"nuc"`` are the max,
+min and sum of the singular values (``zyx.frontend.svd.svdvals``, its gradient ``U diag(g) Vh``), as
+PyTorch computes them; like PyTorch they reject 16-bit float inputs."""
 from __future__ import annotations
 
 import math
@@ -11,6 +12,7 @@ from zyx import dtype as dtypes
 from zyx.errors import DTypeError, ShapeError
 from zyx.frontend.elementwise import unary, where, with_gradient
 from zyx.frontend.reduce import _dims, reduce
+from zyx.frontend.svd import svdvals
 from zyx.ir.view import normalize_dim
 from zyx.op import Op
 
@@ -76,8 +78,8 @@ def _p_norm(w: Any, p: float, dims: tuple[int, ...], keepdim: bool) -> Any:
 def matrix_norm(x: Any, ord: Any = "fro", dim: Any = (-2, -1), keepdim: bool = False,  # noqa: A002
                 dtype: Any = None) -> Any:
     """``"fro"`` (root of the sum of squares), 1/-1 (max/min column sum of ``|x|``), inf/-inf (max/min
-    row sum) over the two dims ``dim``. ``ord`` 2, -2 and ``"nuc"`` need singular values: not
-    supported (``NotImplementedError``)."""
+    row sum) over the two dims ``dim``; 2, -2, ``"nuc"``: the largest, smallest and sum of the singular
+    values (float32/float64 inputs only, as PyTorch)."""
     if x.ndim < 2:
         raise ShapeError(f"linalg.matrix_norm: expected a tensor of rank >= 2, got shape {x.shape}")
     if not isinstance(dim, (tuple, list)) or len(dim) != 2:
@@ -86,8 +88,7 @@ def matrix_norm(x: Any, ord: Any = "fro", dim: Any = (-2, -1), keepdim: bool = F
     if r == c:
         raise ShapeError(f"linalg.matrix_norm: dims must be different, got {tuple(dim)}")
     if ord in _SVD_ORDS:
-        raise NotImplementedError(f"linalg.matrix_norm: ord={ord!r} needs singular values (an SVD), which zyx does "
-                                  "not implement; supported: 'fro', 1, -1, inf, -inf")
+        return _svd_norm(x, ord, r, c, keepdim, dtype)
     if ord == "fro":
         return vector_norm(x, 2, (r, c), keepdim, dtype)
     w, out_dt = _float_input(x, dtype, "matrix_norm")
@@ -104,6 +105,32 @@ def matrix_norm(x: Any, ord: Any = "fro", dim: Any = (-2, -1), keepdim: bool = F
     if not keepdim:
         out = out.reshape(tuple(s for i, s in enumerate(out.shape) if i not in (r, c)))
     return out.cast(out_dt)
+
+
+def _svd_norm(x: Any, ord: Any, r: int, c: int, keepdim: bool, dtype: Any) -> Any:  # noqa: A002
+    """Matrix norm ``ord`` 2 / -2 / ``"nuc"`` over dims ``(r, c)``: the max / min / sum of the singular
+    values (the max and min share the gradient among ties, as PyTorch's amax/amin)."""
+    if dtype is not None:
+        want = dtypes.to_dtype(dtype)
+        if x.dtype.is_float and want.itemsize < x.dtype.itemsize:
+            raise DTypeError(f"linalg.matrix_norm: the input's dtype {x.dtype.name} cannot be converted without "
+                             f"narrowing to dtype={want.name}")
+        x = x.cast(want)
+    if x.dtype.is_float and x.dtype.itemsize < 4:
+        raise DTypeError(f"linalg.matrix_norm: ord={ord!r} needs float32 or float64, got {x.dtype.name} (as "
+                         "PyTorch, no 16-bit floats)")
+    others = tuple(i for i in range(x.ndim) if i not in (r, c))
+    s = svdvals(x.permute(*others, r, c))
+    if s.shape[-1] == 0 and ord == -2:
+        raise ShapeError(f"linalg.matrix_norm: ord=-2 of an empty matrix (dims of sizes {x.shape[r]}, {x.shape[c]}) "
+                         "is undefined (the min of no singular values)")
+    if s.shape[-1] == 0:
+        out = reduce(s, Op.SUM, (s.ndim - 1,), False)  # PyTorch: 0 for 2 and "nuc"
+    else:
+        out = reduce(s, {2: Op.MAX, -2: Op.MIN, "nuc": Op.SUM}[ord], (s.ndim - 1,), False)
+    if keepdim:
+        out = out.reshape(tuple(1 if i in (r, c) else d for i, d in enumerate(x.shape)))
+    return out
 
 
 def norm(x: Any, ord: Any = None, dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Any:  # noqa: A002

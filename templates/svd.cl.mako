@@ -1,0 +1,186 @@
+<%doc>
+Singular value decomposition of a batch of matrices by one-sided Jacobi (Hestenes) rotations.
+
+zyx_svd_jacobi  one work-item per matrix. Its input X is dense (batch, N, M) with M >= N: row j of
+                X is column j of the M x N matrix B = X^T being decomposed, B = P diag(S) Q^T.
+                The work copy W (X divided by its largest |entry|, so that no sum of squares
+                overflows or underflows) has its rows rotated in pairs until every pair is
+                orthogonal to within tol (|w_p . w_q| <= tol |w_p| |w_q|, tol = eps * max(M, 8))
+                or max_sweeps sweeps ran; the rotations are accumulated into V (rows: Q's columns).
+                Then S = the row norms (times the scale), sorted descending (ties in row order).
+                With uv: row k of P (pc rows of M) is W's row of the k-th singular value over that
+                value; rows of a singular value at most eps * M * S[0] (zero, or lost in rounding),
+                and with pc > N the rows past N, complete P to orthonormal rows (the standard basis
+                vector least covered by the rows so far, Gram-Schmidt twice, normalized). Row k
+                of Q^T (N x N) is V's row of the k-th value.
+                Any NaN or infinite entry: S, P and Q are all NaN.
+Scratch (global, per matrix): W (N * M), V (N * N, uv only), the unsorted norms (N), the order (N).
+Parameters: dtype (float32 or float64: the compute type), uv (write P and Q), max_sweeps.
+</%doc>\
+<%
+    T = "double" if dtype.itemsize == 8 else "float"
+    EPS = "DBL_EPSILON" if dtype.itemsize == 8 else "FLT_EPSILON"
+%>\
+/* zyx svd: one-sided Jacobi, ${dtype.name}${", with U and V" if uv else ""} */
+% if dtype.itemsize == 8:
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+% endif
+typedef ${T} zyx_svd_t;
+
+/* the dot product of two rows of n elements (four partial sums: independent chains the compiler
+   can vectorize, which one strict left-to-right sum would forbid) */
+static zyx_svd_t zyx_svd_dot(__global const zyx_svd_t *zyx_a, __global const zyx_svd_t *zyx_b, uint zyx_n) {
+    zyx_svd_t zyx_acc0 = 0, zyx_acc1 = 0, zyx_acc2 = 0, zyx_acc3 = 0;
+    uint zyx_i = 0;
+    for (; zyx_i + 4 <= zyx_n; zyx_i += 4) {
+        zyx_acc0 += zyx_a[zyx_i] * zyx_b[zyx_i];
+        zyx_acc1 += zyx_a[zyx_i + 1] * zyx_b[zyx_i + 1];
+        zyx_acc2 += zyx_a[zyx_i + 2] * zyx_b[zyx_i + 2];
+        zyx_acc3 += zyx_a[zyx_i + 3] * zyx_b[zyx_i + 3];
+    }
+    for (; zyx_i < zyx_n; ++zyx_i) zyx_acc0 += zyx_a[zyx_i] * zyx_b[zyx_i];
+    return (zyx_acc0 + zyx_acc1) + (zyx_acc2 + zyx_acc3);
+}
+
+/* (a, b) <- (c a - s b, s a + c b) over n elements */
+static void zyx_svd_rotate(__global zyx_svd_t *restrict zyx_a, __global zyx_svd_t *restrict zyx_b, uint zyx_n, zyx_svd_t zyx_c,
+                           zyx_svd_t zyx_s) {
+    for (uint zyx_i = 0; zyx_i < zyx_n; ++zyx_i) {
+        zyx_svd_t zyx_x = zyx_a[zyx_i], zyx_y = zyx_b[zyx_i];
+        zyx_a[zyx_i] = zyx_c * zyx_x - zyx_s * zyx_y;
+        zyx_b[zyx_i] = zyx_s * zyx_x + zyx_c * zyx_y;
+    }
+}
+
+__kernel void zyx_svd_jacobi(__global zyx_svd_t *zyx_sv, __global zyx_svd_t *zyx_pout, __global zyx_svd_t *zyx_qout,
+                             __global const zyx_svd_t *zyx_x, __global zyx_svd_t *zyx_work,
+                             __global zyx_svd_t *zyx_vwork, __global zyx_svd_t *zyx_norms,
+                             __global uint *zyx_order, uint zyx_batch, uint zyx_N, uint zyx_M, uint zyx_pc) {
+    const uint zyx_b = get_global_id(0);
+    if (zyx_b >= zyx_batch) return;
+    const ulong zyx_nm = (ulong)zyx_N * zyx_M;
+    __global const zyx_svd_t *zyx_xb = zyx_x + zyx_b * zyx_nm;
+    __global zyx_svd_t *zyx_w = zyx_work + zyx_b * zyx_nm;
+    __global zyx_svd_t *zyx_s = zyx_sv + (ulong)zyx_b * zyx_N;
+    __global zyx_svd_t *zyx_nrm = zyx_norms + (ulong)zyx_b * zyx_N;
+    __global uint *zyx_ord = zyx_order + (ulong)zyx_b * zyx_N;
+% if uv:
+    __global zyx_svd_t *zyx_v = zyx_vwork + (ulong)zyx_b * zyx_N * zyx_N;
+    __global zyx_svd_t *zyx_p = zyx_pout + (ulong)zyx_b * zyx_pc * zyx_M;
+    __global zyx_svd_t *zyx_q = zyx_qout + (ulong)zyx_b * zyx_N * zyx_N;
+% endif
+
+    /* the scale: the largest |entry|; a NaN or infinity makes every output NaN */
+    zyx_svd_t zyx_amax = 0;
+    int zyx_finite = 1;
+    for (ulong zyx_i = 0; zyx_i < zyx_nm; ++zyx_i) {
+        zyx_svd_t zyx_a = fabs(zyx_xb[zyx_i]);
+        if (!isfinite(zyx_a)) zyx_finite = 0;
+        zyx_amax = fmax(zyx_amax, zyx_a);
+    }
+    if (!zyx_finite) {
+        const zyx_svd_t zyx_nan = NAN;
+        for (uint zyx_k = 0; zyx_k < zyx_N; ++zyx_k) zyx_s[zyx_k] = zyx_nan;
+% if uv:
+        for (ulong zyx_i = 0; zyx_i < (ulong)zyx_pc * zyx_M; ++zyx_i) zyx_p[zyx_i] = zyx_nan;
+        for (ulong zyx_i = 0; zyx_i < (ulong)zyx_N * zyx_N; ++zyx_i) zyx_q[zyx_i] = zyx_nan;
+% endif
+        return;
+    }
+    const zyx_svd_t zyx_scale = zyx_amax > 0 ? zyx_amax : (zyx_svd_t)1;
+    for (ulong zyx_i = 0; zyx_i < zyx_nm; ++zyx_i) zyx_w[zyx_i] = zyx_xb[zyx_i] / zyx_scale;
+% if uv:
+    for (uint zyx_i = 0; zyx_i < zyx_N; ++zyx_i)
+        for (uint zyx_j = 0; zyx_j < zyx_N; ++zyx_j) zyx_v[zyx_i * zyx_N + zyx_j] = zyx_i == zyx_j ? 1 : 0;
+% endif
+
+    /* cyclic sweeps over the row pairs; rotated: whether a sweep still changed something */
+    const zyx_svd_t zyx_tol = ${EPS} * (zyx_svd_t)max(zyx_M, 8u);
+    for (uint zyx_sweep = 0; zyx_sweep < ${max_sweeps}u; ++zyx_sweep) {
+        int zyx_rotated = 0;
+        /* the rows' squared norms, exact at each sweep's start and updated by the rotations
+           (a rotation moves t * gamma from one to the other) */
+        for (uint zyx_i = 0; zyx_i < zyx_N; ++zyx_i) {
+            __global const zyx_svd_t *zyx_wi = zyx_w + (ulong)zyx_i * zyx_M;
+            zyx_nrm[zyx_i] = zyx_svd_dot(zyx_wi, zyx_wi, zyx_M);
+        }
+        for (uint zyx_i = 0; zyx_i + 1 < zyx_N; ++zyx_i) {
+            __global zyx_svd_t *zyx_wi = zyx_w + (ulong)zyx_i * zyx_M;
+            for (uint zyx_j = zyx_i + 1; zyx_j < zyx_N; ++zyx_j) {
+                __global zyx_svd_t *zyx_wj = zyx_w + (ulong)zyx_j * zyx_M;
+                const zyx_svd_t zyx_alpha = zyx_nrm[zyx_i], zyx_beta = zyx_nrm[zyx_j];
+                const zyx_svd_t zyx_gamma = zyx_svd_dot(zyx_wi, zyx_wj, zyx_M);
+                if (!(fabs(zyx_gamma) > zyx_tol * sqrt(zyx_alpha) * sqrt(zyx_beta))) continue;
+                /* the rotation zeroing the pair's inner product: t the smaller root of
+                   t^2 + 2 zeta t - 1 = 0 */
+                zyx_svd_t zyx_zeta = (zyx_beta - zyx_alpha) / (2 * zyx_gamma);
+                zyx_svd_t zyx_t = (zyx_zeta >= 0 ? (zyx_svd_t)1 : (zyx_svd_t)-1)
+                                  / (fabs(zyx_zeta) + hypot((zyx_svd_t)1, zyx_zeta));
+                zyx_svd_t zyx_cs = 1 / sqrt(1 + zyx_t * zyx_t);
+                zyx_svd_t zyx_sn = zyx_cs * zyx_t;
+                zyx_svd_rotate(zyx_wi, zyx_wj, zyx_M, zyx_cs, zyx_sn);
+                zyx_nrm[zyx_i] = zyx_alpha - zyx_t * zyx_gamma;
+                zyx_nrm[zyx_j] = zyx_beta + zyx_t * zyx_gamma;
+% if uv:
+                zyx_svd_rotate(zyx_v + (ulong)zyx_i * zyx_N, zyx_v + (ulong)zyx_j * zyx_N, zyx_N, zyx_cs, zyx_sn);
+% endif
+                zyx_rotated = 1;
+            }
+        }
+        if (!zyx_rotated) break;
+    }
+
+    /* the norms, and their order (descending, stable insertion sort) */
+    for (uint zyx_k = 0; zyx_k < zyx_N; ++zyx_k) {
+        __global zyx_svd_t *zyx_wk = zyx_w + (ulong)zyx_k * zyx_M;
+        zyx_svd_t zyx_sig = sqrt(zyx_svd_dot(zyx_wk, zyx_wk, zyx_M));
+        zyx_nrm[zyx_k] = zyx_sig;
+        uint zyx_at = zyx_k;
+        while (zyx_at > 0 && zyx_nrm[zyx_ord[zyx_at - 1]] < zyx_sig) {
+            zyx_ord[zyx_at] = zyx_ord[zyx_at - 1];
+            --zyx_at;
+        }
+        zyx_ord[zyx_at] = zyx_k;
+    }
+    for (uint zyx_k = 0; zyx_k < zyx_N; ++zyx_k) zyx_s[zyx_k] = zyx_nrm[zyx_ord[zyx_k]] * zyx_scale;
+% if uv:
+    const zyx_svd_t zyx_cut = zyx_N ? ${EPS} * (zyx_svd_t)zyx_M * zyx_nrm[zyx_ord[0]] : (zyx_svd_t)0;
+    for (uint zyx_k = 0; zyx_k < zyx_N; ++zyx_k) {
+        __global const zyx_svd_t *zyx_vk = zyx_v + (ulong)zyx_ord[zyx_k] * zyx_N;
+        for (uint zyx_i = 0; zyx_i < zyx_N; ++zyx_i) zyx_q[(ulong)zyx_k * zyx_N + zyx_i] = zyx_vk[zyx_i];
+    }
+    for (uint zyx_k = 0; zyx_k < zyx_pc; ++zyx_k) {
+        __global zyx_svd_t *zyx_pk = zyx_p + (ulong)zyx_k * zyx_M;
+        zyx_svd_t zyx_sig = zyx_k < zyx_N ? zyx_nrm[zyx_ord[zyx_k]] : (zyx_svd_t)0;
+        if (zyx_k < zyx_N && zyx_sig > zyx_cut && zyx_sig > 0) {
+            __global const zyx_svd_t *zyx_wk = zyx_w + (ulong)zyx_ord[zyx_k] * zyx_M;
+            for (uint zyx_i = 0; zyx_i < zyx_M; ++zyx_i) zyx_pk[zyx_i] = zyx_wk[zyx_i] / zyx_sig;
+            continue;
+        }
+        /* completion: the basis vector with the largest part outside the rows so far */
+        uint zyx_best = 0;
+        zyx_svd_t zyx_left = -1;
+        for (uint zyx_t = 0; zyx_t < zyx_M; ++zyx_t) {
+            zyx_svd_t zyx_r = 1;
+            for (uint zyx_j = 0; zyx_j < zyx_k; ++zyx_j) {
+                zyx_svd_t zyx_e = zyx_p[(ulong)zyx_j * zyx_M + zyx_t];
+                zyx_r -= zyx_e * zyx_e;
+            }
+            if (zyx_r > zyx_left) {
+                zyx_left = zyx_r;
+                zyx_best = zyx_t;
+            }
+        }
+        for (uint zyx_i = 0; zyx_i < zyx_M; ++zyx_i) zyx_pk[zyx_i] = zyx_i == zyx_best ? 1 : 0;
+        for (int zyx_pass = 0; zyx_pass < 2; ++zyx_pass) {
+            for (uint zyx_j = 0; zyx_j < zyx_k; ++zyx_j) {
+                __global const zyx_svd_t *zyx_pj = zyx_p + (ulong)zyx_j * zyx_M;
+                zyx_svd_t zyx_d = zyx_svd_dot(zyx_pj, zyx_pk, zyx_M);
+                for (uint zyx_i = 0; zyx_i < zyx_M; ++zyx_i) zyx_pk[zyx_i] -= zyx_d * zyx_pj[zyx_i];
+            }
+        }
+        zyx_svd_t zyx_len = sqrt(zyx_svd_dot(zyx_pk, zyx_pk, zyx_M));
+        for (uint zyx_i = 0; zyx_i < zyx_M; ++zyx_i) zyx_pk[zyx_i] /= zyx_len;
+    }
+% endif
+}
