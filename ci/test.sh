@@ -3,8 +3,14 @@
 #   1. the full suite on the default device (a PoCL; Debian's is installed where the pip PoCL
 #      cannot build for this CPU), the Oclgrind sanitizer tier included;
 #   2. the device-parametrized kernel tests on every other device (Intel's CPU runtime from
-#      the test extras: native cl_khr_fp16, a second CPU compiler);
-#   3. the kernel tests again with the GPU heuristics forced (ZYX_HEURISTICS=gpu);
+#      the test extras: native cl_khr_fp16, a second CPU compiler); `--devices=others` runs only
+#      the tests that take the `device` fixture (the rest would rerun step 1 on the default
+#      device), and the byte kernels' word/exact-grid tests run with the default tunables only
+#      (`-k`: another compiler builds the same kernel sources; step 1 runs the odd work-group and
+#      narrow-vector tunings);
+#   3. the kernel tests again with the GPU heuristics forced (ZYX_HEURISTICS=gpu): codegen,
+#      contract kernels, reductions, tuning (local memory, work-group reductions, tiles, the GPU
+#      variants of the contract kernels); not tests/contracts/spec, which needs no device;
 #   (steps 1-3 run side by side; step 1 on two pytest-xdist workers: it outlasts the others)
 #   4. the kernel-heavy tests once more on the default device, warm: they run from the on-disk
 #      kernel caches (tests/backend/test_program.py checks that a second process builds nothing).
@@ -31,14 +37,18 @@ python -m ruff check zyx tests bench examples
 export ZYX_CACHE_DIR="${ZYX_CACHE_DIR:-$(mktemp -d)}"
 # Steps 1-3 run side by side (a cold run is bound by single-threaded kernel compiles, so two
 # cores do about twice the work); each writes a log, printed in order when all have ended.
-other_device_tests=(tests/codegen tests/contracts tests/backend tests/frontend/test_elementwise.py tests/frontend/test_casts.py
-                    tests/test_dtype.py tests/frontend/test_reduce.py tests/frontend/test_random.py tests/frontend/test_creation.py)
-gpu_heuristics_tests=(tests/codegen tests/contracts tests/frontend/test_reduce.py tests/nn/test_functional.py tests/opt)
+# the files holding device-parametrized tests (test_elementwise.py and test_reduce.py hold none)
+other_device_tests=(tests/codegen tests/contracts/kernels tests/contracts/test_ops_api.py tests/backend
+                    tests/frontend/test_casts.py tests/test_dtype.py tests/frontend/test_random.py
+                    tests/frontend/test_creation.py)
+gpu_heuristics_tests=(tests/codegen tests/contracts/kernels tests/contracts/test_ops_api.py tests/frontend/test_reduce.py
+                      tests/nn/test_functional.py tests/opt)
 python -m zyx doctor
 python -m zyx devices
 logs="$(mktemp -d)"
 python -m pytest tests -q -n 2 --devices=default --durations=30 >"$logs/1" 2>&1 & step1=$!
-python -m pytest "${other_device_tests[@]}" -q -p no:cacheprovider --devices=others >"$logs/2" 2>&1 & step2=$!
+python -m pytest "${other_device_tests[@]}" -q -p no:cacheprovider --devices=others -k "not local7 and not vec2" \
+    >"$logs/2" 2>&1 & step2=$!
 ZYX_HEURISTICS=gpu python -m pytest "${gpu_heuristics_tests[@]}" -q -p no:cacheprovider --devices=default \
     >"$logs/3" 2>&1 & step3=$!
 status=0

@@ -7,6 +7,8 @@ A device that failed its probe is listed and skipped with the probe's problem.
 ``pytest --devices=SEL`` narrows the devices: ``all`` (default), ``default`` (the default
 device only), ``others`` (every device but the default), or comma-separated selection
 strings (``opencl:P:D``, an exact device or platform name, else a substring of them).
+With ``others`` only the device-parametrized tests run: the rest would run on the default
+device, which that selection leaves out (CI's step 2 relies on it).
 """
 from __future__ import annotations
 
@@ -124,7 +126,13 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Without any usable device, tests marked ``needs_device`` skip (the device-free tier)."""
+    """Without any usable device, tests marked ``needs_device`` skip (the device-free tier);
+    ``--devices=others`` deselects the tests that do not take the ``device`` fixture."""
+    if config.getoption("--devices") == "others":
+        dropped = [item for item in items if "device" not in getattr(item, "fixturenames", ())]
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+            items[:] = [item for item in items if "device" in getattr(item, "fixturenames", ())]
     if any(d.usable for d in ALL_DEVICES):
         return
     skip = pytest.mark.skip(reason="needs an OpenCL device; none is usable here")

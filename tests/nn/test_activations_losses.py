@@ -93,8 +93,8 @@ def test_glu(dim):
         F.glu(zyx.tensor(np.zeros((3, 5), np.float32)), 1)
 
 
-@pytest.mark.parametrize("p", [2.0, 1.0, 3.0, float("inf")])
-@pytest.mark.parametrize("dim", [1, 0, -1])
+# p=2 along every axis; each other norm once (1 and inf along dim 1, through the zero vector)
+@pytest.mark.parametrize("p, dim", [(2.0, 1), (2.0, 0), (2.0, -1), (1.0, 1), (3.0, 0), (float("inf"), 1)])
 def test_normalize(p, dim):
     x = RNG.normal(size=(3, 4, 5)).astype(np.float32)
     x[0, :, 0] = 0.0  # a zero vector along dim 1: divided by eps, gradient finite
@@ -146,10 +146,14 @@ def test_regression_losses(name, kw, reduction):
                     lambda: getattr(TF, name)(ta, tb, reduction=reduction, **kw), (za, zb), (ta, tb))
 
 
-@pytest.mark.parametrize("ignore", [-100, 1])
-@pytest.mark.parametrize("reduction", REDUCTIONS)
-@pytest.mark.parametrize("weighted", [False, True])
-@pytest.mark.parametrize("shape", [(6, 4), (3, 4, 2, 5), (4,)])
+# every option combination on a batch of rows; the K-d and unbatched inputs with the weighted
+# mean over an ignored class (its denominator) and one unweighted other reduction each
+NLL = ([((6, 4), w, r, i) for w in (False, True) for r in REDUCTIONS for i in (-100, 1)]
+       + [((3, 4, 2, 5), True, "mean", 1), ((3, 4, 2, 5), False, "none", -100),
+          ((4,), True, "mean", -100), ((4,), False, "sum", 1)])
+
+
+@pytest.mark.parametrize("shape, weighted, reduction, ignore", NLL)
 def test_nll_loss(shape, weighted, reduction, ignore):
     zx, tx = _pair(shape, lo=-4.0, hi=0.0)
     tshape = shape[:1] + shape[2:] if len(shape) > 1 else ()
@@ -194,10 +198,12 @@ def test_class_index_out_of_range_raises(case):
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("reduction", REDUCTIONS)
-@pytest.mark.parametrize("smoothing", [0.0, 0.2])
-@pytest.mark.parametrize("weighted", [False, True])
-@pytest.mark.parametrize("shape", [(6, 5), (2, 5, 3)])
+# every option combination on rows; the K-d input weighted and smoothed (mean), and plain (none)
+CE = ([((6, 5), w, s, r) for w in (False, True) for s in (0.0, 0.2) for r in REDUCTIONS]
+      + [((2, 5, 3), True, 0.2, "mean"), ((2, 5, 3), False, 0.0, "none")])
+
+
+@pytest.mark.parametrize("shape, weighted, smoothing, reduction", CE)
 def test_cross_entropy_index_targets(shape, weighted, smoothing, reduction):
     zx, tx = _pair(shape, lo=-3.0, hi=3.0)
     y = RNG.integers(0, shape[1], shape[:1] + shape[2:]).astype(np.int64)
@@ -282,8 +288,7 @@ def test_cosine_similarity(dim):
                     (za, zb), (ta, tb), atol=2e-5)
 
 
-@pytest.mark.parametrize("p", [2.0, 1.0, 3.0, float("inf")])
-@pytest.mark.parametrize("keepdim", [False, True])
+@pytest.mark.parametrize("p, keepdim", [(2.0, False), (2.0, True), (1.0, False), (3.0, False), (float("inf"), True)])
 def test_pairwise_distance(p, keepdim):
     (za, ta), (zb, tb) = _pair((6, 5)), _pair((6, 5))
     _loss_and_grads(lambda: F.pairwise_distance(za, zb, p=p, keepdim=keepdim),
