@@ -13,6 +13,7 @@ import pytest
 
 import zyx
 import zyx.nn.functional as F
+from zyx import settings
 from zyx.backend.launch import recording
 from zyx.nn import conv_direct, conv_tuning
 from zyx.opt import tuner
@@ -25,6 +26,12 @@ pytestmark = pytest.mark.needs_device
 RNG = np.random.default_rng(1403)
 # (N, C, H, W) input, 16 output channels, 3x3 kernel, padding 1: one vector group of 16 floats
 SHAPE, OUT = (1, 8, 9, 11), 16
+
+
+@pytest.fixture(autouse=True)
+def cpu_heuristics(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The direct conv kernels are the CPU heuristics' choice: CI's GPU-heuristics step still tunes them."""
+    monkeypatch.setattr(settings, "HEURISTICS", "cpu")
 
 
 @pytest.fixture()
