@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import torch
 
 import zyx
+
+torch = pytest.importorskip("torch")
 
 RNG = np.random.default_rng(14)
 TOL = {"float32": dict(rtol=2e-5, atol=2e-5), "float64": dict(rtol=1e-11, atol=1e-11)}

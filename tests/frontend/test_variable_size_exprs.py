@@ -17,10 +17,16 @@ pytestmark = pytest.mark.needs_device
 
 RNG = np.random.default_rng(162)
 XN = RNG.standard_normal((10, 5)).astype(np.float32)
-X = zyx.tensor(XN)
+X = None  # the device tensor of XN, made by ``inputs`` (creating it needs a device)
 T = zyx.Variable("t", 0, 10)
 T1 = zyx.Variable("t1", 1, 7)
 VALUES = (0, 1, 4, 9, 10)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def inputs() -> None:
+    global X
+    X = zyx.tensor(XN)
 
 
 def _compiles() -> int:

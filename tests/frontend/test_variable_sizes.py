@@ -15,10 +15,16 @@ pytestmark = pytest.mark.needs_device
 RNG = np.random.default_rng(161)
 XN = RNG.standard_normal((10, 5)).astype(np.float32)
 YN = RNG.standard_normal((10, 5)).astype(np.float32)
-X, Y = zyx.tensor(XN), zyx.tensor(YN)
+X = Y = None  # the device tensors of XN and YN, made by ``inputs`` (creating them needs a device)
 T = zyx.Variable("t", 0, 10)
 S = zyx.Variable("s", 0, 4)
 VALUES = (0, 1, 4, 7, 10)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def inputs() -> None:
+    global X, Y
+    X, Y = zyx.tensor(XN), zyx.tensor(YN)
 
 
 def _compiles() -> int:
