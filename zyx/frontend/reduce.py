@@ -90,40 +90,44 @@ def reduce(x: Any, op: str, dim: Any = None, keepdim: bool = False, acc: DType |
 
 
 def _full(x: Any, op: str, keepdim: bool):
-    """A long full reduction (``x.sum()``) whose input needs no cast, as its two stage nodes built straight
-    from ``x``'s view; None for the general path. Its Python runs before the first launch, on every call:
+    """A long full reduction (``x.sum()``) whose input needs no cast, built by ``_all_in_two_stages``
+    first thing; None for the general path. Its Python runs before the first launch, on every call:
     right after a synchronize on the loaded 2-core VM each step costs several times its warm price."""
-    v = x._view
-    red = math.prod(v.shape)
-    if red < SPLIT_MIN or _acc_dtype(op, x._dtype) is not x._dtype:
+    if math.prod(x._view.shape) < SPLIT_MIN or _acc_dtype(op, x._dtype) is not x._dtype:
         return None
-    groups = next((g for g in (256, 128, 64, 32, 16) if red % g == 0 and red // g >= 256), None)
-    view = None if groups is None else v.reshape((groups, red // groups))
+    return _all_in_two_stages(x, op, x._dtype, (1,) * len(x._view.shape) if keepdim else ())
+
+
+def _split_groups(red: int) -> int | None:
+    """The partial count of a two-stage reduce of length ``red``; None when it has no good split."""
+    return next((g for g in (256, 128, 64, 32, 16) if red % g == 0 and red // g >= 256), None)
+
+
+def _all_in_two_stages(x: Any, op: str, acc: DType, shape: tuple[int, ...]):
+    """A full reduction as its two stage nodes straight from ``x``'s view, no Tensor views between
+    them (half the Python calls of the general split); None when it has no split or view."""
+    red = math.prod(x._view.shape)
+    groups = _split_groups(red)
+    view = None if groups is None else x._view.reshape((groups, red // groups))
     if view is None:
         return None
-    acc, device = x._dtype, x._device
-    part = graph.reduce(op, graph.Src(x._data, view, acc), (1,), acc, device)
+    part = graph.reduce(op, graph.Src(x._data, view, acc), (1,), acc, x._device)
     final = graph.reduce(Op.SUM if op == Op.SUM else op, graph.Src(part, View.contiguous((groups,)), acc), (0,),
-                         acc, device)
-    return from_node(final, (1,) * len(v.shape) if keepdim else ())
+                         acc, x._device)
+    return from_node(final, shape)
 
 
 def _two_stage(x: Any, op: str, dims: tuple[int, ...], acc: DType):
     """Reduce as (outs, G, R/G) -> (outs, G) -> (outs,), or None when R has no good split."""
     keep = [i for i in range(x.ndim) if i not in dims]
     red = math.prod(x.shape[d] for d in dims)
-    groups = next((g for g in (256, 128, 64, 32, 16) if red % g == 0 and red // g >= 256), None)
+    groups = _split_groups(red)
     if groups is None:
         return None
-    if not keep:  # a full reduction (x.sum()): the two nodes straight from x's view, no Tensor views
-        # between them (this Python runs before the first launch: half the calls; on the loaded 2-core
-        # VM the build took ~28 us warm either way, 100-140 us right after a synchronize)
-        view = x._view.reshape((groups, red // groups))
-        if view is not None:
-            part = graph.reduce(op, graph.Src(x._data, view, acc), (1,), acc, x.device)
-            final = graph.reduce(Op.SUM if op == Op.SUM else op, graph.Src(part, View.contiguous((groups,)), acc),
-                                 (0,), acc, x.device)
-            return from_node(final, (1,) * x.ndim)
+    if not keep:
+        full = _all_in_two_stages(x, op, acc, (1,) * x.ndim)
+        if full is not None:
+            return full
     y = x.permute(*keep, *dims).reshape(*(x.shape[i] for i in keep), groups, red // groups)
     n = y.ndim
     part = graph.reduce(op, graph.Src(y._data, y._view, acc), (n - 1,), acc, x.device)
