@@ -125,15 +125,8 @@ class BufferPool:
             )
         cap = nbytes if self._exact else min(size_class(nbytes), info.max_alloc_bytes)  # never past the limit
         with self._lock:
-            bucket = None if self._exact else self._free.get(cap)
-            if bucket:
-                cl_buf = bucket.pop()
-                self.pooled_bytes -= cap
-                self.reuses += 1
-                self._account(cap)
-                buf = Buffer(cl_buf, nbytes, cap, self)
-                if journal._open is not None:
-                    journal.note_alloc(buf)
+            buf = None if self._exact else self._reuse(cap, nbytes)
+            if buf is not None:
                 return buf
             if self.bytes_in_use + cap > info.global_mem_bytes:
                 self._trim(0)
@@ -162,20 +155,25 @@ class BufferPool:
         that capacity without the checks ``allocate`` makes (a capture's sizes passed them), else ``allocate``."""
         if cap:
             with self._lock:
-                bucket = self._free.get(cap)
-                if bucket:
-                    cl_buf = bucket.pop()
-                    self.pooled_bytes -= cap
-                    self.reuses += 1
-                    self.bytes_in_use += cap
-                    self.live_buffers += 1
-                    if self.bytes_in_use > self.peak_bytes:
-                        self.peak_bytes = self.bytes_in_use
-                    buf = Buffer(cl_buf, nbytes, cap, self)
-                    if journal._open is not None:
-                        journal.note_alloc(buf)
-                    return buf
+                buf = self._reuse(cap, nbytes)
+            if buf is not None:
+                return buf
         return self.allocate(nbytes)
+
+    def _reuse(self, cap: int, nbytes: int) -> Buffer | None:
+        """A pooled buffer of capacity ``cap`` holding ``nbytes``, accounted; None when none is free
+        (the caller holds the lock)."""
+        bucket = self._free.get(cap)
+        if not bucket:
+            return None
+        cl_buf = bucket.pop()
+        self.pooled_bytes -= cap
+        self.reuses += 1
+        self._account(cap)
+        buf = Buffer(cl_buf, nbytes, cap, self)
+        if journal._open is not None:
+            journal.note_alloc(buf)
+        return buf
 
     def _create(self, cap: int, nbytes: int) -> Any:
         import pyopencl as cl
