@@ -214,10 +214,8 @@ def _node(op: str, xs: Sequence[Any], compute: DType, result: DType | None = Non
             srcs.append(src)
             operands.append(value)
         else:
-            rounds = op in _ROUNDS_SCALAR or (op is _FLOORDIV and i == 0)
-            param = None if compute.kind == "float" else (compute.is_int and op in _INT_SCALAR_ARGS)
-            value = scalar_value(x, compute, rounds)
-            srcs.append(_LSrc(None, None, compute, value, param))
+            value = scalar_value(x, compute, _rounds_scalar(op, i))
+            srcs.append(_LSrc(None, None, compute, value, _scalar_param(op, compute)))
             operands.append(value)
     # the result dtype of an ALU op on operands all cast to ``compute``
     out = result or (dtypes.bool_ if op in COMPARISON else compute)
@@ -227,6 +225,17 @@ def _node(op: str, xs: Sequence[Any], compute: DType, result: DType | None = Non
 
         record_alu(op, operands, t)
     return t
+
+
+def _rounds_scalar(op: Any, i: int) -> bool:
+    """Whether ``op``'s scalar operand at position ``i`` is rounded to the compute dtype first."""
+    return op in _ROUNDS_SCALAR or (op is _FLOORDIV and i == 0)
+
+
+def _scalar_param(op: Any, compute: DType) -> bool | None:
+    """How a scalar operand reaches the kernel (``_LSrc``'s param): None for float math, True where an
+    integer op takes it as a kernel argument (``op`` None: a bare operand), False for a literal."""
+    return None if compute.kind == "float" else (compute.is_int and (op is None or op in _INT_SCALAR_ARGS))
 
 
 def _promotable(x: Any) -> Any:
@@ -245,11 +254,9 @@ def _traced_src(op: Any, i: int, x: Any, compute: DType) -> tuple[graph.Src, Any
     """The operand ``x`` (from ``_promotable``) of ``op`` at position ``i``: a kernel argument a replay
     recomputes where the op takes its number as an argument, else a literal keyed by its value."""
     ts = traced_scalar.operand(x.traced)
-    rounds = op in _ROUNDS_SCALAR or (op is _FLOORDIV and i == 0)
-    if type(ts) is not TracedScalar or not (compute.kind == "float" or (compute.is_int and (
-            op is None or op in _INT_SCALAR_ARGS))):
+    rounds, param = _rounds_scalar(op, i), _scalar_param(op, compute)
+    if type(ts) is not TracedScalar or param is False:
         value = scalar_value(ts._read() if type(ts) is TracedScalar else ts, compute, rounds)
-        param = None if compute.kind == "float" else (compute.is_int and (op is None or op in _INT_SCALAR_ARGS))
         return _LSrc(None, None, compute, value, param), value
     if compute.kind == "float" and not (rounds and compute.itemsize < 4):
         to = float  # scalar_value's conversion here, without its checks of the type
