@@ -8,7 +8,7 @@ import pytest
 
 import zyx
 from zyx.backend import launch as launch_module
-from zyx.backend.transfer import read
+from zyx.backend.transfer import read, write
 
 pytestmark = pytest.mark.skipif(not zyx.devices(), reason="no OpenCL device available")
 
@@ -57,3 +57,24 @@ def test_recording_state_is_restored_when_the_block_raises(device: zyx.Device) -
             raise RuntimeError("boom")
         launch_module.launch(kernel, (1,), (1,), [buf.cl])
     assert len(outer) == 1 and not launch_module.is_recording()
+
+
+def test_prepared_launches_set_arguments_whenever_they_change(device: zyx.Device) -> None:
+    """A launch skips setting arguments that are the very objects set last; any other launch of the
+    kernel in between (``launch`` or ``launch_prepared``) must not be skipped over."""
+    src = (f"/* {uuid.uuid4().hex} */\n"
+           "__kernel void zyx_test_add(__global int *x, int v) { x[get_global_id(0)] += v; }\n")
+    kernel = launch_module.compile_kernel(device, src, "zyx_test_add")
+    a, b = device.pool.allocate(4), device.pool.allocate(4)
+    for buf in (a, b):
+        write(buf, np.zeros(1, np.int32).view(np.uint8))
+    one, ten = np.int32(1), np.int32(10)
+    with launch_module.runtime_lock:
+        launch_module.launch(kernel, (1,), None, [a.cl, one])
+        launch_module.launch_prepared(kernel, (1,), None, [a.cl, one], None, True)  # same objects: skipped
+        launch_module.launch_prepared(kernel, (1,), None, [b.cl, ten], None, True)
+        launch_module.launch(kernel, (1,), None, [a.cl, one])
+        launch_module.launch_prepared(kernel, (1,), None, [b.cl, ten], None, True)  # set again after launch()
+        launch_module.launch_prepared(kernel, (1,), None, [a.cl, one], None, True)
+    assert int(read(a).view(np.int32)[0]) == 4
+    assert int(read(b).view(np.int32)[0]) == 20

@@ -89,32 +89,51 @@ def reduce(x: Any, op: str, dim: Any = None, keepdim: bool = False, acc: DType |
     return _finish(node, x, dims, keepdim)
 
 
+_FULL_SPLITS: dict[View, tuple[View, tuple[int, int], View] | None] = {}  # source view -> its split; None: none
+_FULL_SPLITS_LIMIT = 1024
+
+
 def _full(x: Any, op: str, keepdim: bool):
-    """A long full reduction (``x.sum()``) whose input needs no cast, built by ``_all_in_two_stages``
-    first thing; None for the general path. Its Python runs before the first launch, on every call:
-    right after a synchronize on the loaded 2-core VM each step costs several times its warm price."""
-    if math.prod(x._view.shape) < SPLIT_MIN or _acc_dtype(op, x._dtype) is not x._dtype:
+    """A long full reduction (``x.sum()``) whose input needs no cast, by ``_all_in_two_stages``; None
+    for the general path."""
+    if _acc_dtype(op, x._dtype) is not x._dtype:
         return None
-    return _all_in_two_stages(x, op, x._dtype, (1,) * len(x._view.shape) if keepdim else ())
+    return _all_in_two_stages(x, op, (1,) * len(x._view.shape) if keepdim else ())
+
+
+def _all_in_two_stages(x: Any, op: str, shape: tuple[int, ...]):
+    """A full reduction of ``x`` (already in its accumulator dtype) as its two stage nodes straight from
+    its view, no Tensor views between them; None when it is short or has no split. A full reduction's
+    Python runs before the first launch, on every call, right after the previous kernel streamed the
+    caches empty, where each step costs several times its warm price: a view's split is looked up."""
+    view = x._view
+    split = _FULL_SPLITS.get(view, False)
+    if split is False:
+        split = _full_split(view)
+        if len(_FULL_SPLITS) >= _FULL_SPLITS_LIMIT:
+            _FULL_SPLITS.clear()
+        _FULL_SPLITS[view] = split
+    if split is None:
+        return None
+    rows, part_shape, partials = split
+    acc, device = x._dtype, x._device
+    part = graph.reduce(op, graph.Src(x._data, rows, acc), (1,), acc, device, part_shape)
+    final = graph.reduce(Op.SUM if op == Op.SUM else op, graph.Src(part, partials, acc), (0,), acc, device, (1,))
+    return from_node(final, shape)
+
+
+def _full_split(view: View) -> tuple[View, tuple[int, int], View] | None:
+    """A long view's (groups, length / groups) view, its partials' node shape and their view; None when
+    it is short, has no good split, or cannot be viewed that way."""
+    red = math.prod(view.shape)
+    groups = _split_groups(red) if red >= SPLIT_MIN else None
+    rows = None if groups is None else view.reshape((groups, red // groups))
+    return None if rows is None else (rows, (groups, 1), View.contiguous((groups,)))
 
 
 def _split_groups(red: int) -> int | None:
     """The partial count of a two-stage reduce of length ``red``; None when it has no good split."""
     return next((g for g in (256, 128, 64, 32, 16) if red % g == 0 and red // g >= 256), None)
-
-
-def _all_in_two_stages(x: Any, op: str, acc: DType, shape: tuple[int, ...]):
-    """A full reduction as its two stage nodes straight from ``x``'s view, no Tensor views between
-    them (half the Python calls of the general split); None when it has no split or view."""
-    red = math.prod(x._view.shape)
-    groups = _split_groups(red)
-    view = None if groups is None else x._view.reshape((groups, red // groups))
-    if view is None:
-        return None
-    part = graph.reduce(op, graph.Src(x._data, view, acc), (1,), acc, x._device)
-    final = graph.reduce(Op.SUM if op == Op.SUM else op, graph.Src(part, View.contiguous((groups,)), acc), (0,),
-                         acc, x._device)
-    return from_node(final, shape)
 
 
 def _two_stage(x: Any, op: str, dims: tuple[int, ...], acc: DType):
@@ -125,7 +144,7 @@ def _two_stage(x: Any, op: str, dims: tuple[int, ...], acc: DType):
     if groups is None:
         return None
     if not keep:
-        full = _all_in_two_stages(x, op, acc, (1,) * x.ndim)
+        full = _all_in_two_stages(x, op, (1,) * x.ndim)
         if full is not None:
             return full
     y = x.permute(*keep, *dims).reshape(*(x.shape[i] for i in keep), groups, red // groups)

@@ -163,9 +163,12 @@ def copy(src: Src, shape: tuple[int, ...], device: Any, store: bool = False) -> 
     return LazyNode(Op.COPY, store, (src,), src.dtype, shape, device)
 
 
-def reduce(op: Op, src: Src, axes: tuple[int, ...], dtype: DType, device: Any) -> LazyNode:
-    """``op`` over ``axes`` of ``src`` (result keeps the axes as size 1); ``dtype`` is the accumulator's."""
-    shape = tuple(1 if i in axes else d for i, d in enumerate(src.view.shape))
+def reduce(op: Op, src: Src, axes: tuple[int, ...], dtype: DType, device: Any,
+           shape: tuple[int, ...] | None = None) -> LazyNode:
+    """``op`` over ``axes`` of ``src`` (result keeps the axes as size 1: ``shape``, worked out when not
+    given); ``dtype`` is the accumulator's."""
+    if shape is None:
+        shape = tuple(1 if i in axes else d for i, d in enumerate(src.view.shape))
     return LazyNode(op, tuple(axes), (src,), dtype, shape, device)
 
 

@@ -138,7 +138,7 @@ def record(gk: GraphKey, launches: list, allocs: list[tuple[LazyNode, Buffer]],
     for j, (node, buf) in enumerate(allocs):
         if id(node) not in npos or buf.pool is None or buf.pool.device is not device:
             return
-        outs.append((npos[id(node)], buf.nbytes))
+        outs.append((npos[id(node)], buf.nbytes, device.pool.capacity_of(buf.nbytes)))
         if buf.cl is not None:
             where[id(buf.cl)] = (1, j)
     flag = errorflags.buffer_of(device)
@@ -170,7 +170,9 @@ def replay(schedule: tuple, gk: GraphKey, device: Any, set_buffer: Callable[[Laz
     """Make a recorded schedule's launches on this graph's buffers and scalar arguments."""
     outs_spec, steps = schedule
     pool = device.pool
-    outs = [pool.allocate(nbytes) for _, nbytes in outs_spec]
+    # each output is taken from the pool where a launch first needs it: what runs before the first
+    # kernel starts is only what that kernel needs (the rest overlaps it)
+    outs: list[Buffer | None] = [None] * len(outs_spec)
     bufs, consts = gk.bufs, gk.consts
     for ck, glob, local, spec, offset, counts in steps:
         args = []
@@ -178,7 +180,10 @@ def replay(schedule: tuple, gk: GraphKey, device: Any, set_buffer: Callable[[Laz
             if kind == 0:
                 args.append(bufs[i].cl)
             elif kind == 1:
-                args.append(outs[i].cl)
+                out = outs[i]
+                if out is None:
+                    out = outs[i] = pool.allocate_pooled(outs_spec[i][1], outs_spec[i][2])
+                args.append(out.cl)
             elif kind == 3:
                 c = consts[i]
                 value = expr.param_value(c.value, c.dtype)
@@ -190,8 +195,8 @@ def replay(schedule: tuple, gk: GraphKey, device: Any, set_buffer: Callable[[Laz
         # launched before with these argument types: no event kept, no lock re-taken (the caller holds
         # runtime_lock), no re-declaring of scalar types; this Python runs before the first kernel starts
         launch_prepared(ck, glob, local, args, offset, counts)
-    for (p, _), out in zip(outs_spec, outs):
-        set_buffer(gk.nodes[p], out)
+    for (p, nbytes, cap), out in zip(outs_spec, outs):
+        set_buffer(gk.nodes[p], out if out is not None else pool.allocate_pooled(nbytes, cap))
 
 
 def clear() -> None:
