@@ -158,8 +158,10 @@ def _two_stage(x: Any, op: str, dims: tuple[int, ...], acc: DType):
 def sum(x: Any, dim: Any = None, keepdim: bool = False, dtype: Any = None):  # noqa: A001 - PyTorch's name
     """Sum over ``dim`` (ints accumulate in int64; 16-bit floats in float32)."""
     out = reduce(x, Op.SUM, dim, keepdim)
-    target = dtypes.to_dtype(dtype) if dtype is not None else (x.dtype if x.dtype.is_float else dtypes.int64)
-    return out.cast(target)
+    if dtype is None:
+        target = x._dtype if x._dtype.is_float else dtypes.int64
+        return out if out._dtype is target else out.cast(target)
+    return out.cast(dtype)
 
 
 def prod(x: Any, dim: Any = None, keepdim: bool = False):

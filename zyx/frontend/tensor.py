@@ -16,7 +16,7 @@ import numpy as np
 
 from zyx import dtype as dtypes
 from zyx import graph
-from zyx.backend import journal, transfer
+from zyx.backend import journal, sync_hooks, transfer
 from zyx.backend.device import Device, resolve
 from zyx.backend.pool import Buffer
 from zyx.dtype import DType, to_dtype
@@ -113,8 +113,6 @@ class Tensor(IndexingMixin, ElementwiseMixin, ReduceMixin, MovementMixin, Contra
 
     def _host_bytes(self) -> np.ndarray:
         """This tensor's elements, dense row-major, as raw bytes on the host."""
-        from zyx.backend import sync_hooks  # device-side error flags surface at readback
-
         v = self._view
         size = self._dtype.itemsize
         if v.is_dense:
@@ -139,13 +137,11 @@ class Tensor(IndexingMixin, ElementwiseMixin, ReduceMixin, MovementMixin, Contra
 
     def item(self) -> Any:
         """The single value of a one-element tensor as a Python scalar."""
-        if self.numel() != 1:
+        if self._view.numel != 1:
             raise ShapeError(f"item(): a tensor with {self.numel()} elements cannot be converted to a "
                              "Python scalar (expected exactly one element)")
         # one element lives at the view's offset whatever its strides: read it straight into an array of
         # its dtype (a scalar's readback is fixed host time, paid on every float(x.sum()))
-        from zyx.backend import sync_hooks
-
         buf = self._realized()
         sync_hooks.run(self._device)
         value = np.empty(1, self._dtype.numpy)
