@@ -4,18 +4,18 @@ from __future__ import annotations
 from typing import Any
 
 from zyx import settings
+from zyx.backend import sync_hooks
 from zyx.backend.device import Device, devices, resolve
 
 
 def synchronize(device: Any = None) -> None:
     """Wait until all queued work has finished (on ``device``, or on every device)."""
-    targets = devices() if device is None else [resolve(device)]
+    # a device without a queue has nothing queued and no flags armed
+    targets = [d for d in devices() if d.in_use] if device is None else [resolve(device)]
     for dev in targets:
         dev.synchronize()
-    from zyx.backend import sync_hooks  # device-side error flags (write_slice_doff)
-
     for dev in targets:
-        sync_hooks.run(dev)
+        sync_hooks.run(dev)  # device-side error flags (write_slice_doff)
 
 
 def memory_stats(device: Device | str | None = None) -> dict[str, int]:

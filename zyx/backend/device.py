@@ -225,6 +225,11 @@ class Device:
 
         return BufferPool(self)
 
+    @property
+    def in_use(self) -> bool:
+        """Whether this device has a queue yet (something ran or was copied to it)."""
+        return "queue" in self.__dict__
+
     def synchronize(self) -> None:
         """Wait until every command queued on this device has finished."""
         if "queue" in self.__dict__:
