@@ -40,28 +40,19 @@ def _softmax(a, axis):
     return e / e.sum(axis, keepdims=True)
 
 
-def _flat_compiles(fn, values=VALUES):
-    """Runs ``fn(value)`` for each value; asserts that nothing compiles after the first."""
-    fn(values[0])
-    before = BuildStats.programs()
-    for v in values[1:]:
-        fn(v)
-    assert BuildStats.programs() == before, "a new bound value compiled a kernel"
-
-
 # ------------------------------------------------------------------ slices and narrow
 
-def test_slice_end_is_variable_and_shape_holds_the_bound_variable():
+def test_slice_end_is_variable_and_shape_holds_the_bound_variable(flat_compiles):
     def check(t):
         y = X[:T.bind(t)]
         assert type(y) is VarTensor
         assert y.shape == (t, 5) and type(y.shape[0]) is zyx.ir.variable.BoundVariable
         _close(y, XN[:t])
         _close(y * 2.0 + Y[:T.bind(t)], XN[:t] * 2 + YN[:t])
-    _flat_compiles(check)
+    flat_compiles(check, VALUES)
 
 
-def test_slice_start_and_both_bounds_variable():
+def test_slice_start_and_both_bounds_variable(flat_compiles):
     def check(t):
         s = min(t, 4)
         _close(X[S.bind(s):], XN[s:])
@@ -71,19 +62,19 @@ def test_slice_start_and_both_bounds_variable():
                rtol=1e-5)  # empty: NaN, as PyTorch
         _close(X[2:T.bind(t)].sum(0), XN[2:t].sum(0))
         _close(X[-8:T.bind(t)], XN[-8:t])
-    _flat_compiles(check)
+    flat_compiles(check, VALUES)
 
 
-def test_slice_of_a_non_contiguous_input_on_an_inner_axis():
+def test_slice_of_a_non_contiguous_input_on_an_inner_axis(flat_compiles):
     xt = X.T  # (5, 10), strided
     def check(t):
         _close(xt[:, :T.bind(t)], XN.T[:, :t])
         _close(xt[1:4, S.bind(min(t, 4)):T.bind(t)].exp(), np.exp(XN.T[1:4, min(t, 4):t]), rtol=1e-5)
         _close(X[..., None][:T.bind(t), 2], XN[:t, 2, None])
-    _flat_compiles(check)
+    flat_compiles(check, VALUES)
 
 
-def test_narrow_with_variable_start_length_or_both():
+def test_narrow_with_variable_start_length_or_both(flat_compiles):
     L = zyx.Variable("L", 1, 6)
     def check(t):
         s, n = min(t, 4), max(min(t, 6), 1)
@@ -92,7 +83,7 @@ def test_narrow_with_variable_start_length_or_both():
         _close(y, XN[s:s + 6])
         _close(X.narrow(1, 0, zyx.Variable("w", 0, 5).bind(min(t, 5))), XN[:, :min(t, 5)])
         _close(X.narrow(0, S.bind(s), L.bind(n)) * 3.0, XN[s:s + n] * 3)
-    _flat_compiles(check)
+    flat_compiles(check, VALUES)
 
 
 def test_narrow_whose_bounds_may_leave_the_tensor_takes_the_value():
@@ -106,7 +97,7 @@ def test_narrow_whose_bounds_may_leave_the_tensor_takes_the_value():
 
 # ------------------------------------------------------------------ expand, reshape, pad, arange
 
-def test_expand_and_reshape_with_a_bound_variable():
+def test_expand_and_reshape_with_a_bound_variable(flat_compiles):
     row = zyx.tensor(XN[:1])  # (1, 5)
     def check(t):
         b = T.bind(t)
@@ -115,10 +106,10 @@ def test_expand_and_reshape_with_a_bound_variable():
         _close(X[:b].reshape(-1), XN[:t].reshape(-1))
         _close(zyx.arange(b).reshape(b, 1) * 1.5, np.arange(t).reshape(t, 1) * 1.5)
         _close(X[:b].unsqueeze(0).expand(2, b, 5).sum(0), 2 * XN[:t])
-    _flat_compiles(check)
+    flat_compiles(check, VALUES)
 
 
-def test_pad_by_a_bound_variable():
+def test_pad_by_a_bound_variable(flat_compiles):
     P = zyx.Variable("p", 0, 3)
     def check(t):
         p = min(t, 3)
@@ -126,22 +117,22 @@ def test_pad_by_a_bound_variable():
         _close(X.pad((P.bind(p), 1), value=-2.0), want)
         want = np.pad(XN[:t], ((2, p), (0, 0)))
         _close(X[:T.bind(t)].pad((0, 0, 2, P.bind(p))), want)
-    _flat_compiles(check)
+    flat_compiles(check, VALUES)
 
 
-def test_arange_up_to_a_bound_variable():
+def test_arange_up_to_a_bound_variable(flat_compiles):
     def check(t):
         _close(zyx.arange(T.bind(t)), np.arange(t))
         s = min(t, 4)
         _close(zyx.arange(S.bind(s), T.bind(max(t, 4))), np.arange(s, max(t, 4)))
         _close(zyx.arange(2, zyx.Variable("e", 2, 12).bind(t + 2), dtype=zyx.float32) * 0.5,
                np.arange(2, t + 2, dtype=np.float32) * 0.5)
-    _flat_compiles(check)
+    flat_compiles(check, VALUES)
 
 
 # ------------------------------------------------------------------ reductions, softmax, matmul
 
-def test_reductions_over_a_variable_axis():
+def test_reductions_over_a_variable_axis(flat_compiles):
     T1 = zyx.Variable("t1", 1, 10)
     def check(t):
         t = max(t, 1)
@@ -158,7 +149,7 @@ def test_reductions_over_a_variable_axis():
         _close(y.logsumexp(0), np.log(np.exp(xs).sum(0)), rtol=1e-5)
         _close((y > 0).any(0), (xs > 0).any(0))
         _close(y.prod(0), xs.prod(0), rtol=1e-4)
-    _flat_compiles(check, (1, 2, 5, 10))
+    flat_compiles(check, (1, 2, 5, 10))
 
 
 def test_reductions_keep_the_dtypes_pytorch_gives():
@@ -189,16 +180,16 @@ def test_sum_of_an_empty_variable_size_and_max_that_may_be_empty():
         X[:T.bind(0)].max(0)  # t's range allows 0: the value decides, as PyTorch raises
 
 
-def test_softmax_over_variable_and_static_axes():
+def test_softmax_over_variable_and_static_axes(flat_compiles):
     def check(t):
         y = X[:T.bind(t)]
         _close(y.softmax(0), _softmax(XN[:t], 0))
         _close(y.softmax(-1), _softmax(XN[:t], 1))
         _close(y.T.log_softmax(-1), np.log(_softmax(XN[:t].T, 1)) if t else XN[:0].T, rtol=1e-5, atol=1e-5)
-    _flat_compiles(check)
+    flat_compiles(check, VALUES)
 
 
-def test_attention_over_a_variable_window():
+def test_attention_over_a_variable_window(flat_compiles):
     q = zyx.tensor(RNG.standard_normal((3, 5)).astype(np.float32))
     qn = q.numpy()
     def check(t):
@@ -210,7 +201,7 @@ def test_attention_over_a_variable_window():
         _close(out, want, rtol=1e-4, atol=1e-5)
         _close(X[:b] @ q.T, XN[:t] @ qn.T, rtol=1e-4, atol=1e-5)  # a variable row count
         _close(X[:b].T @ Y[:b], XN[:t].T @ YN[:t], rtol=1e-4, atol=1e-5)
-    _flat_compiles(check)
+    flat_compiles(check, VALUES)
 
 
 # ------------------------------------------------------------------ fallbacks and errors
@@ -326,7 +317,7 @@ def test_jit_replays_one_plan_for_every_value():
     assert BuildStats.programs() == compiles, "a new bound value compiled a kernel"
 
 
-def test_module_functions_with_a_variable_form():
+def test_module_functions_with_a_variable_form(flat_compiles):
     import zyx.nn.functional as F
 
     q = zyx.tensor(RNG.standard_normal((2, 3, 5)).astype(np.float32))
@@ -339,7 +330,7 @@ def test_module_functions_with_a_variable_form():
         _close(got, want, rtol=1e-4, atol=1e-5)
         _close(zyx.where(X[:b] > 0, X[:b], 0.0), np.where(XN[:t] > 0, XN[:t], 0))
         _close(F.log_softmax(X[:b], 0), np.log(_softmax(XN[:t], 0)) if t else XN[:0], rtol=1e-5, atol=1e-5)
-    _flat_compiles(check)
+    flat_compiles(check, VALUES)
 
 
 def test_jit_results_of_variable_size_views_gathers_and_aranges():
