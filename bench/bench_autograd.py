@@ -122,10 +122,8 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
 
 
 if __name__ == "__main__":
-    from zyx.benchmarks import bench_header
+    from zyx.benchmarks import bench_header, markdown_table
 
     print(bench_header())
     print(f"# autograd training steps on {zyx.default_device()}\n")
-    print("| workload | impl | ms | median_ms | torch_ms / ms |\n|---|---|---|---|---|")
-    for r in run("--quick" in sys.argv):
-        print(f"| {r['workload']} | {r['impl']} | {r['ms']} | {r['median_ms']} | {r['x_torch']} |")
+    print(markdown_table(run("--quick" in sys.argv), floats="", titles={"x_torch": "torch_ms / ms"}))

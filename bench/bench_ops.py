@@ -199,21 +199,14 @@ def run(quick: bool = False, only: tuple[str, ...] = OPS) -> list[dict]:
 
 
 def main(argv: list[str]) -> None:
-    from zyx.benchmarks import bench_header
+    from zyx.benchmarks import bench_header, markdown_table
 
     print(bench_header())
     only = tuple(argv[argv.index("--only") + 1].split(",")) if "--only" in argv else OPS
     unknown = [op for op in only if op not in OPS]
     if unknown:
         sys.exit(f"bench_ops: unknown op {unknown[0]!r}; known: {', '.join(OPS)}")
-    rows = run("--quick" in argv, only)
-    keys: list[str] = []
-    for r in rows:
-        keys.extend(k for k in r if k not in keys)
-    print("| " + " | ".join(keys) + " |")
-    print("|" + "---|" * len(keys))
-    for r in rows:
-        print("| " + " | ".join(str(r.get(k, "")) for k in keys) + " |")
+    print(markdown_table(run("--quick" in argv, only), floats=""))
 
 
 if __name__ == "__main__":

@@ -33,6 +33,7 @@ sys.path.insert(0, str(ROOT))
 
 import zyx  # noqa: E402 - after the checkout is put on the path
 from zyx.backend.launch import compile_kernel  # noqa: E402
+from zyx.benchmarks import markdown_table  # noqa: E402
 
 N = 1024
 CHAIN = 20
@@ -145,7 +146,7 @@ def run(quick: bool = False) -> list[dict]:
 
     def row(what: str, v: tuple[float, float], div: int = 1, base: tuple[float, float] | None = None,
             how: str = "") -> dict:
-        r = dict(what=what, best=v[0] / div * 1e6, median=v[1] / div * 1e6)
+        r = dict(what=what, best_us=v[0] / div * 1e6, median_us=v[1] / div * 1e6)
         if base is not None:
             if how == "ratio":
                 r["note"] = f"{v[0] / base[0]:.2f}x / {v[1] / base[1]:.2f}x the bare latency (best / median)"
@@ -179,8 +180,8 @@ def run(quick: bool = False) -> list[dict]:
         torch.set_num_threads(2)
         tx = torch.from_numpy(x.numpy())
         tt = _alternate({"torch": lambda: tx * 2.0 + 1.0}, reps, block)["torch"]
-        rows.append(dict(what="PyTorch CPU x * 2 + 1 (1024 floats), for reference", best=tt[0] * 1e6,
-                         median=tt[1] * 1e6))
+        rows.append(dict(what="PyTorch CPU x * 2 + 1 (1024 floats), for reference", best_us=tt[0] * 1e6,
+                         median_us=tt[1] * 1e6))
     except ImportError:
         pass
     return rows
@@ -198,8 +199,8 @@ def _decode(quick: bool) -> list[dict]:
         eager.append(ex.generate(model, tokens, jit=False)[1])
         jitted.append(ex.generate(model, tokens, jit=True)[1])
     e, j = (min(eager), statistics.median(eager)), (min(jitted), statistics.median(jitted))
-    return [dict(what="KV-cache decode step, eager (us per token)", best=e[0] * 1e6, median=e[1] * 1e6),
-            dict(what="KV-cache decode step, jit (us per token)", best=j[0] * 1e6, median=j[1] * 1e6,
+    return [dict(what="KV-cache decode step, eager (us per token)", best_us=e[0] * 1e6, median_us=e[1] * 1e6),
+            dict(what="KV-cache decode step, jit (us per token)", best_us=j[0] * 1e6, median_us=j[1] * 1e6,
                  note=f"{e[0] / j[0]:.1f}x / {e[1] / j[1]:.1f}x faster than eager (best / median)")]
 
 
@@ -207,9 +208,7 @@ def main() -> None:
     quick = "--quick" in sys.argv
     rows = run(quick)
     print(f"device: {zyx.default_device()}")
-    print("| what | best us | median us | note |\n|---|---:|---:|---|")
-    for r in rows:
-        print(f"| {r['what']} | {r['best']:.1f} | {r['median']:.1f} | {r.get('note', '')} |")
+    print(markdown_table(rows, floats=".1f"))
 
 
 if __name__ == "__main__":

@@ -192,14 +192,12 @@ def main() -> None:
     ap.add_argument("--block", type=int, default=5)
     ap.add_argument("--only", default="mlp,cnn,minilm")
     args = ap.parse_args()
-    from zyx.benchmarks import bench_header
+    from zyx.benchmarks import bench_header, markdown_table
 
     print(bench_header())
     print(f"# the examples' workloads on {zyx.default_device()}; PyTorch CPU at 2 threads\n")
     rows = run(args.rounds, args.block, set(args.only.split(",")))
-    print("| workload | impl | ms | median_ms | torch_ms / ms |\n|---|---|---|---|---|")
-    for r in rows:
-        print(f"| {r['workload']} | {r['impl']} | {r['ms']} | {r['median_ms']} | {r['x_torch']} |")
+    print(markdown_table(rows, floats="", titles={"x_torch": "torch_ms / ms"}))
 
 
 if __name__ == "__main__":

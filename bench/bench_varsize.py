@@ -27,6 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import zyx  # noqa: E402 - after the checkout is put on the path
+from zyx.benchmarks import markdown_table  # noqa: E402
 
 WINDOW, DIM, HEADS = 128, 64, 4
 
@@ -104,7 +105,7 @@ def run(quick: bool = False) -> list[dict]:
             res[name] = got if old is None else (min(old[0], got[0]), (old[1] + got[1]) / 2)
 
     def row(what: str, v: tuple[float, float], note: str = "") -> dict:
-        return dict(what=what, best=v[0] * 1e6, median=v[1] * 1e6, note=note)
+        return dict(what=what, best_us=v[0] * 1e6, median_us=v[1] * 1e6, note=note)
 
     jv = res["jit_var"]
     rows = [
@@ -126,9 +127,7 @@ def run(quick: bool = False) -> list[dict]:
 def main() -> None:
     rows = run("--quick" in sys.argv)
     print(f"device: {zyx.default_device()}; window {WINDOW}, dim {DIM}, {HEADS} query rows")
-    print("| what | best us | median us | note |\n|---|---:|---:|---|")
-    for r in rows:
-        print(f"| {r['what']} | {r['best']:.1f} | {r['median']:.1f} | {r['note']} |")
+    print(markdown_table(rows, floats=".1f"))
 
 
 if __name__ == "__main__":

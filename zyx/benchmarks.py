@@ -83,8 +83,11 @@ def foundation(device: Device, quick: bool = False) -> list[dict]:
     return copy_ceiling(device, size) + host_transfer(device, size)
 
 
-def markdown_table(rows: list[dict]) -> str:
-    """Render result rows as a markdown table (columns: union of keys, in first-seen order)."""
+def markdown_table(rows: list[dict], floats: str | None = None, titles: dict[str, str] | None = None) -> str:
+    """Render result rows as a markdown table (columns: union of keys, in first-seen order).
+
+    ``floats``: a format spec for every float cell (``""``: as Python prints it; default: 3
+    significant digits); ``titles``: column headers for some keys (default: the key)."""
     if not rows:
         return "(no rows)"
     cols: list[str] = []
@@ -93,12 +96,15 @@ def markdown_table(rows: list[dict]) -> str:
 
     def fmt(v: Any) -> str:
         if isinstance(v, float):
+            if floats is not None:
+                return format(v, floats)
             return f"{v:.3g}" if abs(v) < 1000 else f"{v:.0f}"
         if isinstance(v, int) and v >= 1 << 20:
             return f"{v / (1 << 20):.0f} MiB"
         return "" if v is None else str(v)
 
-    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    names = [(titles or {}).get(c, c) for c in cols]
+    lines = ["| " + " | ".join(names) + " |", "|" + "---|" * len(cols)]
     lines += ["| " + " | ".join(fmt(r.get(c)) for c in cols) + " |" for r in rows]
     return "\n".join(lines)
 

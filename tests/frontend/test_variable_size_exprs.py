@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from varsize_checks import close, flat_compiles, np_softmax
 
 import zyx
 import zyx.nn.functional as F
@@ -29,28 +30,6 @@ def inputs() -> None:
     X = zyx.tensor(XN)
 
 
-def _close(got, want, rtol=1e-5, atol=1e-6):
-    got = got.numpy()
-    assert got.shape == np.shape(want)
-    np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
-
-
-def _flat_compiles(fn, values=VALUES):
-    """Runs ``fn(value)`` for each value; asserts that nothing compiles after the first."""
-    fn(values[0])
-    before = BuildStats.programs()
-    for v in values[1:]:
-        fn(v)
-    assert BuildStats.programs() == before, "a new bound value compiled a kernel"
-
-
-def _softmax(a, axis):
-    if a.size == 0:
-        return a
-    e = np.exp(a - a.max(axis, keepdims=True))
-    return e / e.sum(axis, keepdims=True)
-
-
 def test_slices_by_expressions_keep_one_kernel_and_the_expression_as_the_size():
     q = zyx.tensor(RNG.standard_normal((3, 5)).astype(np.float32))
     qn = q.numpy()
@@ -59,18 +38,18 @@ def test_slices_by_expressions_keep_one_kernel_and_the_expression_as_the_size():
         t = T.bind(v)
         y = X[:t + 1]  # the end may pass the tensor (t = 10): Python's clamp, still one kernel
         assert type(y) is VarTensor
-        _close(y, XN[:v + 1])
+        close(y, XN[:v + 1])
         if v < 10:
             assert type(y.shape[0]) is BoundExpr and y.shape == (v + 1, 5)
-        _close(X[10 - t:], XN[10 - v:])  # a start that counts down
-        _close(X[2 * t:], XN[2 * v:])  # past the end from t = 5 on: empty, as Python
-        _close(X[1 + t * 0:], XN[1:])  # 0 * t: a plain int, nothing read
-        _close(X[:t + 1].sum(0), XN[:v + 1].sum(0), rtol=1e-5, atol=1e-5)
-        _close(X[:t + 1].mean(0), XN[:v + 1].mean(0), rtol=1e-5, atol=1e-5)
-        _close(X[:t + 1].softmax(0), _softmax(XN[:v + 1], 0), rtol=1e-5, atol=1e-6)
-        _close((q @ X[:t + 1].T).softmax(-1) @ X[:t + 1], _softmax(qn @ XN[:v + 1].T, -1) @ XN[:v + 1],
+        close(X[10 - t:], XN[10 - v:])  # a start that counts down
+        close(X[2 * t:], XN[2 * v:])  # past the end from t = 5 on: empty, as Python
+        close(X[1 + t * 0:], XN[1:])  # 0 * t: a plain int, nothing read
+        close(X[:t + 1].sum(0), XN[:v + 1].sum(0), rtol=1e-5, atol=1e-5)
+        close(X[:t + 1].mean(0), XN[:v + 1].mean(0), rtol=1e-5, atol=1e-5)
+        close(X[:t + 1].softmax(0), np_softmax(XN[:v + 1], 0), rtol=1e-5, atol=1e-6)
+        close((q @ X[:t + 1].T).softmax(-1) @ X[:t + 1], np_softmax(qn @ XN[:v + 1].T, -1) @ XN[:v + 1],
                rtol=1e-4, atol=1e-5)
-    _flat_compiles(check)
+    flat_compiles(check, VALUES)
 
 
 def test_narrow_expand_reshape_pad_and_arange_take_expressions():
@@ -78,38 +57,38 @@ def test_narrow_expand_reshape_pad_and_arange_take_expressions():
 
     def check(v):
         t = T1.bind(v)
-        _close(X.narrow(0, t - 1, 4), XN[v - 1:v + 3])  # starts 0..6: every value in range
-        _close(X.narrow(0, 1, t + 2) * 2.0, XN[1:v + 3] * 2)
-        _close(X.narrow(0, 8 - t, t), XN[8 - v:8])
+        close(X.narrow(0, t - 1, 4), XN[v - 1:v + 3])  # starts 0..6: every value in range
+        close(X.narrow(0, 1, t + 2) * 2.0, XN[1:v + 3] * 2)
+        close(X.narrow(0, 8 - t, t), XN[8 - v:8])
         e = row.expand(t + 3, 5)
         assert type(e) is VarTensor and e.shape == (v + 3, 5)
-        _close(e + X[:t + 3], XN[:1] + XN[:v + 3])
-        _close(row.expand(2 * t, 5), np.broadcast_to(XN[:1], (2 * v, 5)))
-        _close(X[:t + 1].reshape(t + 1, 5, 1).sum(1), XN[:v + 1].reshape(v + 1, 5, 1).sum(1))
-        _close(F.pad(X[:t], (0, 0, 1, t - 1), value=2.0),
+        close(e + X[:t + 3], XN[:1] + XN[:v + 3])
+        close(row.expand(2 * t, 5), np.broadcast_to(XN[:1], (2 * v, 5)))
+        close(X[:t + 1].reshape(t + 1, 5, 1).sum(1), XN[:v + 1].reshape(v + 1, 5, 1).sum(1))
+        close(F.pad(X[:t], (0, 0, 1, t - 1), value=2.0),
                np.pad(XN[:v], ((1, v - 1), (0, 0)), constant_values=2.0))
-        _close(zyx.arange(t + 1), np.arange(v + 1))
-        _close(zyx.arange(t - 1, 2 * t), np.arange(v - 1, 2 * v))
-    _flat_compiles(check, (1, 2, 5, 7))
+        close(zyx.arange(t + 1), np.arange(v + 1))
+        close(zyx.arange(t - 1, 2 * t), np.arange(v - 1, 2 * v))
+    flat_compiles(check, (1, 2, 5, 7))
 
 
 def test_expressions_as_elementwise_operands_are_kernel_arguments():
     def check(v):
         t = T.bind(v)
-        _close(X * (t + 1) - 2 * t, XN * (v + 1) - 2 * v, rtol=1e-6)
-        _close((10 - t) / X[:t + 1], (10 - v) / XN[:v + 1], rtol=1e-6)
-        _close(zyx.arange(10) < t + 1, np.arange(10) < v + 1)
-    _flat_compiles(check)
+        close(X * (t + 1) - 2 * t, XN * (v + 1) - 2 * v, rtol=1e-6)
+        close((10 - t) / X[:t + 1], (10 - v) / XN[:v + 1], rtol=1e-6)
+        close(zyx.arange(10) < t + 1, np.arange(10) < v + 1)
+    flat_compiles(check, VALUES)
 
 
 def test_expressions_whose_range_leaves_the_tensor_go_by_value():
     for v in (0, 4):  # t - 1 < 0 for t = 0: counts from the end, as Python
         y = X[:T.bind(v) - 1]
         assert type(y) is not VarTensor
-        _close(y, XN[:v - 1])
+        close(y, XN[:v - 1])
     y = X.narrow(0, T.bind(3) + 1, 4)  # start + length up to 15 > 10: checked by value
     assert type(y) is not VarTensor
-    _close(y, XN[4:8])
+    close(y, XN[4:8])
     with pytest.raises(IndexError):
         X.narrow(0, T.bind(8) + 1, 4)
     with pytest.raises(zyx.ShapeError, match="outside its range"):
@@ -117,7 +96,7 @@ def test_expressions_whose_range_leaves_the_tensor_go_by_value():
     big = zyx.Variable("big", 0, 1 << 30)  # a step counter: its range is far larger than its value
     a = zyx.arange(big.bind(3) + 1)
     assert type(a) is not VarTensor
-    _close(a, np.arange(4))
+    close(a, np.arange(4))
 
 
 def test_jit_replays_one_plan_for_expressions_and_takes_them_as_arguments():
@@ -133,10 +112,10 @@ def test_jit_replays_one_plan_for_expressions_and_takes_them_as_arguments():
     compiles = BuildStats.programs()
     for v in (0, 10, 5, 1, 9):
         a, b, c = step(X, T.bind(v))
-        _close(a, (XN[:v + 1] * (v + 1)).sum(0), rtol=1e-5, atol=1e-5)
-        _close(b, np.exp(XN[2 * v:]), rtol=1e-6)
-        _close(c, np.arange(v + 1))
-        _close(offset(X, T.bind(v) + 1), XN[:v + 1] * (v + 1))
+        close(a, (XN[:v + 1] * (v + 1)).sum(0), rtol=1e-5, atol=1e-5)
+        close(b, np.exp(XN[2 * v:]), rtol=1e-6)
+        close(c, np.arange(v + 1))
+        close(offset(X, T.bind(v) + 1), XN[:v + 1] * (v + 1))
     assert plan_stats["captures"] - c0 == 2
     assert BuildStats.programs() == compiles, "a new bound value compiled a kernel"
 
@@ -144,12 +123,12 @@ def test_jit_replays_one_plan_for_expressions_and_takes_them_as_arguments():
 def test_other_uses_of_an_expression_read_its_value():
     for v in (2, 6):
         t = T.bind(v)
-        _close(X[t + 1], XN[v + 1])
-        _close(X[t - 1, 2], XN[v - 1, 2])
+        close(X[t + 1], XN[v + 1])
+        close(X[t - 1, 2], XN[v - 1, 2])
         assert [p.shape[0] for p in X.split(t + 1)] == [p.shape[0] for p in np.array_split(XN, range(v + 1, 10, v + 1))]
-        _close(X.roll(t + 1, 0), np.roll(XN, v + 1, 0))
+        close(X.roll(t + 1, 0), np.roll(XN, v + 1, 0))
         assert zyx.zeros(t + 1, 2).shape == (v + 1, 2)
-        _close(zyx.cat([X[:t + 1], X[:2]]), np.concatenate([XN[:v + 1], XN[:2]]))
+        close(zyx.cat([X[:t + 1], X[:2]]), np.concatenate([XN[:v + 1], XN[:2]]))
 
 
 def test_ring_write_at_an_expression_position_replays_under_jit():
@@ -166,5 +145,5 @@ def test_ring_write_at_an_expression_position_replays_under_jit():
     for i in (0, 1, 2, 3, 4, 9):
         got = write(dest, zyx.tensor(XN[i:i + 1]), ring.bind(i))
         want[(i + 1) % 4] = XN[i]
-        _close(got, want)
+        close(got, want)
     assert plan_stats["captures"] - c0 == 1

@@ -28,6 +28,15 @@ class TensorBase:
 VARSIZE: set[type] = set()
 
 
+def concrete(x: Any) -> Any:
+    """``x`` at its bound values when it is a tensor of variable size (a plain tensor whose shape holds
+    ints; ``_view`` reports the read, so a capture keys its plan by the values); anything else as it is.
+    Ops with no variable form call it on their operands: they read ``shape`` and hand sizes to kernels."""
+    if type(x) in VARSIZE:
+        return TensorBase._concrete(x._data, x._view, x._dtype, x._device)
+    return x
+
+
 def tensor_class() -> Any:
     """The concrete tensor class (``zyx.frontend.tensor`` must have been imported)."""
     cls = TensorBase._concrete

@@ -29,7 +29,7 @@ from zyx.dtype import DType
 from zyx.errors import AutogradError, ContractError, DTypeError, ShapeError
 from zyx.frontend.args import device_of
 from zyx.frontend.autograd import needs_grad, no_grad, record
-from zyx.frontend.base import TensorBase, tensor_class
+from zyx.frontend.base import TensorBase, concrete, tensor_class
 from zyx.frontend.creation import full
 from zyx.frontend.movement import basic_index
 from zyx.frontend.scan_backward import cumprod_grad, extremum_grad, logcumsumexp_grad
@@ -87,9 +87,11 @@ def operand(t: Tensor) -> Operand:
 
 
 def _tensor(x: Any, contract: str, field: str) -> Tensor:
+    """``x`` checked to be a tensor; a tensor of variable size at its bound values (no contract has a
+    variable form: its kernels take the shape as ints)."""
     if not isinstance(x, Tensor):
         raise ContractError(f"{contract}: {field} = {x!r} is not a zyx.Tensor")
-    return x
+    return concrete(x)
 
 
 def _rd(t: Tensor) -> Any:

@@ -36,7 +36,7 @@ from zyx.errors import AutogradError, DTypeError, IndexOutOfRange, ShapeError
 from zyx.frontend import autograd
 from zyx.frontend.args import device_of
 from zyx.frontend.autograd import is_grad_enabled, needs_grad, no_grad
-from zyx.frontend.base import TensorBase, tensor_class
+from zyx.frontend.base import TensorBase, concrete, tensor_class
 from zyx.frontend.elementwise import broadcast_shapes, from_node
 from zyx.frontend.movement import basic_index
 from zyx.ir.view import View, normalize_dim
@@ -79,6 +79,13 @@ class Access:
     indices: list[Any]
     reads: tuple[tuple[int, ...], ...]
     wrap: bool
+
+    def __post_init__(self) -> None:
+        # no indexed access has a variable form: tensors of variable size (the table, an index) are
+        # read at their bound values, and the kernels get the sizes as ints
+        self.table = concrete(self.table)
+        self.indices = [concrete(t) for t in self.indices]
+        self.shape = tuple(int(d) for d in self.shape)
 
     def spec(self) -> graph.GatherSpec:
         return graph.GatherSpec(self.axes, self.reads, (self.wrap,) * len(self.indices))
@@ -189,6 +196,7 @@ def _value(acc: Access, value: Any, dtype: Any, device: Any) -> Any:
     Python scalar."""
     if not isinstance(value, TensorBase):
         return value
+    value = concrete(value)
     if value.dtype is not dtype:
         value = value.cast(dtype)
     if value.device is not device:

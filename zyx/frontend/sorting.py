@@ -32,7 +32,7 @@ from zyx.codegen import sorting as kernels
 from zyx.dtype import DType
 from zyx.errors import DTypeError, IndexOutOfRange, ShapeError
 from zyx.frontend.autograd import needs_grad, no_grad, record
-from zyx.frontend.base import TensorBase, tensor_class
+from zyx.frontend.base import TensorBase, concrete, tensor_class
 from zyx.frontend.creation import full, zeros
 from zyx.frontend.elementwise import where
 from zyx.ir.view import View, normalize_dim
@@ -100,9 +100,10 @@ def _pair(name: str, shape: tuple[int, ...], dtype: DType, device: Device, input
 
 
 def _tensor(x: Any, op: str, field: str = "input") -> Any:
+    """``x`` checked to be a tensor; a tensor of variable size at its bound values (no sort has a variable form)."""
     if not isinstance(x, Tensor):
         raise DTypeError(f"{op}(): {field} must be a zyx.Tensor, got {type(x).__name__}")
-    return x
+    return concrete(x)
 
 
 class _Rows:

@@ -258,8 +258,9 @@ class Tensor(IndexingMixin, ElementwiseMixin, ReduceMixin, MovementMixin, Contra
 
     def clone(self) -> Tensor:
         """A copy of the values in a new dense buffer."""
-        node = graph.copy(graph.Src(self._data, self._view, self._dtype), self.shape, self._device, store=True)
-        out = Tensor(node, View.contiguous(self.shape), self._dtype, self._device)
+        view = self._view  # not ``shape``: a tensor of variable size is copied at its bound values
+        node = graph.copy(graph.Src(self._data, view, self._dtype), view.shape, self._device, store=True)
+        out = Tensor(node, View.contiguous(view.shape), self._dtype, self._device)
         if self._ag is not None and autograd.is_grad_enabled():
             autograd.record("clone", out, [self], lambda g: (g,))
         return out

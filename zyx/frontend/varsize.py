@@ -26,6 +26,8 @@ follows with raw buffer access) reads the tensor at its bound values:
 the read is reported as a taint (``ir.variable.taint_hook``), so a capture keys its plan by the
 value and stays correct, it only compiles per value. So do a possibly-empty max/min/argmax (an
 error by value, as PyTorch) and a variable whose range is far larger than its value (``_too_big``).
+Ops without a variable form take their operands through ``frontend.base.concrete`` (the contract
+ops, sorts, indexed accesses, ``clone``): their results are plain tensors whose shapes hold ints.
 Not covered: autograd through variable sizes (an input that requires grad goes by value),
 in-place writes into a variable size (they raise).
 
@@ -262,13 +264,6 @@ def _parts(x: Any) -> tuple[Any, tuple]:
     if type(x) is VarTensor:
         return x.phys(), x._vax
     return x, (None,) * x.ndim
-
-
-def concrete(x: Any) -> Any:
-    """``x`` at its bound values, as a plain tensor (a reported read); other values as they are."""
-    if type(x) is VarTensor:
-        return Tensor(x._data, x._view, x._dtype, x._device)
-    return x
 
 
 def _plain(a: Any) -> Any:

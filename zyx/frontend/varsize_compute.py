@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from zyx import dtype as dtypes
+from zyx.frontend.base import concrete
 from zyx.frontend.varsize import (
     BV,
     Tensor,
@@ -20,7 +21,6 @@ from zyx.frontend.varsize import (
     _Lin,
     _parts,
     _tensor,
-    concrete,
     make,
     mask,
 )

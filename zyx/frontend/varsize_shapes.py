@@ -8,6 +8,7 @@ from typing import Any
 
 from zyx.errors import ShapeError
 from zyx.frontend import varsize_compute  # noqa: F401 - VarTensor's compute methods: every VarTensor starts here
+from zyx.frontend.base import concrete
 from zyx.frontend.varsize import (
     BOUND,
     BV,
@@ -26,7 +27,6 @@ from zyx.frontend.varsize import (
     _plain,
     _shifted_index,
     _too_big,
-    concrete,
     make,
 )
 from zyx.ir.variable import VariableArg
@@ -101,7 +101,8 @@ def getitem(x: Any, index: Any) -> Any:
     if Ellipsis in items:
         k = items.index(Ellipsis)
         items[k:k + 1] = [slice(None)] * (x.ndim - n_axes)
-    items += [slice(None)] * (x.ndim - n_axes)
+    else:
+        items += [slice(None)] * (x.ndim - n_axes)
     phys, vax = _parts(x)
     static_items, later, out_vax = [], [], []
     axis, out_axis = 0, 0
