@@ -11,7 +11,9 @@ runs cold after the kernel):
   the host clock through the first enqueue): host before the first enqueue, queue -> kernel 1
   start, kernel 1, kernel 1 end -> kernel 2 start, kernel 2, kernel 2 end -> synchronize returns.
 
-``python bench/bench_sum_phases.py [CALLS]`` prints best / median microseconds of each.
+``python bench/bench_sum_phases.py [CALLS]`` prints best / median microseconds of each;
+``python bench/bench_sum_phases.py --floor`` compares ``float(x.sum())`` with the same two launches
+and read made straight through pyopencl (``floor``) and with PyTorch.
 """
 from __future__ import annotations
 
@@ -122,7 +124,64 @@ def run(calls: int = 30) -> tuple[str, str]:
     return _line(res), _line(dev)
 
 
+def floor(rounds: int = 6, block: int = 20) -> list[str]:
+    """Per round, best/median ms of ``float(x.sum())`` three ways, in blocks of ``block`` calls 0.3 s apart
+    (so no runtime's spinning threads slow the next): ``raw`` makes zyx's two recorded launches and the
+    blocking read straight through pyopencl (no zyx Python: the floor of this design on this device),
+    then zyx, then PyTorch (2 threads)."""
+    import pyopencl as cl
+
+    from zyx.backend import launch as launch_mod
+
+    try:
+        import torch
+
+        torch.set_num_threads(2)
+    except ImportError:  # pragma: no cover
+        torch = None
+    a = np.random.default_rng(0).uniform(-1, 1, 1 << 24).astype(np.float32)
+    x = zyx.tensor(a).realize()
+    queue = zyx.default_device().queue
+    float(x.sum())
+    with launch_mod.recording() as launches:
+        x.sum().realize()
+    steps = [(ck.cl_kernel, glob, local, args) for ck, glob, local, args, _, _ in launches]
+    result = np.empty(1, np.float32)
+
+    def raw() -> float:
+        for kernel, glob, local, args in steps:
+            kernel.set_args(*args)
+            cl.enqueue_nd_range_kernel(queue, kernel, glob, local)
+        cl.enqueue_copy(queue, result, steps[-1][3][0], is_blocking=True)
+        return float(result[0])
+
+    fns = {"raw": raw, "zyx": lambda: float(x.sum())}
+    if torch is not None:
+        t = torch.from_numpy(a)
+        fns["torch"] = lambda: float(t.sum())
+    lines = []
+    clock = time.perf_counter_ns
+    for _ in range(rounds):
+        cells = []
+        for name, fn in fns.items():
+            for _ in range(3):
+                fn()
+            times = []
+            for _ in range(block):
+                t0 = clock()
+                fn()
+                times.append(clock() - t0)
+            cells.append(f"{name} {min(times) / 1e6:.3f}/{statistics.median(times) / 1e6:.3f}")
+            time.sleep(0.3)
+        lines.append("  ".join(cells))
+    return lines
+
+
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--floor"]:
+        print("float(x.sum()) per round, best/median ms:")
+        print("\n".join(floor()))
+        sys.exit(0)
     host, device = run(int(sys.argv[1]) if len(sys.argv) > 1 else 30)
     print("host phases (best/median us):", host)
     print("device split (best/median us):", device)
