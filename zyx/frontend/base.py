@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from zyx.errors import ShapeError
+
 
 class TensorBase:
     """The root of ``Tensor``'s mixins: isinstance checks use it, constructors come from ``tensor_class()``."""
@@ -35,6 +37,18 @@ def concrete(x: Any) -> Any:
     if type(x) in VARSIZE:
         return TensorBase._concrete(x._data, x._view, x._dtype, x._device)
     return x
+
+
+def check_writable(x: Any, what: str) -> None:
+    """Raise ``ShapeError`` when ``x``, the destination of the in-place write ``what``, is a tensor of
+    variable size. Every in-place writer calls this before it writes anything: such a tensor's data is
+    computed at the largest size its variable allows, most often inside the tensor it was sliced from,
+    which a write would change at the bound values of the moment. As a write's source it is read by value."""
+    if type(x) in VARSIZE:
+        raise ShapeError(f"{what}: in-place writes into a tensor of variable size are not supported (shape "
+                         f"{tuple(x.shape)}, sized by a bound zyx.Variable); expected a tensor of static size: "
+                         "write into the full tensor it was taken from with int bounds (x[:n] = v with "
+                         "n = int(t)), or .clone() it first to write into a plain copy")
 
 
 def tensor_class() -> Any:

@@ -29,7 +29,7 @@ from zyx.dtype import DType
 from zyx.errors import AutogradError, ContractError, DTypeError, ShapeError
 from zyx.frontend.args import device_of
 from zyx.frontend.autograd import needs_grad, no_grad, record
-from zyx.frontend.base import TensorBase, concrete, tensor_class
+from zyx.frontend.base import TensorBase, check_writable, concrete, tensor_class
 from zyx.frontend.creation import full
 from zyx.frontend.movement import basic_index
 from zyx.frontend.scan_backward import cumprod_grad, extremum_grad, logcumsumexp_grad
@@ -458,6 +458,7 @@ def _source_for(name: str, contract: Contract, dest: Tensor, source: Any) -> Ten
 def _prepare_write(name: str, dest: Any, source: Any, params: dict[str, Any]) -> tuple[Tensor, dict[str, Any], Tensor]:
     """The shared first steps of the in-place writers: check the operands against contract
     ``name`` (nothing written yet), then give a dense source that does not alias ``dest``."""
+    check_writable(dest, name)
     dest = _tensor(dest, name, "dest")
     source = _tensor(source, name, "source")
     c = get(name)
@@ -568,6 +569,7 @@ def _write_grad(x: Tensor, value: Any) -> bool:
 def setitem(x: Tensor, index: Any, value: Any) -> None:
     """``x[index] = value`` in place, through write_slice on the indexed view of ``x``; recorded for
     autograd (the written slab's gradient goes to ``value``, the rest to ``x``'s old values)."""
+    check_writable(x, "x[...] = value")
     if _write_grad(x, value):
         from zyx.frontend.gradients import record_write
 

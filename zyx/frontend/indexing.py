@@ -36,7 +36,7 @@ from zyx.errors import AutogradError, DTypeError, IndexOutOfRange, ShapeError
 from zyx.frontend import autograd
 from zyx.frontend.args import device_of
 from zyx.frontend.autograd import is_grad_enabled, needs_grad, no_grad
-from zyx.frontend.base import TensorBase, concrete, tensor_class
+from zyx.frontend.base import TensorBase, check_writable, concrete, tensor_class
 from zyx.frontend.elementwise import broadcast_shapes, from_node
 from zyx.frontend.movement import basic_index
 from zyx.ir.view import View, normalize_dim
@@ -427,6 +427,7 @@ def _put_access(x: Any, index: Any) -> tuple[Access, tuple[Any, ...]]:
 def index_put_(x: Any, index: Any, value: Any, accumulate: bool = False) -> Any:
     """``x[index] = value`` in place (``accumulate``: ``x[index] += value`` with every duplicate index
     adding, as PyTorch's ``index_put_``); returns ``x``. Recorded for autograd (``_record_put``)."""
+    check_writable(x, "index_put_")
     if needs_grad(x, value):
         if x._ag is not None and x._ag.grad_fn is None:
             raise AutogradError("a leaf tensor that requires grad is written in place (x[idx] = v or "
@@ -452,6 +453,7 @@ def index_put(x: Any, index: Any, value: Any, accumulate: bool = False) -> Any:
 
 def setitem(x: Any, index: Any, value: Any) -> None:
     """``x[index] = value`` for an advanced index (duplicates: one of the written values wins)."""
+    check_writable(x, "x[...] = value")
     index_put_(x, index, value, False)
 
 
@@ -605,6 +607,7 @@ def scatter_add(x: Any, dim: int, index: Any, src: Any) -> Any:
 def scatter_inplace(x: Any, dim: int, index: Any, src: Any, op: str, what: str) -> Any:
     """``scatter_``/``scatter_add_``: the write of ``scatter``/``scatter_add`` into ``x``'s own storage
     (every index checked first: a bad one writes nothing); returns ``x``."""
+    check_writable(x, what)
     is_t = isinstance(src, TensorBase)
     if needs_grad(x, src if is_t else None):
         if x._ag is not None and x._ag.grad_fn is None:

@@ -48,7 +48,7 @@ import numpy as np
 from zyx import dtype as dtypes
 from zyx.errors import ShapeError
 from zyx.frontend.autograd import is_grad_enabled
-from zyx.frontend.base import VARSIZE, tensor_class
+from zyx.frontend.base import VARSIZE, check_writable, tensor_class
 from zyx.ir import variable
 from zyx.ir.variable import BOUND, BoundExpr, BoundVariable, Linear, Variable, VariableArg
 from zyx.ir.view import View
@@ -182,8 +182,15 @@ class VarTensor(Tensor):
 
     @_view.setter
     def _view(self, v: View) -> None:
-        raise ShapeError("in-place writes into a tensor of variable size are not supported "
-                         "(expected a tensor of static size; take .contiguous() of a static slice)")
+        check_writable(self, "rebinding its view")
+
+    @property
+    def requires_grad(self) -> bool:
+        return self._ag is not None
+
+    @requires_grad.setter
+    def requires_grad(self, flag: bool) -> None:  # ``x.requires_grad = True`` as ``requires_grad_``
+        self.requires_grad_(flag)
 
     def requires_grad_(self, requires_grad: bool = True) -> VarTensor:
         if requires_grad:
@@ -194,8 +201,7 @@ class VarTensor(Tensor):
         return self
 
     def _assign(self, value: Tensor) -> None:
-        raise ShapeError("in-place writes into a tensor of variable size are not supported "
-                         "(expected a tensor of static size)")
+        check_writable(self, "_assign")
 
     @property
     def shape(self) -> tuple:

@@ -19,6 +19,7 @@ import numpy as np
 from zyx.backend import journal
 from zyx.errors import ShapeError
 from zyx.frontend.autograd import enable_grad, no_grad
+from zyx.frontend.base import check_writable
 from zyx.frontend.creation import from_numpy, zeros_like
 from zyx.frontend.tensor import Tensor
 from zyx.frontend.traced_scalar import TracedScalar
@@ -64,6 +65,7 @@ class Optimizer:
         for i, p in enumerate(params):
             if not isinstance(p, Tensor):
                 raise TypeError(f"{type(self).__name__}: params[{i}] is a {type(p).__name__}, expected a zyx Tensor")
+            check_writable(p, f"{type(self).__name__}: params[{i}]")  # step() updates it in place
             if not p.is_leaf:
                 raise ValueError(f"{type(self).__name__}: params[{i}] is not a leaf tensor; an optimizer updates "
                                  "leaves (parameters), not computed values")
