@@ -18,6 +18,7 @@ XN = RNG.standard_normal((6, 4)).astype(np.float32)
 YN = RNG.standard_normal((6, 4)).astype(np.float32)
 T = zyx.Variable("t", 0, 6)
 S = zyx.Variable("s", 0, 4)
+C = zyx.Variable("c", 0, 2)  # a column start whose slice of 2 stays inside the 4 columns
 N = zyx.Variable("n", 0, 5)  # narrow(0, 1, n) stays inside the 6 rows: a variable size, not by value
 FRAGMENT = "in-place writes into a tensor of variable size are not supported"
 
@@ -215,4 +216,47 @@ def test_a_variable_size_as_a_gradient_and_a_checkpoint_value():
     lin.load_state_dict({"weight": X[:T.bind(3)], "bias": X[0, :3]})
     np.testing.assert_array_equal(lin.weight.detach().numpy(), XN[:3])
     np.testing.assert_array_equal(lin.bias.detach().numpy(), XN[0, :3])
+    np.testing.assert_array_equal(X.numpy(), XN)
+
+
+# A slice or narrow at a variable start with a static length is a plain tensor, but a gathered copy where
+# PyTorch has a view of X: a write into it (or into a view of it) would not reach X, so it is refused too.
+GATHERED = [
+    ("slice", lambda X, s: X[S.bind(s):S.bind(s) + 2]),
+    ("narrow", lambda X, s: X.narrow(0, S.bind(s), 2)),
+    ("inner_axis", lambda X, s: X[:, C.bind(s % 3):C.bind(s % 3) + 2]),
+]
+GATHERED_WRITES = [
+    ("setitem", lambda b: b.__setitem__(0, 1.0), "x[...] = value"),
+    ("setitem_view", lambda b: b[0:1].__setitem__(0, 1.0), "x[...] = value"),
+    ("transposed_view", lambda b: b.T.__setitem__(0, 1.0), "x[...] = value"),
+    ("index_put_", lambda b: b.index_put_((_ix(0),), zyx.tensor(7.0)), "index_put_"),
+    ("scatter_add_", lambda b: b.scatter_add_(0, _ix(0, 1).reshape(1, 2), zyx.ones(1, 2)), "scatter_add_"),
+    ("write_slice", lambda b: zyx.write_slice(b, zyx.ones(1, 2), [(0, 1), (0, 2)]), "write_slice"),
+]
+
+
+@pytest.mark.parametrize("make", [m for _, m in GATHERED], ids=[i for i, _ in GATHERED])
+@pytest.mark.parametrize("write,label", [(w, lab) for _, w, lab in GATHERED_WRITES],
+                         ids=[i for i, _, _ in GATHERED_WRITES])
+@pytest.mark.parametrize("s", [1, 3])
+def test_writes_into_a_slice_at_a_variable_start_raise(make, write, label: str, s: int) -> None:
+    X = zyx.tensor(XN)
+    b = make(X, s)
+    assert type(b) is not VarTensor and all(type(d) is int for d in b.shape)
+    before = b.numpy().copy()
+    with pytest.raises(zyx.ShapeError, match="sliced at a variable start") as info:
+        write(b)
+    assert str(info.value).startswith(label) and ".clone()" in str(info.value)
+    np.testing.assert_array_equal(X.numpy(), XN)
+    np.testing.assert_array_equal(b.numpy(), before)
+
+
+def test_a_clone_of_a_slice_at_a_variable_start_is_writable() -> None:
+    X = zyx.tensor(XN)
+    c = X[S.bind(2):S.bind(2) + 2].clone()
+    c[0] = 5.0
+    want = XN[2:4].copy()
+    want[0] = 5.0
+    np.testing.assert_array_equal(c.numpy(), want)
     np.testing.assert_array_equal(X.numpy(), XN)

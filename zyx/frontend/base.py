@@ -7,6 +7,7 @@ mixins share: ``cls(data, view, dtype, device)``.
 """
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 from zyx.errors import ShapeError
@@ -39,6 +40,11 @@ def concrete(x: Any) -> Any:
     return x
 
 
+#: nodes holding a gathered copy where PyTorch has a view: a slice or ``narrow`` at a variable start
+#: (``frontend.varsize``). A write into one would not reach the tensor it was taken from.
+GATHERED_VIEWS: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
 def check_writable(x: Any, what: str) -> None:
     """Raise ``ShapeError`` when ``x``, the destination of the in-place write ``what``, is a tensor of
     variable size. Every in-place writer calls this before it writes anything: such a tensor's data is
@@ -49,6 +55,11 @@ def check_writable(x: Any, what: str) -> None:
                          f"{tuple(x.shape)}, sized by a bound zyx.Variable); expected a tensor of static size: "
                          "write into the full tensor it was taken from with int bounds (x[:n] = v with "
                          "n = int(t)), or .clone() it first to write into a plain copy")
+    if x._data in GATHERED_VIEWS:
+        raise ShapeError(f"{what}: this tensor was sliced at a variable start (a bound zyx.Variable), which "
+                         "zyx computes as a copy, not a view: a write into it would not reach the tensor it was "
+                         "taken from; expected a writable tensor: write into that tensor with int bounds "
+                         "(x[s:s + n] = v with s = int(start)), or .clone() it first to write into a plain copy")
 
 
 def tensor_class() -> Any:

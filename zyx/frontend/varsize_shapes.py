@@ -8,7 +8,7 @@ from typing import Any
 
 from zyx.errors import ShapeError
 from zyx.frontend import varsize_compute  # noqa: F401 - VarTensor's compute methods: every VarTensor starts here
-from zyx.frontend.base import concrete
+from zyx.frontend.base import GATHERED_VIEWS, concrete
 from zyx.frontend.varsize import (
     BOUND,
     BV,
@@ -60,6 +60,7 @@ def _slice_axis(x: Any, d: int, start: Any, stop: Any) -> Any:
         out = phys.narrow(d, s[1], phys_len)
     else:
         out = phys.index_select(d, _shifted_index(phys_len, s, size, phys.device))
+        GATHERED_VIEWS.add(out._data)
     vax = list(vax)
     vax[d] = vd if vd.terms else None
     if vd.terms:
@@ -83,6 +84,7 @@ def narrow(x: Any, dim: int, start: Any, length: Any) -> Any:
         if slo >= 0 and nlo >= 0 and shi + nhi <= size:  # every bound value is in range: no check at replay
             if not n[0]:
                 out = phys.index_select(d, _shifted_index(nhi, s, size, phys.device))
+                GATHERED_VIEWS.add(out._data)
                 return make(out, vax)
             st = start if type(start) in BOUND else s[1]
             return _slice_axis(x, d, st, _EndExpr(st, length))
