@@ -34,6 +34,19 @@ def _line(res: dict[str, list[int]]) -> str:
     return "  ".join(f"{k} {min(v) / 1e3:.0f}/{statistics.median(v) / 1e3:.0f}" for k, v in res.items() if v)
 
 
+def _inputs() -> tuple[Any, Any]:
+    """The realized 16M float32 zyx tensor and the same values as a PyTorch tensor (None without
+    PyTorch, which runs at 2 threads)."""
+    a = np.random.default_rng(0).uniform(-1, 1, 1 << 24).astype(np.float32)
+    try:
+        import torch
+
+        torch.set_num_threads(2)
+    except ImportError:  # pragma: no cover
+        return zyx.tensor(a).realize(), None
+    return zyx.tensor(a).realize(), torch.from_numpy(a)
+
+
 def run(calls: int = 30) -> tuple[str, str]:
     """The two splits' lines (best/median us per phase)."""
     import pyopencl as cl
@@ -41,15 +54,7 @@ def run(calls: int = 30) -> tuple[str, str]:
     import zyx.graph.schedule as sched
     from zyx.backend import launch as launch_mod
 
-    try:
-        import torch
-
-        torch.set_num_threads(2)
-    except ImportError:  # pragma: no cover
-        torch = None
-    a = np.random.default_rng(0).uniform(-1, 1, 1 << 24).astype(np.float32)
-    x = zyx.tensor(a).realize()
-    t = torch.from_numpy(a) if torch is not None else None
+    x, t = _inputs()
     queue = zyx.default_device().queue
     for _ in range(5):
         float(x.sum())
@@ -133,14 +138,7 @@ def floor(rounds: int = 6, block: int = 20) -> list[str]:
 
     from zyx.backend import launch as launch_mod
 
-    try:
-        import torch
-
-        torch.set_num_threads(2)
-    except ImportError:  # pragma: no cover
-        torch = None
-    a = np.random.default_rng(0).uniform(-1, 1, 1 << 24).astype(np.float32)
-    x = zyx.tensor(a).realize()
+    x, t = _inputs()
     queue = zyx.default_device().queue
     float(x.sum())
     with launch_mod.recording() as launches:
@@ -156,8 +154,7 @@ def floor(rounds: int = 6, block: int = 20) -> list[str]:
         return float(result[0])
 
     fns = {"raw": raw, "zyx": lambda: float(x.sum())}
-    if torch is not None:
-        t = torch.from_numpy(a)
+    if t is not None:
         fns["torch"] = lambda: float(t.sum())
     lines = []
     clock = time.perf_counter_ns
