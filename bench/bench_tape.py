@@ -100,7 +100,7 @@ def run(quick: bool = False) -> list[dict]:
     same_args = [same_out.cl, buf, *template[2:]]
 
     def bare_same_finish() -> None:
-        ck.set_args(same_args)  # through zyx, which remembers what the kernel object holds
+        ck.cl_kernel.set_args(*same_args)
         cl.enqueue_nd_range_kernel(queue, ck.cl_kernel, glob, local)
         queue.finish()
 

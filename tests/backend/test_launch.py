@@ -59,9 +59,9 @@ def test_recording_state_is_restored_when_the_block_raises(device: zyx.Device) -
     assert len(outer) == 1 and not launch_module.is_recording()
 
 
-def test_prepared_launches_set_arguments_whenever_they_change(device: zyx.Device) -> None:
-    """A launch skips setting arguments that are the very objects set last; any other launch of the
-    kernel in between (``launch`` or ``launch_prepared``) must not be skipped over."""
+def test_interleaved_launches_each_run_with_their_own_arguments(device: zyx.Device) -> None:
+    """``launch`` and ``launch_prepared`` interleaved on one kernel object: each launch runs with its own
+    arguments (a kernel object's arguments are state shared by every launch of it)."""
     src = (f"/* {uuid.uuid4().hex} */\n"
            "__kernel void zyx_test_add(__global int *x, int v) { x[get_global_id(0)] += v; }\n")
     kernel = launch_module.compile_kernel(device, src, "zyx_test_add")
@@ -71,10 +71,10 @@ def test_prepared_launches_set_arguments_whenever_they_change(device: zyx.Device
     one, ten = np.int32(1), np.int32(10)
     with launch_module.runtime_lock:
         launch_module.launch(kernel, (1,), None, [a.cl, one])
-        launch_module.launch_prepared(kernel, (1,), None, [a.cl, one], None, True)  # same objects: skipped
+        launch_module.launch_prepared(kernel, (1,), None, [a.cl, one], None, True)
         launch_module.launch_prepared(kernel, (1,), None, [b.cl, ten], None, True)
         launch_module.launch(kernel, (1,), None, [a.cl, one])
-        launch_module.launch_prepared(kernel, (1,), None, [b.cl, ten], None, True)  # set again after launch()
+        launch_module.launch_prepared(kernel, (1,), None, [b.cl, ten], None, True)
         launch_module.launch_prepared(kernel, (1,), None, [a.cl, one], None, True)
     assert int(read(a).view(np.int32)[0]) == 4
     assert int(read(b).view(np.int32)[0]) == 20

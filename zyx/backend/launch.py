@@ -9,8 +9,6 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from zyx import settings
 from zyx.backend.program import build_program
 from zyx.backend.timing import event_seconds
@@ -20,7 +18,6 @@ if TYPE_CHECKING:
     from zyx.backend.device import Device
 
 _launches = 0
-_ndarray = np.ndarray
 _cl: Any = None  # pyopencl, imported on the first prepared launch (an import statement costs per call)
 
 #: One re-entrant lock serializes zyx's runtime state across Python threads: graph
@@ -94,23 +91,6 @@ class CompiledKernel:
             self.cl_kernel.set_scalar_arg_dtypes([a.dtype if isinstance(a, np.generic) else None for a in args])
             self.__dict__["_scalars_declared"] = True  # a frozen dataclass: cached state goes in __dict__
 
-    def set_args(self, args: Sequence[Any]) -> None:
-        """Set the kernel object's arguments (every launch of it goes through here), skipping the call
-        when they are the very objects set last: a replay on the buffers the pool handed back again.
-        The pool frees a buffer with ``release()``, so holding the last ones keeps no memory alive;
-        a host array (mutable) is always set again."""
-        d = self.__dict__
-        last = d.get("_last_args")
-        if last is not None and len(last) == len(args):
-            for a, b in zip(args, last):
-                if a is not b or type(a) is _ndarray:
-                    break
-            else:
-                return
-        d["_last_args"] = None  # a set_args that fails half-way leaves the arguments unknown
-        self.cl_kernel.set_args(*args)
-        d["_last_args"] = tuple(args)
-
 
 _kernels: dict[tuple[str, str, str, str, Any], CompiledKernel] = {}
 
@@ -150,7 +130,7 @@ def launch(
     try:
         with runtime_lock:  # a kernel object's arguments are shared state until enqueued
             kernel.declare_scalars(args)
-            kernel.set_args(args)
+            kernel.cl_kernel.set_args(*args)
             event = cl.enqueue_nd_range_kernel(
                 device.queue, kernel.cl_kernel, tuple(global_size),
                 tuple(local_size) if local_size is not None else None,
@@ -192,7 +172,7 @@ def launch_prepared(kernel: CompiledKernel, global_size: tuple, local_size: tupl
 
         _cl = cl
     try:
-        kernel.set_args(args)
+        kernel.cl_kernel.set_args(*args)
         cl.enqueue_nd_range_kernel(kernel.device.queue, kernel.cl_kernel, global_size, local_size,
                                    global_work_offset=offset)
     except cl.Error:
