@@ -20,15 +20,17 @@ Parameters: dtype (float32 or float64: the compute type), uv (write P and Q), ma
 <%
     T = "double" if dtype.itemsize == 8 else "float"
     EPS = "DBL_EPSILON" if dtype.itemsize == 8 else "FLT_EPSILON"
+    VT = T + str(VW) if VW > 1 else T
 %>\
 /* zyx svd: one-sided Jacobi, ${dtype.name}${", with U and V" if uv else ""} */
 % if dtype.itemsize == 8:
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 % endif
 typedef ${T} zyx_svd_t;
+typedef ${VT} zyx_svd_v;
 
 /* the dot product of two rows of n elements (four partial sums: independent chains the compiler
-   can vectorize, which one strict left-to-right sum would forbid) */
+   can vectorize, which one strict left-to-right sum would forbid); for the output rows of P */
 static zyx_svd_t zyx_svd_dot(__global const zyx_svd_t *zyx_a, __global const zyx_svd_t *zyx_b, uint zyx_n) {
     zyx_svd_t zyx_acc0 = 0, zyx_acc1 = 0, zyx_acc2 = 0, zyx_acc3 = 0;
     uint zyx_i = 0;
@@ -42,11 +44,42 @@ static zyx_svd_t zyx_svd_dot(__global const zyx_svd_t *zyx_a, __global const zyx
     return (zyx_acc0 + zyx_acc1) + (zyx_acc2 + zyx_acc3);
 }
 
-/* (a, b) <- (c a - s b, s a + c b) over n elements */
-static void zyx_svd_rotate(__global zyx_svd_t *restrict zyx_a, __global zyx_svd_t *restrict zyx_b, uint zyx_n, zyx_svd_t zyx_c,
-                           zyx_svd_t zyx_s) {
-    for (uint zyx_i = 0; zyx_i < zyx_n; ++zyx_i) {
-        zyx_svd_t zyx_x = zyx_a[zyx_i], zyx_y = zyx_b[zyx_i];
+/* the sum of a vector's lanes (pairwise halves) */
+static zyx_svd_t zyx_svd_lanes(zyx_svd_v zyx_v) {
+% if VW >= 8:
+    ${T}4 zyx_v4 = zyx_v.lo + zyx_v.hi;
+% elif VW == 4:
+    ${T}4 zyx_v4 = zyx_v;
+% endif
+% if VW >= 4:
+    ${T}2 zyx_v2 = zyx_v4.lo + zyx_v4.hi;
+% elif VW == 2:
+    ${T}2 zyx_v2 = zyx_v;
+% endif
+% if VW >= 2:
+    return zyx_v2.x + zyx_v2.y;
+% else:
+    return zyx_v;
+% endif
+}
+
+/* the dot product of two padded rows of nv vectors (two accumulators: independent chains) */
+static zyx_svd_t zyx_svd_vdot(__global const zyx_svd_v *zyx_a, __global const zyx_svd_v *zyx_b, uint zyx_nv) {
+    zyx_svd_v zyx_acc0 = 0, zyx_acc1 = 0;
+    uint zyx_i = 0;
+    for (; zyx_i + 2 <= zyx_nv; zyx_i += 2) {
+        zyx_acc0 += zyx_a[zyx_i] * zyx_b[zyx_i];
+        zyx_acc1 += zyx_a[zyx_i + 1] * zyx_b[zyx_i + 1];
+    }
+    if (zyx_i < zyx_nv) zyx_acc0 += zyx_a[zyx_i] * zyx_b[zyx_i];
+    return zyx_svd_lanes(zyx_acc0 + zyx_acc1);
+}
+
+/* (a, b) <- (c a - s b, s a + c b) over nv vectors */
+static void zyx_svd_rotate(__global zyx_svd_v *restrict zyx_a, __global zyx_svd_v *restrict zyx_b, uint zyx_nv,
+                           zyx_svd_t zyx_c, zyx_svd_t zyx_s) {
+    for (uint zyx_i = 0; zyx_i < zyx_nv; ++zyx_i) {
+        zyx_svd_v zyx_x = zyx_a[zyx_i], zyx_y = zyx_b[zyx_i];
         zyx_a[zyx_i] = zyx_c * zyx_x - zyx_s * zyx_y;
         zyx_b[zyx_i] = zyx_s * zyx_x + zyx_c * zyx_y;
     }
@@ -55,17 +88,22 @@ static void zyx_svd_rotate(__global zyx_svd_t *restrict zyx_a, __global zyx_svd_
 __kernel void zyx_svd_jacobi(__global zyx_svd_t *zyx_sv, __global zyx_svd_t *zyx_pout, __global zyx_svd_t *zyx_qout,
                              __global const zyx_svd_t *zyx_x, __global zyx_svd_t *zyx_work,
                              __global zyx_svd_t *zyx_vwork, __global zyx_svd_t *zyx_norms,
-                             __global uint *zyx_order, uint zyx_batch, uint zyx_N, uint zyx_M, uint zyx_pc) {
+                             __global uint *zyx_order, uint zyx_batch, uint zyx_N, uint zyx_M, uint zyx_pc,
+                             uint zyx_MP, uint zyx_NP) {
     const uint zyx_b = get_global_id(0);
     if (zyx_b >= zyx_batch) return;
     const ulong zyx_nm = (ulong)zyx_N * zyx_M;
+    /* W's and V's rows are padded to MP and NP elements (whole vectors of ${VW}; zeros stay zero) */
+    const uint zyx_mv = zyx_MP / ${VW}u, zyx_nv = zyx_NP / ${VW}u;
     __global const zyx_svd_t *zyx_xb = zyx_x + zyx_b * zyx_nm;
-    __global zyx_svd_t *zyx_w = zyx_work + zyx_b * zyx_nm;
+    __global zyx_svd_t *zyx_w = zyx_work + (ulong)zyx_b * zyx_N * zyx_MP;
+    __global zyx_svd_v *zyx_wv = (__global zyx_svd_v *)zyx_w;
     __global zyx_svd_t *zyx_s = zyx_sv + (ulong)zyx_b * zyx_N;
     __global zyx_svd_t *zyx_nrm = zyx_norms + (ulong)zyx_b * zyx_N;
     __global uint *zyx_ord = zyx_order + (ulong)zyx_b * zyx_N;
 % if uv:
-    __global zyx_svd_t *zyx_v = zyx_vwork + (ulong)zyx_b * zyx_N * zyx_N;
+    __global zyx_svd_t *zyx_v = zyx_vwork + (ulong)zyx_b * zyx_N * zyx_NP;
+    __global zyx_svd_v *zyx_vv = (__global zyx_svd_v *)zyx_v;
     __global zyx_svd_t *zyx_p = zyx_pout + (ulong)zyx_b * zyx_pc * zyx_M;
     __global zyx_svd_t *zyx_q = zyx_qout + (ulong)zyx_b * zyx_N * zyx_N;
 % endif
@@ -88,41 +126,54 @@ __kernel void zyx_svd_jacobi(__global zyx_svd_t *zyx_sv, __global zyx_svd_t *zyx
         return;
     }
     const zyx_svd_t zyx_scale = zyx_amax > 0 ? zyx_amax : (zyx_svd_t)1;
-    for (ulong zyx_i = 0; zyx_i < zyx_nm; ++zyx_i) zyx_w[zyx_i] = zyx_xb[zyx_i] / zyx_scale;
+    for (uint zyx_i = 0; zyx_i < zyx_N; ++zyx_i)
+        for (uint zyx_k = 0; zyx_k < zyx_MP; ++zyx_k)
+            zyx_w[(ulong)zyx_i * zyx_MP + zyx_k] = zyx_k < zyx_M ? zyx_xb[(ulong)zyx_i * zyx_M + zyx_k] / zyx_scale : 0;
 % if uv:
     for (uint zyx_i = 0; zyx_i < zyx_N; ++zyx_i)
-        for (uint zyx_j = 0; zyx_j < zyx_N; ++zyx_j) zyx_v[zyx_i * zyx_N + zyx_j] = zyx_i == zyx_j ? 1 : 0;
+        for (uint zyx_j = 0; zyx_j < zyx_NP; ++zyx_j) zyx_v[(ulong)zyx_i * zyx_NP + zyx_j] = zyx_i == zyx_j ? 1 : 0;
 % endif
 
     /* cyclic sweeps over the row pairs; rotated: whether a sweep still changed something */
     const zyx_svd_t zyx_tol = ${EPS} * (zyx_svd_t)max(zyx_M, 8u);
+% if dtype.itemsize == 4:
+    /* float32: the test squared in double (no sqrt, and no product of small norms underflows) */
+    const double zyx_tol2 = (double)zyx_tol * (double)zyx_tol;
+% endif
     for (uint zyx_sweep = 0; zyx_sweep < ${max_sweeps}u; ++zyx_sweep) {
         int zyx_rotated = 0;
         /* the rows' squared norms, exact at each sweep's start and updated by the rotations
            (a rotation moves t * gamma from one to the other) */
         for (uint zyx_i = 0; zyx_i < zyx_N; ++zyx_i) {
-            __global const zyx_svd_t *zyx_wi = zyx_w + (ulong)zyx_i * zyx_M;
-            zyx_nrm[zyx_i] = zyx_svd_dot(zyx_wi, zyx_wi, zyx_M);
+            __global const zyx_svd_v *zyx_wi = zyx_wv + (ulong)zyx_i * zyx_mv;
+            zyx_nrm[zyx_i] = zyx_svd_vdot(zyx_wi, zyx_wi, zyx_mv);
         }
         for (uint zyx_i = 0; zyx_i + 1 < zyx_N; ++zyx_i) {
-            __global zyx_svd_t *zyx_wi = zyx_w + (ulong)zyx_i * zyx_M;
+            __global zyx_svd_v *zyx_wi = zyx_wv + (ulong)zyx_i * zyx_mv;
             for (uint zyx_j = zyx_i + 1; zyx_j < zyx_N; ++zyx_j) {
-                __global zyx_svd_t *zyx_wj = zyx_w + (ulong)zyx_j * zyx_M;
+                __global zyx_svd_v *zyx_wj = zyx_wv + (ulong)zyx_j * zyx_mv;
                 const zyx_svd_t zyx_alpha = zyx_nrm[zyx_i], zyx_beta = zyx_nrm[zyx_j];
-                const zyx_svd_t zyx_gamma = zyx_svd_dot(zyx_wi, zyx_wj, zyx_M);
+                const zyx_svd_t zyx_gamma = zyx_svd_vdot(zyx_wi, zyx_wj, zyx_mv);
+% if dtype.itemsize == 4:
+                const double zyx_g = zyx_gamma;
+                if (!(zyx_g * zyx_g > zyx_tol2 * (double)zyx_alpha * (double)zyx_beta)) continue;
+% else:
                 if (!(fabs(zyx_gamma) > zyx_tol * sqrt(zyx_alpha) * sqrt(zyx_beta))) continue;
+% endif
                 /* the rotation zeroing the pair's inner product: t the smaller root of
-                   t^2 + 2 zeta t - 1 = 0 */
-                zyx_svd_t zyx_zeta = (zyx_beta - zyx_alpha) / (2 * zyx_gamma);
-                zyx_svd_t zyx_t = (zyx_zeta >= 0 ? (zyx_svd_t)1 : (zyx_svd_t)-1)
-                                  / (fabs(zyx_zeta) + hypot((zyx_svd_t)1, zyx_zeta));
-                zyx_svd_t zyx_cs = 1 / sqrt(1 + zyx_t * zyx_t);
-                zyx_svd_t zyx_sn = zyx_cs * zyx_t;
-                zyx_svd_rotate(zyx_wi, zyx_wj, zyx_M, zyx_cs, zyx_sn);
+                   t^2 + 2 zeta t - 1 = 0 (past 1/sqrt(eps), 1 + zeta^2 rounds to zeta^2: no hypot) */
+                const zyx_svd_t zyx_zeta = (zyx_beta - zyx_alpha) / (2 * zyx_gamma);
+                const zyx_svd_t zyx_az = fabs(zyx_zeta);
+                const zyx_svd_t zyx_root = zyx_az < (zyx_svd_t)${"1e150" if dtype.itemsize == 8 else "1e18f"}
+                                           ? sqrt(1 + zyx_zeta * zyx_zeta) : zyx_az;
+                const zyx_svd_t zyx_t = (zyx_zeta >= 0 ? (zyx_svd_t)1 : (zyx_svd_t)-1) / (zyx_az + zyx_root);
+                const zyx_svd_t zyx_cs = 1 / sqrt(1 + zyx_t * zyx_t);
+                const zyx_svd_t zyx_sn = zyx_cs * zyx_t;
+                zyx_svd_rotate(zyx_wi, zyx_wj, zyx_mv, zyx_cs, zyx_sn);
                 zyx_nrm[zyx_i] = zyx_alpha - zyx_t * zyx_gamma;
                 zyx_nrm[zyx_j] = zyx_beta + zyx_t * zyx_gamma;
 % if uv:
-                zyx_svd_rotate(zyx_v + (ulong)zyx_i * zyx_N, zyx_v + (ulong)zyx_j * zyx_N, zyx_N, zyx_cs, zyx_sn);
+                zyx_svd_rotate(zyx_vv + (ulong)zyx_i * zyx_nv, zyx_vv + (ulong)zyx_j * zyx_nv, zyx_nv, zyx_cs, zyx_sn);
 % endif
                 zyx_rotated = 1;
             }
@@ -132,8 +183,8 @@ __kernel void zyx_svd_jacobi(__global zyx_svd_t *zyx_sv, __global zyx_svd_t *zyx
 
     /* the norms, and their order (descending, stable insertion sort) */
     for (uint zyx_k = 0; zyx_k < zyx_N; ++zyx_k) {
-        __global zyx_svd_t *zyx_wk = zyx_w + (ulong)zyx_k * zyx_M;
-        zyx_svd_t zyx_sig = sqrt(zyx_svd_dot(zyx_wk, zyx_wk, zyx_M));
+        __global const zyx_svd_v *zyx_wk = zyx_wv + (ulong)zyx_k * zyx_mv;
+        zyx_svd_t zyx_sig = sqrt(zyx_svd_vdot(zyx_wk, zyx_wk, zyx_mv));
         zyx_nrm[zyx_k] = zyx_sig;
         uint zyx_at = zyx_k;
         while (zyx_at > 0 && zyx_nrm[zyx_ord[zyx_at - 1]] < zyx_sig) {
@@ -146,14 +197,14 @@ __kernel void zyx_svd_jacobi(__global zyx_svd_t *zyx_sv, __global zyx_svd_t *zyx
 % if uv:
     const zyx_svd_t zyx_cut = zyx_N ? ${EPS} * (zyx_svd_t)zyx_M * zyx_nrm[zyx_ord[0]] : (zyx_svd_t)0;
     for (uint zyx_k = 0; zyx_k < zyx_N; ++zyx_k) {
-        __global const zyx_svd_t *zyx_vk = zyx_v + (ulong)zyx_ord[zyx_k] * zyx_N;
+        __global const zyx_svd_t *zyx_vk = zyx_v + (ulong)zyx_ord[zyx_k] * zyx_NP;
         for (uint zyx_i = 0; zyx_i < zyx_N; ++zyx_i) zyx_q[(ulong)zyx_k * zyx_N + zyx_i] = zyx_vk[zyx_i];
     }
     for (uint zyx_k = 0; zyx_k < zyx_pc; ++zyx_k) {
         __global zyx_svd_t *zyx_pk = zyx_p + (ulong)zyx_k * zyx_M;
         zyx_svd_t zyx_sig = zyx_k < zyx_N ? zyx_nrm[zyx_ord[zyx_k]] : (zyx_svd_t)0;
         if (zyx_k < zyx_N && zyx_sig > zyx_cut && zyx_sig > 0) {
-            __global const zyx_svd_t *zyx_wk = zyx_w + (ulong)zyx_ord[zyx_k] * zyx_M;
+            __global const zyx_svd_t *zyx_wk = zyx_w + (ulong)zyx_ord[zyx_k] * zyx_MP;
             for (uint zyx_i = 0; zyx_i < zyx_M; ++zyx_i) zyx_pk[zyx_i] = zyx_wk[zyx_i] / zyx_sig;
             continue;
         }

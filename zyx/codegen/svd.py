@@ -22,6 +22,17 @@ from zyx.dtype import DType
 MAX_SWEEPS = 60
 #: CPU work-group size: matrices per group (each work-item runs its own matrix serially).
 CPU_GROUP = 1
+#: The widest vector the rotations and dot products use (lanes; 8 x float32 is one AVX register).
+MAX_LANES = 8
+
+
+def lanes_for(m: int) -> int:
+    """The vector width for rows of ``m`` elements: the widest of 1, 2, 4, 8 not wider than ``m`` (tiny
+    matrices keep narrow vectors instead of rows of mostly padding)."""
+    lanes = 1
+    while lanes < MAX_LANES and lanes * 2 <= m:
+        lanes *= 2
+    return lanes
 
 
 def svd_batch(device: Device, s: Buffer, p: Buffer | None, q: Buffer | None, x: Buffer, dtype: DType, batch: int,
@@ -35,16 +46,18 @@ def svd_batch(device: Device, s: Buffer, p: Buffer | None, q: Buffer | None, x: 
     if batch * n == 0:
         return
     uv = p is not None and q is not None
-    source = render("svd.cl.mako", dtype=dtype, uv=uv, max_sweeps=MAX_SWEEPS)
+    lanes = lanes_for(m)
+    source = render("svd.cl.mako", dtype=dtype, uv=uv, max_sweeps=MAX_SWEEPS, VW=lanes)
     kernel = compile_kernel(device, source, "zyx_svd_jacobi")
     size = dtype.itemsize
-    work = device.pool.allocate(batch * n * m * size)
+    mp, np_ = -(-m // lanes) * lanes, -(-n // lanes) * lanes  # rows padded to whole vectors
+    work = device.pool.allocate(batch * n * mp * size)
     norms = device.pool.allocate(batch * n * size)
     order = device.pool.allocate(batch * n * 4)
-    vwork = device.pool.allocate(batch * n * n * size) if uv else norms  # norms: a stand-in, never read
+    vwork = device.pool.allocate(batch * n * np_ * size) if uv else norms  # norms: a stand-in, never read
     want = CPU_GROUP if settings.heuristics_kind(device) != "gpu" else 32
     local = max(1, min(want, kernel.work_group_size))
     u32 = np.uint32
     launch(kernel, (-(-batch // local) * local,), (local,),
            [s.cl, (p or s).cl, (q or s).cl, x.cl, work.cl, vwork.cl, norms.cl, order.cl, u32(batch), u32(n),
-            u32(m), u32(pc)])
+            u32(m), u32(pc), u32(mp), u32(np_)])
