@@ -150,6 +150,30 @@ __kernel void zyx_svd_jacobi(__global zyx_svd_t *zyx_sv, __global zyx_svd_t *zyx
         }
         for (uint zyx_i = 0; zyx_i + 1 < zyx_N; ++zyx_i) {
             __global zyx_svd_v *zyx_wi = zyx_wv + (ulong)zyx_i * zyx_mv;
+            /* de Rijk's pivoting: the longest row left goes to place i (fewer sweeps: ~7 for 64 x 64,
+               not ~9); swapping W's rows (and V's with them) changes no value, only the order */
+            uint zyx_piv = zyx_i;
+            for (uint zyx_k = zyx_i + 1; zyx_k < zyx_N; ++zyx_k)
+                if (zyx_nrm[zyx_k] > zyx_nrm[zyx_piv]) zyx_piv = zyx_k;
+            if (zyx_piv != zyx_i) {
+                __global zyx_svd_v *zyx_wp = zyx_wv + (ulong)zyx_piv * zyx_mv;
+                for (uint zyx_k = 0; zyx_k < zyx_mv; ++zyx_k) {
+                    zyx_svd_v zyx_tmp = zyx_wi[zyx_k];
+                    zyx_wi[zyx_k] = zyx_wp[zyx_k];
+                    zyx_wp[zyx_k] = zyx_tmp;
+                }
+% if uv:
+                __global zyx_svd_v *zyx_vi = zyx_vv + (ulong)zyx_i * zyx_nv, *zyx_vp = zyx_vv + (ulong)zyx_piv * zyx_nv;
+                for (uint zyx_k = 0; zyx_k < zyx_nv; ++zyx_k) {
+                    zyx_svd_v zyx_tmp = zyx_vi[zyx_k];
+                    zyx_vi[zyx_k] = zyx_vp[zyx_k];
+                    zyx_vp[zyx_k] = zyx_tmp;
+                }
+% endif
+                zyx_svd_t zyx_tn = zyx_nrm[zyx_i];
+                zyx_nrm[zyx_i] = zyx_nrm[zyx_piv];
+                zyx_nrm[zyx_piv] = zyx_tn;
+            }
             for (uint zyx_j = zyx_i + 1; zyx_j < zyx_N; ++zyx_j) {
                 __global zyx_svd_v *zyx_wj = zyx_wv + (ulong)zyx_j * zyx_mv;
                 const zyx_svd_t zyx_alpha = zyx_nrm[zyx_i], zyx_beta = zyx_nrm[zyx_j];
