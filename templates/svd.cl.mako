@@ -85,6 +85,52 @@ static void zyx_svd_rotate(__global zyx_svd_v *restrict zyx_a, __global zyx_svd_
     }
 }
 
+/* two rotations of disjoint row pairs in one pass (their chains overlap in the core) */
+static void zyx_svd_rotate2(__global zyx_svd_v *restrict zyx_a, __global zyx_svd_v *restrict zyx_b,
+                            __global zyx_svd_v *restrict zyx_e, __global zyx_svd_v *restrict zyx_f, uint zyx_nv,
+                            zyx_svd_t zyx_c, zyx_svd_t zyx_s, zyx_svd_t zyx_c2, zyx_svd_t zyx_s2) {
+    for (uint zyx_i = 0; zyx_i < zyx_nv; ++zyx_i) {
+        zyx_svd_v zyx_x = zyx_a[zyx_i], zyx_y = zyx_b[zyx_i], zyx_x2 = zyx_e[zyx_i], zyx_y2 = zyx_f[zyx_i];
+        zyx_a[zyx_i] = zyx_c * zyx_x - zyx_s * zyx_y;
+        zyx_b[zyx_i] = zyx_s * zyx_x + zyx_c * zyx_y;
+        zyx_e[zyx_i] = zyx_c2 * zyx_x2 - zyx_s2 * zyx_y2;
+        zyx_f[zyx_i] = zyx_s2 * zyx_x2 + zyx_c2 * zyx_y2;
+    }
+}
+
+/* swap two padded rows of nv vectors */
+static void zyx_svd_swap(__global zyx_svd_v *restrict zyx_a, __global zyx_svd_v *restrict zyx_b, uint zyx_nv) {
+    for (uint zyx_k = 0; zyx_k < zyx_nv; ++zyx_k) {
+        zyx_svd_v zyx_tmp = zyx_a[zyx_k];
+        zyx_a[zyx_k] = zyx_b[zyx_k];
+        zyx_b[zyx_k] = zyx_tmp;
+    }
+}
+
+/* whether rows of squared norms alpha and beta and inner product gamma are not yet orthogonal to
+   within tol (tol2 = tol^2); if not, the rotation zeroing gamma: t the smaller root of
+   t^2 + 2 zeta t - 1 = 0 (past 1/sqrt(eps), 1 + zeta^2 rounds to zeta^2: no hypot), c and s */
+static int zyx_svd_plan(zyx_svd_t zyx_alpha, zyx_svd_t zyx_beta, zyx_svd_t zyx_gamma, zyx_svd_t zyx_tol,
+                        double zyx_tol2, zyx_svd_t *zyx_tp, zyx_svd_t *zyx_cp, zyx_svd_t *zyx_sp) {
+% if dtype.itemsize == 4:
+    /* float32: the test squared in double (no sqrt, and no product of small norms underflows) */
+    const double zyx_g = zyx_gamma;
+    if (!(zyx_g * zyx_g > zyx_tol2 * (double)zyx_alpha * (double)zyx_beta)) return 0;
+% else:
+    if (!(fabs(zyx_gamma) > zyx_tol * sqrt(zyx_alpha) * sqrt(zyx_beta))) return 0;
+% endif
+    const zyx_svd_t zyx_zeta = (zyx_beta - zyx_alpha) / (2 * zyx_gamma);
+    const zyx_svd_t zyx_az = fabs(zyx_zeta);
+    const zyx_svd_t zyx_root = zyx_az < (zyx_svd_t)${"1e150" if dtype.itemsize == 8 else "1e18f"}
+                               ? sqrt(1 + zyx_zeta * zyx_zeta) : zyx_az;
+    const zyx_svd_t zyx_t = (zyx_zeta >= 0 ? (zyx_svd_t)1 : (zyx_svd_t)-1) / (zyx_az + zyx_root);
+    const zyx_svd_t zyx_cs = 1 / sqrt(1 + zyx_t * zyx_t);
+    *zyx_tp = zyx_t;
+    *zyx_cp = zyx_cs;
+    *zyx_sp = zyx_cs * zyx_t;
+    return 1;
+}
+
 __kernel void zyx_svd_jacobi(__global zyx_svd_t *zyx_sv, __global zyx_svd_t *zyx_pout, __global zyx_svd_t *zyx_qout,
                              __global const zyx_svd_t *zyx_x, __global zyx_svd_t *zyx_work,
                              __global zyx_svd_t *zyx_vwork, __global zyx_svd_t *zyx_norms,
@@ -134,12 +180,11 @@ __kernel void zyx_svd_jacobi(__global zyx_svd_t *zyx_sv, __global zyx_svd_t *zyx
         for (uint zyx_j = 0; zyx_j < zyx_NP; ++zyx_j) zyx_v[(ulong)zyx_i * zyx_NP + zyx_j] = zyx_i == zyx_j ? 1 : 0;
 % endif
 
-    /* cyclic sweeps over the row pairs; rotated: whether a sweep still changed something */
+    /* sweeps over the row pairs, two rows (p = i, q = i + 1) at a time: after the pair (p, q), step k
+       rotates the pairs (p, k) and (q, k - 1), which share no row, so the two dependency chains
+       (dot product, test, rotation) overlap; rotated: whether a sweep still changed something */
     const zyx_svd_t zyx_tol = ${EPS} * (zyx_svd_t)max(zyx_M, 8u);
-% if dtype.itemsize == 4:
-    /* float32: the test squared in double (no sqrt, and no product of small norms underflows) */
     const double zyx_tol2 = (double)zyx_tol * (double)zyx_tol;
-% endif
     for (uint zyx_sweep = 0; zyx_sweep < ${max_sweeps}u; ++zyx_sweep) {
         int zyx_rotated = 0;
         /* the rows' squared norms, exact at each sweep's start and updated by the rotations
@@ -148,58 +193,76 @@ __kernel void zyx_svd_jacobi(__global zyx_svd_t *zyx_sv, __global zyx_svd_t *zyx
             __global const zyx_svd_v *zyx_wi = zyx_wv + (ulong)zyx_i * zyx_mv;
             zyx_nrm[zyx_i] = zyx_svd_vdot(zyx_wi, zyx_wi, zyx_mv);
         }
-        for (uint zyx_i = 0; zyx_i + 1 < zyx_N; ++zyx_i) {
-            __global zyx_svd_v *zyx_wi = zyx_wv + (ulong)zyx_i * zyx_mv;
-            /* de Rijk's pivoting: the longest row left goes to place i (fewer sweeps: ~7 for 64 x 64,
-               not ~9); swapping W's rows (and V's with them) changes no value, only the order */
-            uint zyx_piv = zyx_i;
-            for (uint zyx_k = zyx_i + 1; zyx_k < zyx_N; ++zyx_k)
-                if (zyx_nrm[zyx_k] > zyx_nrm[zyx_piv]) zyx_piv = zyx_k;
-            if (zyx_piv != zyx_i) {
-                __global zyx_svd_v *zyx_wp = zyx_wv + (ulong)zyx_piv * zyx_mv;
-                for (uint zyx_k = 0; zyx_k < zyx_mv; ++zyx_k) {
-                    zyx_svd_v zyx_tmp = zyx_wi[zyx_k];
-                    zyx_wi[zyx_k] = zyx_wp[zyx_k];
-                    zyx_wp[zyx_k] = zyx_tmp;
-                }
+        for (uint zyx_i = 0; zyx_i + 1 < zyx_N; zyx_i += 2) {
+            /* de Rijk's pivoting: the longest rows left go to places i and i + 1 (fewer sweeps: ~7
+               for 64 x 64, not ~9); swapping W's rows (and V's with them) changes no value */
+            for (uint zyx_at = zyx_i; zyx_at < zyx_i + 2; ++zyx_at) {
+                uint zyx_piv = zyx_at;
+                for (uint zyx_k = zyx_at + 1; zyx_k < zyx_N; ++zyx_k)
+                    if (zyx_nrm[zyx_k] > zyx_nrm[zyx_piv]) zyx_piv = zyx_k;
+                if (zyx_piv == zyx_at) continue;
+                zyx_svd_swap(zyx_wv + (ulong)zyx_at * zyx_mv, zyx_wv + (ulong)zyx_piv * zyx_mv, zyx_mv);
 % if uv:
-                __global zyx_svd_v *zyx_vi = zyx_vv + (ulong)zyx_i * zyx_nv, *zyx_vp = zyx_vv + (ulong)zyx_piv * zyx_nv;
-                for (uint zyx_k = 0; zyx_k < zyx_nv; ++zyx_k) {
-                    zyx_svd_v zyx_tmp = zyx_vi[zyx_k];
-                    zyx_vi[zyx_k] = zyx_vp[zyx_k];
-                    zyx_vp[zyx_k] = zyx_tmp;
-                }
+                zyx_svd_swap(zyx_vv + (ulong)zyx_at * zyx_nv, zyx_vv + (ulong)zyx_piv * zyx_nv, zyx_nv);
 % endif
-                zyx_svd_t zyx_tn = zyx_nrm[zyx_i];
-                zyx_nrm[zyx_i] = zyx_nrm[zyx_piv];
+                const zyx_svd_t zyx_tn = zyx_nrm[zyx_at];
+                zyx_nrm[zyx_at] = zyx_nrm[zyx_piv];
                 zyx_nrm[zyx_piv] = zyx_tn;
             }
-            for (uint zyx_j = zyx_i + 1; zyx_j < zyx_N; ++zyx_j) {
-                __global zyx_svd_v *zyx_wj = zyx_wv + (ulong)zyx_j * zyx_mv;
-                const zyx_svd_t zyx_alpha = zyx_nrm[zyx_i], zyx_beta = zyx_nrm[zyx_j];
-                const zyx_svd_t zyx_gamma = zyx_svd_vdot(zyx_wi, zyx_wj, zyx_mv);
-% if dtype.itemsize == 4:
-                const double zyx_g = zyx_gamma;
-                if (!(zyx_g * zyx_g > zyx_tol2 * (double)zyx_alpha * (double)zyx_beta)) continue;
-% else:
-                if (!(fabs(zyx_gamma) > zyx_tol * sqrt(zyx_alpha) * sqrt(zyx_beta))) continue;
-% endif
-                /* the rotation zeroing the pair's inner product: t the smaller root of
-                   t^2 + 2 zeta t - 1 = 0 (past 1/sqrt(eps), 1 + zeta^2 rounds to zeta^2: no hypot) */
-                const zyx_svd_t zyx_zeta = (zyx_beta - zyx_alpha) / (2 * zyx_gamma);
-                const zyx_svd_t zyx_az = fabs(zyx_zeta);
-                const zyx_svd_t zyx_root = zyx_az < (zyx_svd_t)${"1e150" if dtype.itemsize == 8 else "1e18f"}
-                                           ? sqrt(1 + zyx_zeta * zyx_zeta) : zyx_az;
-                const zyx_svd_t zyx_t = (zyx_zeta >= 0 ? (zyx_svd_t)1 : (zyx_svd_t)-1) / (zyx_az + zyx_root);
-                const zyx_svd_t zyx_cs = 1 / sqrt(1 + zyx_t * zyx_t);
-                const zyx_svd_t zyx_sn = zyx_cs * zyx_t;
-                zyx_svd_rotate(zyx_wi, zyx_wj, zyx_mv, zyx_cs, zyx_sn);
-                zyx_nrm[zyx_i] = zyx_alpha - zyx_t * zyx_gamma;
-                zyx_nrm[zyx_j] = zyx_beta + zyx_t * zyx_gamma;
+            const uint zyx_pi = zyx_i, zyx_qi = zyx_i + 1;
+            __global zyx_svd_v *zyx_wp = zyx_wv + (ulong)zyx_pi * zyx_mv, *zyx_wq = zyx_wv + (ulong)zyx_qi * zyx_mv;
+            zyx_svd_t zyx_t, zyx_cs, zyx_sn, zyx_t2, zyx_cs2, zyx_sn2;
+            {
+                const zyx_svd_t zyx_alpha = zyx_nrm[zyx_pi], zyx_beta = zyx_nrm[zyx_qi];
+                const zyx_svd_t zyx_gamma = zyx_svd_vdot(zyx_wp, zyx_wq, zyx_mv);
+                if (zyx_svd_plan(zyx_alpha, zyx_beta, zyx_gamma, zyx_tol, zyx_tol2, &zyx_t, &zyx_cs, &zyx_sn)) {
+                    zyx_svd_rotate(zyx_wp, zyx_wq, zyx_mv, zyx_cs, zyx_sn);
 % if uv:
-                zyx_svd_rotate(zyx_vv + (ulong)zyx_i * zyx_nv, zyx_vv + (ulong)zyx_j * zyx_nv, zyx_nv, zyx_cs, zyx_sn);
+                    zyx_svd_rotate(zyx_vv + (ulong)zyx_pi * zyx_nv, zyx_vv + (ulong)zyx_qi * zyx_nv, zyx_nv, zyx_cs, zyx_sn);
 % endif
-                zyx_rotated = 1;
+                    zyx_nrm[zyx_pi] = zyx_alpha - zyx_t * zyx_gamma;
+                    zyx_nrm[zyx_qi] = zyx_beta + zyx_t * zyx_gamma;
+                    zyx_rotated = 1;
+                }
+            }
+            for (uint zyx_k = zyx_i + 2; zyx_k <= zyx_N; ++zyx_k) {
+                /* A: (p, k) while k < N; B: (q, k - 1) from k - 1 = i + 2 on */
+                const int zyx_hasa = zyx_k < zyx_N, zyx_hasb = zyx_k > zyx_i + 2;
+                const uint zyx_ka = zyx_hasa ? zyx_k : zyx_qi, zyx_kb = zyx_k - 1;
+                __global zyx_svd_v *zyx_wa = zyx_wv + (ulong)zyx_ka * zyx_mv, *zyx_wb = zyx_wv + (ulong)zyx_kb * zyx_mv;
+                const zyx_svd_t zyx_aa = zyx_nrm[zyx_pi], zyx_ba = zyx_nrm[zyx_ka];
+                const zyx_svd_t zyx_ab = zyx_nrm[zyx_qi], zyx_bb = zyx_nrm[zyx_kb];
+                const zyx_svd_t zyx_ga = zyx_hasa ? zyx_svd_vdot(zyx_wp, zyx_wa, zyx_mv) : 0;
+                const zyx_svd_t zyx_gb = zyx_hasb ? zyx_svd_vdot(zyx_wq, zyx_wb, zyx_mv) : 0;
+                const int zyx_ra = zyx_hasa && zyx_svd_plan(zyx_aa, zyx_ba, zyx_ga, zyx_tol, zyx_tol2, &zyx_t, &zyx_cs, &zyx_sn);
+                const int zyx_rb = zyx_hasb && zyx_svd_plan(zyx_ab, zyx_bb, zyx_gb, zyx_tol, zyx_tol2, &zyx_t2, &zyx_cs2, &zyx_sn2);
+                if (zyx_ra && zyx_rb) {
+                    zyx_svd_rotate2(zyx_wp, zyx_wa, zyx_wq, zyx_wb, zyx_mv, zyx_cs, zyx_sn, zyx_cs2, zyx_sn2);
+% if uv:
+                    zyx_svd_rotate2(zyx_vv + (ulong)zyx_pi * zyx_nv, zyx_vv + (ulong)zyx_ka * zyx_nv,
+                                    zyx_vv + (ulong)zyx_qi * zyx_nv, zyx_vv + (ulong)zyx_kb * zyx_nv, zyx_nv,
+                                    zyx_cs, zyx_sn, zyx_cs2, zyx_sn2);
+% endif
+                } else if (zyx_ra) {
+                    zyx_svd_rotate(zyx_wp, zyx_wa, zyx_mv, zyx_cs, zyx_sn);
+% if uv:
+                    zyx_svd_rotate(zyx_vv + (ulong)zyx_pi * zyx_nv, zyx_vv + (ulong)zyx_ka * zyx_nv, zyx_nv, zyx_cs, zyx_sn);
+% endif
+                } else if (zyx_rb) {
+                    zyx_svd_rotate(zyx_wq, zyx_wb, zyx_mv, zyx_cs2, zyx_sn2);
+% if uv:
+                    zyx_svd_rotate(zyx_vv + (ulong)zyx_qi * zyx_nv, zyx_vv + (ulong)zyx_kb * zyx_nv, zyx_nv, zyx_cs2, zyx_sn2);
+% endif
+                }
+                if (zyx_ra) {
+                    zyx_nrm[zyx_pi] = zyx_aa - zyx_t * zyx_ga;
+                    zyx_nrm[zyx_ka] = zyx_ba + zyx_t * zyx_ga;
+                }
+                if (zyx_rb) {
+                    zyx_nrm[zyx_qi] = zyx_ab - zyx_t2 * zyx_gb;
+                    zyx_nrm[zyx_kb] = zyx_bb + zyx_t2 * zyx_gb;
+                }
+                zyx_rotated |= zyx_ra | zyx_rb;
             }
         }
         if (!zyx_rotated) break;
