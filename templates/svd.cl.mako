@@ -85,19 +85,6 @@ static void zyx_svd_rotate(__global zyx_svd_v *restrict zyx_a, __global zyx_svd_
     }
 }
 
-/* two rotations of disjoint row pairs in one pass (their chains overlap in the core) */
-static void zyx_svd_rotate2(__global zyx_svd_v *restrict zyx_a, __global zyx_svd_v *restrict zyx_b,
-                            __global zyx_svd_v *restrict zyx_e, __global zyx_svd_v *restrict zyx_f, uint zyx_nv,
-                            zyx_svd_t zyx_c, zyx_svd_t zyx_s, zyx_svd_t zyx_c2, zyx_svd_t zyx_s2) {
-    for (uint zyx_i = 0; zyx_i < zyx_nv; ++zyx_i) {
-        zyx_svd_v zyx_x = zyx_a[zyx_i], zyx_y = zyx_b[zyx_i], zyx_x2 = zyx_e[zyx_i], zyx_y2 = zyx_f[zyx_i];
-        zyx_a[zyx_i] = zyx_c * zyx_x - zyx_s * zyx_y;
-        zyx_b[zyx_i] = zyx_s * zyx_x + zyx_c * zyx_y;
-        zyx_e[zyx_i] = zyx_c2 * zyx_x2 - zyx_s2 * zyx_y2;
-        zyx_f[zyx_i] = zyx_s2 * zyx_x2 + zyx_c2 * zyx_y2;
-    }
-}
-
 /* swap two padded rows of nv vectors */
 static void zyx_svd_swap(__global zyx_svd_v *restrict zyx_a, __global zyx_svd_v *restrict zyx_b, uint zyx_nv) {
     for (uint zyx_k = 0; zyx_k < zyx_nv; ++zyx_k) {
@@ -131,6 +118,23 @@ static int zyx_svd_plan(zyx_svd_t zyx_alpha, zyx_svd_t zyx_beta, zyx_svd_t zyx_g
     return 1;
 }
 
+/* test and rotate the pair of rows (a, b): whether it rotated */
+static int zyx_svd_pair(__global zyx_svd_v *zyx_wv, __global zyx_svd_v *zyx_vv, __global zyx_svd_t *zyx_nrm, uint zyx_a,
+                        uint zyx_b, uint zyx_mv, uint zyx_nv, zyx_svd_t zyx_tol, double zyx_tol2) {
+    __global zyx_svd_v *zyx_wa = zyx_wv + (ulong)zyx_a * zyx_mv, *zyx_wb = zyx_wv + (ulong)zyx_b * zyx_mv;
+    const zyx_svd_t zyx_alpha = zyx_nrm[zyx_a], zyx_beta = zyx_nrm[zyx_b];
+    const zyx_svd_t zyx_gamma = zyx_svd_vdot(zyx_wa, zyx_wb, zyx_mv);
+    zyx_svd_t zyx_t, zyx_cs, zyx_sn;
+    if (!zyx_svd_plan(zyx_alpha, zyx_beta, zyx_gamma, zyx_tol, zyx_tol2, &zyx_t, &zyx_cs, &zyx_sn)) return 0;
+    zyx_svd_rotate(zyx_wa, zyx_wb, zyx_mv, zyx_cs, zyx_sn);
+% if uv:
+    zyx_svd_rotate(zyx_vv + (ulong)zyx_a * zyx_nv, zyx_vv + (ulong)zyx_b * zyx_nv, zyx_nv, zyx_cs, zyx_sn);
+% endif
+    zyx_nrm[zyx_a] = zyx_alpha - zyx_t * zyx_gamma;
+    zyx_nrm[zyx_b] = zyx_beta + zyx_t * zyx_gamma;
+    return 1;
+}
+
 __kernel void zyx_svd_jacobi(__global zyx_svd_t *zyx_sv, __global zyx_svd_t *zyx_pout, __global zyx_svd_t *zyx_qout,
                              __global const zyx_svd_t *zyx_x, __global zyx_svd_t *zyx_work,
                              __global zyx_svd_t *zyx_vwork, __global zyx_svd_t *zyx_norms,
@@ -152,6 +156,8 @@ __kernel void zyx_svd_jacobi(__global zyx_svd_t *zyx_sv, __global zyx_svd_t *zyx
     __global zyx_svd_v *zyx_vv = (__global zyx_svd_v *)zyx_v;
     __global zyx_svd_t *zyx_p = zyx_pout + (ulong)zyx_b * zyx_pc * zyx_M;
     __global zyx_svd_t *zyx_q = zyx_qout + (ulong)zyx_b * zyx_N * zyx_N;
+% else:
+    __global zyx_svd_v *zyx_vv = zyx_wv;  /* no V: a stand-in the pair helper never touches */
 % endif
 
     /* the scale: the largest |entry|; a NaN or infinity makes every output NaN */
@@ -193,10 +199,11 @@ __kernel void zyx_svd_jacobi(__global zyx_svd_t *zyx_sv, __global zyx_svd_t *zyx
             __global const zyx_svd_v *zyx_wi = zyx_wv + (ulong)zyx_i * zyx_mv;
             zyx_nrm[zyx_i] = zyx_svd_vdot(zyx_wi, zyx_wi, zyx_mv);
         }
-        for (uint zyx_i = 0; zyx_i + 1 < zyx_N; zyx_i += 2) {
-            /* de Rijk's pivoting: the longest rows left go to places i and i + 1 (fewer sweeps: ~7
+        for (uint zyx_i = 0; zyx_i + 1 < zyx_N; zyx_i += ${ROWS}u) {
+            const uint zyx_nb = min(${ROWS}u, zyx_N - zyx_i);
+            /* de Rijk's pivoting: the longest rows left go to places i, i + 1, ... (fewer sweeps: ~7
                for 64 x 64, not ~9); swapping W's rows (and V's with them) changes no value */
-            for (uint zyx_at = zyx_i; zyx_at < zyx_i + 2; ++zyx_at) {
+            for (uint zyx_at = zyx_i; zyx_at < zyx_i + zyx_nb; ++zyx_at) {
                 uint zyx_piv = zyx_at;
                 for (uint zyx_k = zyx_at + 1; zyx_k < zyx_N; ++zyx_k)
                     if (zyx_nrm[zyx_k] > zyx_nrm[zyx_piv]) zyx_piv = zyx_k;
@@ -209,60 +216,38 @@ __kernel void zyx_svd_jacobi(__global zyx_svd_t *zyx_sv, __global zyx_svd_t *zyx
                 zyx_nrm[zyx_at] = zyx_nrm[zyx_piv];
                 zyx_nrm[zyx_piv] = zyx_tn;
             }
-            const uint zyx_pi = zyx_i, zyx_qi = zyx_i + 1;
-            __global zyx_svd_v *zyx_wp = zyx_wv + (ulong)zyx_pi * zyx_mv, *zyx_wq = zyx_wv + (ulong)zyx_qi * zyx_mv;
-            zyx_svd_t zyx_t, zyx_cs, zyx_sn, zyx_t2, zyx_cs2, zyx_sn2;
-            {
-                const zyx_svd_t zyx_alpha = zyx_nrm[zyx_pi], zyx_beta = zyx_nrm[zyx_qi];
-                const zyx_svd_t zyx_gamma = zyx_svd_vdot(zyx_wp, zyx_wq, zyx_mv);
-                if (zyx_svd_plan(zyx_alpha, zyx_beta, zyx_gamma, zyx_tol, zyx_tol2, &zyx_t, &zyx_cs, &zyx_sn)) {
-                    zyx_svd_rotate(zyx_wp, zyx_wq, zyx_mv, zyx_cs, zyx_sn);
+            /* the pairs within the block, one at a time */
+            for (uint zyx_a = zyx_i; zyx_a < zyx_i + zyx_nb; ++zyx_a)
+                for (uint zyx_j = zyx_a + 1; zyx_j < zyx_i + zyx_nb; ++zyx_j)
+                    zyx_rotated |= zyx_svd_pair(zyx_wv, zyx_vv, zyx_nrm, zyx_a, zyx_j, zyx_mv, zyx_nv, zyx_tol, zyx_tol2);
+            /* step k: the pairs (i + r, k - r), one per row r of the block, share no row */
+            for (uint zyx_k = zyx_i + ${ROWS}u; zyx_k < zyx_N + ${ROWS - 1}u; ++zyx_k) {
+% for r in range(ROWS):
+                const uint zyx_j${r} = zyx_k - ${r}u;
+                const int zyx_has${r} = ${r}u < zyx_nb && zyx_j${r} >= zyx_i + ${ROWS}u && zyx_j${r} < zyx_N;
+                __global zyx_svd_v *zyx_wa${r} = zyx_wv + (ulong)(zyx_i + ${r}u) * zyx_mv;
+                __global zyx_svd_v *zyx_wb${r} = zyx_wv + (ulong)zyx_j${r} * zyx_mv;
+                const zyx_svd_t zyx_g${r} = zyx_has${r} ? zyx_svd_vdot(zyx_wa${r}, zyx_wb${r}, zyx_mv) : 0;
+% endfor
+% for r in range(ROWS):
+                zyx_svd_t zyx_t${r}, zyx_c${r}, zyx_s${r};
+                const zyx_svd_t zyx_al${r} = zyx_has${r} ? zyx_nrm[zyx_i + ${r}u] : 0;
+                const zyx_svd_t zyx_be${r} = zyx_has${r} ? zyx_nrm[zyx_j${r}] : 0;
+                const int zyx_r${r} = zyx_has${r} && zyx_svd_plan(zyx_al${r}, zyx_be${r}, zyx_g${r}, zyx_tol, zyx_tol2,
+                                                                  &zyx_t${r}, &zyx_c${r}, &zyx_s${r});
+% endfor
+% for r in range(ROWS):
+                if (zyx_r${r}) {
+                    zyx_svd_rotate(zyx_wa${r}, zyx_wb${r}, zyx_mv, zyx_c${r}, zyx_s${r});
 % if uv:
-                    zyx_svd_rotate(zyx_vv + (ulong)zyx_pi * zyx_nv, zyx_vv + (ulong)zyx_qi * zyx_nv, zyx_nv, zyx_cs, zyx_sn);
+                    zyx_svd_rotate(zyx_vv + (ulong)(zyx_i + ${r}u) * zyx_nv, zyx_vv + (ulong)zyx_j${r} * zyx_nv, zyx_nv,
+                                   zyx_c${r}, zyx_s${r});
 % endif
-                    zyx_nrm[zyx_pi] = zyx_alpha - zyx_t * zyx_gamma;
-                    zyx_nrm[zyx_qi] = zyx_beta + zyx_t * zyx_gamma;
+                    zyx_nrm[zyx_i + ${r}u] = zyx_al${r} - zyx_t${r} * zyx_g${r};
+                    zyx_nrm[zyx_j${r}] = zyx_be${r} + zyx_t${r} * zyx_g${r};
                     zyx_rotated = 1;
                 }
-            }
-            for (uint zyx_k = zyx_i + 2; zyx_k <= zyx_N; ++zyx_k) {
-                /* A: (p, k) while k < N; B: (q, k - 1) from k - 1 = i + 2 on */
-                const int zyx_hasa = zyx_k < zyx_N, zyx_hasb = zyx_k > zyx_i + 2;
-                const uint zyx_ka = zyx_hasa ? zyx_k : zyx_qi, zyx_kb = zyx_k - 1;
-                __global zyx_svd_v *zyx_wa = zyx_wv + (ulong)zyx_ka * zyx_mv, *zyx_wb = zyx_wv + (ulong)zyx_kb * zyx_mv;
-                const zyx_svd_t zyx_aa = zyx_nrm[zyx_pi], zyx_ba = zyx_nrm[zyx_ka];
-                const zyx_svd_t zyx_ab = zyx_nrm[zyx_qi], zyx_bb = zyx_nrm[zyx_kb];
-                const zyx_svd_t zyx_ga = zyx_hasa ? zyx_svd_vdot(zyx_wp, zyx_wa, zyx_mv) : 0;
-                const zyx_svd_t zyx_gb = zyx_hasb ? zyx_svd_vdot(zyx_wq, zyx_wb, zyx_mv) : 0;
-                const int zyx_ra = zyx_hasa && zyx_svd_plan(zyx_aa, zyx_ba, zyx_ga, zyx_tol, zyx_tol2, &zyx_t, &zyx_cs, &zyx_sn);
-                const int zyx_rb = zyx_hasb && zyx_svd_plan(zyx_ab, zyx_bb, zyx_gb, zyx_tol, zyx_tol2, &zyx_t2, &zyx_cs2, &zyx_sn2);
-                if (zyx_ra && zyx_rb) {
-                    zyx_svd_rotate2(zyx_wp, zyx_wa, zyx_wq, zyx_wb, zyx_mv, zyx_cs, zyx_sn, zyx_cs2, zyx_sn2);
-% if uv:
-                    zyx_svd_rotate2(zyx_vv + (ulong)zyx_pi * zyx_nv, zyx_vv + (ulong)zyx_ka * zyx_nv,
-                                    zyx_vv + (ulong)zyx_qi * zyx_nv, zyx_vv + (ulong)zyx_kb * zyx_nv, zyx_nv,
-                                    zyx_cs, zyx_sn, zyx_cs2, zyx_sn2);
-% endif
-                } else if (zyx_ra) {
-                    zyx_svd_rotate(zyx_wp, zyx_wa, zyx_mv, zyx_cs, zyx_sn);
-% if uv:
-                    zyx_svd_rotate(zyx_vv + (ulong)zyx_pi * zyx_nv, zyx_vv + (ulong)zyx_ka * zyx_nv, zyx_nv, zyx_cs, zyx_sn);
-% endif
-                } else if (zyx_rb) {
-                    zyx_svd_rotate(zyx_wq, zyx_wb, zyx_mv, zyx_cs2, zyx_sn2);
-% if uv:
-                    zyx_svd_rotate(zyx_vv + (ulong)zyx_qi * zyx_nv, zyx_vv + (ulong)zyx_kb * zyx_nv, zyx_nv, zyx_cs2, zyx_sn2);
-% endif
-                }
-                if (zyx_ra) {
-                    zyx_nrm[zyx_pi] = zyx_aa - zyx_t * zyx_ga;
-                    zyx_nrm[zyx_ka] = zyx_ba + zyx_t * zyx_ga;
-                }
-                if (zyx_rb) {
-                    zyx_nrm[zyx_qi] = zyx_ab - zyx_t2 * zyx_gb;
-                    zyx_nrm[zyx_kb] = zyx_bb + zyx_t2 * zyx_gb;
-                }
-                zyx_rotated |= zyx_ra | zyx_rb;
+% endfor
             }
         }
         if (!zyx_rotated) break;

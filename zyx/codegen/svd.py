@@ -24,6 +24,9 @@ MAX_SWEEPS = 60
 CPU_GROUP = 1
 #: The widest vector the rotations and dot products use (lanes; 8 x float32 is one AVX register).
 MAX_LANES = 8
+#: Rows a sweep step takes at a time: the pairs (i + r, k - r) of one step share no row, so their
+#: dependency chains (dot product, test, rotation) overlap in the core.
+ROWS = 4
 
 
 def lanes_for(m: int) -> int:
@@ -47,7 +50,7 @@ def svd_batch(device: Device, s: Buffer, p: Buffer | None, q: Buffer | None, x: 
         return
     uv = p is not None and q is not None
     lanes = lanes_for(m)
-    source = render("svd.cl.mako", dtype=dtype, uv=uv, max_sweeps=MAX_SWEEPS, VW=lanes)
+    source = render("svd.cl.mako", dtype=dtype, uv=uv, max_sweeps=MAX_SWEEPS, VW=lanes, ROWS=ROWS)
     kernel = compile_kernel(device, source, "zyx_svd_jacobi")
     size = dtype.itemsize
     mp, np_ = -(-m // lanes) * lanes, -(-n // lanes) * lanes  # rows padded to whole vectors
