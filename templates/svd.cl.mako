@@ -7,6 +7,13 @@ zyx_svd_jacobi  one work-item per matrix. Its input X is dense (batch, N, M) wit
                 overflows or underflows) has its rows rotated in pairs until every pair is
                 orthogonal to within tol (|w_p . w_q| <= tol |w_p| |w_q|, tol = eps * max(M, 8))
                 or max_sweeps sweeps ran; the rotations are accumulated into V (rows: Q's columns).
+                A sweep takes W's rows ROWS at a time: de Rijk's pivoting first swaps the longest
+                rows left into the block (fewer sweeps), the block's own pairs are rotated one by
+                one, then step k rotates the pairs (i + r, k - r), r < ROWS, which share no row, so
+                their dependency chains (dot product -> test -> rotation -> next dot product)
+                overlap in the core; every pair is visited once a sweep. Rows are padded with zeros
+                to MP (W) and NP (V) elements, whole vectors of VW lanes, for the dot products and
+                rotations (zeros rotate to zeros).
                 Then S = the row norms (times the scale), sorted descending (ties in row order).
                 With uv: row k of P (pc rows of M) is W's row of the k-th singular value over that
                 value; rows of a singular value at most eps * M * S[0] (zero, or lost in rounding),
@@ -14,8 +21,9 @@ zyx_svd_jacobi  one work-item per matrix. Its input X is dense (batch, N, M) wit
                 vector least covered by the rows so far, Gram-Schmidt twice, normalized). Row k
                 of Q^T (N x N) is V's row of the k-th value.
                 Any NaN or infinite entry: S, P and Q are all NaN.
-Scratch (global, per matrix): W (N * M), V (N * N, uv only), the unsorted norms (N), the order (N).
-Parameters: dtype (float32 or float64: the compute type), uv (write P and Q), max_sweeps.
+Scratch (global, per matrix): W (N * MP), V (N * NP, uv only), the unsorted norms (N), the order (N).
+Parameters: dtype (float32 or float64: the compute type), uv (write P and Q), max_sweeps, VW (vector
+lanes: 1, 2, 4 or 8), ROWS (rows per sweep step).
 </%doc>\
 <%
     T = "double" if dtype.itemsize == 8 else "float"
