@@ -2,10 +2,10 @@
 
 One-sided Jacobi (Hestenes): one work-item per matrix rotates pairs of the matrix's columns until
 they are orthogonal; the column norms are the singular values. The kernel pads the columns to whole
-vectors, pivots (de Rijk) and runs several disjoint pairs per step so their latencies overlap. The launcher takes a dense
-(batch, N, M) buffer with M >= N (row j: column j of the M x N matrix decomposed), enqueues
-asynchronously and allocates its own scratch; ``zyx.frontend.svd`` runs it as an ``EXTERN``
-graph node and maps the general (m, n) case onto it by transposing.
+vectors, pivots (de Rijk) and runs several disjoint pairs per step so their latencies overlap. The
+launcher takes a dense (batch, N, M) buffer with M >= N (row j: column j of the M x N matrix
+decomposed), enqueues asynchronously and allocates its own scratch; ``zyx.frontend.svd`` runs it as
+an ``EXTERN`` graph node and maps the general (m, n) case onto it by transposing.
 """
 from __future__ import annotations
 
