@@ -54,6 +54,22 @@ def test_svd_reconstructs_and_is_orthogonal(full):
     _check_svd(_arr((7, 4), "float32"), full, "float32")
 
 
+def test_svd_larger_odd_sizes():
+    # odd row counts (the sweeps take rows two at a time), rows padded to whole vectors, pivoting
+    # that reorders U's and V's rows along with the values
+    _check_svd(_arr((2, 23, 17), "float64"), False)
+    _check_svd(_arr((19, 30), "float32"), True, "float32")
+
+
+def test_small_singular_values_keep_relative_accuracy():
+    # columns graded from 1 down to 1e-6 (singular values down to ~1e-7): float32 one-sided Jacobi
+    # gets every value to a few ulps of itself, not only of the largest (reference: float64 LAPACK
+    # on the same float32 entries)
+    a = (_arr((24, 24), "float64") * np.logspace(0, -6, 24)).astype(np.float32)
+    got = zyx.linalg.svdvals(zyx.tensor(a)).numpy()
+    np.testing.assert_allclose(got, np.linalg.svd(a.astype(np.float64), compute_uv=False), rtol=1e-5)
+
+
 def test_rank_deficient_and_zero_matrices():
     b = _arr((6, 2), "float64")
     a = b @ _arr((2, 5), "float64")  # rank 2

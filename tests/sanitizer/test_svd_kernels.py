@@ -1,6 +1,7 @@
 """The one-sided Jacobi SVD kernel (templates/svd.cl.mako) under Oclgrind on tiny odd batches (fewer
 matrices than a work-group: idle work-items), tall and wide, with a rank-deficient and a zero matrix
-(the completion of U) and a NaN matrix; compared with NumPy's SVD."""
+(the completion of U) and a NaN matrix, and one with rows padded to whole vectors and two-row sweep
+steps; compared with NumPy's SVD."""
 from __future__ import annotations
 
 import numpy as np
@@ -16,7 +17,9 @@ def _batch(shape: tuple[int, ...], dtype: str) -> np.ndarray:
 
 
 def test_svd_full_and_values(sim, needs):
-    for shape, dt, full in (((3, 5, 3), zyx.float32, True), ((3, 2, 4), zyx.float64, False)):
+    # (3, 9, 6): six rows, so the sweeps' two-row steps rotate two pairs at once; 9 pads to 16
+    for shape, dt, full in (((3, 5, 3), zyx.float32, True), ((3, 2, 4), zyx.float64, False),
+                            ((3, 9, 6), zyx.float32, False)):
         needs(dt)
         a = _batch(shape, dt.name)
         u, s, vh = zyx.linalg.svd(zyx.from_numpy(a, device=sim), full_matrices=full)
