@@ -107,3 +107,21 @@ def test_tuner_tries_matmul_tiles_first():
     plain = Kernel((64, 48), (), (dt.float32, dt.float32),
                    expr.Load(1, dt.float32, sym.add(sym.mul(out_var(0, 64), 48), out_var(1, 48))))
     assert [p.name for p in ir_tuning.opts_space(plain, 256).params][0] == "local"  # other kernels unchanged
+
+
+@pytest.mark.parametrize("m, copies", [(64, 0), (65, 1)])
+@pytest.mark.needs_device
+def test_transposed_left_operand_is_copied_only_for_wide_outputs(monkeypatch, m, copies):
+    """``x.T @ g`` (a weight gradient) reads ``x`` in place when the output has at most
+    ``LEFT_COPY_MAX_NARROW`` columns; wider products copy it row-major first (one more kernel)."""
+    from zyx.frontend import reduce as ops_reduce
+
+    monkeypatch.setattr(ops_reduce, "TRANSPOSED_MIN", 1)  # as if the product were big
+    rng = np.random.default_rng(m)
+    x = rng.standard_normal((301, 45)).astype(np.float32)
+    g = rng.standard_normal((301, m)).astype(np.float32)
+    zx, zg = zyx.tensor(x).realize(), zyx.tensor(g).realize()
+    before = zyx.kernel_count()
+    got = (zx.T @ zg).realize()
+    assert zyx.kernel_count() - before == 1 + copies
+    np.testing.assert_allclose(got.numpy(), x.T @ g, rtol=1e-4, atol=1e-3)
