@@ -109,11 +109,11 @@ def test_tuner_tries_matmul_tiles_first():
     assert [p.name for p in ir_tuning.opts_space(plain, 256).params][0] == "local"  # other kernels unchanged
 
 
-@pytest.mark.parametrize("m, copies", [(64, 0), (65, 1)])
+@pytest.mark.parametrize("m, copies", [(8, 1), (32, 0), (64, 0), (65, 1)])
 @pytest.mark.needs_device
-def test_transposed_left_operand_is_copied_only_for_wide_outputs(monkeypatch, m, copies):
-    """``x.T @ g`` (a weight gradient) reads ``x`` in place when the output has at most
-    ``LEFT_COPY_MAX_NARROW`` columns; wider products copy it row-major first (one more kernel)."""
+def test_transposed_left_operand_is_copied_unless_narrow(monkeypatch, m, copies):
+    """``x.T @ g`` (a weight gradient) reads ``x`` in place when the output's column count is in
+    ``LEFT_IN_PLACE_COLUMNS``; other products copy it row-major first (one more kernel)."""
     from zyx.frontend import reduce as ops_reduce
 
     monkeypatch.setattr(ops_reduce, "TRANSPOSED_MIN", 1)  # as if the product were big
