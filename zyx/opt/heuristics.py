@@ -129,8 +129,8 @@ def _vec_width(size: int, pref: int) -> int:
 # or 6x2 unrolled 4 times lose most of that. A last partial row tile is clamped (see ``linearize``).
 MM_ROWS = 8
 # CPU matmul with 3-4 vectors of columns in all (N = 64 float32 at 16 lanes): a tile of MM_ROWS_WIDE rows x
-# every column (24 vector accumulators: they fit AVX-512's 32 registers with the loads). The tall and
-# weight-gradient shapes of bench/bench_matmul_shapes.py ran ~1.3-1.7x faster than with the 8x2 tile.
+# every column (24 vector accumulators: they fit AVX-512's 32 registers with the loads), so the left operand
+# is read once, not once per column tile (bench/RESULTS.md "Tall-skinny matmuls").
 MM_ROWS_WIDE = 6
 
 
