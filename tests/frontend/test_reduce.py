@@ -146,7 +146,8 @@ def test_matmul_with_a_transposed_right_operand(monkeypatch, sa, sw, dt):
             _check(got, want, rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("sa,sb", [((70, 37), (70, 45)), ((3, 1, 33, 9), (2, 33, 20)), ((5, 1), (5, 4))])
+@pytest.mark.parametrize("sa,sb", [((70, 37), (70, 45)), ((3, 1, 33, 9), (2, 33, 20)), ((5, 1), (5, 4)),
+                                   ((70, 37), (70, 80))])
 def test_matmul_with_a_transposed_left_operand(monkeypatch, sa, sb):
     """``a.T @ b``: the transposed left operand is copied row-major first (forced for every size)."""
     from zyx.frontend import reduce as ops_reduce

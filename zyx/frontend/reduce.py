@@ -271,6 +271,11 @@ def all(x: Any, dim: Any = None, keepdim: bool = False):  # noqa: A001 - PyTorch
 #: row-major first (below it the extra launch costs more than the gathers: measured crossover
 #: near 256 x 512 x 256 on the 2-core PoCL machine).
 TRANSPOSED_MIN = 1 << 25
+#: ...except a transposed left operand of a product with this many columns (conv2d's weight gradient
+#: ``x.T @ g``): the register tile spans the columns and reads the view's rows contiguously, and the copy
+#: costs more than it saves; with fewer columns (a matrix-vector-like product) the copy still pays
+#: (bench/RESULTS.md "Tall-skinny matmuls")
+LEFT_IN_PLACE_COLUMNS = (32, 64)
 
 
 def matmul(a: Any, b: Any):
@@ -308,7 +313,8 @@ def matmul(a: Any, b: Any):
         # copy (~1% of the product's time) makes it row-major.
         if m > 1 and b.stride()[-2] == 1 and b.stride()[-1] != 1:
             b = b.contiguous()
-        if n > 1 and a.stride()[-2] == 1 and a.stride()[-1] != 1:
+        narrow = LEFT_IN_PLACE_COLUMNS[0] <= m <= LEFT_IN_PLACE_COLUMNS[1]
+        if n > 1 and not narrow and a.stride()[-2] == 1 and a.stride()[-1] != 1:
             a = a.contiguous()
     acc = _acc_dtype(Op.SUM, dt)
     # 16/8-bit floats: the products are exact in the float32 accumulator and are not rounded

@@ -45,6 +45,9 @@ MAX_VECTORS = 2
 #: the weight gradient kernel's accumulator vectors at most (channels x kernel offsets); beyond, the
 #: composed per-offset reduces
 WGRAD_ACCUMULATORS = 27
+#: the composed weight gradient runs a matmul per kernel offset from this many input channels a group
+#: (fewer: too narrow a product for vector columns; the multiply-reduce in place is faster there)
+WGRAD_MATMUL_MIN_CHANNELS = 16
 
 
 def vector_width(dtype: dtypes.DType, og: int) -> int:
@@ -210,22 +213,33 @@ def _weight_grad(g: Any, x: Any, pad: list[tuple[int, int]], st: tuple[int, ...]
 def _weight_grad_composed(gy: Any, x: Any, pad: list[tuple[int, int]], st: tuple[int, ...], dl: tuple[int, ...],
                           groups: int, wshape: tuple[int, ...], outs: tuple[int, ...]) -> Any:
     """The weight's gradient from ``gy`` (N, O, OH, OW): per kernel offset, the output gradient times that
-    offset's strided slice of the padded input, reduced over (N, OH, OW)."""
+    offset's strided slice of the padded input, reduced over (N, OH, OW): a matmul ``(Og, Q) @ (Q, Cg)``
+    (Q = N*OH*OW) on dense operands when a group has ``WGRAD_MATMUL_MIN_CHANNELS`` input channels or more,
+    else a multiply-reduce over the slice in place."""
     from zyx.frontend.movement import stack
 
     n = x.shape[0]
     o, cg, kh, kw = wshape
     og = o // groups
+    q = n * outs[0] * outs[1]
     xp = x.pad([pad[1][0], pad[1][1], pad[0][0], pad[0][1]]) if any(a or b for a, b in pad) else x
-    gyg = gy.reshape(n, groups, og, 1, *outs)
+    wide = cg >= WGRAD_MATMUL_MIN_CHANNELS
+    # the matmul's left operand (G, Og, Q), made dense once for every offset
+    gyg = gy.reshape(n, groups, og, outs[0] * outs[1]).permute(1, 2, 0, 3).contiguous().reshape(groups, og, q) \
+        if wide else gy.reshape(n, groups, og, 1, *outs)
     slabs = []
     for i in range(kh):
         for j in range(kw):
             xs = xp[:, :, i * dl[0]:i * dl[0] + (outs[0] - 1) * st[0] + 1:st[0],
                     j * dl[1]:j * dl[1] + (outs[1] - 1) * st[1] + 1:st[1]]
-            slabs.append((gyg * xs.reshape(n, groups, 1, cg, *outs)).sum((0, 4, 5)))  # (G, Og, Cg)
+            if wide:  # the slice copied channels-last (Q, Cg): a register-tiled matmul, not a dot per output
+                xs = xs.reshape(n, groups, cg, *outs).permute(1, 0, 3, 4, 2).contiguous().reshape(groups, q, cg)
+                slabs.append(gyg @ xs)  # (G, Og, Cg)
+            else:
+                slabs.append((gyg * xs.reshape(n, groups, 1, cg, *outs)).sum((0, 4, 5)))  # (G, Og, Cg)
     return stack(slabs, -1).reshape(o, cg, kh, kw)
 
 
 __all__ = ["ACC_REGISTERS", "MAX_KERNEL_SIDE", "MAX_PIXELS", "MAX_VECTORS", "WGRAD_ACCUMULATORS",
+           "WGRAD_MATMUL_MIN_CHANNELS",
            "conv2d_direct", "eligible", "tile", "vector_width"]

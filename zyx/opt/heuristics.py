@@ -128,6 +128,10 @@ def _vec_width(size: int, pref: int) -> int:
 # Measured at 1024^3 (float8): 8x2 ~1.8x and 6x2 ~1.6x the 4x2 tile unrolled 4 times; 8x2 unrolled once
 # or 6x2 unrolled 4 times lose most of that. A last partial row tile is clamped (see ``linearize``).
 MM_ROWS = 8
+# CPU matmul with 3-4 vectors of columns in all (N = 64 float32 at 16 lanes): a tile of MM_ROWS_WIDE rows x
+# every column (24 vector accumulators: they fit AVX-512's 32 registers with the loads), so the left operand
+# is read once, not once per column tile (bench/RESULTS.md "Tall-skinny matmuls").
+MM_ROWS_WIDE = 6
 
 
 def _cores(device: Any) -> int:
@@ -157,6 +161,12 @@ def _cpu_opts(k: Kernel, max_local: int, device: Any) -> Opts:
         row, col = mm
         v = next((f for f in (pref, 8, 4) if k.out_shape[col] % f == 0 and f <= k.out_shape[col]), 0) or \
             (pref if k.out_shape[col] >= 4 * pref and pref in (4, 8, 16) else 1)  # else a masked last vector
+        cols = k.out_shape[col] // v if v > 1 and k.out_shape[col] % v == 0 else 0
+        if v == 16 and cols in (3, 4) and k.out_shape[row] >= 2 * MM_ROWS_WIDE:
+            # a narrow output (N = 64 floats): one tile spans every column, so the left operand is read once
+            upcast[col], upcast[row] = cols, MM_ROWS_WIDE
+            unroll = 2 if k.red_shape[-1] % 2 == 0 or k.red_shape[-1] >= 16 else 1
+            return Opts(local=1, upcast=tuple(upcast), unroll=unroll, vec=v, vec_axis=col)
         if v > 1 and k.out_shape[col] % v == 0 and k.out_shape[col] >= 2 * v:  # a last half tile is clamped
             upcast[col] = 2
         if upcast[col] == 2 and k.out_shape[row] >= 2 * MM_ROWS:

@@ -57,6 +57,11 @@ def opts_space(k: Kernel, max_local: int) -> Space:
         params += [Param("unroll", (1, 2, 4, 8)), Param("split", (1, 2, 4, 8, 16, 32))]
     elif n_out:
         params.append(Param("stream", (0, 1)))  # non-temporal whole-vector stores (with vec > 1)
+    if matmul_axes(k) is not None:
+        # a matmul's speed is its register tile: the search (beam neighbours in this order, a few seconds on a
+        # big product) tries the tile shapes before work-group sizes, which barely matter on a CPU
+        first = ("up_last", "up_row", "unroll")
+        params = [p for p in params if p.name in first] + [p for p in params if p.name not in first]
     return Space(tuple(params))
 
 
