@@ -40,6 +40,7 @@ def _check(z, t, rtol=1e-6, atol=0.0):
 
 
 UNARY = ["asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "expm1", "log1p", "log10"]
+SHAPE_OPS = {"atan", "cosh", "atanh", "log1p"}  # one of each family: inverse trig, hyperbolic, its inverse, exp/log
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -78,9 +79,10 @@ def test_unary_dtypes_and_shapes(op):
         np.testing.assert_allclose(got.cast(zyx.float32).numpy(), getattr(torch, op)(x).float().numpy(), rtol=1e-2)
     ints = np.array([[0, 1, 2], [-1, 3, 4]], dtype=np.int32)
     _check(getattr(zyx, op)(zyx.tensor(ints)), getattr(torch, op)(torch.tensor(ints)))
-    for shape in [(), (0,), (2, 0, 3)]:
-        x = RNG.uniform(0.1, 0.9, shape).astype(np.float32)
-        _check(getattr(zyx, op)(zyx.tensor(x)), getattr(torch, op)(torch.tensor(x)))
+    if op in SHAPE_OPS:  # rank 0 and empty tensors: a shape question, once per family
+        for shape in [(), (0,), (2, 0, 3)]:
+            x = RNG.uniform(0.1, 0.9, shape).astype(np.float32)
+            _check(getattr(zyx, op)(zyx.tensor(x)), getattr(torch, op)(torch.tensor(x)))
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
