@@ -13,7 +13,10 @@
 #      variants of the contract kernels); not tests/contracts/spec, which needs no device;
 #   (steps 1-3 run side by side; step 1 on two pytest-xdist workers: it outlasts the others)
 #   4. the kernel-heavy tests once more on the default device, warm: they run from the on-disk
-#      kernel caches (tests/backend/test_program.py checks that a second process builds nothing).
+#      kernel caches (tests/backend/test_program.py checks that a second process builds nothing);
+#      not tests/examples (step 1 runs them): their graph kernels load from the same cache as
+#      tests/graph's, and warm they are mostly training and model time (6-8 s per example, see
+#      the README), in a step that nothing runs beside;
 #   0. first, the device-free tier: the suite in a venv with pyopencl and no OpenCL platform
 #      at all (tests that need a device skip; symbolic algebra, contract parsing, cost,
 #      tuning DB and the like must pass);
@@ -67,4 +70,4 @@ for step in 1 2 3; do
 done
 [ "$status" = 0 ] || { echo "ci/test.sh: a test step failed (full logs in $logs)"; exit 1; }
 echo "== 4. second run (warm caches) =="
-python -m pytest tests/codegen tests/contracts tests/graph tests/examples -q -p no:cacheprovider --devices=default
+python -m pytest tests/codegen tests/contracts tests/graph -q -p no:cacheprovider --devices=default

@@ -50,7 +50,8 @@ def test_scatter_add_every_dtype(private, dtype):
     x0 = RNG.integers(lo, 3, size=dests).astype(np.float64)
     src = RNG.integers(0 if unsigned else -1, 2, size=points).astype(np.float64)
     idx = _bounded_index(dests, points)
-    for parts in (None, 3):
+    # the default work items (the compute units) and 3; the other dtypes swap the element type only
+    for parts in (None, 3) if dtype in (zyx.float32, zyx.int32) else (3,):
         private(parts)
         got = zyx.tensor(x0).cast(dtype).scatter_add(0, zyx.tensor(idx), zyx.tensor(src).cast(dtype))
         got = got.cast(zyx.float64).numpy()

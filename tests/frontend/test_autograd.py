@@ -119,8 +119,9 @@ def test_gradient_equals_torch(name):
     _check(fz, ft, shapes, positive)
 
 
-@pytest.mark.parametrize("name", ["mul", "div", "matmul_batched", "softmax", "layer_norm", "index_steps", "prod",
-                                  "cumsum", "amax", "pow"])
+# one case per kind of gradient rule: broadcast elementwise (div), pow's log/exp, matmul, a composite
+# normalization (softmax), a strided/flipped view, a reduction with its own rule (prod) and a scan
+@pytest.mark.parametrize("name", ["div", "pow", "matmul_batched", "softmax", "index_steps", "prod", "cumsum"])
 def test_gradient_float64_and_strided_leaves(name):
     fz, ft, shapes, positive = CASES[name]
     _check(fz, ft, shapes, positive, dtype=np.float64, seed=1)

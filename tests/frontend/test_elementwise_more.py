@@ -4,6 +4,8 @@ values over random and edge inputs (0, -0.0, +-inf, nan, tiny and huge magnitude
 floats and integers, broadcasting, scalars, empty tensors, and gradients."""
 from __future__ import annotations
 
+import zlib
+
 import numpy as np
 import pytest
 
@@ -38,6 +40,7 @@ def _check(z, t, rtol=1e-6, atol=0.0):
 
 
 UNARY = ["asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "expm1", "log1p", "log10"]
+SHAPE_OPS = {"atan", "cosh", "atanh", "log1p"}  # one of each family: inverse trig, hyperbolic, its inverse, exp/log
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -76,9 +79,10 @@ def test_unary_dtypes_and_shapes(op):
         np.testing.assert_allclose(got.cast(zyx.float32).numpy(), getattr(torch, op)(x).float().numpy(), rtol=1e-2)
     ints = np.array([[0, 1, 2], [-1, 3, 4]], dtype=np.int32)
     _check(getattr(zyx, op)(zyx.tensor(ints)), getattr(torch, op)(torch.tensor(ints)))
-    for shape in [(), (0,), (2, 0, 3)]:
-        x = RNG.uniform(0.1, 0.9, shape).astype(np.float32)
-        _check(getattr(zyx, op)(zyx.tensor(x)), getattr(torch, op)(torch.tensor(x)))
+    if op in SHAPE_OPS:  # rank 0 and empty tensors: a shape question, once per family
+        for shape in [(), (0,), (2, 0, 3)]:
+            x = RNG.uniform(0.1, 0.9, shape).astype(np.float32)
+            _check(getattr(zyx, op)(zyx.tensor(x)), getattr(torch, op)(torch.tensor(x)))
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -154,12 +158,23 @@ def test_copysign(dtype):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_lerp(dtype):
-    s, e = RNG.normal(size=(3, 4)).astype(dtype), RNG.normal(size=(4,)).astype(dtype)
-    w = RNG.uniform(-1, 2, (3, 4)).astype(dtype)
+def test_lerp(dtype, request):
+    # Data seeded from the test's own id: the module RNG's draw would depend on which tests ran before
+    # (xdist distributes them differently each run).
+    rng = np.random.default_rng(zlib.crc32(request.node.nodeid.encode()))
+    s, e = rng.normal(size=(3, 4)).astype(dtype), rng.normal(size=(4,)).astype(dtype)
+    w = rng.uniform(-1, 2, (3, 4)).astype(dtype)
     zs, ze, ts, te = zyx.tensor(s), zyx.tensor(e), torch.tensor(s), torch.tensor(e)
-    _check(zyx.lerp(zs, ze.expand(3, 4), zyx.tensor(w)), torch.lerp(ts, te.expand(3, 4), torch.tensor(w)), rtol=1e-6)
-    for wv in (0.0, 0.25, 0.5, 0.75, 1.0, 1.5):
+    # Same formula as PyTorch (from the nearer end), but PyTorch's CPU kernel fuses the multiply-add (one
+    # rounding) where the kernel rounds the product first: up to an ulp of |w * (e - s)| apart, which rtol
+    # alone cannot bound where the result cancels to near zero.
+    ew = np.broadcast_to(e, (3, 4))
+    bound = 2 * np.finfo(dtype).eps * (np.abs(s) + np.abs(ew) + np.abs(w * (ew - s)))
+    got = zyx.lerp(zs, ze.expand(3, 4), zyx.tensor(w)).numpy()
+    want = torch.lerp(ts, te.expand(3, 4), torch.tensor(w)).numpy()
+    assert got.dtype == want.dtype
+    assert (np.abs(got - want) <= 1e-6 * np.abs(want) + bound).all(), (got, want)
+    for wv in (0.0, 0.25, 0.5, 0.75, 1.0, 1.5):  # w or 1 - w a power of two: the product is exact, fused or not
         _check(zs.lerp(ze.expand(3, 4), wv), ts.lerp(te.expand(3, 4), wv), rtol=1e-6)
 
 

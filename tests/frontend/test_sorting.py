@@ -293,7 +293,8 @@ def test_unique_nan_signed_zero_and_empty():
 def test_unique_along_a_dim(dt):
     a = RNG.integers(0, 2, (7, 3, 2)).astype(zyx.dtype.to_dtype(dt).numpy)
     x, t = zyx.from_numpy(a).permute(1, 0, 2), torch.from_numpy(a).permute(1, 0, 2)  # non-contiguous
-    for dim in (0, 1, -1):
+    # every dim in float32; int8 (the integer keys) along the middle one, its slices strided both sides
+    for dim in (0, 1, -1) if dt == "float32" else (1,):
         got = x.unique(dim=dim, return_inverse=True, return_counts=True)
         want = torch.unique(t, dim=dim, return_inverse=True, return_counts=True)
         for g, w in zip(got, want):

@@ -46,9 +46,10 @@ def test_activation_values(name, dtype):
     kw = ACTIVATIONS[name]
     _close(getattr(F, name)(zyx.tensor(x), **kw), getattr(TF, name)(torch.tensor(x), **kw),
            rtol=2e-6 if dtype == np.float32 else 1e-13, atol=1e-7 if dtype == np.float32 else 1e-15)
-    for shape in [(), (0,), (2, 0)]:
-        e = RNG.normal(size=shape).astype(dtype)
-        _close(getattr(F, name)(zyx.tensor(e), **kw), getattr(TF, name)(torch.tensor(e), **kw))
+    if dtype == np.float32:  # rank 0 and empty tensors: a shape question, once per activation
+        for shape in [(), (0,), (2, 0)]:
+            e = RNG.normal(size=shape).astype(dtype)
+            _close(getattr(F, name)(zyx.tensor(e), **kw), getattr(TF, name)(torch.tensor(e), **kw))
 
 
 @pytest.mark.parametrize("name", ["elu", "selu", "softplus", "mish", "hardswish", "hardsigmoid", "logsigmoid"])
@@ -93,8 +94,8 @@ def test_glu(dim):
         F.glu(zyx.tensor(np.zeros((3, 5), np.float32)), 1)
 
 
-# p=2 along every axis; each other norm once (1 and inf along dim 1, through the zero vector)
-@pytest.mark.parametrize("p, dim", [(2.0, 1), (2.0, 0), (2.0, -1), (1.0, 1), (3.0, 0), (float("inf"), 1)])
+# every axis once (dim 0 by p=3); each norm once (1 and inf along dim 1, through the zero vector)
+@pytest.mark.parametrize("p, dim", [(2.0, 1), (2.0, -1), (1.0, 1), (3.0, 0), (float("inf"), 1)])
 def test_normalize(p, dim):
     x = RNG.normal(size=(3, 4, 5)).astype(np.float32)
     x[0, :, 0] = 0.0  # a zero vector along dim 1: divided by eps, gradient finite

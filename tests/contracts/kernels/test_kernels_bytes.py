@@ -417,9 +417,16 @@ def test_small_dtypes_api_views(device, bits_equal, dtype):
     bits_equal(zyx.cat([x[:, :3], x], 1).numpy(), np.concatenate([a[:, :3], a], 1))
 
 
-@pytest.mark.parametrize("itemsize", [1, 2, 4, 8])
-@pytest.mark.parametrize("tun", [dict(stream_bytes=1), dict(vector_bytes=16), dict(vector_bytes=64, stream_bytes=1)],
-                         ids=["streamed", "narrow", "wide-streamed"])
+# narrow vectors on every element size (register blocks of 16, 8, 4 and 2 lanes); streamed stores on the
+# 2-, 4- and 8-byte sizes: on 1-byte elements they would build the narrow case's 16-lane block again, only
+# streamed (the slowest build of this file, ~4 s)
+_TRANSPOSE_TUNINGS = [(size, tun, name) for name, tun, sizes in
+                      [("streamed", dict(stream_bytes=1), (2, 4, 8)), ("narrow", dict(vector_bytes=16), (1, 2, 4, 8)),
+                       ("wide-streamed", dict(vector_bytes=64, stream_bytes=1), (2, 4, 8))] for size in sizes]
+
+
+@pytest.mark.parametrize("itemsize, tun", [pytest.param(size, tun, id=f"{name}-{size}")
+                                           for size, tun, name in _TRANSPOSE_TUNINGS])
 def test_transposed_contiguize_full_tiles_poisoned(device, itemsize, tun):
     """The tiled transpose (CPUs) with whole tiles and edge tiles, butterfly register blocks of
     every vector width, aligned and unaligned output rows and a batch axis, into a poisoned
@@ -474,7 +481,9 @@ def test_roll_last_axis_poisoned(device, tuning, itemsize, rows, row):
                       lambda out, shift=shift: kernels.roll(device, out, src, rows, row, 1, shift, itemsize))
 
 
-@pytest.mark.parametrize("itemsize", [1, 2, 4, 8])
+# the widest and the narrowest vectors (16 and 2 lanes); CI's step 3 (GPU heuristics) runs the GPU
+# form on every element size and tuning through test_roll_last_axis_poisoned
+@pytest.mark.parametrize("itemsize", [1, 8])
 def test_roll_last_axis_gpu_shape_poisoned(device, monkeypatch, itemsize):
     """The GPU form of the last-axis roll (no words, vectors dividing the row and the shift),
     run on whatever device is present by reporting it as a GPU."""
@@ -492,7 +501,9 @@ def test_roll_last_axis_gpu_shape_poisoned(device, monkeypatch, itemsize):
                           kernels.roll(device, out, src, rows, row, 1, shift, itemsize))
 
 
-@pytest.mark.parametrize("dtype", [zyx.uint8, zyx.float16, zyx.float32, zyx.float64], ids=lambda d: d.name)
+# 1-byte elements (moved as words) and 8-byte ones (never widened); every element size runs the kernel
+# in test_roll_last_axis_poisoned, and 2-byte ones the op in test_small_dtypes_api_views
+@pytest.mark.parametrize("dtype", [zyx.uint8, zyx.float64], ids=lambda d: d.name)
 def test_roll_last_axis_ranks_views_and_empties(device, bits_equal, dtype):
     """Through the op: the last axis of N-D tensors (rows = the leading axes flattened), of
     non-contiguous views, flattened rolls (dims=None), empty tensors, and the other axes as before."""

@@ -18,16 +18,23 @@ from zyx.contracts import kernels
 from contract_data import make, on_device, raw
 
 DTYPES = (zyx.uint8, zyx.float16, zyx.float32, zyx.float64)
-IDS = [d.name for d in DTYPES]
 
 
-@pytest.fixture(params=[1, 3], ids=["per_item1", "per_item3"])
+@pytest.fixture
 def streaming(request, device):
+    """``device`` with every vectorized store streamed, ``per_item`` = request.param (indirect)."""
     kernels.set_tunables(device, stream_bytes=1, per_item=request.param)
     try:
         yield device
     finally:
         kernels.set_tunables(device)
+
+
+def _per_item(cases, ones):
+    """(case, per_item) parameters: 3 vectors per work-item (the chunked loop over several) on every
+    case, 1 on the cases in ``ones`` (the loop of one: a narrower and a wider element, not each)."""
+    return [pytest.param(case, k, id=f"per_item{k}-{getattr(case, 'name', case)}")
+            for k in (1, 3) for case in cases if k == 3 or case in ones]
 
 
 def test_stream_decision(device):
@@ -38,7 +45,7 @@ def test_stream_decision(device):
         assert kernels.default_tunables(device).stream_bytes == kernels.NEVER
 
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
+@pytest.mark.parametrize("dtype, streaming", _per_item(DTYPES, (zyx.uint8, zyx.float64)), indirect=["streaming"])
 def test_streamed_copies(streaming, bits_equal, dtype):
     device = streaming
     a = raw((5, 96), dtype, seed=1)
@@ -60,7 +67,7 @@ def test_streamed_copies(streaming, bits_equal, dtype):
                np.where(mf, np.array(0).astype(f.dtype), f))
 
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
+@pytest.mark.parametrize("dtype, streaming", _per_item(DTYPES, (zyx.float16, zyx.float32)), indirect=["streaming"])
 def test_streamed_writes(streaming, bits_equal, dtype):
     device = streaming
     d = raw((9, 3, 64), dtype, seed=5)
@@ -85,7 +92,8 @@ def test_streamed_writes(streaming, bits_equal, dtype):
     bits_equal(dest.numpy(), d)
 
 
-@pytest.mark.parametrize("layout", ["transposed", "reversed", "strided"])
+@pytest.mark.parametrize("layout, streaming", _per_item(["transposed", "reversed", "strided"], ("transposed",)),
+                         indirect=["streaming"])
 def test_streamed_contiguize_views(streaming, bits_equal, layout):
     x, ref = make(layout, (6, 40, 48), zyx.float32, streaming, seed=8)
     bits_equal(x.contiguous().numpy(), np.ascontiguousarray(ref))
