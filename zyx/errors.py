@@ -37,6 +37,14 @@ class ContractError(ZyxError, ValueError):
     """Input that a kernel contract does not accept, or a malformed contract document."""
 
 
+class ContractShapeError(ContractError, ShapeError):
+    """A contract rejecting shapes or axes (e.g. an axis named twice): also a ShapeError, as PyTorch raises RuntimeError."""
+
+
+class ContractIndexError(ContractError, IndexOutOfRange):
+    """A contract rejecting an axis out of range: also an IndexError, as API.md promises for every op."""
+
+
 class DeviceError(ZyxError):
     """No usable OpenCL device, or a device string that matches nothing."""
 

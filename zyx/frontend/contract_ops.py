@@ -26,7 +26,7 @@ from zyx.contracts.spec.model import Contract, Operand
 from zyx.contracts.spec.registry import get, lookup
 from zyx.contracts.spec.validate import needs_contiguize, validate
 from zyx.dtype import DType
-from zyx.errors import AutogradError, ContractError, DTypeError, ShapeError
+from zyx.errors import AutogradError, ContractError, ContractIndexError, DTypeError, ShapeError
 from zyx.frontend.args import device_of
 from zyx.frontend.autograd import needs_grad, no_grad, record
 from zyx.frontend.base import TensorBase, concrete, tensor_class
@@ -201,7 +201,7 @@ def roll(x: Tensor, shifts: Any, dims: Any = None) -> Tensor:
     axes = []
     for i, d in enumerate(dim_t):
         if not -max(rank, 1) <= d < max(rank, 1):
-            raise ContractError(f"{c.name}: dims[{i}] = {d} is out of range for rank {rank}; "
+            raise ContractIndexError(f"{c.name}: dims[{i}] = {d} is out of range for rank {rank}; "
                                 f"expected {-max(rank, 1)} <= dim < {max(rank, 1)}")
         axes.append(d % max(rank, 1))
     shape = x.shape if rank else (1,)
