@@ -38,7 +38,7 @@ class ContractError(ZyxError, ValueError):
 
 
 class ContractShapeError(ContractError, ShapeError):
-    """A contract rejecting shapes or axes (e.g. an axis named twice): also a ShapeError, as PyTorch raises RuntimeError."""
+    """A contract rejecting axes (e.g. one named twice): also a ShapeError, so a RuntimeError as in PyTorch."""
 
 
 class ContractIndexError(ContractError, IndexOutOfRange):

@@ -278,7 +278,8 @@ def _flip_dims(call: Call, value: Any) -> tuple[int, ...]:
     rank = call.first.rank
     dims = tuple(_axis(call, f"dims[{i}]", d, rank) for i, d in enumerate(_int_tuple(call, "dims", value)))
     if len(set(dims)) != len(dims):
-        call.fail(f"dims = {tuple(value) if isinstance(value, (list, tuple)) else value} names an axis twice", ContractShapeError)
+        shown = tuple(value) if isinstance(value, (list, tuple)) else value
+        call.fail(f"dims = {shown} names an axis twice", ContractShapeError)
     return tuple(sorted(dims))
 
 
