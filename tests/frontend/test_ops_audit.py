@@ -45,3 +45,80 @@ def test_flip_repeated_dim_is_runtime_error():
         zyx.zeros(3, 4).flip((1, 1))
     with pytest.raises(zyx.ContractError):
         zyx.zeros(3, 4).flip((0, -2))
+
+
+DIV_VALUES = [[5, 6, 7, 0, -5, -6, -7, 110, -111], [1, -3, 2, -2, 3, -10, 5, 55, -55]]
+
+
+@pytest.mark.parametrize("mode", [None, "trunc", "floor"])
+@pytest.mark.parametrize("dtype", ["int32", "int64", "float32"])
+def test_div_rounding_mode(mode, dtype):
+    a, b = (np.array(v, dtype=dtype) for v in DIV_VALUES)
+    _close(zyx.tensor(a).div(zyx.tensor(b), rounding_mode=mode),
+           torch.tensor(a).div(torch.tensor(b), rounding_mode=mode))
+    _close(zyx.tensor(a).div(-3, rounding_mode=mode), torch.tensor(a).div(-3, rounding_mode=mode))
+    # a non-contiguous (permuted, expanded) int8 dividend with a float16 divisor: promotion as PyTorch
+    x = RNG.integers(-100, 100, size=(4, 3)).astype(np.int8)
+    y = (RNG.uniform(0.5, 4, size=(4,)) * RNG.choice([-1, 1], size=4)).astype(np.float16)
+    _close(zyx.tensor(x).T.div(zyx.tensor(y), rounding_mode=mode),
+           torch.tensor(x).T.div(torch.tensor(y), rounding_mode=mode), rtol=1e-3, atol=1e-3)
+
+
+def test_div_rounding_mode_errors_and_empty():
+    with pytest.raises(RuntimeError, match="rounding_mode"):
+        zyx.ones(3).div(2, rounding_mode="typo")
+    _close(zyx.zeros(0, 3, dtype=zyx.int32).div(2, rounding_mode="trunc"),
+           torch.zeros(0, 3, dtype=torch.int32).div(2, rounding_mode="trunc"))
+    assert zyx.Tensor.divide is zyx.Tensor.div
+
+
+def test_div_trunc_gradient():
+    # trunc/floor quotients are piecewise constant: zero gradient, as PyTorch
+    a = RNG.normal(size=(3, 4)).astype(np.float32)
+    za, ta = zyx.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+    (za.div(0.7, rounding_mode="trunc") + za.div(2.0)).sum().backward()
+    (ta.div(0.7, rounding_mode="trunc") + ta.div(2.0)).sum().backward()
+    np.testing.assert_allclose(za.grad.numpy(), ta.grad.numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["bool", "uint8", "int16", "int64"])
+def test_bitwise_names(dtype):
+    a = RNG.integers(0 if dtype in ("bool", "uint8") else -50, 2 if dtype == "bool" else 100, size=(3, 5)).astype(dtype)
+    b = RNG.integers(0 if dtype in ("bool", "uint8") else -50, 2 if dtype == "bool" else 100, size=(5,)).astype(dtype)
+    za, zb, ta, tb = zyx.tensor(a), zyx.tensor(b), torch.tensor(a), torch.tensor(b)
+    _close(za.bitwise_not(), ta.bitwise_not())
+    _close(za.T.bitwise_not(), ta.T.bitwise_not())
+    for name in ("bitwise_and", "bitwise_or", "bitwise_xor"):
+        _close(getattr(za, name)(zb), getattr(ta, name)(tb))
+
+
+def test_bitwise_not_float_is_dtype_error():
+    with pytest.raises(zyx.DTypeError):
+        zyx.ones(3).bitwise_not()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
+def test_logaddexp(dtype):
+    a = (RNG.normal(size=(4, 6)) * 30).astype(dtype)
+    b = (RNG.normal(size=(6,)) * 30).astype(dtype)
+    tol = 2e-3 if dtype == "float16" else 1e-5
+    _close(zyx.tensor(a).logaddexp(zyx.tensor(b)), torch.tensor(a).logaddexp(torch.tensor(b)), rtol=tol, atol=tol)
+    _close(zyx.tensor(a).T.logaddexp2(zyx.tensor(a).T), torch.tensor(a).T.logaddexp2(torch.tensor(a).T),
+           rtol=tol, atol=tol)
+    with pytest.raises(zyx.DTypeError, match="floating-point"):
+        zyx.tensor([1, 2]).logaddexp(zyx.tensor([3, 4]))
+
+
+def test_logaddexp_extremes_and_gradient():
+    inf, nan = float("inf"), float("nan")
+    a = np.array([inf, -inf, inf, -inf, 1e30, -1e30, nan, 0.0, 3.0], dtype=np.float32)
+    b = np.array([inf, -inf, -inf, 2.0, 1e30, -1e30, 1.0, -0.0, -4.0], dtype=np.float32)
+    _close(zyx.tensor(a).logaddexp(zyx.tensor(b)), torch.tensor(a).logaddexp(torch.tensor(b)))
+    _close(zyx.tensor(a).logaddexp2(zyx.tensor(b)), torch.tensor(a).logaddexp2(torch.tensor(b)))
+    x, y = RNG.normal(size=(5,)).astype(np.float32), RNG.normal(size=(5,)).astype(np.float32)
+    zx, zy = zyx.tensor(x, requires_grad=True), zyx.tensor(y, requires_grad=True)
+    tx, ty = torch.tensor(x, requires_grad=True), torch.tensor(y, requires_grad=True)
+    zx.logaddexp(zy).sum().backward()
+    tx.logaddexp(ty).sum().backward()
+    np.testing.assert_allclose(zx.grad.numpy(), tx.grad.numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(zy.grad.numpy(), ty.grad.numpy(), rtol=1e-5, atol=1e-6)

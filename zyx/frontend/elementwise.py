@@ -875,7 +875,7 @@ class ElementwiseMixin(TensorBase):
     __eq__, __ne__ = _binop(Op.EQ), _binop(Op.NE)  # type: ignore[assignment]
     __lt__, __le__, __gt__, __ge__ = _binop(Op.LT), _binop(Op.LE), _binop(Op.GT), _binop(Op.GE)
     __hash__ = object.__hash__  # identity hashing although == is elementwise
-    add, sub, mul, div = _binop(Op.ADD), _binop(Op.SUB), _binop(Op.MUL), _binop(Op.DIV)
+    add, sub, mul = _binop(Op.ADD), _binop(Op.SUB), _binop(Op.MUL)  # div: CompositesMixin (rounding_mode)
     eq, ne = _binop(Op.EQ), _binop(Op.NE)
     del _binop
 
