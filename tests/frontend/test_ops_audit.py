@@ -122,3 +122,16 @@ def test_logaddexp_extremes_and_gradient():
     tx.logaddexp(ty).sum().backward()
     np.testing.assert_allclose(zx.grad.numpy(), tx.grad.numpy(), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(zy.grad.numpy(), ty.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["var", "std"])
+def test_var_std_correction_at_least_n(name):
+    # PyTorch divides by max(0, n - correction): inf where the deviations are non-zero, nan for 0 / 0
+    a = RNG.normal(size=(1, 2, 3, 1, 5)).astype(np.float32)
+    for dims, correction in (((0, 3), 1), ((0, 3), 5), ((0, 4), 5), ((0, 4), 4.5), ((0, 4), 1), ((2,), 3)):
+        got = getattr(zyx.tensor(a), name)(dim=dims, correction=correction)
+        want = getattr(torch.tensor(a), name)(dim=dims, correction=correction)
+        _close(got, want, rtol=1e-5)
+    _close(getattr(zyx.zeros(0, 3), name)(0, correction=0), getattr(torch.zeros(0, 3), name)(0, correction=0))
+    _close(getattr(zyx.tensor(a).permute(4, 2, 1, 0, 3), name)(dim=1, correction=3, keepdim=True),
+           getattr(torch.tensor(a).permute(4, 2, 1, 0, 3), name)(dim=1, correction=3, keepdim=True), rtol=1e-5)

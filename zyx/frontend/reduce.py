@@ -235,7 +235,8 @@ def var(x: Any, dim: Any = None, correction: int = 1, keepdim: bool = False, unb
     mu = mean(work, dim, keepdim=True)
     d = work - mu
     s = reduce(d * d, Op.SUM, dim, keepdim)
-    out = s / (n - correction) if n - correction > 0 else s * float("nan")
+    # PyTorch divides by max(0, n - correction): a sum over too few elements gives inf (or nan for 0 / 0)
+    out = s / float(n - correction if n - correction > 0 else 0)
     return out.cast(x.dtype)
 
 
