@@ -135,3 +135,18 @@ def test_var_std_correction_at_least_n(name):
     _close(getattr(zyx.zeros(0, 3), name)(0, correction=0), getattr(torch.zeros(0, 3), name)(0, correction=0))
     _close(getattr(zyx.tensor(a).permute(4, 2, 1, 0, 3), name)(dim=1, correction=3, keepdim=True),
            getattr(torch.tensor(a).permute(4, 2, 1, 0, 3), name)(dim=1, correction=3, keepdim=True), rtol=1e-5)
+
+
+def test_nested_tuple_index_is_advanced():
+    # a tuple inside the index tuple is a sequence of indices, as a list is (PyTorch's rule)
+    a = RNG.normal(size=(2, 5, 6, 5, 3)).astype(np.float32)
+    t, z = torch.tensor(a), zyx.tensor(a)
+    for idx in (((0,),), ((1, 0, -1), [1, 2, 0], slice(None), (-2, 1, 0)), (slice(None), (2, 1, 0), Ellipsis),
+                (Ellipsis, ((0, 1), (2, 0)))):
+        _close(z[idx], t[idx])
+    _close(z.permute(1, 0, 2, 3, 4)[(4, 0), (1, 1)], t.permute(1, 0, 2, 3, 4)[(4, 0), (1, 1)])
+    z[(0, 1), (2, 3)] = 7.0
+    t[(0, 1), (2, 3)] = 7.0
+    _close(z, t)
+    with pytest.raises(IndexError):
+        z[(0, 2),].numpy()

@@ -276,9 +276,10 @@ def write_inplace(acc: Access, value: Any, reduce: str, what: str) -> None:
 
 
 def is_advanced(index: Any) -> bool:
-    """Whether ``index`` needs more than the view path: tensors, lists, arrays or bools in it."""
+    """Whether ``index`` needs more than the view path: tensors, lists, arrays or bools in it (a tuple
+    nested in the index tuple is a sequence of indices too, as in PyTorch)."""
     items = index if isinstance(index, tuple) else (index,)
-    return any(isinstance(it, (TensorBase, list, np.ndarray, bool, np.bool_)) for it in items)
+    return any(isinstance(it, (TensorBase, list, tuple, np.ndarray, bool, np.bool_)) for it in items)
 
 
 def _to_tensor(it: Any, device: Any) -> Any:
@@ -322,7 +323,7 @@ def parse(x: Any, index: Any) -> ParsedIndex:
     """Split ``index`` for ``x`` (PyTorch's rules: a bool mask covers as many dims as it has and
     becomes its nonzero coordinates; a Python bool adds a dim of size 1, or 0 for False)."""
     items = list(index) if isinstance(index, tuple) else [index]
-    items = [_to_tensor(it, x.device) if isinstance(it, (list, np.ndarray)) else it for it in items]
+    items = [_to_tensor(it, x.device) if isinstance(it, (list, tuple, np.ndarray)) else it for it in items]
     items = [it.cast(dtypes.bool_) if isinstance(it, TensorBase) and it.dtype is dtypes.uint8 else it
              for it in items]  # uint8 tensors index as masks, as in PyTorch
 
