@@ -150,3 +150,32 @@ def test_nested_tuple_index_is_advanced():
     _close(z, t)
     with pytest.raises(IndexError):
         z[(0, 2),].numpy()
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int16", "int32", "int64"])
+def test_shifts(dtype):
+    lo = -100 if dtype[0] == "i" else 0
+    a = RNG.integers(lo, 100, size=(3, 4)).astype(dtype)
+    b = RNG.integers(0, 8, size=(4,)).astype(dtype)
+    za, zb, ta, tb = zyx.tensor(a), zyx.tensor(b), torch.tensor(a), torch.tensor(b)
+    for f in (lambda x, y: x << y, lambda x, y: x >> y, lambda x, y: x.T << 3, lambda x, y: x >> 2,
+              lambda x, y: 5 << y, lambda x, y: 100 >> y, lambda x, y: x.bitwise_left_shift(y),
+              lambda x, y: x.T.bitwise_right_shift(y[:, None].expand(4, 3))):
+        _close(f(za, zb), f(ta, tb))
+
+
+def test_shift_counts_outside_the_width_and_errors():
+    # PyTorch saturates: << gives 0, >> sign-fills (OpenCL alone would take the count modulo the width)
+    a = np.array([1, -1, 5, -128, 2**30], dtype=np.int32)
+    for s in (0, 31, 32, 40, -1):
+        n = np.full(5, s, np.int32)
+        _close(zyx.tensor(a) << zyx.tensor(n), torch.tensor(a) << torch.tensor(n))
+        _close(zyx.tensor(a) >> zyx.tensor(n), torch.tensor(a) >> torch.tensor(n))
+    u = np.array([1, 255, 128], dtype=np.uint8)
+    _close(zyx.tensor(u) >> 9, torch.tensor(u) >> 9)
+    _close(zyx.zeros(0, 2, dtype=zyx.int64) << 1, torch.zeros(0, 2, dtype=torch.int64) << 1)
+    _close(zyx.ones(2, dtype=zyx.bool) << 1, torch.ones(2, dtype=torch.bool) << 1)  # promoted to int64
+    for bad in (lambda: zyx.ones(2) << 1, lambda: zyx.ones(2, dtype=zyx.int32) >> 1.0,
+                lambda: zyx.ones(2, dtype=zyx.bool) << zyx.ones(2, dtype=zyx.bool)):
+        with pytest.raises(zyx.DTypeError, match="needs integer tensors"):
+            bad()

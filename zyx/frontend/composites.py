@@ -65,7 +65,7 @@ def logaddexp(a: Any, b: Any, base2: bool = False) -> Any:
 
 
 class CompositesMixin(TensorBase):
-    """``div(rounding_mode=)``, ``bitwise_*``, ``logaddexp``, ``logaddexp2``."""
+    """``div(rounding_mode=)``, ``bitwise_*`` (shifts included), ``logaddexp``, ``logaddexp2``."""
 
     __slots__ = ()
 
@@ -90,6 +90,14 @@ class CompositesMixin(TensorBase):
     def bitwise_xor(self, other: Any):
         """``self ^ other``."""
         return binary(Op.XOR, self, other)
+
+    def bitwise_left_shift(self, other: Any):
+        """``self << other`` (integer tensors)."""
+        return binary(Op.SHL, self, other)
+
+    def bitwise_right_shift(self, other: Any):
+        """``self >> other`` (integer tensors; arithmetic for signed ones)."""
+        return binary(Op.SHR, self, other)
 
     def logaddexp(self, other: Any):
         """``log(exp(self) + exp(other))`` computed without overflow."""
