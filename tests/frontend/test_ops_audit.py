@@ -179,3 +179,18 @@ def test_shift_counts_outside_the_width_and_errors():
                 lambda: zyx.ones(2, dtype=zyx.bool) << zyx.ones(2, dtype=zyx.bool)):
         with pytest.raises(zyx.DTypeError, match="needs integer tensors"):
             bad()
+
+
+@pytest.mark.parametrize("call", [
+    lambda: zyx.cat([zyx.tensor(1.0), zyx.tensor(2.0)]),
+    lambda: zyx.cat([zyx.zeros(2, 3), zyx.zeros(2, 4)], 0),
+    lambda: zyx.cat([zyx.zeros(2, 3), zyx.zeros(3)]),
+    lambda: zyx.zeros(2, 4).roll((1, 2)),
+    lambda: zyx.zeros(2, 4).roll((1, 2), (0,)),
+], ids=["cat-rank0", "cat-shape", "cat-rank", "roll-flat", "roll-count"])
+def test_contract_shape_errors_are_runtime_errors(call):
+    # PyTorch raises RuntimeError for these; they stay ContractErrors (ValueError) too
+    with pytest.raises(RuntimeError):
+        call()
+    with pytest.raises(zyx.ContractError):
+        call()

@@ -310,7 +310,7 @@ def _roll_shape(call: Call, inputs: Sequence[Operand]) -> None:
 @param_check("concat", field="dim")
 def _concat_dim(call: Call, value: Any) -> int:
     if call.first.rank == 0:
-        call.fail("inputs[0] has rank 0; a tensor needs at least one axis to be joined")
+        call.fail("inputs[0] has rank 0; a tensor needs at least one axis to be joined", ContractShapeError)
     return _axis(call, "dim", value, call.first.rank)
 
 
@@ -322,11 +322,12 @@ def _concat_shapes(call: Call, inputs: Sequence[Operand]) -> None:
             call.fail(f"inputs[{k}] dtype {op.dtype.name} differs from inputs[0] dtype {ref.dtype.name}; "
                       "expected one dtype")
         if op.rank != ref.rank:
-            call.fail(f"inputs[{k}] has rank {op.rank} (shape {tuple(op.shape)}) but inputs[0] has rank {ref.rank}")
+            call.fail(f"inputs[{k}] has rank {op.rank} (shape {tuple(op.shape)}) but inputs[0] has rank {ref.rank}",
+                      ContractShapeError)
         for ax in range(ref.rank):
             if ax != dim and op.shape[ax] != ref.shape[ax]:
                 call.fail(f"inputs[{k}].shape[{ax}] = {op.shape[ax]} differs from inputs[0].shape[{ax}] = "
-                          f"{ref.shape[ax]}; inputs must agree on every axis except dim = {dim}")
+                          f"{ref.shape[ax]}; inputs must agree on every axis except dim = {dim}", ContractShapeError)
 
 
 # ---------------------------------------------------------------- write_slice family
