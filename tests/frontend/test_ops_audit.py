@@ -194,3 +194,28 @@ def test_contract_shape_errors_are_runtime_errors(call):
         call()
     with pytest.raises(zyx.ContractError):
         call()
+
+
+@pytest.mark.parametrize("name", ["std_mean", "var_mean"])
+def test_std_var_mean(name):
+    a = RNG.normal(size=(3, 4, 5)).astype(np.float32)
+    for kw in ({}, {"dim": 1}, {"dim": (0, 2), "keepdim": True, "correction": 0}, {"dim": -1, "correction": 5}):
+        got, want = getattr(zyx, name)(zyx.tensor(a), **kw), getattr(torch, name)(torch.tensor(a), **kw)
+        assert len(got) == 2
+        for g, w in zip(got, want):
+            _close(g, w, rtol=1e-5)
+    got = getattr(zyx, name)(zyx.tensor(a).permute(2, 0, 1), 0)
+    want = getattr(torch, name)(torch.tensor(a).permute(2, 0, 1), 0)
+    _close(got[0], want[0], rtol=1e-5)
+    _close(got[1], want[1], rtol=1e-5)
+
+
+def test_reduce_dtype_argument_casts_first():
+    a = RNG.integers(-100, 100, size=(6, 7)).astype(np.int8)
+    f = RNG.normal(size=(6, 7)).astype(np.float32)
+    for dt_z, dt_t in ((zyx.int8, torch.int8), (zyx.float64, torch.float64), (zyx.int16, torch.int16)):
+        _close(zyx.tensor(a).sum(1, dtype=dt_z), torch.tensor(a).sum(1, dtype=dt_t))
+        _close(zyx.tensor(a).prod(0, dtype=dt_z), torch.tensor(a).prod(0, dtype=dt_t))
+    _close(zyx.tensor(f).prod(dtype=zyx.float64), torch.tensor(f).prod(dtype=torch.float64), rtol=1e-12)
+    _close(zyx.tensor(f).mean(0, dtype=zyx.float64), torch.tensor(f).mean(0, dtype=torch.float64), rtol=1e-12)
+    _close(zyx.tensor(a).mean(dtype=zyx.float32), torch.tensor(a).mean(dtype=torch.float32), rtol=1e-6)
