@@ -219,3 +219,29 @@ def test_reduce_dtype_argument_casts_first():
     _close(zyx.tensor(f).prod(dtype=zyx.float64), torch.tensor(f).prod(dtype=torch.float64), rtol=1e-12)
     _close(zyx.tensor(f).mean(0, dtype=zyx.float64), torch.tensor(f).mean(0, dtype=torch.float64), rtol=1e-12)
     _close(zyx.tensor(a).mean(dtype=zyx.float32), torch.tensor(a).mean(dtype=torch.float32), rtol=1e-6)
+
+
+def test_unflatten():
+    a = RNG.normal(size=(4, 6, 5)).astype(np.float32)
+    z, t = zyx.tensor(a), torch.tensor(a)
+    for dim, sizes in ((1, (2, 3)), (-1, (5, 1)), (0, (-1, 2)), (1, [3, -1, 1]), (2, (5,))):
+        _close(z.unflatten(dim, sizes), t.unflatten(dim, sizes))
+    _close(z.permute(2, 0, 1).unflatten(2, (3, 2)), t.permute(2, 0, 1).unflatten(2, (3, 2)))
+    _close(zyx.zeros(0, 6).unflatten(1, (2, 3)), torch.zeros(0, 6).unflatten(1, (2, 3)))
+    for bad, msg in (((1, (4, 2)), "multiply to 8"), ((1, (-1, -1)), "only one"), ((1, (-1, 4)), "cannot split"),
+                     ((1, ()), "non-empty")):
+        with pytest.raises(zyx.ShapeError, match=msg):
+            z.unflatten(*bad)
+    with pytest.raises(IndexError):
+        z.unflatten(3, (1,))
+
+
+def test_softmin():
+    import zyx.nn.functional as F
+    a = RNG.normal(size=(3, 7)).astype(np.float32)
+    for dim in (0, 1, -1):
+        _close(F.softmin(zyx.tensor(a), dim), torch.nn.functional.softmin(torch.tensor(a), dim), rtol=1e-5)
+    za, ta = zyx.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+    (F.softmin(za, 1) * zyx.tensor(a)).sum().backward()
+    (torch.nn.functional.softmin(ta, 1) * torch.tensor(a)).sum().backward()
+    np.testing.assert_allclose(za.grad.numpy(), ta.grad.numpy(), rtol=1e-4, atol=1e-6)
