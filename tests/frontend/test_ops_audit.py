@@ -245,3 +245,22 @@ def test_softmin():
     (F.softmin(za, 1) * zyx.tensor(a)).sum().backward()
     (torch.nn.functional.softmin(ta, 1) * torch.tensor(a)).sum().backward()
     np.testing.assert_allclose(za.grad.numpy(), ta.grad.numpy(), rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate"])
+def test_pad_negative_amounts_mirror_about_the_uncropped_input(mode):
+    # PyTorch reflects/clamps about the input's own ends and then drops the negative amounts
+    import zyx.nn.functional as F
+    a = RNG.normal(size=(2, 3, 5, 6)).astype(np.float32)
+    for pads in ((-1, 2, 2, -1), (3, -5, 1, -5), (0, 0, 0, -5), (-5, 4, 0, 0), (2, -1, 0, 0)):
+        _close(F.pad(zyx.tensor(a), pads, mode=mode), torch.nn.functional.pad(torch.tensor(a), pads, mode=mode))
+    big = RNG.normal(size=(2, 4, 120, 150)).astype(np.float32)  # past the cat path's size: still exact
+    _close(F.pad(zyx.tensor(big), (3, -2, -1, 2), mode=mode),
+           torch.nn.functional.pad(torch.tensor(big), (3, -2, -1, 2), mode=mode))
+    za, ta = zyx.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+    w = RNG.normal(size=(2, 3, 6, 7)).astype(np.float32)
+    (F.pad(za, (-1, 2, 2, -1), mode=mode) * zyx.tensor(w)).sum().backward()
+    (torch.nn.functional.pad(ta, (-1, 2, 2, -1), mode=mode) * torch.tensor(w)).sum().backward()
+    np.testing.assert_allclose(za.grad.numpy(), ta.grad.numpy(), rtol=1e-5, atol=1e-6)
+    with pytest.raises(zyx.ShapeError, match="expected at least 0"):
+        F.pad(zyx.tensor(a), (0, 0, -3, -3), mode=mode)

@@ -61,9 +61,10 @@ def pad(x: Any, pads: Sequence[int], mode: Any = "constant", value: Any = None):
     per_dim = [(0, 0)] * x.ndim
     for i in range(len(pads) // 2):
         per_dim[x.ndim - 1 - i] = (pads[2 * i], pads[2 * i + 1])
-    # negative amounts crop first
+    # negative amounts crop first, except for reflect and replicate: PyTorch mirrors/clamps about the
+    # uncropped input's ends there (pad_mode takes the signed amounts)
     for d, (lo, hi) in enumerate(per_dim):
-        if lo < 0 or hi < 0:
+        if (lo < 0 or hi < 0) and mode in ("constant", "circular"):
             start = -lo if lo < 0 else 0
             stop = x.shape[d] + (hi if hi < 0 else 0)
             if stop < start:
