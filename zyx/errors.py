@@ -21,6 +21,10 @@ class DTypeError(ZyxError, TypeError):
     """A dtype that is unknown, not accepted, or not supported by the device."""
 
 
+class IndexDTypeError(DTypeError, IndexError):
+    """A float tensor used as an index: also an IndexError, as PyTorch raises there."""
+
+
 class IntegerArithmeticError(ZyxError, ArithmeticError, RuntimeError):
     """Integer arithmetic with no integer result: a negative integer power (also a RuntimeError, as in PyTorch)."""
 

@@ -264,3 +264,23 @@ def test_pad_negative_amounts_mirror_about_the_uncropped_input(mode):
     np.testing.assert_allclose(za.grad.numpy(), ta.grad.numpy(), rtol=1e-5, atol=1e-6)
     with pytest.raises(zyx.ShapeError, match="expected at least 0"):
         F.pad(zyx.tensor(a), (0, 0, -3, -3), mode=mode)
+
+
+@pytest.mark.parametrize("call", [
+    lambda a: a[zyx.tensor(1.1)], lambda a: a[[1.1]], lambda a: a[zyx.tensor([1.5]), 0], lambda a: a[0, [0.5, 1.0]],
+], ids=["float-tensor", "float-list", "float-tensor-mixed", "float-list-mixed"])
+def test_float_index_is_index_error(call):
+    # PyTorch raises IndexError ("tensors used as indices must be long, int, byte or bool tensors")
+    a = zyx.ones(4, 5)
+    with pytest.raises(IndexError, match="integer"):
+        call(a)
+    with pytest.raises(zyx.DTypeError):
+        call(a)
+
+
+def test_two_ellipses_is_index_error():
+    for index in ((Ellipsis, Ellipsis), (Ellipsis, 0, Ellipsis), (Ellipsis, [0], Ellipsis)):
+        with pytest.raises(IndexError, match="single ellipsis"):
+            zyx.ones(4, 3)[index]
+        with pytest.raises(zyx.ShapeError):
+            zyx.ones(4, 3)[index]

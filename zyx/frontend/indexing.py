@@ -32,7 +32,7 @@ from zyx.backend import transfer
 from zyx.backend.launch import runtime_lock
 from zyx.backend.pool import Buffer
 from zyx.codegen import scatter as kernels
-from zyx.errors import AutogradError, DTypeError, IndexOutOfRange, ShapeError
+from zyx.errors import AutogradError, DTypeError, IndexDTypeError, IndexOutOfRange, ShapeError
 from zyx.frontend import autograd
 from zyx.frontend.args import device_of
 from zyx.frontend.autograd import is_grad_enabled, needs_grad, no_grad
@@ -110,7 +110,8 @@ class Access:
 
 def _int_index(t: Any, what: str) -> None:
     if not t.dtype.is_int:
-        raise DTypeError(f"{what}: expected an integer index tensor (int64, int32, ...), got {t.dtype.name}")
+        kind = IndexDTypeError if what == "x[index]" else DTypeError  # x[float] is an IndexError in PyTorch
+        raise kind(f"{what}: expected an integer index tensor (int64, int32, ...), got {t.dtype.name}")
 
 
 def dim_access(table: Any, dim: int, index: Any, what: str) -> Access:
@@ -293,7 +294,7 @@ def _to_tensor(it: Any, device: Any) -> Any:
     if arr.size == 0 and arr.dtype.kind == "f":
         arr = arr.astype(np.int64)  # [] indexes nothing
     if arr.dtype.kind not in "biu":
-        raise DTypeError(f"tensors used as indices must be integer or bool tensors, got {arr.dtype}")
+        raise IndexDTypeError(f"tensors used as indices must be integer or bool tensors, got {arr.dtype}")
     if arr.dtype == np.uint8:
         arr = arr != 0  # a mask, as a uint8 tensor (PyTorch)
     elif arr.dtype.kind in "iu":

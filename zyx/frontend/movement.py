@@ -208,7 +208,7 @@ def expand_index(ndim: int, index: Any) -> list[Any]:
     """A basic index as a list of ints, slices and None, its ``...`` spelled out as full slices."""
     items = index if isinstance(index, tuple) else (index,)
     if sum(1 for it in items if it is Ellipsis) > 1:
-        raise ShapeError("an index can only have a single ellipsis ('...')")
+        raise IndexOutOfRange("an index can only have a single ellipsis ('...')")  # an IndexError, as PyTorch
     consumed = sum(1 for it in items if it is not None and it is not Ellipsis)
     if consumed > ndim:
         raise IndexOutOfRange(f"too many indices for a tensor of rank {ndim}: got {consumed}")
