@@ -284,3 +284,9 @@ def test_two_ellipses_is_index_error():
             zyx.ones(4, 3)[index]
         with pytest.raises(zyx.ShapeError):
             zyx.ones(4, 3)[index]
+
+
+def test_linspace_bool_refused():
+    with pytest.raises(zyx.DTypeError, match="bool"):
+        zyx.linspace(5, 10, 3, dtype=zyx.bool)
+    _close(zyx.linspace(5, -5, 20, dtype=zyx.int32), torch.linspace(5, -5, 20, dtype=torch.int32))
