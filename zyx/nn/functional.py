@@ -173,6 +173,7 @@ from zyx.nn.functional_conv import (  # noqa: E402, F401
     conv3d,
     conv_transpose1d,
     conv_transpose2d,
+    conv_transpose3d,
     fold,
     group_norm,
     instance_norm,
@@ -180,6 +181,9 @@ from zyx.nn.functional_conv import (  # noqa: E402, F401
     max_pool1d,
     max_pool2d,
     max_pool3d,
+    max_unpool1d,
+    max_unpool2d,
+    max_unpool3d,
     rms_norm,
     unfold,
 )
