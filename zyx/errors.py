@@ -21,6 +21,10 @@ class DTypeError(ZyxError, TypeError):
     """A dtype that is unknown, not accepted, or not supported by the device."""
 
 
+class OpDTypeError(DTypeError, RuntimeError):
+    """An op with no kernel for a dtype, or needing operands of one dtype: also a RuntimeError, as PyTorch raises."""
+
+
 class IndexDTypeError(DTypeError, IndexError):
     """A float tensor used as an index: also an IndexError, as PyTorch raises there."""
 

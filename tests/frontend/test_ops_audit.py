@@ -290,3 +290,22 @@ def test_linspace_bool_refused():
     with pytest.raises(zyx.DTypeError, match="bool"):
         zyx.linspace(5, 10, 3, dtype=zyx.bool)
     _close(zyx.linspace(5, -5, 20, dtype=zyx.int32), torch.linspace(5, -5, 20, dtype=torch.int32))
+
+
+@pytest.mark.parametrize("call", [
+    lambda: zyx.ones(2) << 2,
+    lambda: zyx.ones(2, dtype=zyx.int32) >> zyx.ones(2),
+    lambda: zyx.ones(2, dtype=zyx.int32) << 1.0,
+    lambda: zyx.linspace(0, 1, 3, dtype=zyx.bool),
+    lambda: zyx.zeros(3, 4, dtype=zyx.float16).scatter(1, zyx.zeros(3, 4, dtype=zyx.int64), zyx.ones(3, 4)),
+    lambda: zyx.zeros(3, 4).scatter_reduce(0, zyx.zeros(3, 4, dtype=zyx.int64), zyx.ones(3, 4, dtype=zyx.float64),
+                                           "sum"),
+    lambda: zyx.zeros(3, 4).scatter_add(0, zyx.zeros(3, 4, dtype=zyx.int64), zyx.ones(3, 4, dtype=zyx.float16)),
+], ids=["shl-float", "shr-float-count", "shl-float-scalar", "linspace-bool", "scatter-dtypes", "scatter_reduce-dtypes",
+        "scatter_add-dtypes"])
+def test_unsupported_dtype_is_runtime_error(call):
+    # PyTorch raises RuntimeError ("not implemented for 'Float'", "expected self and src of the same dtype")
+    with pytest.raises(RuntimeError, match="dtype|integer"):
+        call()
+    with pytest.raises(zyx.DTypeError):
+        call()

@@ -18,7 +18,14 @@ import numpy as np
 from zyx import dtype as dtypes
 from zyx import graph
 from zyx.dtype import DType
-from zyx.errors import DivisionByZeroError, DTypeError, IntegerArithmeticError, IntegerOverflowError, ShapeError
+from zyx.errors import (
+    DivisionByZeroError,
+    DTypeError,
+    IntegerArithmeticError,
+    IntegerOverflowError,
+    OpDTypeError,
+    ShapeError,
+)
 from zyx.frontend import traced_scalar
 from zyx.frontend.args import device_of
 from zyx.frontend.autograd import is_grad_enabled, needs_grad, no_grad
@@ -310,7 +317,7 @@ def binary(op: str, a: Any, b: Any):
         return _node(op, (a, b), dt)
     if op in _SHIFTS:
         if not dt.is_int:
-            raise DTypeError(f"{op} needs integer tensors, got {dt.name}")
+            raise OpDTypeError(f"{op} needs integer tensors, got {dt.name}")
         return _node(op, (a, b), dt)
     if op in _BITWISE:
         if dt.is_float:

@@ -32,7 +32,7 @@ from zyx.backend import transfer
 from zyx.backend.launch import runtime_lock
 from zyx.backend.pool import Buffer
 from zyx.codegen import scatter as kernels
-from zyx.errors import AutogradError, DTypeError, IndexDTypeError, IndexOutOfRange, ShapeError
+from zyx.errors import AutogradError, DTypeError, IndexDTypeError, IndexOutOfRange, OpDTypeError, ShapeError
 from zyx.frontend import autograd
 from zyx.frontend.args import device_of
 from zyx.frontend.autograd import is_grad_enabled, needs_grad, no_grad
@@ -557,7 +557,7 @@ def _scatter_op(x: Any, dim: int, index: Any, src: Any, reduce: str, what: str) 
     acc = dim_access(x, dim, index, what)
     if isinstance(src, TensorBase):
         if src.dtype is not x.dtype:
-            raise DTypeError(f"{what}: expected self and src of the same dtype, got {x.dtype.name} and "
+            raise OpDTypeError(f"{what}: expected self and src of the same dtype, got {x.dtype.name} and "
                              f"{src.dtype.name}")
         src = _src_view(src, index)
     return write(acc, src, reduce)
@@ -628,7 +628,7 @@ def scatter_inplace(x: Any, dim: int, index: Any, src: Any, op: str, what: str) 
     acc = dim_access(x, dim, index, what)
     if is_t:
         if src.dtype is not x.dtype:
-            raise DTypeError(f"{what}: expected self and src of the same dtype, got {x.dtype.name} and "
+            raise OpDTypeError(f"{what}: expected self and src of the same dtype, got {x.dtype.name} and "
                              f"{src.dtype.name}")
         src = _src_view(src, index)
     write_inplace(acc, src, op, what)
@@ -700,7 +700,7 @@ def scatter_reduce(x: Any, dim: int, index: Any, src: Any, reduce: str, include_
     if not isinstance(src, TensorBase):
         raise DTypeError(f"scatter_reduce: src must be a tensor, got {type(src).__name__}")
     if src.dtype is not x.dtype:
-        raise DTypeError(f"scatter_reduce: expected self and src of the same dtype, got {x.dtype.name} and "
+        raise OpDTypeError(f"scatter_reduce: expected self and src of the same dtype, got {x.dtype.name} and "
                          f"{src.dtype.name}")
     if not needs_grad(x, src):
         return _scatter_reduce_values(x, dim, index, src, reduce, include_self)
