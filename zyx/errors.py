@@ -17,6 +17,10 @@ class IndexOutOfRange(ShapeError, IndexError):
     """A dimension or index out of range: both a ShapeError and an IndexError."""
 
 
+class UnknownModeError(ShapeError, NotImplementedError):
+    """A ``mode`` string no op variant has (``pad(mode="typo")``): also a NotImplementedError, as PyTorch raises."""
+
+
 class DTypeError(ZyxError, TypeError):
     """A dtype that is unknown, not accepted, or not supported by the device."""
 

@@ -309,3 +309,11 @@ def test_unsupported_dtype_is_runtime_error(call):
         call()
     with pytest.raises(zyx.DTypeError):
         call()
+
+
+def test_pad_unknown_mode_is_not_implemented_error():
+    import zyx.nn.functional as F
+    with pytest.raises(NotImplementedError, match="mode must be one of"):
+        F.pad(zyx.ones(3, 3, 3), (3, 0), mode="typo")
+    with pytest.raises(zyx.ShapeError):
+        zyx.ones(3, 3).pad((1, 1), mode="Reflect")

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from zyx import graph
-from zyx.errors import IndexOutOfRange, ShapeError
+from zyx.errors import IndexOutOfRange, ShapeError, UnknownModeError
 from zyx.frontend.args import device_of, shape_arg
 from zyx.frontend.autograd import is_grad_enabled
 from zyx.frontend.base import TensorBase
@@ -47,7 +47,7 @@ def pad(x: Any, pads: Sequence[int], mode: Any = "constant", value: Any = None):
     if not isinstance(mode, str):
         mode, value = "constant", mode
     if mode not in MODES:
-        raise ShapeError(f"pad: mode must be one of {', '.join(MODES)}; got {mode!r}")
+        raise UnknownModeError(f"pad: mode must be one of {', '.join(MODES)}; got {mode!r}")
     if mode != "constant" and value not in (None, 0):
         raise ShapeError(f"pad: a padding value {value!r} only applies to mode 'constant', not {mode!r}")
     value = 0 if value is None else value
