@@ -134,7 +134,7 @@ from zyx.frontend.indexing import (
     use_deterministic_algorithms,
 )
 from zyx.frontend.movement import chunk, pad, split, stack
-from zyx.frontend.reduce import argmax, argmin, logsumexp, matmul, mean, prod, std, var
+from zyx.frontend.reduce import argmax, argmin, logsumexp, matmul, mean, prod, std, std_mean, var, var_mean
 from zyx.frontend.shape_ops import (
     diag,
     diagonal,
@@ -187,6 +187,7 @@ __all__ = [
     "tensor", "uint8", "uint16", "uint32", "uint64", "var", "write_slice", "write_slice_doff", "write_slice_rotating",
     "zeros", "zeros_like",
 ]
+__all__ += ["std_mean", "var_mean"]
 __all__ += ["AutogradError", "autograd", "enable_grad", "inference_mode", "is_grad_enabled", "no_grad"]
 __all__ += ["load", "load_file", "load_file_metadata", "optim", "save", "save_file"]
 __all__ += [  # the elementwise functions

@@ -17,8 +17,20 @@ class IndexOutOfRange(ShapeError, IndexError):
     """A dimension or index out of range: both a ShapeError and an IndexError."""
 
 
+class UnknownModeError(ShapeError, NotImplementedError):
+    """A ``mode`` string no op variant has (``pad(mode="typo")``): also a NotImplementedError, as PyTorch raises."""
+
+
 class DTypeError(ZyxError, TypeError):
     """A dtype that is unknown, not accepted, or not supported by the device."""
+
+
+class OpDTypeError(DTypeError, RuntimeError):
+    """An op with no kernel for a dtype, or needing operands of one dtype: also a RuntimeError, as PyTorch raises."""
+
+
+class IndexDTypeError(DTypeError, IndexError):
+    """A float tensor used as an index: also an IndexError, as PyTorch raises there."""
 
 
 class IntegerArithmeticError(ZyxError, ArithmeticError, RuntimeError):
@@ -35,6 +47,14 @@ class DivisionByZeroError(IntegerArithmeticError, ZeroDivisionError):
 
 class ContractError(ZyxError, ValueError):
     """Input that a kernel contract does not accept, or a malformed contract document."""
+
+
+class ContractShapeError(ContractError, ShapeError):
+    """A contract rejecting axes (e.g. one named twice): also a ShapeError, so a RuntimeError as in PyTorch."""
+
+
+class ContractIndexError(ContractError, IndexOutOfRange):
+    """A contract rejecting an axis out of range: also an IndexError, as API.md promises for every op."""
 
 
 class DeviceError(ZyxError):

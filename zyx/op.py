@@ -62,6 +62,8 @@ class Op(str, Enum):
     AND = "and"
     OR = "or"
     XOR = "xor"
+    SHL = "shl"  # integers only: PyTorch's <<, 0 for a shift outside [0, bits)
+    SHR = "shr"  # integers only: PyTorch's >> (arithmetic for signed), sign fill for a shift outside [0, bits)
     ATAN2 = "atan2"  # float only: no composition of the other ops is accurate
     COPYSIGN = "copysign"  # float only: |a| with the sign bit of b (NaN and -0.0 included)
     # ternary ALU op
@@ -95,6 +97,7 @@ UNARY = frozenset({
 BINARY = frozenset({
     Op.ADD, Op.SUB, Op.MUL, Op.DIV, Op.FLOORDIV, Op.MOD, Op.POW, Op.MAXIMUM, Op.MINIMUM,
     Op.EQ, Op.NE, Op.LT, Op.LE, Op.GT, Op.GE, Op.AND, Op.OR, Op.XOR, Op.ATAN2, Op.COPYSIGN,
+    Op.SHL, Op.SHR,
 })
 TERNARY = frozenset({Op.WHERE})
 ALU = UNARY | BINARY | TERNARY

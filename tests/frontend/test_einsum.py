@@ -48,6 +48,8 @@ EQUATIONS = [
     ("abcdefgh,h->abcdefg", [(1, 2, 1, 2, 1, 2, 1, 3), (3,)]),  # rank 8
     ("ij,ij->ij", [(0, 3), (0, 3)]),
     ("ij,jk->ik", [(2, 0), (0, 3)]),  # an empty contraction: zeros
+    ("ij...,ij...->ij", [(2, 3, 4, 2), (2, 3, 1, 2)]),  # ellipsis dims absent from the output are summed
+    ("...ij->ij", [(2, 3, 4)]),
 ]
 
 
@@ -96,7 +98,6 @@ ERRORS = [
     ("ij->k", [(2, 2)], "output label 'k' does not appear"),
     ("ij->ii", [(2, 2)], "repeats a label"),
     ("......->", [(2,)], "more than one ellipsis"),
-    ("...ij->ij", [(2, 2, 2)], "ellipsis in the inputs needs one in the output"),
 ]
 
 

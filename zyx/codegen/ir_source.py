@@ -109,6 +109,7 @@ def _float_expr(op: Op, a: str, b: str | None, ct: str, vt: str | None = None) -
 def _int_expr(op: Op, a: str, b: str | None, d: DType) -> str:
     ct = ctype(d)
     signed = d.kind == "int"
+    bits, uct = 8 * d.itemsize, ("u" + ct if signed else ct)
     guard = f"{b} == -1 ? " if signed else ""
     fail = f"(atomic_or({ERR_FLAG}, {{}}), ({ct})0)"  # set a bit of the error flag (backend/errorflags.py), yield 0
     table = {
@@ -122,6 +123,11 @@ def _int_expr(op: Op, a: str, b: str | None, d: DType) -> str:
         Op.POW: (f"({b} < 0 ? {fail.format(2)} : " if signed else "(") + f"({ct})zyx_ipow((long){a}, (long){b}))",
         Op.MAXIMUM: f"max({a}, {b})", Op.MINIMUM: f"min({a}, {b})",
         Op.AND: f"({ct})({a} & {b})", Op.OR: f"({ct})({a} | {b})", Op.XOR: f"({ct})({a} ^ {b})",
+        # OpenCL reduces a shift count modulo the width; PyTorch saturates it: compare first (negative counts
+        # become huge as ulong). A left shift is done unsigned, so shifting into the sign bit is defined.
+        Op.SHL: f"((ulong){b} >= {bits} ? ({ct})0 : ({ct})(({uct}){a} << {b}))",
+        Op.SHR: (f"({ct})({a} >> ((ulong){b} >= {bits} ? {bits - 1} : {b}))" if signed
+                 else f"((ulong){b} >= {bits} ? ({ct})0 : ({ct})({a} >> {b}))"),
         Op.NEG: f"({ct})(-{a})", Op.ABS: f"({ct})abs({a})" if signed else a,
         Op.SIGN: f"({ct})(({a} > 0) - ({a} < 0))", Op.SQUARE: f"({ct})({a} * {a})",
         Op.RELU: f"({a} > 0 ? {a} : ({ct})0)", Op.INVERT: f"({ct})(~{a})",

@@ -26,7 +26,7 @@ from zyx.contracts.spec.model import Contract, Operand
 from zyx.contracts.spec.registry import get, lookup
 from zyx.contracts.spec.validate import needs_contiguize, validate
 from zyx.dtype import DType
-from zyx.errors import AutogradError, ContractError, DTypeError, ShapeError
+from zyx.errors import AutogradError, ContractError, ContractIndexError, ContractShapeError, DTypeError, ShapeError
 from zyx.frontend.args import device_of
 from zyx.frontend.autograd import needs_grad, no_grad, record
 from zyx.frontend.base import TensorBase, check_writable, concrete, tensor_class
@@ -181,8 +181,8 @@ def roll(x: Tensor, shifts: Any, dims: Any = None) -> Tensor:
     shift_t = _int_or_tuple(shifts, c.name, "shifts")
     if dims is None:
         if len(shift_t) != 1:
-            raise ContractError(f"{c.name}: shifts = {shifts!r} has {len(shift_t)} entries but dims is None; "
-                                "expected one shift for the flattened tensor")
+            raise ContractShapeError(f"{c.name}: shifts = {shifts!r} has {len(shift_t)} entries but dims is None; "
+                                     "expected one shift for the flattened tensor")
         n = x.numel()
         validate(c, [operand(x)], {"shift": shift_t[0], "outer": 1, "dim_size": n, "inner": 1})
         x = _dense(c, x)
@@ -195,13 +195,13 @@ def roll(x: Tensor, shifts: Any, dims: Any = None) -> Tensor:
     if not dim_t:
         raise ContractError(f"{c.name}: dims = {dims!r} is empty; expected at least one dim (or dims=None)")
     if len(dim_t) != len(shift_t):
-        raise ContractError(f"{c.name}: shifts = {shifts!r} has {len(shift_t)} entries but dims = {dims!r} has "
-                            f"{len(dim_t)}; expected one shift per dim")
+        raise ContractShapeError(f"{c.name}: shifts = {shifts!r} has {len(shift_t)} entries but dims = {dims!r} "
+                                 f"has {len(dim_t)}; expected one shift per dim")
     rank = x.ndim
     axes = []
     for i, d in enumerate(dim_t):
         if not -max(rank, 1) <= d < max(rank, 1):
-            raise ContractError(f"{c.name}: dims[{i}] = {d} is out of range for rank {rank}; "
+            raise ContractIndexError(f"{c.name}: dims[{i}] = {d} is out of range for rank {rank}; "
                                 f"expected {-max(rank, 1)} <= dim < {max(rank, 1)}")
         axes.append(d % max(rank, 1))
     shape = x.shape if rank else (1,)

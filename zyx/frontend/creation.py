@@ -15,7 +15,7 @@ from zyx.backend import journal, transfer
 from zyx.backend.device import Device, resolve
 from zyx.codegen import random_bits as philox
 from zyx.dtype import DType, to_dtype
-from zyx.errors import DTypeError, ShapeError
+from zyx.errors import DTypeError, OpDTypeError, ShapeError
 from zyx.frontend.args import shape_arg
 from zyx.frontend.base import TensorBase, tensor_class
 from zyx.ir.variable import BOUND
@@ -226,6 +226,8 @@ def linspace(start: float, end: float, steps: int, dtype: Any = None, device: An
     if steps < 0:
         raise ShapeError(f"linspace: number of steps must be non-negative, got {steps}")
     dt = dtypes.float32 if dtype is None else to_dtype(dtype)
+    if dt.is_bool:  # as PyTorch, which has no bool linspace
+        raise OpDTypeError("linspace: dtype bool is not supported; expected a numeric dtype")
     return _pinned_if(from_host(np.linspace(start, end, steps, dtype=np.float64), dt, resolve(device)),
                       device is not None)
 

@@ -60,10 +60,6 @@ def _parse(equation: str, operands: Sequence[Any]) -> tuple[list[list[Any]], lis
         for lab in letters:
             if lab not in seen:
                 raise ShapeError(f"einsum(): output label {lab!r} does not appear in any operand term")
-        if ell and not any(isinstance(lab, int) for lab in out) and any(
-                isinstance(lab, int) for labels in parsed for lab in labels):
-            raise ShapeError(f"einsum(): {equation!r}: an ellipsis in the inputs needs one in the output too "
-                             "(or no '->')")
     else:  # implicit output: the ellipsis dims, then the labels used once, alphabetically
         counts: dict[str, int] = {}
         for labels in parsed:

@@ -18,7 +18,14 @@ import numpy as np
 from zyx import dtype as dtypes
 from zyx import graph
 from zyx.dtype import DType
-from zyx.errors import DivisionByZeroError, DTypeError, IntegerArithmeticError, IntegerOverflowError, ShapeError
+from zyx.errors import (
+    DivisionByZeroError,
+    DTypeError,
+    IntegerArithmeticError,
+    IntegerOverflowError,
+    OpDTypeError,
+    ShapeError,
+)
 from zyx.frontend import traced_scalar
 from zyx.frontend.args import device_of
 from zyx.frontend.autograd import is_grad_enabled, needs_grad, no_grad
@@ -129,6 +136,7 @@ _ADD, _SUB, _MUL, _DIV, _FLOORDIV = Op.ADD, Op.SUB, Op.MUL, Op.DIV, Op.FLOORDIV
 _MAXIMUM, _MINIMUM, _AND, _OR = Op.MAXIMUM, Op.MINIMUM, Op.AND, Op.OR
 _RECIPROCAL, _INVERT, _NEG, _SQUARE = Op.RECIPROCAL, Op.INVERT, Op.NEG, Op.SQUARE
 _BITWISE = frozenset({Op.AND, Op.OR, Op.XOR})
+_SHIFTS = frozenset({Op.SHL, Op.SHR})
 _BOOL_RESULT = frozenset({Op.ISNAN, Op.ISINF, Op.NOT})
 _ROUNDING = frozenset({Op.FLOOR, Op.CEIL, Op.ROUND, Op.TRUNC})
 _ROUNDING_OR_SIGN = _ROUNDING | {Op.SIGN}
@@ -306,6 +314,10 @@ def binary(op: str, a: Any, b: Any):
     if dt.kind == "float" and op in _PLAIN_FLOAT_BINARY:
         return _node(op, (a, b), dt)
     if op in _CMP_OPS:
+        return _node(op, (a, b), dt)
+    if op in _SHIFTS:
+        if not dt.is_int:
+            raise OpDTypeError(f"{op} needs integer tensors, got {dt.name}")
         return _node(op, (a, b), dt)
     if op in _BITWISE:
         if dt.is_float:
@@ -871,11 +883,13 @@ class ElementwiseMixin(TensorBase):
     __and__, __rand__ = _binop(Op.AND), _binop(Op.AND, True)
     __or__, __ror__ = _binop(Op.OR), _binop(Op.OR, True)
     __xor__, __rxor__ = _binop(Op.XOR), _binop(Op.XOR, True)
+    __lshift__, __rlshift__ = _binop(Op.SHL), _binop(Op.SHL, True)
+    __rshift__, __rrshift__ = _binop(Op.SHR), _binop(Op.SHR, True)
     __truediv__, __rtruediv__ = _binop(Op.DIV), _binop(Op.DIV, True)
     __eq__, __ne__ = _binop(Op.EQ), _binop(Op.NE)  # type: ignore[assignment]
     __lt__, __le__, __gt__, __ge__ = _binop(Op.LT), _binop(Op.LE), _binop(Op.GT), _binop(Op.GE)
     __hash__ = object.__hash__  # identity hashing although == is elementwise
-    add, sub, mul, div = _binop(Op.ADD), _binop(Op.SUB), _binop(Op.MUL), _binop(Op.DIV)
+    add, sub, mul = _binop(Op.ADD), _binop(Op.SUB), _binop(Op.MUL)  # div: CompositesMixin (rounding_mode)
     eq, ne = _binop(Op.EQ), _binop(Op.NE)
     del _binop
 

@@ -32,7 +32,7 @@ from zyx.backend import transfer
 from zyx.backend.launch import runtime_lock
 from zyx.backend.pool import Buffer
 from zyx.codegen import scatter as kernels
-from zyx.errors import AutogradError, DTypeError, IndexOutOfRange, ShapeError
+from zyx.errors import AutogradError, DTypeError, IndexDTypeError, IndexOutOfRange, OpDTypeError, ShapeError
 from zyx.frontend import autograd
 from zyx.frontend.args import device_of
 from zyx.frontend.autograd import is_grad_enabled, needs_grad, no_grad
@@ -110,7 +110,8 @@ class Access:
 
 def _int_index(t: Any, what: str) -> None:
     if not t.dtype.is_int:
-        raise DTypeError(f"{what}: expected an integer index tensor (int64, int32, ...), got {t.dtype.name}")
+        kind = IndexDTypeError if what == "x[index]" else DTypeError  # x[float] is an IndexError in PyTorch
+        raise kind(f"{what}: expected an integer index tensor (int64, int32, ...), got {t.dtype.name}")
 
 
 def dim_access(table: Any, dim: int, index: Any, what: str) -> Access:
@@ -276,9 +277,10 @@ def write_inplace(acc: Access, value: Any, reduce: str, what: str) -> None:
 
 
 def is_advanced(index: Any) -> bool:
-    """Whether ``index`` needs more than the view path: tensors, lists, arrays or bools in it."""
+    """Whether ``index`` needs more than the view path: tensors, lists, arrays or bools in it (a tuple
+    nested in the index tuple is a sequence of indices too, as in PyTorch)."""
     items = index if isinstance(index, tuple) else (index,)
-    return any(isinstance(it, (TensorBase, list, np.ndarray, bool, np.bool_)) for it in items)
+    return any(isinstance(it, (TensorBase, list, tuple, np.ndarray, bool, np.bool_)) for it in items)
 
 
 def _to_tensor(it: Any, device: Any) -> Any:
@@ -292,7 +294,7 @@ def _to_tensor(it: Any, device: Any) -> Any:
     if arr.size == 0 and arr.dtype.kind == "f":
         arr = arr.astype(np.int64)  # [] indexes nothing
     if arr.dtype.kind not in "biu":
-        raise DTypeError(f"tensors used as indices must be integer or bool tensors, got {arr.dtype}")
+        raise IndexDTypeError(f"tensors used as indices must be integer or bool tensors, got {arr.dtype}")
     if arr.dtype == np.uint8:
         arr = arr != 0  # a mask, as a uint8 tensor (PyTorch)
     elif arr.dtype.kind in "iu":
@@ -322,7 +324,7 @@ def parse(x: Any, index: Any) -> ParsedIndex:
     """Split ``index`` for ``x`` (PyTorch's rules: a bool mask covers as many dims as it has and
     becomes its nonzero coordinates; a Python bool adds a dim of size 1, or 0 for False)."""
     items = list(index) if isinstance(index, tuple) else [index]
-    items = [_to_tensor(it, x.device) if isinstance(it, (list, np.ndarray)) else it for it in items]
+    items = [_to_tensor(it, x.device) if isinstance(it, (list, tuple, np.ndarray)) else it for it in items]
     items = [it.cast(dtypes.bool_) if isinstance(it, TensorBase) and it.dtype is dtypes.uint8 else it
              for it in items]  # uint8 tensors index as masks, as in PyTorch
 
@@ -557,7 +559,7 @@ def _scatter_op(x: Any, dim: int, index: Any, src: Any, reduce: str, what: str) 
     acc = dim_access(x, dim, index, what)
     if isinstance(src, TensorBase):
         if src.dtype is not x.dtype:
-            raise DTypeError(f"{what}: expected self and src of the same dtype, got {x.dtype.name} and "
+            raise OpDTypeError(f"{what}: expected self and src of the same dtype, got {x.dtype.name} and "
                              f"{src.dtype.name}")
         src = _src_view(src, index)
     return write(acc, src, reduce)
@@ -629,7 +631,7 @@ def scatter_inplace(x: Any, dim: int, index: Any, src: Any, op: str, what: str) 
     acc = dim_access(x, dim, index, what)
     if is_t:
         if src.dtype is not x.dtype:
-            raise DTypeError(f"{what}: expected self and src of the same dtype, got {x.dtype.name} and "
+            raise OpDTypeError(f"{what}: expected self and src of the same dtype, got {x.dtype.name} and "
                              f"{src.dtype.name}")
         src = _src_view(src, index)
     write_inplace(acc, src, op, what)
@@ -701,7 +703,7 @@ def scatter_reduce(x: Any, dim: int, index: Any, src: Any, reduce: str, include_
     if not isinstance(src, TensorBase):
         raise DTypeError(f"scatter_reduce: src must be a tensor, got {type(src).__name__}")
     if src.dtype is not x.dtype:
-        raise DTypeError(f"scatter_reduce: expected self and src of the same dtype, got {x.dtype.name} and "
+        raise OpDTypeError(f"scatter_reduce: expected self and src of the same dtype, got {x.dtype.name} and "
                          f"{src.dtype.name}")
     if not needs_grad(x, src):
         return _scatter_reduce_values(x, dim, index, src, reduce, include_self)

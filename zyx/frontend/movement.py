@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from zyx import graph
-from zyx.errors import IndexOutOfRange, ShapeError
+from zyx.errors import IndexOutOfRange, ShapeError, UnknownModeError
 from zyx.frontend.args import device_of, shape_arg
 from zyx.frontend.autograd import is_grad_enabled
 from zyx.frontend.base import TensorBase
@@ -47,7 +47,7 @@ def pad(x: Any, pads: Sequence[int], mode: Any = "constant", value: Any = None):
     if not isinstance(mode, str):
         mode, value = "constant", mode
     if mode not in MODES:
-        raise ShapeError(f"pad: mode must be one of {', '.join(MODES)}; got {mode!r}")
+        raise UnknownModeError(f"pad: mode must be one of {', '.join(MODES)}; got {mode!r}")
     if mode != "constant" and value not in (None, 0):
         raise ShapeError(f"pad: a padding value {value!r} only applies to mode 'constant', not {mode!r}")
     value = 0 if value is None else value
@@ -61,9 +61,10 @@ def pad(x: Any, pads: Sequence[int], mode: Any = "constant", value: Any = None):
     per_dim = [(0, 0)] * x.ndim
     for i in range(len(pads) // 2):
         per_dim[x.ndim - 1 - i] = (pads[2 * i], pads[2 * i + 1])
-    # negative amounts crop first
+    # negative amounts crop first, except for reflect and replicate: PyTorch mirrors/clamps about the
+    # uncropped input's ends there (pad_mode takes the signed amounts)
     for d, (lo, hi) in enumerate(per_dim):
-        if lo < 0 or hi < 0:
+        if (lo < 0 or hi < 0) and mode in ("constant", "circular"):
             start = -lo if lo < 0 else 0
             stop = x.shape[d] + (hi if hi < 0 else 0)
             if stop < start:
@@ -207,7 +208,7 @@ def expand_index(ndim: int, index: Any) -> list[Any]:
     """A basic index as a list of ints, slices and None, its ``...`` spelled out as full slices."""
     items = index if isinstance(index, tuple) else (index,)
     if sum(1 for it in items if it is Ellipsis) > 1:
-        raise ShapeError("an index can only have a single ellipsis ('...')")
+        raise IndexOutOfRange("an index can only have a single ellipsis ('...')")  # an IndexError, as PyTorch
     consumed = sum(1 for it in items if it is not None and it is not Ellipsis)
     if consumed > ndim:
         raise IndexOutOfRange(f"too many indices for a tensor of rank {ndim}: got {consumed}")

@@ -29,14 +29,16 @@ CAT_MIN = 1 << 16  # output elements from which the cat copies beat the one gath
 
 
 def pad_mode(x: Any, per_dim: Sequence[tuple[int, int]], mode: str) -> Any:
-    """``x`` padded by ``per_dim[d] = (before, after)`` (non-negative) in ``mode`` (not ``"constant"``)."""
+    """``x`` padded by ``per_dim[d] = (before, after)`` in ``mode`` (not ``"constant"``); a negative amount
+    (reflect, replicate) drops output positions, the others still mirroring/clamping about the input's ends."""
     dims = [d for d, (lo, hi) in enumerate(per_dim) if lo or hi]
     for d in dims:
         _check(x.shape[d], d, *per_dim[d], mode)
     out_shape = tuple(s + lo + hi for s, (lo, hi) in zip(x.shape, per_dim))
     if x.numel() == 0:  # nothing to copy: the output is empty too (another dim is 0)
         return from_node(graph.const(0, x.dtype, out_shape, x.device))
-    if math.prod(out_shape) >= CAT_MIN:
+    cropping = any(lo < 0 or hi < 0 for lo, hi in per_dim)
+    if math.prod(out_shape) >= CAT_MIN and not cropping:
         for d in dims:
             x = _cat_dim(x, d, *per_dim[d], mode)
         return x
@@ -82,6 +84,9 @@ def _sources(size: int, lo: int, hi: int, mode: str) -> np.ndarray:
 
 
 def _check(size: int, d: int, lo: int, hi: int, mode: str) -> None:
+    if size + lo + hi < 0:
+        raise ShapeError(f"pad: padding ({lo}, {hi}) of dim {d} of size {size} leaves an output size "
+                         f"{size + lo + hi}; expected at least 0")
     if mode == "reflect" and (lo >= size or hi >= size):
         raise ShapeError(f"pad: reflect padding ({lo}, {hi}) of dim {d} must be less than its size {size}")
     if mode == "circular" and (lo > size or hi > size):

@@ -156,21 +156,31 @@ def _two_stage(x: Any, op: str, dims: tuple[int, ...], acc: DType):
 
 
 def sum(x: Any, dim: Any = None, keepdim: bool = False, dtype: Any = None):  # noqa: A001 - PyTorch's name
-    """Sum over ``dim`` (ints accumulate in int64; 16-bit floats in float32)."""
+    """Sum over ``dim`` (ints accumulate in int64; 16-bit floats in float32); a ``dtype`` casts the input
+    first, as PyTorch."""
+    if dtype is not None:
+        dtype = dtypes.to_dtype(dtype)
+        x = x if x._dtype is dtype else x.cast(dtype)
+        out = reduce(x, Op.SUM, dim, keepdim)
+        return out if out._dtype is dtype else out.cast(dtype)
     out = reduce(x, Op.SUM, dim, keepdim)
-    if dtype is None:
-        target = x._dtype if x._dtype.is_float else dtypes.int64
-        return out if out._dtype is target else out.cast(target)
-    return out.cast(dtype)
+    target = x._dtype if x._dtype.is_float else dtypes.int64
+    return out if out._dtype is target else out.cast(target)
 
 
-def prod(x: Any, dim: Any = None, keepdim: bool = False):
+def prod(x: Any, dim: Any = None, keepdim: bool = False, dtype: Any = None):
+    """Product over ``dim`` (ints give int64); a ``dtype`` casts the input first, as PyTorch."""
+    if dtype is not None:
+        x = x.cast(dtypes.to_dtype(dtype))
     out = reduce(x, Op.PROD, dim, keepdim)
-    target = x.dtype if x.dtype.is_float else dtypes.int64
+    target = x.dtype if x.dtype.is_float or dtype is not None else dtypes.int64
     return out.cast(target)
 
 
-def mean(x: Any, dim: Any = None, keepdim: bool = False):
+def mean(x: Any, dim: Any = None, keepdim: bool = False, dtype: Any = None):
+    """Mean over ``dim`` (floating dtypes; a ``dtype`` casts the input first, as PyTorch)."""
+    if dtype is not None:
+        x = x.cast(dtypes.to_dtype(dtype))
     if not x.dtype.is_float:
         raise DTypeError(f"mean(): expected a floating point tensor, got {x.dtype.name}")
     dims = _dims(x, dim)
@@ -235,12 +245,23 @@ def var(x: Any, dim: Any = None, correction: int = 1, keepdim: bool = False, unb
     mu = mean(work, dim, keepdim=True)
     d = work - mu
     s = reduce(d * d, Op.SUM, dim, keepdim)
-    out = s / (n - correction) if n - correction > 0 else s * float("nan")
+    # PyTorch divides by max(0, n - correction): a sum over too few elements gives inf (or nan for 0 / 0)
+    out = s / float(n - correction if n - correction > 0 else 0)
     return out.cast(x.dtype)
 
 
 def std(x: Any, dim: Any = None, correction: int = 1, keepdim: bool = False, unbiased: Any = None):
     return unary(Op.SQRT, var(x, dim, correction, keepdim, unbiased))
+
+
+def var_mean(x: Any, dim: Any = None, correction: int = 1, keepdim: bool = False, unbiased: Any = None):
+    """``(var, mean)`` over ``dim``, as ``torch.var_mean``."""
+    return var(x, dim, correction, keepdim, unbiased), mean(x, dim, keepdim)
+
+
+def std_mean(x: Any, dim: Any = None, correction: int = 1, keepdim: bool = False, unbiased: Any = None):
+    """``(std, mean)`` over ``dim``, as ``torch.std_mean``."""
+    return std(x, dim, correction, keepdim, unbiased), mean(x, dim, keepdim)
 
 
 def logsumexp(x: Any, dim: Any = None, keepdim: bool = False):

@@ -251,6 +251,25 @@ def triu_indices(row: int, col: int, offset: int = 0, dtype: Any = dtypes.int64,
     return _tri_indices(row, col, offset, dtype, device, False)
 
 
+def unflatten(x: Any, dim: int, sizes: Any) -> Any:
+    """Split dim ``dim`` into ``sizes`` (one ``-1`` allowed), as ``torch.Tensor.unflatten``: a reshape."""
+    d = normalize_dim(dim, x.ndim)
+    sizes = tuple(shape_arg((sizes,) if isinstance(sizes, int) else tuple(sizes)))
+    if not sizes:
+        raise ShapeError("unflatten: sizes must be non-empty")
+    if sizes.count(-1) > 1:
+        raise ShapeError(f"unflatten: only one dimension can be inferred, got sizes {sizes}")
+    known = int(np.prod([s for s in sizes if s != -1]))
+    n = x.shape[d]
+    if -1 in sizes:
+        if known == 0 or n % known:
+            raise ShapeError(f"unflatten: sizes {sizes} cannot split dim {dim} of size {n}")
+        sizes = tuple(n // known if s == -1 else s for s in sizes)
+    elif known != n:
+        raise ShapeError(f"unflatten: sizes {sizes} multiply to {known}, not dim {dim}'s size {n}")
+    return x.reshape(*x.shape[:d], *sizes, *x.shape[d + 1:])
+
+
 class ShapeOpsMixin(TensorBase):
     """repeat, tile, repeat_interleave, movedim, swapaxes, diagonal, diag, dot, outer, bmm as methods."""
 
@@ -273,6 +292,10 @@ class ShapeOpsMixin(TensorBase):
         return movedim(self, source, destination)
 
     moveaxis = movedim
+
+    def unflatten(self, dim: int, sizes: Any) -> Any:
+        """Split dim ``dim`` into ``sizes`` (one ``-1`` allowed)."""
+        return unflatten(self, dim, sizes)
 
     def swapaxes(self, axis0: int, axis1: int) -> Any:
         """Swap two dims (alias of ``transpose``)."""

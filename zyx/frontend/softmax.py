@@ -53,6 +53,11 @@ def log_softmax(x: Any, dim: int = -1):
     return out.cast(out_dt)
 
 
+def softmin(x: Any, dim: int = -1):
+    """``softmax(-x)`` along ``dim``, as ``torch.nn.functional.softmin``."""
+    return softmax(-x, dim)
+
+
 class SoftmaxMixin(TensorBase):
     """The nn-style methods of ``Tensor``: ``x.softmax(dim)``, ``x.log_softmax(dim)``."""
 

@@ -23,6 +23,7 @@ from zyx.dtype import DType, to_dtype
 from zyx.errors import DeviceError, DTypeError, ShapeError
 from zyx.frontend import autograd
 from zyx.frontend.autograd import AutogradMixin
+from zyx.frontend.composites import CompositesMixin
 from zyx.frontend.contract_ops import ContractOpsMixin, contiguize
 from zyx.frontend.elementwise import ElementwiseMixin
 from zyx.frontend.indexing import IndexingMixin
@@ -34,8 +35,8 @@ from zyx.frontend.sorting import SortingMixin
 from zyx.ir.view import View, normalize_dim
 
 
-class Tensor(IndexingMixin, ElementwiseMixin, ReduceMixin, MovementMixin, ContractOpsMixin, SoftmaxMixin, SortingMixin,
-             ShapeOpsMixin, AutogradMixin, concrete=True):
+class Tensor(IndexingMixin, CompositesMixin, ElementwiseMixin, ReduceMixin, MovementMixin, ContractOpsMixin,
+             SoftmaxMixin, SortingMixin, ShapeOpsMixin, AutogradMixin, concrete=True):
     """An n-dimensional array on an OpenCL device (see API.md)."""
 
     __slots__ = ("_data", "_view", "_dtype", "_device", "_ag", "__weakref__")

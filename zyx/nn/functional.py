@@ -15,7 +15,7 @@ from zyx.frontend import reduce as R
 from zyx.frontend.elementwise import binary, unary, where
 from zyx.frontend.movement import take_rows
 from zyx.frontend.softmax import float_work as _work
-from zyx.frontend.softmax import log_softmax, softmax  # noqa: F401 - log_softmax is re-exported
+from zyx.frontend.softmax import log_softmax, softmax, softmin  # noqa: F401 - log_softmax, softmin re-exported
 from zyx.op import Op
 
 
@@ -63,9 +63,18 @@ def embedding(indices: Any, weight: Any):
     return take_rows(weight, indices)
 
 
-def scaled_dot_product_attention(q: Any, k: Any, v: Any, attn_mask: Any = None, is_causal: bool = False,
-                                 scale: float | None = None):
-    """``softmax(q k^T * scale + mask) v``; a bool mask keeps True positions."""
+def scaled_dot_product_attention(q: Any, k: Any, v: Any, attn_mask: Any = None, dropout_p: float = 0.0,
+                                 is_causal: bool = False, *, scale: float | None = None, enable_gqa: bool = False):
+    """``softmax(q k^T * scale + mask) v``; a bool mask keeps True positions (PyTorch's signature:
+    ``dropout_p`` drops attention weights, ``enable_gqa`` shares each k/v head among a group of q heads)."""
+    if is_causal and attn_mask is not None:
+        raise ShapeError("scaled_dot_product_attention: an explicit attn_mask must not be given with is_causal=True")
+    if enable_gqa and q.ndim >= 3 and k.ndim >= 3 and q.shape[-3] != k.shape[-3]:
+        hq, hk, hv = q.shape[-3], k.shape[-3], v.shape[-3]
+        if hk == 0 or hq % hk or hk != hv:
+            raise ShapeError(f"scaled_dot_product_attention: enable_gqa needs the query heads ({hq}) to be a "
+                             f"multiple of the key/value heads ({hk}, {hv}), which must be equal")
+        k, v = k.repeat_interleave(hq // hk, -3), v.repeat_interleave(hq // hk, -3)
     d = q.shape[-1]
     scale = 1.0 / math.sqrt(d) if scale is None else scale
     scores = R.matmul(q, k.transpose(-1, -2)) * scale
@@ -81,7 +90,10 @@ def scaled_dot_product_attention(q: Any, k: Any, v: Any, attn_mask: Any = None, 
             scores = where(attn_mask, scores, float("-inf"))
         else:
             scores = scores + attn_mask
-    return R.matmul(softmax(scores, -1), v)
+    weights = softmax(scores, -1)
+    if dropout_p > 0.0:  # PyTorch drops attention weights whenever dropout_p > 0 (no training flag)
+        weights = dropout(weights, dropout_p)
+    return R.matmul(weights, v)
 
 
 def dropout(x: Any, p: float = 0.5, training: bool = True):
@@ -161,6 +173,7 @@ from zyx.nn.functional_conv import (  # noqa: E402, F401
     conv3d,
     conv_transpose1d,
     conv_transpose2d,
+    conv_transpose3d,
     fold,
     group_norm,
     instance_norm,
@@ -168,6 +181,9 @@ from zyx.nn.functional_conv import (  # noqa: E402, F401
     max_pool1d,
     max_pool2d,
     max_pool3d,
+    max_unpool1d,
+    max_unpool2d,
+    max_unpool3d,
     rms_norm,
     unfold,
 )

@@ -30,7 +30,7 @@ import numpy as np
 from zyx import dtype as dtypes
 from zyx.errors import DTypeError, ShapeError
 from zyx.frontend.autograd import no_grad
-from zyx.frontend.creation import arange, pinned_as, tensor
+from zyx.frontend.creation import arange, pinned_as, tensor, zeros
 from zyx.frontend.elementwise import where
 from zyx.frontend.softmax import float_work
 from zyx.nn import conv_direct
@@ -245,6 +245,13 @@ def conv_transpose2d(input: Any, weight: Any, bias: Any = None, stride: Any = 1,
                            "conv_transpose2d")
 
 
+def conv_transpose3d(input: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: Any = 0,  # noqa: A002 - PyTorch's name
+                     output_padding: Any = 0, groups: int = 1, dilation: Any = 1) -> Any:
+    """Transposed 3-D convolution; weight (C, O/groups, KD, KH, KW)."""
+    return _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, 3,
+                           "conv_transpose3d")
+
+
 def unfold(input: Any, kernel_size: Any, dilation: Any = 1, padding: Any = 0, stride: Any = 1) -> Any:  # noqa: A002 - PyTorch's name
     """im2col: the sliding blocks of (N, C, H, W) as columns, (N, C*KH*KW, L) (a copy of the window view)."""
     x, unbatched = _batched(input, 2, "unfold")
@@ -361,6 +368,51 @@ def max_pool3d(input: Any, kernel_size: Any, stride: Any = None, padding: Any = 
                ceil_mode: bool = False, return_indices: bool = False) -> Any:
     """Max over sliding windows of (N, C, D, H, W)."""
     return _max_pool(input, 3, kernel_size, stride, padding, dilation, ceil_mode, return_indices, "max_pool3d")
+
+
+def _max_unpool(x: Any, indices: Any, nd: int, kernel_size: Any, stride: Any, padding: Any, output_size: Any,
+                fn: str) -> Any:
+    """Each value of ``x`` written at its ``indices`` (a flat position in the output plane, as ``max_pool``
+    returns them) of a zero output: one scatter per plane."""
+    x, unbatched = _batched(x, nd, fn)
+    if tuple(indices.shape) != tuple(x.shape) and tuple(indices.shape) != tuple(x.shape[1:]):
+        raise ShapeError(f"{fn}: indices of shape {tuple(indices.shape)} do not match the input's {tuple(x.shape)}")
+    ks = _tuple(kernel_size, nd, "kernel_size", fn)
+    st = ks if stride is None else _tuple(stride, nd, "stride", fn)
+    pd = _tuple(padding, nd, "padding", fn)
+    if output_size is None:
+        outs = tuple((n - 1) * s - 2 * p + k for n, s, p, k in zip(x.shape[2:], st, pd, ks))
+    else:
+        outs = tuple(int(v) for v in output_size)[-nd:]
+        if len(outs) != nd:
+            raise ShapeError(f"{fn}: output_size {tuple(output_size)} needs {nd} spatial sizes")
+    if any(o < 0 for o in outs):
+        raise ShapeError(f"{fn}: the output size {outs} is negative")
+    n, c = x.shape[:2]
+    flat = indices.reshape(n, c, -1)
+    if flat.dtype is not dtypes.int64:
+        flat = flat.cast(dtypes.int64)
+    out = pinned_as(zeros(n, c, math.prod(outs), dtype=x.dtype, device=x.device), x)
+    out = out.scatter(2, flat, x.reshape(n, c, -1)).reshape(n, c, *outs)
+    return out.squeeze(0) if unbatched else out
+
+
+def max_unpool1d(input: Any, indices: Any, kernel_size: Any, stride: Any = None, padding: Any = 0,  # noqa: A002 - PyTorch's name
+                 output_size: Any = None) -> Any:
+    """The partial inverse of ``max_pool1d``: values at their ``indices``, zeros elsewhere."""
+    return _max_unpool(input, indices, 1, kernel_size, stride, padding, output_size, "max_unpool1d")
+
+
+def max_unpool2d(input: Any, indices: Any, kernel_size: Any, stride: Any = None, padding: Any = 0,  # noqa: A002 - PyTorch's name
+                 output_size: Any = None) -> Any:
+    """The partial inverse of ``max_pool2d``: values at their ``indices`` (flat in the H*W plane), zeros elsewhere."""
+    return _max_unpool(input, indices, 2, kernel_size, stride, padding, output_size, "max_unpool2d")
+
+
+def max_unpool3d(input: Any, indices: Any, kernel_size: Any, stride: Any = None, padding: Any = 0,  # noqa: A002 - PyTorch's name
+                 output_size: Any = None) -> Any:
+    """The partial inverse of ``max_pool3d``."""
+    return _max_unpool(input, indices, 3, kernel_size, stride, padding, output_size, "max_unpool3d")
 
 
 def _avg_pool(x: Any, nd: int, kernel_size: Any, stride: Any, padding: Any, ceil_mode: bool,

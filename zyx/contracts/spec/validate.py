@@ -19,7 +19,7 @@ import numpy as np
 
 from zyx.contracts.spec.model import Contract, InputSpec, Operand
 from zyx.dtype import DType, to_dtype
-from zyx.errors import ContractError, DTypeError
+from zyx.errors import ContractError, ContractIndexError, ContractShapeError, DTypeError
 
 ParamCheck = Callable[["Call", Any], Any]  # (call, raw value or None) -> normalized value
 ShapeCheck = Callable[["Call", Sequence[Operand]], None]
@@ -58,8 +58,8 @@ class Call:
     inputs: Sequence[Operand]
     params: dict[str, Any]
 
-    def fail(self, message: str) -> NoReturn:
-        raise ContractError(f"{self.contract.name}: {message}")
+    def fail(self, message: str, kind: type[ContractError] = ContractError) -> NoReturn:
+        raise kind(f"{self.contract.name}: {message}")
 
     @property
     def first(self) -> Operand:
@@ -213,9 +213,10 @@ def _nonneg(call: Call, field: str, value: Any) -> int:
 def _axis(call: Call, field: str, value: Any, rank: int, what: str = "rank") -> int:
     v = _as_int(call, field, value)
     if rank == 0:
-        call.fail(f"{field} = {v} names an axis but the tensor has rank 0 (no axes)")
+        call.fail(f"{field} = {v} names an axis but the tensor has rank 0 (no axes)", ContractIndexError)
     if not -rank <= v < rank:
-        call.fail(f"{field} = {v} is out of range for {what} {rank}; expected {-rank} <= {field} < {rank}")
+        call.fail(f"{field} = {v} is out of range for {what} {rank}; expected {-rank} <= {field} < {rank}",
+                  ContractIndexError)
     return v % rank
 
 
@@ -277,7 +278,8 @@ def _flip_dims(call: Call, value: Any) -> tuple[int, ...]:
     rank = call.first.rank
     dims = tuple(_axis(call, f"dims[{i}]", d, rank) for i, d in enumerate(_int_tuple(call, "dims", value)))
     if len(set(dims)) != len(dims):
-        call.fail(f"dims = {tuple(value) if isinstance(value, (list, tuple)) else value} names an axis twice")
+        shown = tuple(value) if isinstance(value, (list, tuple)) else value
+        call.fail(f"dims = {shown} names an axis twice", ContractShapeError)
     return tuple(sorted(dims))
 
 
@@ -308,7 +310,7 @@ def _roll_shape(call: Call, inputs: Sequence[Operand]) -> None:
 @param_check("concat", field="dim")
 def _concat_dim(call: Call, value: Any) -> int:
     if call.first.rank == 0:
-        call.fail("inputs[0] has rank 0; a tensor needs at least one axis to be joined")
+        call.fail("inputs[0] has rank 0; a tensor needs at least one axis to be joined", ContractShapeError)
     return _axis(call, "dim", value, call.first.rank)
 
 
@@ -320,11 +322,12 @@ def _concat_shapes(call: Call, inputs: Sequence[Operand]) -> None:
             call.fail(f"inputs[{k}] dtype {op.dtype.name} differs from inputs[0] dtype {ref.dtype.name}; "
                       "expected one dtype")
         if op.rank != ref.rank:
-            call.fail(f"inputs[{k}] has rank {op.rank} (shape {tuple(op.shape)}) but inputs[0] has rank {ref.rank}")
+            call.fail(f"inputs[{k}] has rank {op.rank} (shape {tuple(op.shape)}) but inputs[0] has rank {ref.rank}",
+                      ContractShapeError)
         for ax in range(ref.rank):
             if ax != dim and op.shape[ax] != ref.shape[ax]:
                 call.fail(f"inputs[{k}].shape[{ax}] = {op.shape[ax]} differs from inputs[0].shape[{ax}] = "
-                          f"{ref.shape[ax]}; inputs must agree on every axis except dim = {dim}")
+                          f"{ref.shape[ax]}; inputs must agree on every axis except dim = {dim}", ContractShapeError)
 
 
 # ---------------------------------------------------------------- write_slice family
