@@ -21,8 +21,17 @@ from typing import Any, Callable
 import numpy as np
 import pytest
 
-import zyx
-from zyx.backend import device as device_module
+# Each pytest-xdist worker gets its own PoCL kernel cache (read when the platform loads, below): two
+# processes unpacking the same program binary into one PoCL cache at the same moment aborted one of
+# them once in CI (in clBuildProgram of a binary from zyx's cache). zyx's own binary cache is shared.
+_worker = os.environ.get("PYTEST_XDIST_WORKER")
+if _worker:
+    _pocl_base = os.environ.get("POCL_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "pocl", "kcache")
+    os.environ["POCL_CACHE_DIR"] = f"{_pocl_base}-{_worker}"
+
+import zyx  # noqa: E402 - after the PoCL cache choice
+from zyx.backend import device as device_module  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 # Real devices (simulators have their own tier), usable or not: an unusable one is skipped
