@@ -14,7 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import zyx
 from zyx.backend.timing import alternating
-from zyx.benchmarks import synced
+from zyx.benchmarks import synced, versus_torch
 
 
 def run(quick: bool = False) -> list[dict]:
@@ -32,13 +32,7 @@ def run(quick: bool = False) -> list[dict]:
                                  "numpy": lambda: np.linalg.svd(a, compute_uv=False)}),
                     ("matrix_norm ord=2", {"zyx": synced(lambda: zyx.linalg.matrix_norm(za, 2)),
                                            "torch": lambda: torch.linalg.matrix_norm(ta, 2)})):
-        times = alternating(fns, reps)
-        for impl, (best, med) in times.items():
-            row = {"op": op, "impl": impl, "size": size, "ms": round(best * 1e3, 2), "median_ms": round(med * 1e3, 2)}
-            if impl == "zyx":
-                row["x_torch"] = round(times["torch"][0] / best, 2)
-                row["x_torch_median"] = round(times["torch"][1] / med, 2)
-            out.append(row)
+        out += versus_torch(op, size, alternating(fns, reps), digits=2)
     return out
 
 

@@ -15,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import zyx
 from zyx.backend.timing import alternating
-from zyx.benchmarks import synced
+from zyx.benchmarks import synced, versus_torch
 
 # (name, M, K, N, left operand stored transposed)
 SHAPES = (
@@ -60,12 +60,8 @@ def run(quick: bool = False, only: str | None = None) -> list[dict]:
                             reps, block=3, pause=0.05)
         flops = 2.0 * m * k * n
         size = f"({m}x{k})@({k}x{n})" + (" A=x.T" if left_t else "")
-        for impl, (best, med) in times.items():
-            row = {"shape": name, "impl": impl, "size": size, "ms": round(best * 1e3, 2),
-                   "median_ms": round(med * 1e3, 2), "GFLOP/s": round(flops / best / 1e9, 1)}
-            if impl == "zyx":
-                row["x_torch"] = round(times["torch"][0] / best, 2)
-                row["x_torch_median"] = round(times["torch"][1] / med, 2)
+        for row in versus_torch(name, size, times, digits=2):
+            row["GFLOP/s"] = round(flops / times[row["impl"]][0] / 1e9, 1)
             out.append(row)
     return out
 
