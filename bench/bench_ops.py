@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import zyx
 import zyx.nn.functional as F
-from zyx.backend.timing import Stopwatch
+from zyx.backend.timing import SETTLE_SECONDS, Stopwatch
 
 
 def _best(fn: Callable[[], Any], reps: int, sync: Callable[[], None] = lambda: None) -> float:
@@ -48,15 +48,19 @@ def _alternating(fns: dict[str, tuple[Callable[[], Any], Callable[[], None]]], r
     implementation in turn for a block of ``block`` timed calls; ``pause`` seconds of sleep after
     each host-library call (names not starting with ``zyx``).
 
-    Blocks, not single calls, alternate: a call right after another library's pays for it (its
-    threads still spinning, its data in the caches). On the 2-core VM a layer_norm call cost zyx
-    ~0.2 ms more right after a PyTorch call and PyTorch ~0.1 ms more right after zyx's."""
+    Blocks, not single calls, alternate, with ``SETTLE_SECONDS`` of sleep and one untimed call
+    before each: a call right after another library's pays for it (its threads still spinning, its
+    data in the caches). On the 2-core VM a layer_norm call cost zyx ~0.2 ms more right after a
+    PyTorch call and PyTorch ~0.1 ms more right after zyx's; PyTorch's OpenMP workers spin ~5 ms
+    after each call, so without the sleep zyx's 16M ``sum`` ran 1.34x PyTorch's time, with it 1.11x
+    (median of per-round ratios, same run)."""
     times: dict[str, list[float]] = {name: [] for name in fns}
     for fn, sync in fns.values():
         fn()
         sync()
     for _ in range(reps):
         for name, (fn, sync) in fns.items():
+            time.sleep(SETTLE_SECONDS)
             fn()  # the first call of a block follows the other implementation: not timed
             sync()
             for _ in range(block):

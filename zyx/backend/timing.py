@@ -61,15 +61,26 @@ class Stopwatch:
         return time.perf_counter() - self.start
 
 
+#: Sleep between two implementations' blocks in a benchmark. PyTorch's OpenMP (libgomp) workers spin
+#: on after every parallel call: right after ``float(t.sum())`` of 16M float32 the process burnt 4.6-9.8 ms
+#: of CPU during a sleep (0.05 ms with OMP_WAIT_POLICY=PASSIVE), a whole core of the 2-core VM taken
+#: from whatever runs next; 30 ms outlasts that spin.
+SETTLE_SECONDS = 0.03
+
+
 def alternating(fns: dict[str, Callable[[], Any]], reps: int, block: int = 3,
-                pause: float = 0.02) -> dict[str, tuple[float, float]]:
+                pause: float = 0.02, settle: float = SETTLE_SECONDS) -> dict[str, tuple[float, float]]:
     """(best, median) wall seconds of each implementation (a benchmark's same-run comparison): ``reps``
     rounds, each running every implementation in turn for ``block`` timed calls after one untimed call.
+
     Another library's threads spin on after a call, so ``pause`` seconds of sleep follow each call of an
-    implementation whose name does not start with ``zyx``."""
+    implementation whose name does not start with ``zyx``, and ``settle`` seconds of sleep come before
+    every block: the block's calls do not share the CPUs with the previous implementation's spinning
+    threads (``SETTLE_SECONDS``)."""
     times: dict[str, list[float]] = {name: [] for name in fns}
     for _ in range(reps):
         for name, fn in fns.items():
+            time.sleep(settle)
             fn()
             for _ in range(block):
                 watch = Stopwatch()
