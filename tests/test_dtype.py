@@ -82,6 +82,10 @@ def test_to_dtype_python_types_and_aliases() -> None:
     assert dtypes.to_dtype("half") is zyx.float16
     assert dtypes.to_dtype("double") is zyx.float64
     assert dtypes.to_dtype("float8_e4m3fn") is zyx.float8_e4m3
+    # PyTorch's names: torch.int is int32 (NumPy's "int" is int64)
+    assert dtypes.to_dtype("int") is zyx.int32
+    assert dtypes.to_dtype("long") is zyx.int64
+    assert dtypes.to_dtype("short") is zyx.int16
 
 
 @pytest.mark.parametrize("spec", ["float128", "complex64", np.complex64, object, "", 3])

@@ -83,7 +83,9 @@ ALL_DTYPES: tuple[DType, ...] = (
     float16, bfloat16, float32, float64, float8_e4m3, float8_e5m2,
 )
 _BY_NAME: dict[str, DType] = {d.name: d for d in ALL_DTYPES}
-_BY_NAME.update({"half": float16, "float": float32, "double": float64, "float8_e4m3fn": float8_e4m3})
+# PyTorch's dtype names (torch.int is int32, where NumPy's "int" would give int64)
+_BY_NAME.update({"half": float16, "float": float32, "double": float64, "float8_e4m3fn": float8_e4m3,
+                 "short": int16, "int": int32, "long": int64})
 _BY_FKC: dict[str, DType] = {d.fkc: d for d in ALL_DTYPES}
 _BY_NUMPY: dict[np.dtype, DType] = {np.dtype(d.np_dtype): d for d in ALL_DTYPES}
 

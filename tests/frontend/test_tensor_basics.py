@@ -185,6 +185,26 @@ def test_to_dtype_and_cast(device: zyx.Device) -> None:
     assert x.to(zyx.half).dtype is zyx.float16
 
 
+SHORTHANDS = {"half": "float16", "bfloat16": "bfloat16", "float": "float32", "double": "float64", "char": "int8",
+              "byte": "uint8", "short": "int16", "int": "int32", "long": "int64", "bool": "bool"}
+
+
+def test_pytorch_dtype_shorthands(device: zyx.Device, torch) -> None:
+    # in-range values through a non-contiguous view, against torch's methods of the same name
+    host = np.array([[1.75, -2.5, 0.0], [100.25, 3.0, -0.5]], dtype=np.float32)
+    x = zyx.tensor(host, device=device).T
+    t = torch.from_numpy(host).T
+    for method, name in SHORTHANDS.items():
+        y = getattr(x, method)()
+        assert y.dtype is zyx.dtype.to_dtype(name) and y.shape == (3, 2)
+        if method == "byte":  # torch leaves negative floats -> uint8 undefined; zyx saturates to 0
+            assert y.tolist() == [[1, 100], [0, 3], [0, 0]]
+            continue
+        assert y.tolist() == getattr(t, method)().tolist(), method
+    assert x.float() is x  # no cast when nothing changes, as cast()
+    assert zyx.tensor([1, 2], device=device).to("int").dtype is zyx.int32  # torch.int is int32
+
+
 def test_to_device(device: zyx.Device) -> None:
     x = zyx.tensor([[1, 2], [3, 4]], device=device)
     assert x.to(device) is x

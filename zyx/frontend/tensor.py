@@ -241,6 +241,47 @@ class Tensor(IndexingMixin, CompositesMixin, ElementwiseMixin, ReduceMixin, Move
         """Alias of ``cast``."""
         return self.cast(dtype)
 
+    # PyTorch's dtype shorthands (``x.float()``, ``x.long()``, ...): ``cast`` to the dtype they name
+    def half(self) -> Tensor:
+        """``cast(float16)``."""
+        return self.cast(dtypes.float16)
+
+    def bfloat16(self) -> Tensor:
+        """``cast(bfloat16)``."""
+        return self.cast(dtypes.bfloat16)
+
+    def float(self) -> Tensor:
+        """``cast(float32)``."""
+        return self.cast(dtypes.float32)
+
+    def double(self) -> Tensor:
+        """``cast(float64)``."""
+        return self.cast(dtypes.float64)
+
+    def char(self) -> Tensor:
+        """``cast(int8)``."""
+        return self.cast(dtypes.int8)
+
+    def byte(self) -> Tensor:
+        """``cast(uint8)``."""
+        return self.cast(dtypes.uint8)
+
+    def short(self) -> Tensor:
+        """``cast(int16)``."""
+        return self.cast(dtypes.int16)
+
+    def int(self) -> Tensor:
+        """``cast(int32)``."""
+        return self.cast(dtypes.int32)
+
+    def long(self) -> Tensor:
+        """``cast(int64)``."""
+        return self.cast(dtypes.int64)
+
+    def bool(self) -> Tensor:
+        """``cast(bool)``."""
+        return self.cast(dtypes.bool_)
+
     def bitcast(self, dtype: Any) -> Tensor:
         """The same bytes read as another dtype of the same itemsize (no copy)."""
         dtype = to_dtype(dtype)
