@@ -43,6 +43,7 @@ class DeviceInfo:
     max_alloc_bytes: int
     preferred_vector_width: dict[str, int]
     extensions: frozenset[str]
+    global_mem_cache_bytes: int = 0  # the device's global memory cache (0: not reported)
 
     @property
     def has_fp16(self) -> bool:
@@ -102,6 +103,7 @@ def _read_info(cl_device: Any) -> DeviceInfo:
         max_alloc_bytes=int(cl_device.max_mem_alloc_size),
         preferred_vector_width=vec,
         extensions=frozenset(cl_device.extensions.split()),
+        global_mem_cache_bytes=int(cl_device.global_mem_cache_size),
     )
 
 

@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 from zyx.codegen.render import render
 from zyx.dtype import DType
 from zyx.ir import symbolic as sym
-from zyx.ir.kernel import VECTOR_MASKS, Kernel, Opts
+from zyx.ir.kernel import VECTOR_MASKS, Kernel, Opts, matmul_axes
 from zyx.ir.linearize import LANE, Program, linearize
 from zyx.ir.rewrite import walk
 from zyx.op import ARG_REDUCE, COMPARISON, EXACT, Op
@@ -663,7 +663,8 @@ def source(k: Kernel, opts: Opts) -> tuple[str, str, Program]:
               f"opts: local {prog.local or opts.local}, upcast {list(opts.upcast)}, unroll {opts.unroll}"
               + (f", split {prog.split}" if prog.split > 1 else "")
               + (f", vec {prog.vec} on {'the reduce' if prog.vec_reduce else 'the output'}" if prog.vec > 1 else "")
-              + (", streamed stores" if opts.stream else ""))
+              + (", streamed stores" if opts.stream else "")
+              + (", row tiles inner" if opts.rows_inner and matmul_axes(k) is not None else ""))
     text = str(stmts)
     stream_types = tuple(sorted(set(re.findall(r"zyx_stream_store_(\w+?)\(", text))))
     vec_types = tuple(sorted((vt, 8 if vt.startswith("double") else 4)

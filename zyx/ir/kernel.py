@@ -89,6 +89,10 @@ class Opts:
     vec: int = 1  # explicit vector width (1, 2, 4, 8, 16) on axis ``vec_axis``
     vec_axis: int = 0  # an axis of out_shape + red_shape: the last output axis or the innermost reduce axis
     stream: bool = False  # whole-vector output stores non-temporal (templates/common/stream.mako)
+    # a matmul-like kernel's row tiles vary fastest in the global id (``matmul_axes``; other kernels ignore
+    # it): consecutive work items share one column panel of the right operand, which stays in cache,
+    # instead of each streaming a different one (heuristics.rows_inner)
+    rows_inner: bool = False
 
 
 def matmul_axes(k: Kernel) -> tuple[int, int] | None:

@@ -32,7 +32,7 @@ from zyx import dtype as dtypes
 from zyx.dtype import DType, index_type
 from zyx.ir import expr
 from zyx.ir import symbolic as sym
-from zyx.ir.kernel import Kernel, Opts, out_var, red_var, row_kernel, row_vec, vector_plan
+from zyx.ir.kernel import Kernel, Opts, matmul_axes, out_var, red_var, row_kernel, row_vec, vector_plan
 from zyx.ir.rewrite import rewrite, walk
 from zyx.op import ARG_REDUCE, Op
 
@@ -199,11 +199,16 @@ def linearize(k: Kernel, opts: Opts) -> Program:
     reduce_vars = {f"r{j}" for j in range(len(k.red_shape))}
     b = _Builder(reduce_vars, vred)
 
-    # tile coordinates g_i from the global id
-    gvars: list[sym.Node] = []
+    # tile coordinates g_i from the global id, the last axis fastest (or a matmul's row axis: ``rows_inner``)
+    order = list(reversed(range(n)))
+    mm = matmul_axes(k) if opts.rows_inner else None
+    if mm is not None:
+        r, c = order.index(mm[0]), order.index(mm[1])
+        order[r], order[c] = order[c], order[r]
+    gvars: list[sym.Node] = [sym.ZERO] * n
     acc = 1
     defs = []
-    for i in reversed(range(n)):
+    for i in order:
         coord = sym.mod(sym.floordiv(gid, acc), grid[i])
         acc *= grid[i]
         gv = sym.var(f"g{i}", 0, max(grid[i] - 1, 0))
@@ -213,8 +218,7 @@ def linearize(k: Kernel, opts: Opts) -> Program:
             gv = sym.ZERO
         else:
             gv = coord
-        gvars.append(gv)
-    gvars.reverse()
+        gvars[i] = gv
     for d in reversed(defs):
         b.push(0, d)
 

@@ -134,6 +134,33 @@ MM_ROWS = 8
 MM_ROWS_WIDE = 6
 
 
+# when the device does not report its global memory cache: a typical last-level cache share
+DEFAULT_CACHE_BYTES = 8 << 20
+
+
+def rows_inner(k: Kernel, row: int, col: int, tile_rows: int, tile_cols: int, device: Any) -> bool:
+    """Whether a CPU matmul should step through its row tiles fastest (``Opts.rows_inner``): when that
+    moves clearly fewer bytes from memory. Columns fastest, consecutive work items share the left
+    operand's row panel, and each row tile reads the whole right operand B again, one column panel at a
+    time: rows ``K`` floats apart, a cache line per row, which only runs at speed when all of B stays
+    in a quarter of the cache. Rows fastest, they share one column panel of B (it stays in the core's
+    own cache) and each column tile streams the left operand A again, row after row, which the
+    prefetchers follow: it need only fit in half the cache. Same run, 2-core Zen 4, PoCL 3.1 (ms,
+    columns / rows fastest / PyTorch): (64x4096)@(4096x4096) 26.7 / 16.1 / 18.4, (512x4096)@(4096x1024)
+    70.6 / 30.1 / 22.9, 2048^3 175 / 127 / 120; with B cached the usual order is as fast or faster:
+    (25088x576)@(576x256) 50.6 / 60.4 / 54.4, 1024^3 15.4 / 15.4 / 12.4 (bench/RESULTS.md)."""
+    cache = int(getattr(device, "global_mem_cache_bytes", 0) or DEFAULT_CACHE_BYTES)
+    size = k.out_dtype.itemsize
+    rows, cols, red = k.out_shape[row], k.out_shape[col], k.red_shape[-1]
+    a_bytes, b_bytes = rows * red * size, red * cols * size
+    row_tiles, col_tiles = -(-rows // tile_rows), -(-cols // tile_cols)
+    if row_tiles < 2 or red * tile_cols * size > cache // 4:  # nothing to share / a panel that would not stay
+        return False
+    cols_fastest = a_bytes + (b_bytes if b_bytes <= cache // 4 else b_bytes * row_tiles)
+    rows_fastest = b_bytes + (a_bytes if a_bytes <= cache // 2 else a_bytes * col_tiles)
+    return rows_fastest * 4 < cols_fastest * 3  # a clear win only: a tie keeps the usual order
+
+
 def _cores(device: Any) -> int:
     """The device's compute units (2 when it does not say)."""
     return int(getattr(device, "compute_units", 2) or 2)
@@ -174,7 +201,8 @@ def _cpu_opts(k: Kernel, max_local: int, device: Any) -> Opts:
         else:
             upcast[row] = next((f for f in (4, 2) if k.out_shape[row] % f == 0 and k.out_shape[row] >= 2 * f), 1)
         unroll = 2 if k.red_shape[-1] % 2 == 0 or k.red_shape[-1] >= 16 else 1
-        return Opts(local=1, upcast=tuple(upcast), unroll=unroll, vec=v, vec_axis=col if v > 1 else 0)
+        return Opts(local=1, upcast=tuple(upcast), unroll=unroll, vec=v, vec_axis=col if v > 1 else 0,
+                    rows_inner=rows_inner(k, row, col, upcast[row], upcast[col] * v, device))
     v = _vec_width(k.red_shape[-1], 2 * pref)  # two registers a step: loads in flight
     if v == 1 or not _unit_stride(k, red_var(m - 1, k.red_shape[-1])):
         v = _vec_width(k.out_shape[-1], pref) if n else 1

@@ -58,9 +58,10 @@ def opts_space(k: Kernel, max_local: int) -> Space:
     elif n_out:
         params.append(Param("stream", (0, 1)))  # non-temporal whole-vector stores (with vec > 1)
     if matmul_axes(k) is not None:
+        params.append(Param("rows_inner", (0, 1)))  # the order of the tiles (which operand stays cached)
         # a matmul's speed is its register tile: the search (beam neighbours in this order, a few seconds on a
         # big product) tries the tile shapes before work-group sizes, which barely matter on a CPU
-        first = ("up_last", "up_row", "unroll")
+        first = ("up_last", "up_row", "rows_inner", "unroll")
         params = [p for p in params if p.name in first] + [p for p in params if p.name not in first]
     return Space(tuple(params))
 
@@ -86,7 +87,9 @@ def to_config(k: Kernel, opts: Opts) -> dict[str, int]:
         cfg["up_row"] = up[row]
     if k.red_shape:
         cfg["unroll"], cfg["split"] = opts.unroll, opts.split
-    elif n:
+    if matmul_axes(k) is not None:
+        cfg["rows_inner"] = int(opts.rows_inner)
+    elif not k.red_shape and n:
         cfg["stream"] = int(opts.stream)
     return cfg
 
@@ -102,8 +105,9 @@ def from_config(k: Kernel, base: Opts, cfg: dict[str, Any]) -> Opts:
         up[row] = int(cfg.get("up_row", up[row]))
     fields: dict[str, Any] = {key: int(cfg[key]) for key in ("local", "unroll", "split", "vec", "vec_axis")
                               if key in cfg}
-    if "stream" in cfg:
-        fields["stream"] = bool(cfg["stream"])
+    for key in ("stream", "rows_inner"):
+        if key in cfg:
+            fields[key] = bool(cfg[key])
     return Opts(**{**asdict(base), **fields, "upcast": tuple(up)})
 
 
