@@ -1,8 +1,9 @@
 """Matmul shapes beyond the square: tall-skinny products (conv2d's im2col / weight-gradient shapes for
 N=8, 56x56, 64 channels, 3x3: 25088 = 8*56*56 rows, 576 = 64*3*3), a long reduce with few outputs
-(``x.T @ g``: the weight gradient, the left operand a transposed view), wide-and-short products, and the
-square 1024^3 / 4096x1024x1024 products as the reference. zyx (the heuristic opts, or the tuned ones when
-run with ``ZYX_TUNE=1``) against PyTorch CPU at 2 threads, timed in alternating blocks (best and median).
+(``x.T @ g``: the weight gradient, the left operand a transposed view), wide-and-short products (their
+right operand does not stay cached: the row tiles run fastest), and the square 1024^3 / 4096x1024x1024 /
+2048^3 products as the reference. zyx (the heuristic opts, or the tuned ones when run with
+``ZYX_TUNE=1``) against PyTorch CPU at 2 threads, timed in alternating blocks (best and median).
 ``python bench/bench_matmul_shapes.py [--quick] [--only NAME]`` prints a markdown table with GFLOP/s."""
 from __future__ import annotations
 
@@ -25,8 +26,10 @@ SHAPES = (
     ("dgrad", 25088, 64, 576, False),
     ("tall N=64", 4096, 4096, 64, False),
     ("wide M=64", 64, 4096, 4096, False),
+    ("wide M=512", 512, 4096, 1024, False),
     ("square", 1024, 1024, 1024, False),
     ("tall square", 4096, 1024, 1024, False),
+    ("square 2048", 2048, 2048, 2048, False),
 )
 
 
