@@ -29,7 +29,7 @@ import numpy as np
 
 from zyx import dtype as dtypes
 from zyx.errors import DTypeError, ShapeError
-from zyx.frontend.autograd import no_grad
+from zyx.frontend.autograd import is_grad_enabled, no_grad, record
 from zyx.frontend.creation import arange, pinned_as, tensor, zeros
 from zyx.frontend.elementwise import where
 from zyx.frontend.softmax import float_work
@@ -331,24 +331,66 @@ def _max_pool(x: Any, nd: int, kernel_size: Any, stride: Any, padding: Any, dila
               return_indices: bool, fn: str) -> Any:
     x, unbatched = _batched(x, nd, fn)
     ks, st, dl, pads, outs = _pool_geometry(x, nd, kernel_size, stride, padding, dilation, ceil_mode, fn)
-    low = _lowest(x.dtype)
-    xp = x.pad(_pads(pads), low)
-    win = _windows(xp, ks, st, dl)
-    red = tuple(range(2 + nd, 2 + 2 * nd))
-    out = win.amax(red)
+    needs_grad = x._ag is not None and is_grad_enabled()
+    # windows that tile the input (``MaxPool2d(2)``): a window's first maximum is told by its place in
+    # the window, and the gradient is one elementwise kernel over a reshape of the input
+    tiled = st == ks and all(d == 1 for d in dl) and all(p == (0, 0) for p in pads)
+    with no_grad():  # the gradient is recorded below: all of it goes to each window's first maximum
+        win = _windows(x.pad(_pads(pads), _lowest(x.dtype)), ks, st, dl)
+        out = win.amax(tuple(range(2 + nd, 2 + 2 * nd)))
+        idx = _first_max(x, win, out, ks, st, dl, pads, plane_ids=True) if return_indices else None
+        first = None
+        if needs_grad:
+            first = idx if idx is not None and not tiled else \
+                _first_max(x, win, out, ks, st, dl, pads, plane_ids=not tiled)
+    if needs_grad:
+        geometry = (tuple(x.shape), ks, outs, tiled)
+        record(fn, out, [x], lambda g: (_max_pool_backward(g, first, geometry),))
     if not return_indices:
         return out.squeeze(0) if unbatched else out
-    # the flat input index (per plane) of each window's first maximum: windows are walked in increasing
-    # flat index, so the first maximum is the smallest index among the maxima
-    spatial = tuple(x.shape[2:])
-    plane = math.prod(spatial)
-    ids = pinned_as(arange(plane, device=x.device), x).reshape(1, 1, *spatial)
-    ids = _windows(ids.pad(_pads(pads), plane), ks, st, dl)
-    hit = win == out.reshape(*out.shape, *(1,) * nd)
-    idx = where(hit, ids, plane).amin(red)
     if unbatched:
         out, idx = out.squeeze(0), idx.squeeze(0)
     return out, idx
+
+
+def _first_max(x: Any, win: Any, out: Any, ks: tuple, st: tuple, dl: tuple, pads: list, plane_ids: bool) -> Any:
+    """Where each window's first maximum is (a NaN is the maximum of its window), as PyTorch's
+    ``max_pool`` picks it: its flat index in the input plane (``plane_ids``, the indices ``max_pool``
+    returns; int64), else its row-major place in the window (int32). Windows are walked in increasing
+    flat index, so the first maximum is the smallest index among the maxima; padding (index ``plane``)
+    never wins, since every window holds at least one input element."""
+    nd = len(ks)
+    red = tuple(range(2 + nd, 2 + 2 * nd))
+    hit = (win == out.reshape(*out.shape, *(1,) * nd)) | (win != win)
+    if plane_ids:
+        spatial = tuple(x.shape[2:])
+        plane = math.prod(spatial)
+        ids = pinned_as(arange(plane, device=x.device), x).reshape(1, 1, *spatial)
+        ids = _windows(ids.pad(_pads(pads), plane), ks, st, dl)
+        return where(hit, ids, plane).amin(red)
+    places = math.prod(ks)
+    local = pinned_as(arange(places, dtype=dtypes.int32, device=x.device), x).reshape(*ks)
+    return where(hit, local, places).amin(red)
+
+
+def _max_pool_backward(g: Any, first: Any, geometry: tuple) -> Any:
+    """The input gradient of a max pool: each output's gradient goes to its window's first maximum
+    (``first``, from ``_first_max``), summed where windows overlap (PyTorch's rule; ``amax``'s would
+    split it among ties, common after a ReLU or on integer-valued data). Tiled windows: a ``where`` over
+    a reshape of the input (fuses with its consumer); others scatter into the input plane."""
+    shape, ks, outs, tiled = geometry
+    n, c, spatial = shape[0], shape[1], shape[2:]
+    if tiled:
+        used = tuple(o * k for o, k in zip(outs, ks))
+        ones = tuple(v for o in outs for v in (o, 1))  # (o0, 1, o1, 1, ...)
+        places = math.prod(ks)
+        local = pinned_as(arange(places, dtype=dtypes.int32, device=g.device), g)
+        local = local.reshape(*(v for k in ks for v in (1, k)))  # (1, k0, 1, k1, ...)
+        gx = where(local == first.reshape(n, c, *ones), g.reshape(n, c, *ones), 0).reshape(n, c, *used)
+        tail = [(0, L - u) for L, u in zip(spatial, used)]
+        return gx.pad(_pads(tail)) if any(t for _, t in tail) else gx
+    flat = zeros(n, c, math.prod(spatial), dtype=g.dtype, device=g.device)
+    return flat.scatter_add(2, first.reshape(n, c, -1), g.reshape(n, c, -1)).reshape(n, c, *spatial)
 
 
 def max_pool1d(input: Any, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,  # noqa: A002 - PyTorch's name
