@@ -56,7 +56,8 @@ def test_stream_opt_off_and_on_give_the_same_bits(monkeypatch):
     scalars = args[len(k.bufs):]  # the float constants 3 and 1, passed as kernel arguments
     dev = zyx.default_device()
     for stream in (False, True):
-        opts = Opts(local=64, upcast=(1, 1), vec=8, vec_axis=1, stream=stream)
+        n = len(k.out_shape)  # (3, 5000) is one contiguous axis to the kernel (ir.merge_axes)
+        opts = Opts(local=64, upcast=(1,) * n, vec=8, vec_axis=n - 1, stream=stream)
         assert from_config(k, Opts(), to_config(k, opts)) == opts
         out = zyx.full((3, 5000), -7.0).realize()  # poisoned: every element must be written
         launch_kernel(dev, k, opts, [out._data.buffer.cl, x._data.buffer.cl, *scalars])

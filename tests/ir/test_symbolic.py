@@ -157,3 +157,10 @@ def test_div_mod_recombine():
     g = var("g", 0, 999)
     assert add(mul(floordiv(g, 10), 10), mod(g, 10)) == g
     assert add(mul(floordiv(g, 10), 30), mul(mod(g, 10), 3), 1) == add(mul(g, 3), 1)
+
+
+def test_lt_of_a_floor_division_compares_the_dividend():
+    x = Var("x", -20, 100)
+    assert lt(floordiv(x, 8), 5) == lt(x, 40)  # y // k < c  <=>  y < c * k (k > 0, negatives too)
+    for v in range(-20, 101):
+        assert sym.evaluate(lt(floordiv(x, 8), -2), {"x": v}) == int(v // 8 < -2)

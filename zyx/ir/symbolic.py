@@ -380,6 +380,9 @@ def lt(x: IntLike, c: int) -> Node:
     # a common positive factor: k*y < c  <=>  y < ceil(c / k)
     if isinstance(x, Mul) and x.c > 0:
         return lt(x.a, -(-c // x.c))
+    # floor division by a positive constant: y // k < c  <=>  y < c * k
+    if isinstance(x, Div):
+        return lt(x.a, c * x.c)
     return Lt(x, c)
 
 
