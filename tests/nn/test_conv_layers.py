@@ -57,8 +57,9 @@ def check(zm, tm, x, modes=("train", "eval"), atol=1e-4, load=True, **kwargs):
             _close(zp[name].grad, p.grad, atol, what=f"{mode} grad of {name}")
 
 
-# The layers pass their arguments to zyx.nn.functional, whose tests cover the convolution cases; here
-# every argument kind reaches the layer once (string padding, tuples, no bias, groups).
+# The layers pass their arguments to zyx.nn.functional, whose tests cover the convolution cases (3x3 and
+# larger kernels among them); here every argument kind reaches the layer once (string padding, tuples, no
+# bias, groups), with 2x2 kernels: the composed convolution's backward builds a kernel per offset.
 CONV2D = [
     dict(padding="same", dilation=2),
     dict(padding="valid", bias=False),
@@ -69,7 +70,7 @@ CONV2D = [
 
 @pytest.mark.parametrize("kw", CONV2D, ids=[str(k) for k in CONV2D])
 def test_conv2d(kw):
-    check(nn.Conv2d(4, 6, 3, **kw), torch.nn.Conv2d(4, 6, 3, **kw), _randn(2, 4, 7, 8))
+    check(nn.Conv2d(4, 6, 2, **kw), torch.nn.Conv2d(4, 6, 2, **kw), _randn(2, 4, 7, 8))
 
 
 def test_conv2d_unbatched_and_rectangular_kernel():
@@ -95,16 +96,16 @@ CONVT = [dict(stride=2, padding=1, output_padding=1), dict(stride=(2, 3), dilati
 
 
 @pytest.mark.parametrize("kw", CONVT, ids=[str(k) for k in CONVT])
-def test_conv_transpose2d(kw):
-    check(nn.ConvTranspose2d(4, 6, 3, **kw), torch.nn.ConvTranspose2d(4, 6, 3, **kw), _randn(2, 4, 5, 4))
+def test_conv_transpose2d(kw):  # 2x2 kernels, as test_conv2d's
+    check(nn.ConvTranspose2d(4, 6, 2, **kw), torch.nn.ConvTranspose2d(4, 6, 2, **kw), _randn(2, 4, 5, 4))
 
 
 def test_conv_transpose2d_output_size_and_1d():
-    kw = dict(stride=2, padding=1)
-    check(nn.ConvTranspose2d(2, 3, 3, **kw), torch.nn.ConvTranspose2d(2, 3, 3, **kw), _randn(1, 2, 4, 5),
-          modes=("train",), output_size=[8, 10])
+    kw = dict(stride=2, padding=1)  # a 2x2 kernel: sizes (6, 8) without output_padding, (7, 9) the largest
+    check(nn.ConvTranspose2d(2, 3, 2, **kw), torch.nn.ConvTranspose2d(2, 3, 2, **kw), _randn(1, 2, 4, 5),
+          modes=("train",), output_size=[7, 9])
     with pytest.raises(zyx.ShapeError):
-        nn.ConvTranspose2d(2, 3, 3, **kw)(zyx.randn(1, 2, 4, 5), output_size=(20, 20))
+        nn.ConvTranspose2d(2, 3, 2, **kw)(zyx.randn(1, 2, 4, 5), output_size=(20, 20))
     check(nn.ConvTranspose1d(2, 4, 3, stride=2), torch.nn.ConvTranspose1d(2, 4, 3, stride=2), _randn(2, 2, 6),
           modes=("train",))
 
