@@ -28,12 +28,14 @@ from typing import Any
 import numpy as np
 
 from zyx import dtype as dtypes
+from zyx import graph
 from zyx.errors import DTypeError, ShapeError
 from zyx.frontend.autograd import is_grad_enabled, no_grad, record
 from zyx.frontend.creation import arange, pinned_as, tensor, zeros
-from zyx.frontend.elementwise import where
+from zyx.frontend.elementwise import from_node, where
 from zyx.frontend.softmax import float_work
 from zyx.nn import conv_direct
+from zyx.op import Op
 
 # kernels with up to this many offsets are unrolled into one matmul-like reduce over channels
 # (3x3x3 = 27 fits); larger ones reduce over a window view (channels x offsets) instead
@@ -356,21 +358,20 @@ def _max_pool(x: Any, nd: int, kernel_size: Any, stride: Any, padding: Any, dila
 def _first_max(x: Any, win: Any, out: Any, ks: tuple, st: tuple, dl: tuple, pads: list, plane_ids: bool) -> Any:
     """Where each window's first maximum is (a NaN is the maximum of its window), as PyTorch's
     ``max_pool`` picks it: its flat index in the input plane (``plane_ids``, the indices ``max_pool``
-    returns; int64), else its row-major place in the window (int32). Windows are walked in increasing
-    flat index, so the first maximum is the smallest index among the maxima; padding (index ``plane``)
-    never wins, since every window holds at least one input element."""
+    returns), else its row-major place in the window (one argmax reduce over the window). Windows are
+    walked in increasing flat index, so the first maximum is the smallest index among the maxima;
+    padding (index ``plane``) never wins, since every window holds at least one input element."""
     nd = len(ks)
     red = tuple(range(2 + nd, 2 + 2 * nd))
+    if not plane_ids:
+        node = graph.reduce(Op.ARGMAX, graph.Src(win._data, win._view, win.dtype), red, dtypes.int64, win.device)
+        return from_node(node).reshape(out.shape)
     hit = (win == out.reshape(*out.shape, *(1,) * nd)) | (win != win)
-    if plane_ids:
-        spatial = tuple(x.shape[2:])
-        plane = math.prod(spatial)
-        ids = pinned_as(arange(plane, device=x.device), x).reshape(1, 1, *spatial)
-        ids = _windows(ids.pad(_pads(pads), plane), ks, st, dl)
-        return where(hit, ids, plane).amin(red)
-    places = math.prod(ks)
-    local = pinned_as(arange(places, dtype=dtypes.int32, device=x.device), x).reshape(*ks)
-    return where(hit, local, places).amin(red)
+    spatial = tuple(x.shape[2:])
+    plane = math.prod(spatial)
+    ids = pinned_as(arange(plane, device=x.device), x).reshape(1, 1, *spatial)
+    ids = _windows(ids.pad(_pads(pads), plane), ks, st, dl)
+    return where(hit, ids, plane).amin(red)
 
 
 def _max_pool_backward(g: Any, first: Any, geometry: tuple) -> Any:
@@ -384,7 +385,7 @@ def _max_pool_backward(g: Any, first: Any, geometry: tuple) -> Any:
         used = tuple(o * k for o, k in zip(outs, ks))
         ones = tuple(v for o in outs for v in (o, 1))  # (o0, 1, o1, 1, ...)
         places = math.prod(ks)
-        local = pinned_as(arange(places, dtype=dtypes.int32, device=g.device), g)
+        local = pinned_as(arange(places, dtype=dtypes.int64, device=g.device), g)
         local = local.reshape(*(v for k in ks for v in (1, k)))  # (1, k0, 1, k1, ...)
         gx = where(local == first.reshape(n, c, *ones), g.reshape(n, c, *ones), 0).reshape(n, c, *used)
         tail = [(0, L - u) for L, u in zip(spatial, used)]
