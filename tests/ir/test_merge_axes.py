@@ -80,3 +80,26 @@ def test_results_where_merged_and_unmerged_axes_meet():
     want[:, :, :, :1] = -1
     np.testing.assert_allclose(got, want, rtol=1e-6)
     np.testing.assert_allclose((za.reshape(24, 15).T + 1).numpy(), a.reshape(24, 15).T + 1, rtol=1e-6)
+
+
+def test_reduce_axes_merge_and_empty_ones_stay():
+    # a per-channel sum over (N, H, W) of NCHW: (H, W) is one contiguous run, N is apart
+    body = expr.Reduce("sum", expr.Load(1, dt.float32, sym.add(
+        sym.mul(red_var(0, 64), 2048), sym.mul(out_var(1, 32), 64), sym.mul(red_var(1, 8), 8), red_var(2, 8))),
+        dt.float32)
+    k = merge_output_axes(Kernel((1, 32, 1, 1), (64, 8, 8), (dt.float32,) * 2, body))
+    assert k.red_shape == (64, 64) and k.out_shape == (1, 32, 1, 1)  # a reduce kernel's output axes stay
+    empty = Kernel((3,), (0, 4), (dt.float32,) * 2, expr.Reduce("sum", expr.Load(
+        1, dt.float32, sym.add(sym.mul(out_var(0, 3), 4), red_var(1, 4))), dt.float32))
+    assert merge_output_axes(empty) is empty
+
+
+@pytest.mark.needs_device
+def test_reductions_over_merged_axes_match_numpy():
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((6, 5, 4, 3)).astype(np.float32)
+    za = zyx.tensor(a)
+    np.testing.assert_allclose(za.sum((0, 2, 3)).numpy(), a.sum((0, 2, 3)), rtol=1e-5)
+    np.testing.assert_allclose(za.amax((2, 3)).numpy(), a.max((2, 3)), rtol=0)
+    np.testing.assert_array_equal(za.reshape(30, 12).argmax(1).numpy(), a.reshape(30, 12).argmax(1))
+    np.testing.assert_allclose(za.permute(1, 0, 2, 3).sum((1, 2, 3)).numpy(), a.sum((0, 2, 3)), rtol=1e-5)

@@ -9,55 +9,65 @@ and 46 us with the trailing two merged (PoCL, 2-core Zen 4); the fully contiguou
 """
 from __future__ import annotations
 
+from typing import Any
+
 from zyx.ir import expr
 from zyx.ir import symbolic as sym
-from zyx.ir.kernel import Kernel, out_var
+from zyx.ir.kernel import Kernel, out_var, red_var
 from zyx.ir.rewrite import rewrite, walk
 
 _PROBE = "zyx_merged"  # the trial variable's name (never an output coordinate's: those are o0, o1, ...)
 
 
 def merge_output_axes(k: Kernel) -> Kernel:
-    """``k`` with runs of adjacent output axes merged into one where every load index and condition
-    reads them as one row-major coordinate; ``k`` itself when none can be (or it has a reduce: its
-    output axes carry the matmul / row structure the heuristics read). Pairs merge one at a time, so
-    each check needs only ``(m // s) * s + m % s == m``."""
-    if k.red_shape or len(k.out_shape) < 2 or not all(type(s) is int for s in k.out_shape):
-        return k
-    axis = 0
-    while axis + 1 < len(k.out_shape):
-        merged = _merge_pair(k, axis)
-        if merged is None:
-            axis += 1
-        else:
-            k = merged
+    """``k`` with runs of adjacent axes merged into one where every load index and condition reads them
+    as one row-major coordinate: its reduce axes (the loop nest gets shorter; an argmax's row-major
+    position over them is unchanged), and its output axes when it has no reduce (a reduce kernel's output
+    axes carry the matmul / row structure the heuristics read). ``k`` itself when nothing merges. Pairs
+    merge one at a time, so each check needs only ``(m // s) * s + m % s == m``."""
+    for reduce_axes in (True, False):
+        shape = k.red_shape if reduce_axes else k.out_shape
+        if len(shape) < 2 or not all(type(s) is int and s > 0 for s in shape) or (k.red_shape and not reduce_axes):
+            continue
+        axis = 0
+        while axis + 1 < len(shape):
+            merged = _merge_pair(k, axis, reduce_axes)
+            if merged is None:
+                axis += 1
+            else:
+                k = merged
+                shape = k.red_shape if reduce_axes else k.out_shape
     return k
 
 
-def _merge_pair(k: Kernel, axis: int) -> Kernel | None:
-    """``k`` with output axes ``axis`` and ``axis + 1`` as one, or None when some index or condition
-    would need a division or remainder of the merged coordinate."""
-    shape = k.out_shape
-    inner = shape[axis + 1]
-    merged_shape = shape[:axis] + (shape[axis] * inner,) + shape[axis + 2:]
+def _merge_pair(k: Kernel, axis: int, reduce_axes: bool) -> Kernel | None:
+    """``k`` with output (or reduce) axes ``axis`` and ``axis + 1`` as one, or None when some index or
+    condition would need a division or remainder of the merged coordinate."""
+    shape = k.red_shape if reduce_axes else k.out_shape
+    coord = red_var if reduce_axes else out_var
+    merged_shape = shape[:axis] + (shape[axis] * shape[axis + 1],) + shape[axis + 2:]
     probe = sym.var(_PROBE, 0, merged_shape[axis] - 1)
     if isinstance(probe, sym.Var):
-        trial = _pair_mapping(shape, axis, probe)
+        trial = _pair_mapping(shape, axis, probe, coord)
         if any(_divides(sym.substitute(n, trial), probe) for n in _index_nodes(k.body)):
             return None
     # rename: the pair -> the merged coordinate, later axes shift down by one
-    mapping = _pair_mapping(shape, axis, out_var(axis, merged_shape[axis]))
+    mapping = _pair_mapping(shape, axis, coord(axis, merged_shape[axis]), coord)
     for a in range(axis + 2, len(shape)):
-        old = out_var(a, shape[a])
+        old = coord(a, shape[a])
         if isinstance(old, sym.Var):
-            mapping[old] = out_var(a - 1, shape[a])
-    return Kernel(merged_shape, (), k.bufs, rewrite(k.body, lambda e: _substituted(e, mapping)), k.params)
+            mapping[old] = coord(a - 1, shape[a])
+    body = rewrite(k.body, lambda e: _substituted(e, mapping))
+    if reduce_axes:
+        return Kernel(k.out_shape, merged_shape, k.bufs, body, k.params)
+    return Kernel(merged_shape, (), k.bufs, body, k.params)
 
 
-def _pair_mapping(shape: tuple[int, ...], axis: int, merged: sym.Node) -> dict[sym.Var, sym.Node]:
-    """Output coordinates ``axis`` and ``axis + 1`` as functions of the ``merged`` coordinate."""
+def _pair_mapping(shape: tuple[int, ...], axis: int, merged: sym.Node, coord: Any) -> dict[sym.Var, sym.Node]:
+    """Coordinates ``axis`` and ``axis + 1`` (``coord``: ``out_var`` or ``red_var``) as functions of the
+    ``merged`` coordinate."""
     mapping: dict[sym.Var, sym.Node] = {}
-    outer, inner = out_var(axis, shape[axis]), out_var(axis + 1, shape[axis + 1])
+    outer, inner = coord(axis, shape[axis]), coord(axis + 1, shape[axis + 1])
     if isinstance(outer, sym.Var):  # a size-1 axis has no variable
         mapping[outer] = sym.floordiv(merged, shape[axis + 1])
     if isinstance(inner, sym.Var):
