@@ -1,4 +1,4 @@
-"""Merging an elementwise kernel's adjacent output axes (``ir.merge_axes``): which axes merge for which
+"""Merging a kernel's adjacent axes (``ir.merge_axes``): which axes merge for which
 loads and conditions (no device), and results through the API where merging and not merging meet
 (broadcasts, transposed reads, padding, size-1 axes)."""
 from __future__ import annotations
@@ -11,7 +11,7 @@ from zyx import dtype as dt
 from zyx.ir import expr
 from zyx.ir import symbolic as sym
 from zyx.ir.kernel import Kernel, out_var, red_var
-from zyx.ir.merge_axes import merge_output_axes
+from zyx.ir.merge_axes import merge_axes
 from zyx.ir.rewrite import walk
 
 
@@ -29,20 +29,20 @@ def _add(shape: tuple[int, ...], *loads: expr.Load) -> Kernel:
 
 def test_contiguous_operands_merge_into_one_axis():
     shape = (4, 6, 5)
-    k = merge_output_axes(_add(shape, _load(1, shape, (30, 5, 1)), _load(2, shape, (30, 5, 1))))
+    k = merge_axes(_add(shape, _load(1, shape, (30, 5, 1)), _load(2, shape, (30, 5, 1))))
     assert k.out_shape == (120,)
     assert all(ld.index == out_var(0, 120) for ld in walk(k.body) if isinstance(ld, expr.Load))
 
 
 def test_a_per_channel_operand_keeps_the_channel_axis():
     shape = (8, 32, 8, 8)
-    k = merge_output_axes(_add(shape, _load(1, shape, (2048, 64, 8, 1)), _load(2, shape, (0, 1, 0, 0))))
+    k = merge_axes(_add(shape, _load(1, shape, (2048, 64, 8, 1)), _load(2, shape, (0, 1, 0, 0))))
     assert k.out_shape == (8, 32, 64)
 
 
 def test_a_transposed_operand_merges_only_what_it_reads_in_order():
     shape = (3, 4, 5)
-    k = merge_output_axes(_add(shape, _load(1, shape, (20, 5, 1)), _load(2, shape, (1, 15, 3))))
+    k = merge_axes(_add(shape, _load(1, shape, (20, 5, 1)), _load(2, shape, (1, 15, 3))))
     assert k.out_shape == (3, 20)  # (4, 5) read as 15, 3: one axis of stride 3
 
 
@@ -50,7 +50,7 @@ def test_conditions_merge_only_what_they_state_without_a_division():
     shape = (6, 7, 8)
 
     def with_condition(cond: sym.Node) -> tuple[int, ...]:
-        return merge_output_axes(_add(shape, _load(1, shape, (56, 8, 1), cond))).out_shape
+        return merge_axes(_add(shape, _load(1, shape, (56, 8, 1), cond))).out_shape
 
     assert with_condition(sym.lt(out_var(2, 8), 5)) == (42, 8)  # the inner axis is told apart
     assert with_condition(sym.lt(out_var(1, 7), 5)) == (6, 56)  # o1 < 5 is m < 40 on (7, 8) merged
@@ -59,11 +59,11 @@ def test_conditions_merge_only_what_they_state_without_a_division():
 
 def test_size_one_axes_and_reduce_kernels():
     shape = (1, 5, 1, 3)
-    assert merge_output_axes(_add(shape, _load(1, shape, (0, 3, 0, 1)))).out_shape == (15,)
+    assert merge_axes(_add(shape, _load(1, shape, (0, 3, 0, 1)))).out_shape == (15,)
     red = Kernel((4, 1), (8,), (dt.float32,) * 2,
                  expr.Reduce("sum", expr.Load(1, dt.float32, sym.add(sym.mul(out_var(0, 4), 8), red_var(0, 8))),
                              dt.float32))
-    assert merge_output_axes(red) is red
+    assert merge_axes(red) is red
 
 
 @pytest.mark.needs_device
@@ -87,11 +87,11 @@ def test_reduce_axes_merge_and_empty_ones_stay():
     body = expr.Reduce("sum", expr.Load(1, dt.float32, sym.add(
         sym.mul(red_var(0, 64), 2048), sym.mul(out_var(1, 32), 64), sym.mul(red_var(1, 8), 8), red_var(2, 8))),
         dt.float32)
-    k = merge_output_axes(Kernel((1, 32, 1, 1), (64, 8, 8), (dt.float32,) * 2, body))
+    k = merge_axes(Kernel((1, 32, 1, 1), (64, 8, 8), (dt.float32,) * 2, body))
     assert k.red_shape == (64, 64) and k.out_shape == (1, 32, 1, 1)  # a reduce kernel's output axes stay
     empty = Kernel((3,), (0, 4), (dt.float32,) * 2, expr.Reduce("sum", expr.Load(
         1, dt.float32, sym.add(sym.mul(out_var(0, 3), 4), red_var(1, 4))), dt.float32))
-    assert merge_output_axes(empty) is empty
+    assert merge_axes(empty) is empty
 
 
 @pytest.mark.needs_device

@@ -33,7 +33,7 @@ from zyx.graph.node import LazyNode, Src
 from zyx.ir import expr
 from zyx.ir import symbolic as sym
 from zyx.ir.kernel import Kernel, out_var, red_var
-from zyx.ir.merge_axes import merge_output_axes
+from zyx.ir.merge_axes import merge_axes
 from zyx.ir.view import View, contiguous_strides
 from zyx.op import ALU, REDUCE, Op
 
@@ -126,11 +126,11 @@ class KernelBuilder:
             src = root.srcs[0]
             self.bufs[0] = bits
             body = self.src_expr(Src(src.base, src.view, bits), coords, sym.ONE)
-            return merge_output_axes(Kernel(tuple(root.shape), (), tuple(self.bufs), body))
+            return merge_axes(Kernel(tuple(root.shape), (), tuple(self.bufs), body))
         body = self.node_expr(self.root, coords, sym.ONE)
         if body.dtype != self.root.dtype:
             body = expr.Cast(body, self.root.dtype)
-        return merge_output_axes(Kernel(tuple(self.root.shape), self.red_shape or (), tuple(self.bufs), body,
+        return merge_axes(Kernel(tuple(self.root.shape), self.red_shape or (), tuple(self.bufs), body,
                                         tuple(s.dtype for s in self.params)))
 
     def buf_index(self, buf: Buffer, dtype: DType) -> int:

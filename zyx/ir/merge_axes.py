@@ -1,11 +1,13 @@
-"""Merging an elementwise kernel's adjacent output axes where every index allows it.
+"""Merging a kernel's adjacent axes where every index allows it (an elementwise kernel's output axes,
+any kernel's reduce axes).
 
 A kernel is built with the output node's shape, one coordinate per axis, each decomposed from the work
 item's id with a division and a remainder. Axes ``i, i+1`` whose coordinates every load reads as
 ``a * (size_{i+1} * s) + b * s`` (and no condition tells apart) are one axis of their product: a
 ``(64, 32, 8, 8)`` output with a per-channel operand becomes ``(64, 32, 64)``. Fewer index operations,
 and a longer last axis to vectorize: a broadcast bias add over 131072 floats ran 90 us with four axes
-and 46 us with the trailing two merged (PoCL, 2-core Zen 4); the fully contiguous add 12 us.
+and 46 us with the trailing two merged (PoCL, 2-core Zen 4); the fully contiguous add 12 us. A per-channel
+sum of NCHW loops over (N, H*W) instead of (N, H, W).
 """
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ from zyx.ir.rewrite import rewrite, walk
 _PROBE = "zyx_merged"  # the trial variable's name (never an output coordinate's: those are o0, o1, ...)
 
 
-def merge_output_axes(k: Kernel) -> Kernel:
+def merge_axes(k: Kernel) -> Kernel:
     """``k`` with runs of adjacent axes merged into one where every load index and condition reads them
     as one row-major coordinate: its reduce axes (the loop nest gets shorter; an argmax's row-major
     position over them is unchanged), and its output axes when it has no reduce (a reduce kernel's output
