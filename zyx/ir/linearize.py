@@ -33,7 +33,7 @@ from zyx.dtype import DType, index_type
 from zyx.ir import expr
 from zyx.ir import symbolic as sym
 from zyx.ir.kernel import Kernel, Opts, matmul_axes, out_var, red_var, row_kernel, row_vec, vector_plan
-from zyx.ir.rewrite import rewrite, walk
+from zyx.ir.rewrite import rewrite, substitute_indices, walk
 from zyx.op import ARG_REDUCE, Op
 
 PURE = frozenset({"const", "param", "load", "alu", "cast", "cond", "hreduce"})
@@ -66,18 +66,6 @@ class Program:
 
 
 # ------------------------------------------------------------------ lowering
-
-def _subst_expr(e: expr.Expr, mapping: dict) -> expr.Expr:
-    """``e`` with the index variables of ``mapping`` substituted in every load and condition."""
-    def fn(x: expr.Expr) -> expr.Expr | None:
-        if isinstance(x, expr.Load):
-            return expr.Load(x.buf, x.dtype, sym.substitute(x.index, mapping), sym.substitute(x.valid, mapping),
-                            x.other, x.gather)
-        if isinstance(x, expr.Cond):
-            return expr.Cond(sym.substitute(x.valid, mapping), x.dtype)
-        return None
-    return rewrite(e, fn)
-
 
 class _Builder:
     def __init__(self, reduce_vars: set[str], vec_reduce: bool = False) -> None:
@@ -134,14 +122,14 @@ class _Builder:
             acc = self.push(0, Instr("acc", e.dtype, (), (e.op, init, e.src.dtype)))
             for copy in self.loop_copies:
                 sub = {kk: vv for kk, vv in copy.items() if not isinstance(kk, str)}
-                v, _ = self.emit(_subst_expr(e.src, sub) if sub else e.src)
+                v, _ = self.emit(substitute_indices(e.src, sub) if sub else e.src)
                 pos = copy["__pos__"] if arg else None
                 self.push(1, Instr("accum", e.dtype, (acc, v), (e.op, pos, sym.ONE, False)))
             if self.tail_copy is not None:  # scalar elements past the last whole step, into lane 0
                 tc = self.tail_copy
                 guard = tc["__guard__"]
                 sub = {kk: vv for kk, vv in tc.items() if not isinstance(kk, str)}
-                src = _subst_expr(e.src, sub)
+                src = substitute_indices(e.src, sub)
                 if guard != sym.ONE:
                     src = _guard_loads(src, lambda ld: guard)
                 saved, self.memo = self.memo, {kk: vv for kk, vv in self.memo.items() if vv[1] == 0}
@@ -286,7 +274,7 @@ def linearize(k: Kernel, opts: Opts) -> Program:
         if guards:  # guard the original loads (the masks are already in tile/lane terms), then substitute
             body = _guard_loads(
                 body, lambda ld, guards=guards: sym.land(*(m for o, m in guards.items() if _mentions(ld, {o}))))
-        body = _subst_expr(body, body_map) if body_map else body
+        body = substitute_indices(body, body_map) if body_map else body
         v, _ = b.emit(body)
         flat = sym.add(*(sym.mul(mapping.get(out_var(i, k.out_shape[i]), sym.ZERO), ostrides[i]) for i in range(n)))
         stores.append((v, flat, sym.land(*masks.values())))
@@ -376,7 +364,7 @@ def _reused(k: Kernel, body: expr.Expr, srcs: list[expr.Expr], ov: sym.Node, rv:
     if k.red_shape[0] != k.out_shape[-1] or k.out_dtype.name not in ("float32", "float64"):
         return None
     inside = {e for s in srcs for e in walk(s)}
-    for e in walk(_subst_expr(body, {ov: rv})):  # parents first: the largest such value wins
+    for e in walk(substitute_indices(body, {ov: rv})):  # parents first: the largest such value wins
         if e not in inside or e.dtype != k.out_dtype or not isinstance(e, (expr.Alu, expr.Cast)):
             continue
         parts = list(walk(e))
@@ -434,7 +422,7 @@ def _linearize_row(k: Kernel, opts: Opts) -> Program:
     def emit_in(sec: int, e: expr.Expr, sub: dict) -> int:
         b.loop_section = sec
         b.memo = {kk: vv for kk, vv in b.memo.items() if vv[1] % 4 in (0, 3)}  # nothing from another loop
-        v, _ = b.emit(_subst_expr(e, sub) if sub else e)
+        v, _ = b.emit(substitute_indices(e, sub) if sub else e)
         return v
 
     rv = red_var(0, rsize)
@@ -461,10 +449,10 @@ def _linearize_row(k: Kernel, opts: Opts) -> Program:
                 b.push(sec, Instr("accum", r.dtype, (a, v), (r.op, sub[rv] if arg else None, sym.ONE,
                                                             vec > 1 and sec == 4 * p + 2)))
                 if reuse is not None and reuse in set(walk(r.src)):  # kept in the output for the last loop
-                    keep, _ = b.emit(_subst_expr(reuse, sub))
+                    keep, _ = b.emit(substitute_indices(reuse, sub))
                     b.push(sec, Instr("store", k.out_dtype, (keep,), (flat_of({ov: sub[rv]}), sym.ONE)))
             if reuse is not None and reuse in set(walk(r.src)):
-                body = _replace(body, _subst_expr(reuse, {rv: ov}), expr.Load(0, k.out_dtype, flat_of({ov: ov})))
+                body = _replace(body, substitute_indices(reuse, {rv: ov}), expr.Load(0, k.out_dtype, flat_of({ov: ov})))
                 reuse = None
             res = b.push(4 * p + 3, Instr("hreduce", r.dtype, (a,), r.op)) if vec > 1 else a
             b.memo[expr.Const((_RED, i), r.dtype)] = (res, 4 * p + 3)

@@ -16,7 +16,7 @@ from typing import Any
 from zyx.ir import expr
 from zyx.ir import symbolic as sym
 from zyx.ir.kernel import Kernel, out_var, red_var
-from zyx.ir.rewrite import rewrite, walk
+from zyx.ir.rewrite import substitute_indices, walk
 
 _PROBE = "zyx_merged"  # the trial variable's name (never an output coordinate's: those are o0, o1, ...)
 
@@ -59,7 +59,7 @@ def _merge_pair(k: Kernel, axis: int, reduce_axes: bool) -> Kernel | None:
         old = coord(a, shape[a])
         if isinstance(old, sym.Var):
             mapping[old] = coord(a - 1, shape[a])
-    body = rewrite(k.body, lambda e: _substituted(e, mapping))
+    body = substitute_indices(k.body, mapping)
     if reduce_axes:
         return Kernel(k.out_shape, merged_shape, k.bufs, body, k.params)
     return Kernel(merged_shape, (), k.bufs, body, k.params)
@@ -97,12 +97,3 @@ def _divides(x: sym.Node, v: sym.Var) -> bool:
     if isinstance(x, (sym.Add, sym.And)):
         return any(_divides(t, v) for t in x.terms)
     return False
-
-
-def _substituted(e: expr.Expr, mapping: dict[sym.Var, sym.Node]) -> expr.Expr | None:
-    if isinstance(e, expr.Load):
-        return expr.Load(e.buf, e.dtype, sym.substitute(e.index, mapping), sym.substitute(e.valid, mapping),
-                         e.other, e.gather)
-    if isinstance(e, expr.Cond):
-        return expr.Cond(sym.substitute(e.valid, mapping), e.dtype)
-    return None

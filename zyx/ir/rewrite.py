@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from zyx.ir.expr import Alu, Cast, Expr, Load, Reduce
+from zyx.ir import symbolic as sym
+from zyx.ir.expr import Alu, Cast, Cond, Expr, Load, Reduce
 
 
 def walk(e: Expr) -> Iterator[Expr]:
@@ -64,3 +65,16 @@ def rewrite(root: Expr, fn: Callable[[Expr], Expr | None]) -> Expr:
         return out
 
     return go(root)
+
+
+def substitute_indices(e: Expr, mapping: dict) -> Expr:
+    """``e`` with the index variables of ``mapping`` substituted in every load's index and condition and
+    every ``Cond`` (``sym.substitute``: everything re-simplified)."""
+    def fn(x: Expr) -> Expr | None:
+        if isinstance(x, Load):
+            return Load(x.buf, x.dtype, sym.substitute(x.index, mapping), sym.substitute(x.valid, mapping),
+                        x.other, x.gather)
+        if isinstance(x, Cond):
+            return Cond(sym.substitute(x.valid, mapping), x.dtype)
+        return None
+    return rewrite(e, fn)
