@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from zyx import settings
+from zyx.backend.driver_cache import build_lock
 from zyx.errors import CompileError
 from zyx.version import __version__
 
@@ -140,13 +141,16 @@ def build_program(device: Device, source: str, options: str = "", name: str = ""
         if prg is not None:
             return prg
         key = binary_cache_key(device, source, options)
-        prg = _load_binary(device, key)
-        if prg is not None:
-            BuildStats.binary_loads += 1
-        else:
-            prg = _build_from_source(device, source, options, name)
+        with build_lock(device):  # other processes may be building into the driver's cache
+            prg = _load_binary(device, key)
+            built = prg is None
+            if built:
+                prg = _build_from_source(device, source, options, name)
+        if built:
             BuildStats.source_builds += 1
             _store_binary(prg, key)
+        else:
+            BuildStats.binary_loads += 1
         _programs[mem_key] = prg
     if settings.DEBUG >= 2:
         print(f"--- zyx: new kernel {name or '(unnamed)'} on {device} ---\n{source}", file=sys.stderr)
