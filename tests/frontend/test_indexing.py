@@ -499,3 +499,35 @@ def test_inplace_scatters():
     c.scatter_(0, _z(u), sz[:1])
     d.scatter_(0, torch.from_numpy(u), st[:1])
     _check_grads(c, d, [(xz, xt), (sz, st)])
+
+
+def test_zero_dim_index_tensor_acts_as_an_int() -> None:
+    """A 0-d integer tensor in an index is an int to PyTorch: it does not separate the other index
+    tensors, so ``x[t0, :, [0, 5]]`` keeps the slice dim first (reads, writes and gradients)."""
+    forms = [(np.array(-1), slice(None), np.array([0, 5])),
+             (slice(None), np.array([1, 2]), np.array(2), np.array([0, 5])),
+             (np.array([1, 2]), np.array(0), slice(None))]
+    x4 = RNG.normal(size=(3, 4, 5, 6)).astype(np.float32)
+    for base, index in [(BASE, forms[0]), (x4, forms[1]), (BASE, forms[2])]:
+        expected = torch.from_numpy(base)[_conv(index, "t")]
+        got = _z(base)[_conv(index, "z")]
+        assert got.shape == tuple(expected.shape)
+        np.testing.assert_array_equal(got.numpy(), expected.numpy())
+        z, t = _z(base), torch.from_numpy(base.copy())
+        z[_conv(index, "z")] = -1.0
+        t[_conv(index, "t")] = -1.0
+        np.testing.assert_array_equal(z.numpy(), t.numpy())
+    xz, xt = _leaf(BASE)
+    _check_grads(xz[_conv(forms[0], "z")] * 1, xt[_conv(forms[0], "t")] * 1, [(xz, xt)])
+
+
+def test_index_select_and_bad_index_kinds_raise_index_errors() -> None:
+    x = _z(BASE)
+    with pytest.raises(IndexError, match="1-D or 0-D"):
+        x.index_select(0, zyx.tensor([[1]]))
+    s = zyx.tensor(4.0)
+    assert s.index_select(0, zyx.tensor([0])).shape == () and s.index_select(0, zyx.tensor(0)).item() == 4.0
+    with pytest.raises(IndexError, match="exactly one index"):
+        s.index_select(0, zyx.tensor([0, 0]))
+    with pytest.raises(IndexError, match="unsupported index"):  # PyTorch: IndexError for x[1.5]
+        x[1.5]

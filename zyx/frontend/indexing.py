@@ -142,8 +142,12 @@ def advanced_access(v: Any, adv: list[tuple[int, Any]]) -> Access:
     except ShapeError:
         raise IndexOutOfRange("shape mismatch: indexing tensors could not be broadcast together with shapes "
                               + ", ".join(str(list(t.shape)) for t in tensors)) from None
-    adjacent = positions == list(range(positions[0], positions[0] + len(positions)))
-    p = positions[0] if adjacent else 0
+    # A 0-d index tensor acts as an int in PyTorch: its dim goes away and it does not separate the
+    # others, so adjacency is judged among the index tensors that keep dims (x[t0, :, [0, 1]] with
+    # a 0-d t0 keeps the slice dim first).
+    kept = [d for d, t in adv if t.ndim > 0] or positions
+    adjacent = all(d in positions for d in range(kept[0], kept[-1] + 1))
+    p = kept[0] if adjacent else 0
     rest = [d for d in range(v.ndim) if d not in positions]
     before = [d for d in rest if adjacent and d < p]
     after = [d for d in rest if d not in before]
@@ -473,10 +477,12 @@ def gather(x: Any, dim: int, index: Any) -> Any:
 def index_select(x: Any, dim: int, index: Any) -> Any:
     """The entries ``index`` (1-D or 0-D) of ``dim``."""
     _int_index(index, "index_select")
-    if index.ndim > 1:
-        raise ShapeError(f"index_select: index must be 1-D or 0-D, got {index.ndim} dims")
+    if index.ndim > 1:  # an IndexError in PyTorch
+        raise IndexOutOfRange(f"index_select: index must be 1-D or 0-D, got {index.ndim} dims")
     if x.ndim == 0:
-        return index_select(x.reshape(1), 0, index).reshape(index.shape)
+        if index.numel() != 1:
+            raise IndexOutOfRange(f"index_select: a 0-d tensor takes exactly one index (0), got {index.numel()}")
+        return index_select(x.reshape(1), 0, index).reshape(())  # 0-d, as PyTorch
     d = normalize_dim(dim, x.ndim)
     index = index.reshape(-1)
     shape = x.shape[:d] + (index.shape[0],) + x.shape[d + 1:]

@@ -242,7 +242,8 @@ def basic_index(view: View, index: Any) -> View:
                 raise IndexOutOfRange(f"index {i} is out of bounds for dim {dim} with size {size}")
             view = view.select(dim, i % size)
         else:
-            raise ShapeError(f"unsupported index {it!r}: only ints, slices, None and ... are supported")
+            # an IndexError (and a ShapeError), as PyTorch raises for x[1.5]
+            raise IndexOutOfRange(f"unsupported index {it!r}: only ints, slices, None and ... are supported")
     return view
 
 
