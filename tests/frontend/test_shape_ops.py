@@ -180,6 +180,8 @@ def test_diagonal_noncontiguous_rank8_empty():
     _same(z.diagonal(), t.diagonal())
     with pytest.raises(zyx.ShapeError, match="rank >= 2"):
         zyx.zeros(3).diagonal()
+    with pytest.raises(IndexError, match="rank >= 2"):  # PyTorch: dim 1 out of range, an IndexError
+        zyx.zeros(3).diagonal()
     with pytest.raises(zyx.ShapeError, match="cannot be the same"):
         zyx.zeros(3, 3).diagonal(0, 1, -1)
 
