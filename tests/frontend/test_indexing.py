@@ -531,3 +531,38 @@ def test_index_select_and_bad_index_kinds_raise_index_errors() -> None:
         s.index_select(0, zyx.tensor([0, 0]))
     with pytest.raises(IndexError, match="unsupported index"):  # PyTorch: IndexError for x[1.5]
         x[1.5]
+
+
+@pytest.mark.parametrize("deterministic", [False, True])
+def test_scatter_sums_and_products_of_16_bit_floats_accumulate_in_float32(deterministic) -> None:
+    """PyTorch's CPU scatter family sums/multiplies float16 and bfloat16 in float32 and rounds once
+    per element; the in-place form checks its indices before writing."""
+    zyx.use_deterministic_algorithms(deterministic)
+    try:
+        rng = np.random.default_rng(3)
+        idx = rng.integers(0, 2, (6, 5))
+        for tdt, zdt in [(torch.float16, zyx.float16), (torch.bfloat16, zyx.bfloat16)]:
+            x = (torch.from_numpy(rng.normal(size=(4, 5)).astype(np.float32)) * 3).to(tdt)
+            src = (torch.from_numpy(rng.normal(size=(6, 5)).astype(np.float32)) * 3).to(tdt)
+            xz, sz, iz = _z(x.float().numpy()).cast(zdt), _z(src.float().numpy()).cast(zdt), _z(idx)
+            it = torch.from_numpy(idx)
+
+            def same(z, t):
+                np.testing.assert_array_equal(z.cast(zyx.float32).numpy(), t.float().numpy())
+
+            same(xz.scatter_add(0, iz, sz), x.scatter_add(0, it, src))
+            for reduce in ("sum", "prod", "mean"):
+                for include_self in (True, False):
+                    same(xz.scatter_reduce(0, iz, sz, reduce, include_self=include_self),
+                         x.scatter_reduce(0, it, src, reduce, include_self=include_self))
+            same(xz.scatter(0, iz, value=1.7, reduce="multiply"), x.scatter(0, it, 1.7, reduce="multiply"))
+            dest = xz.clone()
+            view = dest[1:]
+            before = dest.cast(zyx.float32).numpy().copy()
+            _raises_index_error(lambda d=dest, s=sz: (d.scatter_add_(0, _z(np.array([[0, 4]])), s), d.numpy()))
+            np.testing.assert_array_equal(dest.cast(zyx.float32).numpy(), before)  # nothing written
+            assert dest.scatter_add_(0, iz, sz) is dest
+            same(dest, x.scatter_add(0, it, src))
+            same(view, x.scatter_add(0, it, src)[1:])  # the same storage
+    finally:
+        zyx.use_deterministic_algorithms(False)

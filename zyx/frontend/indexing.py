@@ -28,7 +28,7 @@ import numpy as np
 
 from zyx import dtype as dtypes
 from zyx import graph
-from zyx.backend import transfer
+from zyx.backend import errorflags, transfer
 from zyx.backend.launch import runtime_lock
 from zyx.backend.pool import Buffer
 from zyx.codegen import scatter as kernels
@@ -557,8 +557,21 @@ def _pad_to(g: Any, shape: tuple[int, ...]) -> Any:
     return g.pad(pads)
 
 
+def _wide_accumulate(dtype: Any, reduce: str) -> bool:
+    """Whether a scatter of ``dtype`` combines in float32: a sum or product of 16-bit (or narrower)
+    floats, which PyTorch's CPU scatter family accumulates in float32 and rounds once per element."""
+    return reduce in ("add", "mul") and dtype.is_float and dtype.itemsize < 4
+
+
 def _scatter_op(x: Any, dim: int, index: Any, src: Any, reduce: str, what: str) -> Any:
     """The out-of-place scatter of ``src`` (tensor or scalar) with ``reduce`` into a copy of ``x``."""
+    if _wide_accumulate(x.dtype, reduce):
+        if isinstance(src, TensorBase) and src.dtype is not x.dtype:
+            raise OpDTypeError(f"{what}: expected self and src of the same dtype, got {x.dtype.name} and "
+                               f"{src.dtype.name}")
+        # a scalar is rounded to x's dtype first, as PyTorch converts it
+        wide = src.cast(dtypes.float32) if isinstance(src, TensorBase) else float(np.asarray(src, x.dtype.numpy))
+        return _scatter_op(x.cast(dtypes.float32), dim, index, wide, reduce, what).cast(x.dtype)
     if x.ndim == 0:
         src1 = src.reshape(1) if isinstance(src, TensorBase) else src
         return _scatter_op(x.reshape(1), 0, index.reshape(1), src1, reduce, what).reshape(())
@@ -630,6 +643,13 @@ def scatter_inplace(x: Any, dim: int, index: Any, src: Any, op: str, what: str) 
             return gx, (_gather_grad(g, dim, idx, src_shape) if is_t else None)
 
         return autograd.record(what, x, [x, src if is_t else None], fn)
+    if _wide_accumulate(x.dtype, op):
+        # float32 accumulation (PyTorch's), computed aside and its index errors raised (one sync)
+        # before anything is written into x
+        out = _scatter_op(x, dim, index, src, op, what).realize()
+        errorflags.check(x.device)
+        x[...] = out
+        return x
     if x.ndim == 0:
         flat = x.reshape(1)
         scatter_inplace(flat, 0, index.reshape(1), src.reshape(1) if is_t else src, op, what)
