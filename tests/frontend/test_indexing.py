@@ -566,3 +566,19 @@ def test_scatter_sums_and_products_of_16_bit_floats_accumulate_in_float32(determ
             same(view, x.scatter_add(0, it, src)[1:])  # the same storage
     finally:
         zyx.use_deterministic_algorithms(False)
+
+
+def test_indexed_write_of_a_scalar_an_integer_dtype_cannot_hold() -> None:
+    """NaN, inf or an out-of-range int into an integer tensor through an advanced index or scatter:
+    a zyx error at the call (as ``x[1] = nan`` and PyTorch refuse it), nothing written."""
+    for bad in (float("nan"), float("inf"), 1e30, 300, -1, 2**70):
+        x = zyx.zeros(3, dtype=zyx.uint8)
+        with pytest.raises(zyx.DTypeError, match="cannot be converted to uint8"):
+            x[zyx.tensor([0])] = bad
+        with pytest.raises(zyx.DTypeError, match="cannot be converted to uint8"):
+            x.scatter(0, zyx.tensor([1]), value=bad)
+        assert x.tolist() == [0, 0, 0]
+    y = zyx.zeros(3, dtype=zyx.int64)
+    y[zyx.tensor([0, 2])] = 2.7  # finite and in range: truncated, as PyTorch
+    y.index_put_((zyx.tensor([1]),), zyx.tensor(-5))
+    assert y.tolist() == [2, -5, 2]

@@ -200,6 +200,13 @@ def _value(acc: Access, value: Any, dtype: Any, device: Any) -> Any:
     """``value`` (a tensor or scalar) as a tensor of ``dtype`` broadcast to the access's points, or a
     Python scalar."""
     if not isinstance(value, TensorBase):
+        if dtype.is_int:  # NaN, inf or an int out of range: refused as x[...] = value and PyTorch refuse it
+            from zyx.frontend.creation import _value_bits
+
+            try:
+                _value_bits(value, dtype)
+            except DTypeError as exc:
+                raise OpDTypeError(f"indexed write of {value!r}: {exc}") from None
         return value
     value = concrete(value)
     if value.dtype is not dtype:

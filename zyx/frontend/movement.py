@@ -160,6 +160,8 @@ def stack(tensors: Sequence[Any], dim: int = 0):
 
 def split(x: Any, split_size_or_sections: Any, dim: int = 0) -> tuple:
     """Views of ``x`` along ``dim``: chunks of one size (last may be smaller) or the listed sizes."""
+    if x.ndim == 0:
+        raise IndexOutOfRange("split/chunk expect a tensor of at least 1 dim, got a 0-d tensor")
     d = normalize_dim(dim, x.ndim)
     size = x.shape[d]
     if isinstance(split_size_or_sections, int) or type(split_size_or_sections) in BOUND:  # t + 1: by value
@@ -182,6 +184,8 @@ def chunk(x: Any, chunks: int, dim: int = 0) -> tuple:
     """``chunks`` (at most) nearly equal views along ``dim``."""
     if chunks <= 0:
         raise ShapeError(f"chunk: chunks must be positive, got {chunks}")
+    if x.ndim == 0:
+        raise IndexOutOfRange("split/chunk expect a tensor of at least 1 dim, got a 0-d tensor")
     d = normalize_dim(dim, x.ndim)
     size = x.shape[d]
     if size == 0:  # like PyTorch: ``chunks`` empty pieces
