@@ -337,3 +337,26 @@ def test_pytorch_forms_of_flip_masked_fill_and_scan_dtype(device, torch):
     big = zyx.full((40,), 10**8, dtype=zyx.int32, device=device).cumsum(0, dtype=zyx.int32)  # wraps in int32
     want = torch.full((40,), 10**8, dtype=torch.int32).cumsum(0, dtype=torch.int32)
     np.testing.assert_array_equal(big.numpy(), want.numpy())
+
+
+def test_masked_fill_with_a_fill_tensor_that_needs_a_gradient(device, torch):
+    """The fill tensor's gradient is the sum of the filled elements' (PyTorch); it was silently None."""
+    rng = np.random.default_rng(8)
+    x = rng.normal(size=(4, 5))
+    mask = rng.random((4, 5)) > 0.5
+    g = rng.normal(size=(4, 5))
+    zx = zyx.tensor(x, device=device)
+    zx.requires_grad = True
+    zv = zyx.tensor(2.0, dtype=zyx.float64, device=device)
+    zv.requires_grad = True
+    out = zx.masked_fill(zyx.tensor(mask, device=device), zv)
+    out.backward(zyx.tensor(g, device=device))
+    tx = torch.from_numpy(x).requires_grad_(True)
+    tv = torch.tensor(2.0, dtype=torch.float64, requires_grad=True)
+    tout = tx.masked_fill(torch.from_numpy(mask), tv)
+    tout.backward(torch.from_numpy(g))
+    np.testing.assert_array_equal(out.detach().numpy(), tout.detach().numpy())
+    np.testing.assert_allclose(zv.grad.numpy(), tv.grad.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(zx.grad.numpy(), tx.grad.numpy(), rtol=1e-12)
+    with pytest.raises(zyx.ContractError, match="bool mask"):
+        zx.masked_fill(zyx.ones(4, 5, dtype=zyx.int64, device=device), zv)

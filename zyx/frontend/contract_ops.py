@@ -648,6 +648,14 @@ class ContractOpsMixin(TensorBase):
                 common = tuple(self.shape)  # masked_fill names the mismatch
             if tuple(common) != tuple(self.shape):
                 x = self.expand(*common)
+        if isinstance(value, Tensor) and needs_grad(value):
+            # a fill that needs a gradient (the sum of the filled elements'): composed from where
+            if not isinstance(mask, Tensor) or not mask.dtype.is_bool or value.numel() != 1:
+                raise ContractError(f"masked_fill: expected a bool mask and a one-element fill, got mask "
+                                    f"{getattr(mask, 'dtype', type(mask).__name__)} and fill of shape {value.shape}")
+            from zyx.frontend.elementwise import where
+
+            return where(mask, value.reshape(()).cast(x.dtype), x)
         return masked_fill(x, mask, value)
 
     def cumsum(self, dim: int, dtype: Any = None) -> Any:
