@@ -201,10 +201,10 @@ def _value(acc: Access, value: Any, dtype: Any, device: Any) -> Any:
     Python scalar."""
     if not isinstance(value, TensorBase):
         if dtype.is_int:  # NaN, inf or an int out of range: refused as x[...] = value and PyTorch refuse it
-            from zyx.frontend.creation import _value_bits
+            from zyx.frontend.creation import _fill_value
 
             try:
-                _value_bits(value, dtype)
+                return _fill_value(value, dtype)  # -1 into uint8: 255, as PyTorch
             except DTypeError as exc:
                 raise OpDTypeError(f"indexed write of {value!r}: {exc}") from None
         return value
