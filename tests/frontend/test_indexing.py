@@ -561,6 +561,8 @@ def test_scatter_sums_and_products_of_16_bit_floats_accumulate_in_float32(determ
             before = dest.cast(zyx.float32).numpy().copy()
             _raises_index_error(lambda d=dest, s=sz: (d.scatter_add_(0, _z(np.array([[0, 4]])), s), d.numpy()))
             np.testing.assert_array_equal(dest.cast(zyx.float32).numpy(), before)  # nothing written
+            with pytest.raises(zyx.ShapeError, match="expanded"):  # as every dtype's in-place scatter
+                xz[:1].expand(4, 5).scatter_add_(0, iz, sz)
             assert dest.scatter_add_(0, iz, sz) is dest
             same(dest, x.scatter_add(0, it, src))
             same(view, x.scatter_add(0, it, src)[1:])  # the same storage

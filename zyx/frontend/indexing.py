@@ -204,7 +204,7 @@ def _value(acc: Access, value: Any, dtype: Any, device: Any) -> Any:
             from zyx.frontend.creation import _fill_value
 
             try:
-                return _fill_value(value, dtype)  # -1 into uint8: 255, as PyTorch
+                return _fill_value(value, dtype)
             except DTypeError as exc:
                 raise OpDTypeError(f"indexed write of {value!r}: {exc}") from None
         return value
@@ -259,14 +259,18 @@ def write(acc: Access, value: Any, reduce: str, whole: Any = None, dest_view: Vi
     return tensor_class()(node, View.contiguous(shape), dtype, device)
 
 
+def _check_not_expanded(dest: Any, what: str) -> None:
+    if any(st == 0 and d > 1 for st, d in zip(dest._view.strides, dest.shape)):
+        raise ShapeError(f"{what}: the destination is expanded (several of its elements share one memory "
+                         "location); write into a clone")
+
+
 def write_inplace(acc: Access, value: Any, reduce: str, what: str) -> None:
     """Write ``value`` at the access's points into ``acc.table``'s own storage (every view of it sees
     the change); all indices are checked first, so a bad one writes nothing."""
     dest = acc.table
     acc.check_nonempty_axes()
-    if any(st == 0 and d > 1 for st, d in zip(dest._view.strides, dest.shape)):
-        raise ShapeError(f"{what}: the destination is expanded (several of its elements share one memory "
-                         "location); write into a clone")
+    _check_not_expanded(dest, what)
     value = _value(acc, value, dest.dtype, dest.device)
     device = dest.device
     with runtime_lock:
@@ -653,6 +657,7 @@ def scatter_inplace(x: Any, dim: int, index: Any, src: Any, op: str, what: str) 
     if _wide_accumulate(x.dtype, op):
         # float32 accumulation (PyTorch's), computed aside and its index errors raised (one sync)
         # before anything is written into x
+        _check_not_expanded(x, what)
         out = _scatter_op(x, dim, index, src, op, what).realize()
         errorflags.check(x.device)
         x[...] = out
