@@ -309,3 +309,54 @@ def test_kv_cache_ring_example(run_python):
     result = run_python(code.replace('if __name__ == "__main__":', "if True:"))
     assert result.returncode == 0, result.stdout + result.stderr
     assert "match" in result.stdout
+
+
+def test_pytorch_forms_of_flip_masked_fill_and_scan_dtype(device, torch):
+    """PyTorch's forms a ported program uses: ``flip(0)`` of a 0-d tensor, a mask that broadcasts
+    ``self`` up (out-of-place ``masked_fill``), and ``cumsum``/``cumprod(dim, dtype=)``."""
+    s = zyx.tensor(4.0, device=device)
+    assert s.flip(0).item() == 4.0 and s.flip(-1).item() == 4.0
+    with pytest.raises(IndexError):
+        s.flip(1)
+    rng = np.random.default_rng(7)
+    x = rng.normal(size=(2, 4)).astype(np.float32)
+    mask = rng.random((3, 1, 4)) > 0.5
+    z = zyx.tensor(x, device=device).masked_fill(zyx.tensor(mask, device=device), -1.0)
+    t = torch.from_numpy(x).masked_fill(torch.from_numpy(mask), -1.0)
+    assert z.shape == tuple(t.shape)
+    np.testing.assert_array_equal(z.numpy(), t.numpy())
+    with pytest.raises(zyx.ContractError, match="not broadcastable"):
+        zyx.tensor(x, device=device).masked_fill(zyx.ones(3, dtype=zyx.bool, device=device), 0.0)
+    a = (rng.normal(size=(3, 5)) * 4).astype(np.float32)
+    for zdt, tdt in [(zyx.int32, torch.int32), (zyx.float64, torch.float64), (zyx.int8, torch.int8)]:
+        for op in ("cumsum", "cumprod"):
+            got = getattr(zyx.tensor(a, device=device), op)(1, dtype=zdt)
+            want = getattr(torch.from_numpy(a), op)(1, dtype=tdt)
+            assert got.dtype is zdt
+            np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12)
+    big = zyx.full((40,), 10**8, dtype=zyx.int32, device=device).cumsum(0, dtype=zyx.int32)  # wraps in int32
+    want = torch.full((40,), 10**8, dtype=torch.int32).cumsum(0, dtype=torch.int32)
+    np.testing.assert_array_equal(big.numpy(), want.numpy())
+
+
+def test_masked_fill_with_a_fill_tensor_that_needs_a_gradient(device, torch):
+    """The fill tensor's gradient is the sum of the filled elements' (PyTorch); it was silently None."""
+    rng = np.random.default_rng(8)
+    x = rng.normal(size=(4, 5))
+    mask = rng.random((4, 5)) > 0.5
+    g = rng.normal(size=(4, 5))
+    zx = zyx.tensor(x, device=device)
+    zx.requires_grad = True
+    zv = zyx.tensor(2.0, dtype=zyx.float64, device=device)
+    zv.requires_grad = True
+    out = zx.masked_fill(zyx.tensor(mask, device=device), zv)
+    out.backward(zyx.tensor(g, device=device))
+    tx = torch.from_numpy(x).requires_grad_(True)
+    tv = torch.tensor(2.0, dtype=torch.float64, requires_grad=True)
+    tout = tx.masked_fill(torch.from_numpy(mask), tv)
+    tout.backward(torch.from_numpy(g))
+    np.testing.assert_array_equal(out.detach().numpy(), tout.detach().numpy())
+    np.testing.assert_allclose(zv.grad.numpy(), tv.grad.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(zx.grad.numpy(), tx.grad.numpy(), rtol=1e-12)
+    with pytest.raises(zyx.ContractError, match="bool mask"):
+        zx.masked_fill(zyx.ones(4, 5, dtype=zyx.int64, device=device), zv)

@@ -499,3 +499,88 @@ def test_inplace_scatters():
     c.scatter_(0, _z(u), sz[:1])
     d.scatter_(0, torch.from_numpy(u), st[:1])
     _check_grads(c, d, [(xz, xt), (sz, st)])
+
+
+def test_zero_dim_index_tensor_acts_as_an_int() -> None:
+    """A 0-d integer tensor in an index is an int to PyTorch: it does not separate the other index
+    tensors, so ``x[t0, :, [0, 5]]`` keeps the slice dim first (reads, writes and gradients)."""
+    forms = [(np.array(-1), slice(None), np.array([0, 5])),
+             (slice(None), np.array([1, 2]), np.array(2), np.array([0, 5])),
+             (np.array([1, 2]), np.array(0), slice(None))]
+    x4 = RNG.normal(size=(3, 4, 5, 6)).astype(np.float32)
+    for base, index in [(BASE, forms[0]), (x4, forms[1]), (BASE, forms[2])]:
+        expected = torch.from_numpy(base)[_conv(index, "t")]
+        got = _z(base)[_conv(index, "z")]
+        assert got.shape == tuple(expected.shape)
+        np.testing.assert_array_equal(got.numpy(), expected.numpy())
+        z, t = _z(base), torch.from_numpy(base.copy())
+        z[_conv(index, "z")] = -1.0
+        t[_conv(index, "t")] = -1.0
+        np.testing.assert_array_equal(z.numpy(), t.numpy())
+    xz, xt = _leaf(BASE)
+    _check_grads(xz[_conv(forms[0], "z")] * 1, xt[_conv(forms[0], "t")] * 1, [(xz, xt)])
+
+
+def test_index_select_and_bad_index_kinds_raise_index_errors() -> None:
+    x = _z(BASE)
+    with pytest.raises(IndexError, match="1-D or 0-D"):
+        x.index_select(0, zyx.tensor([[1]]))
+    s = zyx.tensor(4.0)
+    assert s.index_select(0, zyx.tensor([0])).shape == () and s.index_select(0, zyx.tensor(0)).item() == 4.0
+    with pytest.raises(IndexError, match="exactly one index"):
+        s.index_select(0, zyx.tensor([0, 0]))
+    with pytest.raises(IndexError, match="unsupported index"):  # PyTorch: IndexError for x[1.5]
+        x[1.5]
+
+
+@pytest.mark.parametrize("deterministic", [False, True])
+def test_scatter_sums_and_products_of_16_bit_floats_accumulate_in_float32(deterministic) -> None:
+    """PyTorch's CPU scatter family sums/multiplies float16 and bfloat16 in float32 and rounds once
+    per element; the in-place form checks its indices before writing."""
+    zyx.use_deterministic_algorithms(deterministic)
+    try:
+        rng = np.random.default_rng(3)
+        idx = rng.integers(0, 2, (6, 5))
+        for tdt, zdt in [(torch.float16, zyx.float16), (torch.bfloat16, zyx.bfloat16)]:
+            x = (torch.from_numpy(rng.normal(size=(4, 5)).astype(np.float32)) * 3).to(tdt)
+            src = (torch.from_numpy(rng.normal(size=(6, 5)).astype(np.float32)) * 3).to(tdt)
+            xz, sz, iz = _z(x.float().numpy()).cast(zdt), _z(src.float().numpy()).cast(zdt), _z(idx)
+            it = torch.from_numpy(idx)
+
+            def same(z, t):
+                np.testing.assert_array_equal(z.cast(zyx.float32).numpy(), t.float().numpy())
+
+            same(xz.scatter_add(0, iz, sz), x.scatter_add(0, it, src))
+            for reduce in ("sum", "prod", "mean"):
+                for include_self in (True, False):
+                    same(xz.scatter_reduce(0, iz, sz, reduce, include_self=include_self),
+                         x.scatter_reduce(0, it, src, reduce, include_self=include_self))
+            same(xz.scatter(0, iz, value=1.7, reduce="multiply"), x.scatter(0, it, 1.7, reduce="multiply"))
+            dest = xz.clone()
+            view = dest[1:]
+            before = dest.cast(zyx.float32).numpy().copy()
+            _raises_index_error(lambda d=dest, s=sz: (d.scatter_add_(0, _z(np.array([[0, 4]])), s), d.numpy()))
+            np.testing.assert_array_equal(dest.cast(zyx.float32).numpy(), before)  # nothing written
+            with pytest.raises(zyx.ShapeError, match="expanded"):  # as every dtype's in-place scatter
+                xz[:1].expand(4, 5).scatter_add_(0, iz, sz)
+            assert dest.scatter_add_(0, iz, sz) is dest
+            same(dest, x.scatter_add(0, it, src))
+            same(view, x.scatter_add(0, it, src)[1:])  # the same storage
+    finally:
+        zyx.use_deterministic_algorithms(False)
+
+
+def test_indexed_write_of_a_scalar_an_integer_dtype_cannot_hold() -> None:
+    """NaN, inf or an out-of-range int into an integer tensor through an advanced index or scatter:
+    a zyx error at the call (as ``x[1] = nan`` and PyTorch refuse it), nothing written."""
+    for bad in (float("nan"), float("inf"), 1e30, 300, -1, 2**70):
+        x = zyx.zeros(3, dtype=zyx.uint8)
+        with pytest.raises(zyx.DTypeError, match="cannot be converted to uint8"):
+            x[zyx.tensor([0])] = bad
+        with pytest.raises(zyx.DTypeError, match="cannot be converted to uint8"):
+            x.scatter(0, zyx.tensor([1]), value=bad)
+        assert x.tolist() == [0, 0, 0]
+    y = zyx.zeros(3, dtype=zyx.int64)
+    y[zyx.tensor([0, 2])] = 2.7  # finite and in range: truncated, as PyTorch
+    y.index_put_((zyx.tensor([1]),), zyx.tensor(-5))
+    assert y.tolist() == [2, -5, 2]

@@ -36,7 +36,8 @@ def test_contract_dim_out_of_range_is_index_error(call):
 
 def test_contract_rank0_dim_is_index_error():
     with pytest.raises(IndexError, match="rank 0"):
-        zyx.tensor(1.0).flip(0)
+        zyx.tensor(1.0).flip(1)
+    _close(zyx.tensor(1.0).flip(0), torch.tensor(1.0).flip(0))  # dim 0 / -1 of a scalar: allowed, as PyTorch 2.13
     _close(zyx.tensor(2.5).cumsum(0), torch.tensor(2.5).cumsum(0))  # dim 0 of a scalar is allowed, as PyTorch
 
 

@@ -180,6 +180,8 @@ def test_diagonal_noncontiguous_rank8_empty():
     _same(z.diagonal(), t.diagonal())
     with pytest.raises(zyx.ShapeError, match="rank >= 2"):
         zyx.zeros(3).diagonal()
+    with pytest.raises(IndexError, match="rank >= 2"):  # PyTorch: dim 1 out of range, an IndexError
+        zyx.zeros(3).diagonal()
     with pytest.raises(zyx.ShapeError, match="cannot be the same"):
         zyx.zeros(3, 3).diagonal(0, 1, -1)
 
@@ -315,3 +317,9 @@ def test_pad_mode_one_kernel():
     before = zyx.kernel_count()
     F.pad(x, (2, 2, 3, 1), mode="reflect").realize()
     assert zyx.kernel_count() - before == 1
+
+
+def test_split_and_chunk_of_a_0d_tensor_raise():
+    for fn in (lambda s: s.split(1), lambda s: s.chunk(1), lambda s: zyx.split(s, [1])):
+        with pytest.raises(IndexError, match="at least 1 dim"):
+            fn(zyx.tensor(1.0))

@@ -433,3 +433,33 @@ def test_selection_ops_on_rank8_empty_and_rank0_inputs():
     assert s.kthvalue(1).values.item() == 7.0 and s.median(0).indices.item() == 0
     assert zyx.tensor(3).unique().tolist() == [3]
     assert zyx.bucketize(zyx.tensor(0.5), zyx.tensor([0.0, 1.0])).item() == 1
+
+
+@pytest.mark.parametrize("dt", ["float32", "float16", "bfloat16"])
+def test_searchsorted_nan_in_the_sequence_as_pytorch(dt):
+    """PyTorch's search compares ``!(x >= v)`` / ``!(x > v)``: a NaN in the sequence or among the values
+    moves the search right (past every NaN for a NaN value, even on the left side)."""
+    seq = np.sort(RNG.standard_normal((4, 11)), -1)
+    seq[0, -1:] = np.nan
+    seq[1, -3:] = np.nan
+    seq[2, 4] = np.nan  # one inside the row too: the result is whatever PyTorch's search finds
+    vals = RNG.standard_normal((4, 6))
+    vals[0, 1] = vals[2, 0] = np.nan
+    vals[3, 0] = np.inf
+    tdt = TORCH_DT[dt]
+    ts, tv = torch.from_numpy(seq).to(tdt), torch.from_numpy(vals).to(tdt)
+    zs, zv = zyx.from_numpy(seq).cast(dt), zyx.from_numpy(vals).cast(dt)
+    order = np.stack([RNG.permutation(11) for _ in range(4)])
+    for right in (False, True):
+        np.testing.assert_array_equal(zyx.searchsorted(zs, zv, right=right).numpy(),
+                                      torch.searchsorted(ts, tv, right=right).numpy())
+        np.testing.assert_array_equal(zyx.bucketize(zv, zs[1], right=right).numpy(),
+                                      torch.bucketize(tv, ts[1], right=right).numpy())
+        np.testing.assert_array_equal(
+            zyx.searchsorted(zs, zv, right=right, sorter=zyx.from_numpy(order)).numpy(),
+            torch.searchsorted(ts, tv, right=right, sorter=torch.from_numpy(order)).numpy())
+
+
+def test_topk_of_a_0d_tensor_with_k_0():
+    values, indices = zyx.tensor(2.5).topk(0)  # PyTorch gives the element back for k = 0 too
+    assert values.shape == () and values.item() == 2.5 and indices.item() == 0

@@ -31,6 +31,7 @@ from zyx.frontend.args import device_of
 from zyx.frontend.autograd import needs_grad, no_grad, record
 from zyx.frontend.base import TensorBase, check_writable, concrete, tensor_class
 from zyx.frontend.creation import full
+from zyx.frontend.elementwise import broadcast_shapes
 from zyx.frontend.movement import basic_index
 from zyx.frontend.scan_backward import cumprod_grad, extremum_grad, logcumsumexp_grad
 from zyx.ir.variable import BOUND, VariableArg
@@ -166,6 +167,8 @@ def flip(x: Tensor, dims: Any) -> Tensor:
     """``x`` reversed along each axis in ``dims`` (an int or a tuple)."""
     x = _tensor(x, "flip", "input")
     c = lookup("Flip", x.dtype)
+    if x.ndim == 0 and _int_or_tuple(dims, c.name, "dims") in ((0,), (-1,)):
+        dims = ()  # PyTorch takes dim 0 / -1 of a 0-d tensor as its one element: nothing to reverse
     params = validate(c, [operand(x)], {"dims": _int_or_tuple(dims, c.name, "dims")})
     x = _dense(c, x)
     shape, dims, size = x.shape, params["dims"], x.dtype.itemsize
@@ -635,16 +638,39 @@ class ContractOpsMixin(TensorBase):
         return tril(self, diagonal)
 
     def masked_fill(self, mask: Any, value: Any) -> Any:
-        """``value`` where the bool ``mask`` (broadcast to this shape) is True."""
-        return masked_fill(self, mask, value)
+        """``value`` where the bool ``mask`` is True; as PyTorch's out-of-place form, a mask of more
+        dims or larger sizes broadcasts ``self`` up to the common shape."""
+        x = self
+        if isinstance(mask, Tensor) and tuple(mask.shape) != tuple(self.shape):
+            try:
+                common = broadcast_shapes(self.shape, mask.shape)
+            except ShapeError:
+                common = tuple(self.shape)  # masked_fill names the mismatch
+            if tuple(common) != tuple(self.shape):
+                x = self.expand(*common)
+        if isinstance(value, Tensor) and needs_grad(value):
+            # a fill that needs a gradient (the sum of the filled elements'): composed from where
+            if not isinstance(mask, Tensor) or not mask.dtype.is_bool or value.numel() != 1:
+                raise ContractError(f"masked_fill: expected a bool mask and a one-element fill, got mask "
+                                    f"{getattr(mask, 'dtype', type(mask).__name__)} and fill of shape {value.shape}")
+            from zyx.frontend.elementwise import where
 
-    def cumsum(self, dim: int) -> Any:
-        """Running sum along ``dim`` (16-bit floats accumulate in float32; integers into int64)."""
-        return cumsum(self, dim)
+            return where(mask, value.reshape(()).cast(x.dtype), x)
+        return masked_fill(x, mask, value)
 
-    def cumprod(self, dim: int) -> Any:
-        """Running product along ``dim`` (16-bit floats accumulate in float32; integers into int64)."""
-        return cumprod(self, dim)
+    def cumsum(self, dim: int, dtype: Any = None) -> Any:
+        """Running sum along ``dim`` (16-bit floats accumulate in float32; integers into int64);
+        ``dtype``: the input cast to it first and the result of that dtype, as PyTorch."""
+        if dtype is None:
+            return cumsum(self, dim)
+        return cumsum(self.cast(dtype), dim).cast(dtype)
+
+    def cumprod(self, dim: int, dtype: Any = None) -> Any:
+        """Running product along ``dim`` (16-bit floats accumulate in float32; integers into int64);
+        ``dtype`` as in ``cumsum``."""
+        if dtype is None:
+            return cumprod(self, dim)
+        return cumprod(self.cast(dtype), dim).cast(dtype)
 
     def cummax(self, dim: int) -> ValuesIndices:
         """``(values, indices)``: the running maximum along ``dim`` and where it was taken."""

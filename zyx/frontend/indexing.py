@@ -28,7 +28,7 @@ import numpy as np
 
 from zyx import dtype as dtypes
 from zyx import graph
-from zyx.backend import transfer
+from zyx.backend import errorflags, transfer
 from zyx.backend.launch import runtime_lock
 from zyx.backend.pool import Buffer
 from zyx.codegen import scatter as kernels
@@ -142,8 +142,12 @@ def advanced_access(v: Any, adv: list[tuple[int, Any]]) -> Access:
     except ShapeError:
         raise IndexOutOfRange("shape mismatch: indexing tensors could not be broadcast together with shapes "
                               + ", ".join(str(list(t.shape)) for t in tensors)) from None
-    adjacent = positions == list(range(positions[0], positions[0] + len(positions)))
-    p = positions[0] if adjacent else 0
+    # A 0-d index tensor acts as an int in PyTorch: its dim goes away and it does not separate the
+    # others, so adjacency is judged among the index tensors that keep dims (x[t0, :, [0, 1]] with
+    # a 0-d t0 keeps the slice dim first).
+    kept = [d for d, t in adv if t.ndim > 0] or positions
+    adjacent = all(d in positions for d in range(kept[0], kept[-1] + 1))
+    p = kept[0] if adjacent else 0
     rest = [d for d in range(v.ndim) if d not in positions]
     before = [d for d in rest if adjacent and d < p]
     after = [d for d in rest if d not in before]
@@ -196,6 +200,13 @@ def _value(acc: Access, value: Any, dtype: Any, device: Any) -> Any:
     """``value`` (a tensor or scalar) as a tensor of ``dtype`` broadcast to the access's points, or a
     Python scalar."""
     if not isinstance(value, TensorBase):
+        if dtype.is_int:  # NaN, inf or an int out of range: refused as x[...] = value and PyTorch refuse it
+            from zyx.frontend.creation import _fill_value
+
+            try:
+                return _fill_value(value, dtype)
+            except DTypeError as exc:
+                raise OpDTypeError(f"indexed write of {value!r}: {exc}") from None
         return value
     value = concrete(value)
     if value.dtype is not dtype:
@@ -248,14 +259,18 @@ def write(acc: Access, value: Any, reduce: str, whole: Any = None, dest_view: Vi
     return tensor_class()(node, View.contiguous(shape), dtype, device)
 
 
+def _check_not_expanded(dest: Any, what: str) -> None:
+    if any(st == 0 and d > 1 for st, d in zip(dest._view.strides, dest.shape)):
+        raise ShapeError(f"{what}: the destination is expanded (several of its elements share one memory "
+                         "location); write into a clone")
+
+
 def write_inplace(acc: Access, value: Any, reduce: str, what: str) -> None:
     """Write ``value`` at the access's points into ``acc.table``'s own storage (every view of it sees
     the change); all indices are checked first, so a bad one writes nothing."""
     dest = acc.table
     acc.check_nonempty_axes()
-    if any(st == 0 and d > 1 for st, d in zip(dest._view.strides, dest.shape)):
-        raise ShapeError(f"{what}: the destination is expanded (several of its elements share one memory "
-                         "location); write into a clone")
+    _check_not_expanded(dest, what)
     value = _value(acc, value, dest.dtype, dest.device)
     device = dest.device
     with runtime_lock:
@@ -473,10 +488,12 @@ def gather(x: Any, dim: int, index: Any) -> Any:
 def index_select(x: Any, dim: int, index: Any) -> Any:
     """The entries ``index`` (1-D or 0-D) of ``dim``."""
     _int_index(index, "index_select")
-    if index.ndim > 1:
-        raise ShapeError(f"index_select: index must be 1-D or 0-D, got {index.ndim} dims")
+    if index.ndim > 1:  # an IndexError in PyTorch
+        raise IndexOutOfRange(f"index_select: index must be 1-D or 0-D, got {index.ndim} dims")
     if x.ndim == 0:
-        return index_select(x.reshape(1), 0, index).reshape(index.shape)
+        if index.numel() != 1:
+            raise IndexOutOfRange(f"index_select: a 0-d tensor takes exactly one index (0), got {index.numel()}")
+        return index_select(x.reshape(1), 0, index).reshape(())  # 0-d, as PyTorch
     d = normalize_dim(dim, x.ndim)
     index = index.reshape(-1)
     shape = x.shape[:d] + (index.shape[0],) + x.shape[d + 1:]
@@ -551,8 +568,21 @@ def _pad_to(g: Any, shape: tuple[int, ...]) -> Any:
     return g.pad(pads)
 
 
+def _wide_accumulate(dtype: Any, reduce: str) -> bool:
+    """Whether a scatter of ``dtype`` combines in float32: a sum or product of 16-bit (or narrower)
+    floats, which PyTorch's CPU scatter family accumulates in float32 and rounds once per element."""
+    return reduce in ("add", "mul") and dtype.is_float and dtype.itemsize < 4
+
+
 def _scatter_op(x: Any, dim: int, index: Any, src: Any, reduce: str, what: str) -> Any:
     """The out-of-place scatter of ``src`` (tensor or scalar) with ``reduce`` into a copy of ``x``."""
+    if _wide_accumulate(x.dtype, reduce):
+        if isinstance(src, TensorBase) and src.dtype is not x.dtype:
+            raise OpDTypeError(f"{what}: expected self and src of the same dtype, got {x.dtype.name} and "
+                               f"{src.dtype.name}")
+        # a scalar is rounded to x's dtype first, as PyTorch converts it
+        wide = src.cast(dtypes.float32) if isinstance(src, TensorBase) else float(np.asarray(src, x.dtype.numpy))
+        return _scatter_op(x.cast(dtypes.float32), dim, index, wide, reduce, what).cast(x.dtype)
     if x.ndim == 0:
         src1 = src.reshape(1) if isinstance(src, TensorBase) else src
         return _scatter_op(x.reshape(1), 0, index.reshape(1), src1, reduce, what).reshape(())
@@ -624,6 +654,14 @@ def scatter_inplace(x: Any, dim: int, index: Any, src: Any, op: str, what: str) 
             return gx, (_gather_grad(g, dim, idx, src_shape) if is_t else None)
 
         return autograd.record(what, x, [x, src if is_t else None], fn)
+    if _wide_accumulate(x.dtype, op):
+        # float32 accumulation (PyTorch's), computed aside and its index errors raised (one sync)
+        # before anything is written into x
+        _check_not_expanded(x, what)
+        out = _scatter_op(x, dim, index, src, op, what).realize()
+        errorflags.check(x.device)
+        x[...] = out
+        return x
     if x.ndim == 0:
         flat = x.reshape(1)
         scatter_inplace(flat, 0, index.reshape(1), src.reshape(1) if is_t else src, op, what)

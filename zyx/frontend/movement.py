@@ -160,6 +160,8 @@ def stack(tensors: Sequence[Any], dim: int = 0):
 
 def split(x: Any, split_size_or_sections: Any, dim: int = 0) -> tuple:
     """Views of ``x`` along ``dim``: chunks of one size (last may be smaller) or the listed sizes."""
+    if x.ndim == 0:
+        raise IndexOutOfRange("split/chunk expect a tensor of at least 1 dim, got a 0-d tensor")
     d = normalize_dim(dim, x.ndim)
     size = x.shape[d]
     if isinstance(split_size_or_sections, int) or type(split_size_or_sections) in BOUND:  # t + 1: by value
@@ -182,6 +184,8 @@ def chunk(x: Any, chunks: int, dim: int = 0) -> tuple:
     """``chunks`` (at most) nearly equal views along ``dim``."""
     if chunks <= 0:
         raise ShapeError(f"chunk: chunks must be positive, got {chunks}")
+    if x.ndim == 0:
+        raise IndexOutOfRange("split/chunk expect a tensor of at least 1 dim, got a 0-d tensor")
     d = normalize_dim(dim, x.ndim)
     size = x.shape[d]
     if size == 0:  # like PyTorch: ``chunks`` empty pieces
@@ -242,7 +246,8 @@ def basic_index(view: View, index: Any) -> View:
                 raise IndexOutOfRange(f"index {i} is out of bounds for dim {dim} with size {size}")
             view = view.select(dim, i % size)
         else:
-            raise ShapeError(f"unsupported index {it!r}: only ints, slices, None and ... are supported")
+            # an IndexError (and a ShapeError), as PyTorch raises for x[1.5]
+            raise IndexOutOfRange(f"unsupported index {it!r}: only ints, slices, None and ... are supported")
     return view
 
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from zyx import dtype as dtypes
 from zyx.dtype import to_dtype
-from zyx.errors import DTypeError, ShapeError
+from zyx.errors import DTypeError, IndexOutOfRange, ShapeError
 from zyx.frontend.args import shape_arg
 from zyx.frontend.base import TensorBase
 from zyx.frontend.creation import from_host, pinned_as, zeros
@@ -143,7 +143,8 @@ def _diag_geometry(s1: int, s2: int, offset: int) -> tuple[int, int, int]:
 def diagonal(x: Any, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Any:
     """The diagonal ``offset`` of the (``dim1``, ``dim2``) planes as a new last dim (a strided view)."""
     if x.ndim < 2:
-        raise ShapeError(f"diagonal: expected a tensor of rank >= 2, got rank {x.ndim}")
+        # dim1/dim2 out of range for it: an IndexError too, as PyTorch raises
+        raise IndexOutOfRange(f"diagonal: expected a tensor of rank >= 2, got rank {x.ndim}")
     a, b = normalize_dim(dim1, x.ndim, "dim1"), normalize_dim(dim2, x.ndim, "dim2")
     if a == b:
         raise ShapeError(f"diagonal: dim1 and dim2 cannot be the same dim ({dim1}, {dim2})")

@@ -247,6 +247,8 @@ def topk(x: Any, k: int, dim: int = -1, largest: bool = True, sorted: bool = Tru
     if not 0 <= k <= lay.n:
         raise IndexOutOfRange(f"topk(): k = {k} is out of range for dim {dim} of size {lay.n} "
                               f"(shape {x.shape}); expected 0 <= k <= {lay.n}")
+    if lay.rank == 0:
+        k = 1  # a 0-d input gives itself back for k = 0 too, as PyTorch
     with no_grad():
         values, indices = _select_rows(lay, x.dtype, x.device, k, largest)
     out = _record_selection("topk", lay.back(values), x, lay, indices)
