@@ -276,14 +276,26 @@ def logsumexp(x: Any, dim: Any = None, keepdim: bool = False):
     return out.cast(x.dtype) if x.dtype.is_float else out
 
 
-def any(x: Any, dim: Any = None, keepdim: bool = False):  # noqa: A001 - PyTorch's name
+def _logical(x: Any, op: str, dim: Any, keepdim: bool):
+    """``any``/``all`` as PyTorch: bool results (uint8 for a uint8 input), and an empty ``dim`` list
+    reduces nothing (unlike ``sum``, where it reduces every dim)."""
     b = x if x.dtype.is_bool else binary(Op.NE, x, 0)
-    return reduce(b, Op.MAX, dim, keepdim)
+    if isinstance(dim, (list, tuple)) and not dim:
+        _dims(x, dim)
+        out = b
+    else:
+        out = reduce(b, op, dim, keepdim)
+    return out.cast(dtypes.uint8) if x.dtype is dtypes.uint8 else out
+
+
+def any(x: Any, dim: Any = None, keepdim: bool = False):  # noqa: A001 - PyTorch's name
+    """True where any element over ``dim`` is nonzero."""
+    return _logical(x, Op.MAX, dim, keepdim)
 
 
 def all(x: Any, dim: Any = None, keepdim: bool = False):  # noqa: A001 - PyTorch's name
-    b = x if x.dtype.is_bool else binary(Op.NE, x, 0)
-    return reduce(b, Op.MIN, dim, keepdim)
+    """True where every element over ``dim`` is nonzero."""
+    return _logical(x, Op.MIN, dim, keepdim)
 
 
 # ------------------------------------------------------------------ linear algebra
