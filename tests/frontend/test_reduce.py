@@ -199,3 +199,6 @@ def test_reductions_as_top_level_functions():
     _check(zyx.min(z), torch.min(t))
     _check(zyx.any(z > 0.5, 0), torch.any(t > 0.5, 0))
     _check(zyx.all(z > -2), torch.all(t > -2))
+    for name in ("sum", "prod", "mean", "max", "min", "argmax", "argmin", "var", "std", "logsumexp", "any", "all"):
+        with pytest.raises(zyx.DTypeError, match=f"{name}\\(\\): expected a Tensor, got list"):
+            getattr(zyx, name)([1.0, 2.0])
