@@ -135,3 +135,10 @@ def test_dropout_inplace():
     np.testing.assert_allclose(np.unique(x.numpy()), [0.0, 1 / 0.6], rtol=1e-6)
     x = zyx.ones(3)
     assert F.dropout(x, 0.4, training=False, inplace=True) is x and x.numpy().sum() == 3
+
+
+def test_layer_norm_shape_errors():
+    x = zyx.ones(3, 6)
+    for shape in ((), (5,), (2, 3, 6)):
+        with pytest.raises(zyx.ShapeError, match="normalized_shape"):
+            F.layer_norm(x, shape)

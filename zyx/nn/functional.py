@@ -32,6 +32,9 @@ def layer_norm(x: Any, normalized_shape: Sequence[int] | int, weight: Any = None
         normalized_shape = (normalized_shape,)
     normalized_shape = tuple(normalized_shape)
     k = len(normalized_shape)
+    if k == 0:
+        raise ShapeError("layer_norm: normalized_shape is empty; expected at least one trailing dim of input "
+                         f"shape {x.shape}")
     if tuple(x.shape[x.ndim - k:]) != normalized_shape or k > x.ndim:
         raise ShapeError(f"layer_norm: normalized_shape {normalized_shape} does not match the trailing dims "
                          f"of input shape {x.shape}")
