@@ -10,6 +10,8 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from zyx.errors import DTypeError, IndexOutOfRange, ShapeError
 from zyx.frontend import reduce as R
 from zyx.frontend.elementwise import binary, unary, where
@@ -113,13 +115,14 @@ def scaled_dot_product_attention(q: Any, k: Any, v: Any, attn_mask: Any = None, 
 
 def _safe_softmax(scores: Any):
     """Softmax over the last dim whose fully masked rows (all -inf) are 0 rather than NaN, in value and
-    gradient, as PyTorch's attention gives them."""
+    gradient, as PyTorch's attention gives them: such a row's max is clamped to the lowest finite value
+    (its exps are then 0) and its sum to 0.5 (a live row's sum is at least 1: its max contributes
+    exp(0)). Clamps, not ``where``s on the row values, so it stays one row kernel like ``softmax``."""
     w, out_dt = _work(scores)
-    m = R.reduce(w, Op.MAX, -1, keepdim=True)
-    m = where(binary(Op.EQ, m, float("-inf")), 0.0, m)
+    m = binary(Op.MAXIMUM, R.reduce(w, Op.MAX, -1, keepdim=True), float(np.finfo(w.dtype.np_dtype).min))
     e = unary(Op.EXP, w - m)
-    s = R.reduce(e, Op.SUM, -1, keepdim=True)
-    return (e * unary(Op.RECIPROCAL, where(binary(Op.EQ, s, 0.0), 1.0, s))).cast(out_dt)
+    s = binary(Op.MAXIMUM, R.reduce(e, Op.SUM, -1, keepdim=True), 0.5)
+    return (e * unary(Op.RECIPROCAL, s)).cast(out_dt)
 
 
 def dropout(x: Any, p: float = 0.5, training: bool = True, inplace: bool = False):
