@@ -134,7 +134,23 @@ from zyx.frontend.indexing import (
     use_deterministic_algorithms,
 )
 from zyx.frontend.movement import chunk, pad, split, stack
-from zyx.frontend.reduce import argmax, argmin, logsumexp, matmul, mean, prod, std, std_mean, var, var_mean
+from zyx.frontend.reduce import (
+    all,  # noqa: A004 - the API's reduction, as torch.all
+    any,  # noqa: A004 - the API's reduction, as torch.any
+    argmax,
+    argmin,
+    logsumexp,
+    matmul,
+    max,  # noqa: A004 - the API's reduction (values only, as torch.amax)
+    mean,
+    min,  # noqa: A004 - the API's reduction (values only, as torch.amin)
+    prod,
+    std,
+    std_mean,
+    sum,  # noqa: A004 - the API's reduction, as torch.sum
+    var,
+    var_mean,
+)
 from zyx.frontend.shape_ops import (
     diag,
     diagonal,
@@ -174,6 +190,7 @@ contracts = ContractsEntry(_contracts_package)
 half = float16
 float = float32  # noqa: A001 - the API names it zyx.float
 double = float64
+amax, amin = max, min
 
 
 __all__ = [
@@ -188,6 +205,7 @@ __all__ = [
     "zeros", "zeros_like",
 ]
 __all__ += ["std_mean", "var_mean"]
+__all__ += ["all", "amax", "amin", "any", "max", "min", "sum"]  # API.md "Reductions" as functions
 __all__ += ["AutogradError", "autograd", "enable_grad", "inference_mode", "is_grad_enabled", "no_grad"]
 __all__ += ["load", "load_file", "load_file_metadata", "optim", "save", "save_file"]
 __all__ += [  # the elementwise functions

@@ -248,3 +248,21 @@ def test_16_bit_ops_with_python_numbers_and_0d_tensors_match_pytorch_bits(zdt, t
                 got = z.numpy() if z.dtype == zyx.bool else z.cast("float32").numpy()
                 np.testing.assert_array_equal(np.nan_to_num(got, nan=7), np.nan_to_num(want, nan=7),
                                               err_msg=f"{zdt} {kind} {name} {v}")
+
+
+@pytest.mark.parametrize("dt,decimals", [("float32", 2), ("float32", -1), ("float64", 3), ("float16", 1),
+                                         ("bfloat16", 1), ("float32", 0)])
+def test_round_decimals_as_pytorch(dt, decimals):
+    """``round(decimals=)`` scales by 10**|decimals| in the input's dtype, as ``torch.round``."""
+    t = torch.tensor(RNG.uniform(-300, 300, (4, 9))).to(getattr(torch, dt))
+    z = zyx.tensor(t.double().numpy()).cast(dt)
+    want = t.round(decimals=decimals)
+    for got in (z.round(decimals=decimals), zyx.round(z, decimals)):
+        assert got.dtype.name == dt
+        np.testing.assert_array_equal(got.cast("float64").numpy(), want.double().numpy())
+
+
+def test_round_decimals_of_an_integer_tensor_raises():
+    with pytest.raises(zyx.DTypeError, match="floating point"):
+        zyx.tensor([1, 2]).round(decimals=1)
+    _check(zyx.tensor([1, 2]).round(), torch.tensor([1, 2]).round())

@@ -176,3 +176,29 @@ def test_reduce_tiles_on_cpu_defaults(shape, dim, op):
     a = np.random.default_rng(2).standard_normal(shape).astype(np.float32)
     got = getattr(zyx.tensor(a), op)(dim).numpy()
     np.testing.assert_allclose(got, getattr(np, op)(a, axis=dim), rtol=2e-5, atol=2e-5)
+
+
+@pytest.mark.parametrize("op", ["any", "all"])
+@pytest.mark.parametrize("dtype,dim", [(np.uint8, None), (np.uint8, 1), (np.uint8, ()), (np.float32, ()),
+                                       (np.int32, (0, 1))])
+def test_any_all_dtype_and_empty_dim_as_pytorch(op, dtype, dim):
+    """``any``/``all`` of uint8 give uint8 (PyTorch's one exception to bool), and an empty dim tuple
+    reduces nothing there (unlike ``sum``)."""
+    a = RNG.integers(0, 2, (3, 4)).astype(dtype)
+    kw = {} if dim is None else {"dim": dim}
+    _check(getattr(zyx.tensor(a), op)(**kw), getattr(torch.tensor(a), op)(**kw))
+
+
+def test_reductions_as_top_level_functions():
+    """API.md's reductions are importable from ``zyx`` like ``torch.sum``/``torch.amax``."""
+    a = RNG.uniform(-1, 1, (3, 4)).astype(np.float32)
+    z, t = zyx.tensor(a), torch.tensor(a)
+    for name in ("sum", "amax", "amin"):
+        _check(getattr(zyx, name)(z, 1), getattr(torch, name)(t, 1))
+    _check(zyx.max(z, 0, keepdim=True), torch.amax(t, 0, keepdim=True))
+    _check(zyx.min(z), torch.min(t))
+    _check(zyx.any(z > 0.5, 0), torch.any(t > 0.5, 0))
+    _check(zyx.all(z > -2), torch.all(t > -2))
+    for name in ("sum", "prod", "mean", "max", "min", "argmax", "argmin", "var", "std", "logsumexp", "any", "all"):
+        with pytest.raises(zyx.DTypeError, match=f"{name}\\(\\): expected a Tensor, got list"):
+            getattr(zyx, name)([1.0, 2.0])

@@ -316,3 +316,22 @@ def test_float64_losses():
     y = np.array([0, 3, 2])
     _loss_and_grads(lambda: F.cross_entropy(zx, zyx.tensor(y), label_smoothing=0.1),
                     lambda: TF.cross_entropy(tx, torch.tensor(y), label_smoothing=0.1), (zx,), (tx,), rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", ["int16", "int64", "uint8"])
+def test_hardtanh_relu6_keep_integer_dtypes(dtype):
+    """PyTorch clamps integer tensors in their own dtype, the limits truncated to integers."""
+    a = np.array([-3, -1, 0, 1, 2, 5, 7, 9])
+    z, t = zyx.tensor(a).cast(dtype), torch.tensor(a).to(getattr(torch, dtype))
+    cases = [(F.relu6, TF.relu6, ()), (F.hardtanh, TF.hardtanh, (0.5, 2.9))]
+    if dtype != "uint8":
+        cases += [(F.hardtanh, TF.hardtanh, ()), (F.hardtanh, TF.hardtanh, (-1.7, 2.9))]
+    for zf, tf, args in cases:
+        got, want = zf(z, *args), tf(t, *args)
+        assert got.dtype.name == dtype
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+    if dtype == "uint8":
+        with pytest.raises(zyx.DTypeError, match="negative limits"):
+            F.hardtanh(z)
+    with pytest.raises(zyx.DTypeError, match="bool"):
+        F.relu6(z > 0)

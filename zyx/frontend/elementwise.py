@@ -508,7 +508,27 @@ neg = _unary_function(Op.NEG, "-x")
 abs = _unary_function(Op.ABS, "absolute value")  # noqa: A001 - the API name
 floor = _unary_function(Op.FLOOR, "round down")
 ceil = _unary_function(Op.CEIL, "round up")
-round = _unary_function(Op.ROUND, "round half to even")  # noqa: A001 - the API name
+
+
+def round(x: Any, decimals: int = 0):  # noqa: A001 - the API name
+    """Round half to even; ``decimals`` places after the point (negative: before it), as ``torch.round``."""
+    if decimals == 0:
+        return unary(Op.ROUND, x)
+    if type(decimals) is not int:
+        raise DTypeError(f"round: decimals must be an int, got {type(decimals).__name__}")
+    if not isinstance(x, _tensor_cls()) or not x.dtype.is_float:
+        what = x.dtype.name if isinstance(x, _tensor_cls()) else type(x).__name__
+        raise DTypeError(f"round: decimals={decimals} needs a floating point tensor, got {what}")
+    # as PyTorch: scale by 10**|decimals| in the input's dtype (float32 for 16-bit floats, rounded once)
+    work = x.cast(dtypes.float32) if x.dtype.itemsize < 4 else x
+    ten_pow = 10.0 ** builtins.abs(decimals)
+    if decimals > 0:
+        out = binary(Op.DIV, unary(Op.ROUND, binary(Op.MUL, work, ten_pow)), ten_pow)
+    else:
+        out = binary(Op.MUL, unary(Op.ROUND, binary(Op.DIV, work, ten_pow)), ten_pow)
+    return out.cast(x.dtype)
+
+
 trunc = _unary_function(Op.TRUNC, "round toward zero")
 sign = _unary_function(Op.SIGN, "-1, 0 or 1 (NaN stays NaN)")
 square = _unary_function(Op.SQUARE, "x * x")
@@ -959,8 +979,8 @@ class ElementwiseMixin(TensorBase):
     def ceil(self):
         return unary(Op.CEIL, self)
 
-    def round(self):
-        return unary(Op.ROUND, self)
+    def round(self, decimals: int = 0):
+        return round(self, decimals)
 
     def trunc(self):
         return unary(Op.TRUNC, self)

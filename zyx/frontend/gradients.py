@@ -133,8 +133,9 @@ def _binary_grads(op: Op, g: Any, a: Any, b: Any, out: Any) -> tuple[Any, Any]:
     if op is Op.ATAN2:
         recip = unary(Op.RECIPROCAL, a * a + b * b)
         return g * b * recip, (g * -a * recip) if _is_tensor(b) else None
-    if op is Op.COPYSIGN:  # PyTorch: grad * (result / self), 0 where self == 0; nothing to the sign source
-        return where(binary(Op.EQ, a, 0.0), 0.0, g * (binary(Op.COPYSIGN, a, b) / a)), None
+    if op is Op.COPYSIGN:  # PyTorch: grad * (result / self), 0 where self == 0; zeros to the sign source
+        return where(binary(Op.EQ, a, 0.0), 0.0, g * (binary(Op.COPYSIGN, a, b) / a)), \
+            (_zeros(b) if _is_tensor(b) else None)
     raise AssertionError(f"no gradient rule for {op}")
 
 

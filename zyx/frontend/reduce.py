@@ -155,9 +155,16 @@ def _two_stage(x: Any, op: str, dims: tuple[int, ...], acc: DType):
     return from_node(final).reshape(tuple(1 if i in dims else s for i, s in enumerate(x.shape)))
 
 
+def _tensor(x: Any, name: str) -> None:
+    """The module functions (``zyx.sum``...) take a Tensor; anything else is a DTypeError."""
+    if not isinstance(x, TensorBase):
+        raise DTypeError(f"{name}(): expected a Tensor, got {type(x).__name__}")
+
+
 def sum(x: Any, dim: Any = None, keepdim: bool = False, dtype: Any = None):  # noqa: A001 - PyTorch's name
     """Sum over ``dim`` (ints accumulate in int64; 16-bit floats in float32); a ``dtype`` casts the input
     first, as PyTorch."""
+    _tensor(x, "sum")
     if dtype is not None:
         dtype = dtypes.to_dtype(dtype)
         x = x if x._dtype is dtype else x.cast(dtype)
@@ -170,6 +177,7 @@ def sum(x: Any, dim: Any = None, keepdim: bool = False, dtype: Any = None):  # n
 
 def prod(x: Any, dim: Any = None, keepdim: bool = False, dtype: Any = None):
     """Product over ``dim`` (ints give int64); a ``dtype`` casts the input first, as PyTorch."""
+    _tensor(x, "prod")
     if dtype is not None:
         x = x.cast(dtypes.to_dtype(dtype))
     out = reduce(x, Op.PROD, dim, keepdim)
@@ -179,6 +187,7 @@ def prod(x: Any, dim: Any = None, keepdim: bool = False, dtype: Any = None):
 
 def mean(x: Any, dim: Any = None, keepdim: bool = False, dtype: Any = None):
     """Mean over ``dim`` (floating dtypes; a ``dtype`` casts the input first, as PyTorch)."""
+    _tensor(x, "mean")
     if dtype is not None:
         x = x.cast(dtypes.to_dtype(dtype))
     if not x.dtype.is_float:
@@ -191,11 +200,13 @@ def mean(x: Any, dim: Any = None, keepdim: bool = False, dtype: Any = None):
 
 
 def max(x: Any, dim: Any = None, keepdim: bool = False):  # noqa: A001 - PyTorch's name
+    _tensor(x, "max")
     _nonempty(x, dim, "max")
     return reduce(x, Op.MAX, dim, keepdim)
 
 
 def min(x: Any, dim: Any = None, keepdim: bool = False):  # noqa: A001 - PyTorch's name
+    _tensor(x, "min")
     _nonempty(x, dim, "min")
     return reduce(x, Op.MIN, dim, keepdim)
 
@@ -225,16 +236,19 @@ def _arg(x: Any, op: str, dim: Any, keepdim: bool):
 
 def argmax(x: Any, dim: Any = None, keepdim: bool = False):
     """int64 index of the first maximum (NaN counts as the maximum)."""
+    _tensor(x, "argmax")
     return _arg(x, Op.ARGMAX, dim, keepdim)
 
 
 def argmin(x: Any, dim: Any = None, keepdim: bool = False):
     """int64 index of the first minimum."""
+    _tensor(x, "argmin")
     return _arg(x, Op.ARGMIN, dim, keepdim)
 
 
 def var(x: Any, dim: Any = None, correction: int = 1, keepdim: bool = False, unbiased: Any = None):
     """Variance with Bessel's ``correction`` (computed in float32 for 16-bit inputs)."""
+    _tensor(x, "var")
     if unbiased is not None:
         correction = 1 if unbiased else 0
     if not x.dtype.is_float:
@@ -251,6 +265,7 @@ def var(x: Any, dim: Any = None, correction: int = 1, keepdim: bool = False, unb
 
 
 def std(x: Any, dim: Any = None, correction: int = 1, keepdim: bool = False, unbiased: Any = None):
+    _tensor(x, "std")
     return unary(Op.SQRT, var(x, dim, correction, keepdim, unbiased))
 
 
@@ -265,6 +280,7 @@ def std_mean(x: Any, dim: Any = None, correction: int = 1, keepdim: bool = False
 
 
 def logsumexp(x: Any, dim: Any = None, keepdim: bool = False):
+    _tensor(x, "logsumexp")
     work = x if x.dtype.is_float and x.dtype.itemsize >= 4 else x.cast(dtypes.float32)
     m = reduce(work, Op.MAX, dim, keepdim=True)
     m = where(unary(Op.ISINF, m), 0.0, m)
@@ -276,14 +292,28 @@ def logsumexp(x: Any, dim: Any = None, keepdim: bool = False):
     return out.cast(x.dtype) if x.dtype.is_float else out
 
 
-def any(x: Any, dim: Any = None, keepdim: bool = False):  # noqa: A001 - PyTorch's name
+def _logical(x: Any, op: str, dim: Any, keepdim: bool):
+    """``any``/``all`` as PyTorch: bool results (uint8 for a uint8 input), and an empty ``dim`` list
+    reduces nothing (unlike ``sum``, where it reduces every dim)."""
     b = x if x.dtype.is_bool else binary(Op.NE, x, 0)
-    return reduce(b, Op.MAX, dim, keepdim)
+    if isinstance(dim, (list, tuple)) and not dim:
+        _dims(x, dim)
+        out = b
+    else:
+        out = reduce(b, op, dim, keepdim)
+    return out.cast(dtypes.uint8) if x.dtype is dtypes.uint8 else out
+
+
+def any(x: Any, dim: Any = None, keepdim: bool = False):  # noqa: A001 - PyTorch's name
+    """True where any element over ``dim`` is nonzero."""
+    _tensor(x, "any")
+    return _logical(x, Op.MAX, dim, keepdim)
 
 
 def all(x: Any, dim: Any = None, keepdim: bool = False):  # noqa: A001 - PyTorch's name
-    b = x if x.dtype.is_bool else binary(Op.NE, x, 0)
-    return reduce(b, Op.MIN, dim, keepdim)
+    """True where every element over ``dim`` is nonzero."""
+    _tensor(x, "all")
+    return _logical(x, Op.MIN, dim, keepdim)
 
 
 # ------------------------------------------------------------------ linear algebra

@@ -23,12 +23,20 @@ def float_work(x: Any):
     return x.cast(dtypes.float32), x.dtype
 
 
-def softmax(x: Any, dim: int = -1):
-    """``exp(x - max) * (1 / sum(exp(x - max)))`` along ``dim`` (one reciprocal per row, as PyTorch does)."""
+def _as_dtype(x: Any, dtype: Any):
+    """PyTorch's ``dtype=`` argument of the softmax family: the input is cast to it first."""
+    return x if dtype is None else x.cast(dtypes.to_dtype(dtype))
+
+
+def softmax(x: Any, dim: int = -1, dtype: Any = None):
+    """``exp(x - max) * (1 / sum(exp(x - max)))`` along ``dim`` (one reciprocal per row, as PyTorch does);
+    ``dtype`` casts the input first."""
+    x = _as_dtype(x, dtype)
     if type(x) in VARSIZE:  # a variable size (frontend.varsize): its masked form
         return x.softmax(dim)
     w, out_dt = float_work(x)
     if w.ndim == 0:
+        normalize_dim(dim, 0)
         return (w - w + 1.0).cast(out_dt)
     d = normalize_dim(dim, w.ndim)
     m = R.reduce(w, Op.MAX, d, keepdim=True)
@@ -38,12 +46,14 @@ def softmax(x: Any, dim: int = -1):
     return out.cast(out_dt)
 
 
-def log_softmax(x: Any, dim: int = -1):
-    """``x - max - log(sum(exp(x - max)))`` along ``dim``."""
+def log_softmax(x: Any, dim: int = -1, dtype: Any = None):
+    """``x - max - log(sum(exp(x - max)))`` along ``dim``; ``dtype`` casts the input first."""
+    x = _as_dtype(x, dtype)
     if type(x) in VARSIZE:
         return x.log_softmax(dim)
     w, out_dt = float_work(x)
     if w.ndim == 0:
+        normalize_dim(dim, 0)
         return (w - w).cast(out_dt)
     d = normalize_dim(dim, w.ndim)
     m = R.reduce(w, Op.MAX, d, keepdim=True)
@@ -53,9 +63,9 @@ def log_softmax(x: Any, dim: int = -1):
     return out.cast(out_dt)
 
 
-def softmin(x: Any, dim: int = -1):
+def softmin(x: Any, dim: int = -1, dtype: Any = None):
     """``softmax(-x)`` along ``dim``, as ``torch.nn.functional.softmin``."""
-    return softmax(-x, dim)
+    return softmax(-_as_dtype(x, dtype), dim)
 
 
 class SoftmaxMixin(TensorBase):
@@ -63,8 +73,8 @@ class SoftmaxMixin(TensorBase):
 
     __slots__ = ()
 
-    def softmax(self, dim: int = -1) -> Any:
-        return softmax(self, dim)
+    def softmax(self, dim: int = -1, dtype: Any = None) -> Any:
+        return softmax(self, dim, dtype)
 
-    def log_softmax(self, dim: int = -1) -> Any:
-        return log_softmax(self, dim)
+    def log_softmax(self, dim: int = -1, dtype: Any = None) -> Any:
+        return log_softmax(self, dim, dtype)

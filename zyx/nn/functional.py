@@ -10,7 +10,9 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from zyx.errors import DTypeError, ShapeError
+import numpy as np
+
+from zyx.errors import DTypeError, IndexOutOfRange, ShapeError
 from zyx.frontend import reduce as R
 from zyx.frontend.elementwise import binary, unary, where
 from zyx.frontend.movement import take_rows
@@ -32,6 +34,9 @@ def layer_norm(x: Any, normalized_shape: Sequence[int] | int, weight: Any = None
         normalized_shape = (normalized_shape,)
     normalized_shape = tuple(normalized_shape)
     k = len(normalized_shape)
+    if k == 0:
+        raise ShapeError("layer_norm: normalized_shape is empty; expected at least one trailing dim of input "
+                         f"shape {x.shape}")
     if tuple(x.shape[x.ndim - k:]) != normalized_shape or k > x.ndim:
         raise ShapeError(f"layer_norm: normalized_shape {normalized_shape} does not match the trailing dims "
                          f"of input shape {x.shape}")
@@ -49,18 +54,30 @@ def layer_norm(x: Any, normalized_shape: Sequence[int] | int, weight: Any = None
     return out.cast(out_dt)
 
 
-def embedding(indices: Any, weight: Any):
+def embedding(indices: Any, weight: Any, padding_idx: int | None = None):
     """Rows of ``weight`` (V, D) selected by integer ``indices`` of any shape: (..., D).
 
     One gather kernel (``n x D`` work, not a one-hot contraction over the vocabulary); an index
     outside ``[0, V)`` never reads out of bounds and raises ``IndexOutOfRange`` (an ``IndexError``)
-    when values are next read (device error flag).
+    when values are next read (device error flag). The row ``padding_idx`` (negative counts from
+    the end) gets no gradient, as PyTorch's.
     """
     if not indices.dtype.is_int:
         raise DTypeError(f"embedding: indices must be an integer tensor, got {indices.dtype.name}")
     if weight.ndim != 2:
         raise ShapeError(f"embedding: weight must be 2-D (num_embeddings, embedding_dim), got shape {weight.shape}")
-    return take_rows(weight, indices)
+    out = take_rows(weight, indices)
+    if padding_idx is None:
+        return out
+    rows = weight.shape[0]
+    if not -rows <= padding_idx < rows:
+        raise IndexOutOfRange(f"embedding: padding_idx {padding_idx} must be within num_embeddings {rows} "
+                              f"(expected a value in [{-rows}, {rows - 1}])")
+    if not weight.requires_grad:
+        return out
+    # same values; the padding rows' gradient stops here, as PyTorch's embedding backward skips them
+    keep = binary(Op.NE, indices, padding_idx % rows).unsqueeze(-1)
+    return where(keep, out, out.detach())
 
 
 def scaled_dot_product_attention(q: Any, k: Any, v: Any, attn_mask: Any = None, dropout_p: float = 0.0,
@@ -90,24 +107,42 @@ def scaled_dot_product_attention(q: Any, k: Any, v: Any, attn_mask: Any = None, 
             scores = where(attn_mask, scores, float("-inf"))
         else:
             scores = scores + attn_mask
-    weights = softmax(scores, -1)
+    weights = softmax(scores, -1) if attn_mask is None else _safe_softmax(scores)
     if dropout_p > 0.0:  # PyTorch drops attention weights whenever dropout_p > 0 (no training flag)
         weights = dropout(weights, dropout_p)
     return R.matmul(weights, v)
 
 
-def dropout(x: Any, p: float = 0.5, training: bool = True):
-    """Zero each element with probability ``p`` and scale the rest by ``1/(1-p)``."""
+def _safe_softmax(scores: Any):
+    """Softmax over the last dim whose fully masked rows (all -inf) are 0 rather than NaN, in value and
+    gradient, as PyTorch's attention gives them: such a row's max is clamped to the lowest finite value
+    (its exps are then 0) and its sum to 0.5 (a live row's sum is at least 1: its max contributes
+    exp(0)). Clamps, not ``where``s on the row values, so it stays one row kernel like ``softmax``."""
+    w, out_dt = _work(scores)
+    m = binary(Op.MAXIMUM, R.reduce(w, Op.MAX, -1, keepdim=True), float(np.finfo(w.dtype.np_dtype).min))
+    e = unary(Op.EXP, w - m)
+    s = binary(Op.MAXIMUM, R.reduce(e, Op.SUM, -1, keepdim=True), 0.5)
+    return (e * unary(Op.RECIPROCAL, s)).cast(out_dt)
+
+
+def dropout(x: Any, p: float = 0.5, training: bool = True, inplace: bool = False):
+    """Zero each element with probability ``p`` and scale the rest by ``1/(1-p)``; ``inplace`` writes
+    the result into ``x`` and returns it."""
     if not 0.0 <= p <= 1.0:
         raise ShapeError(f"dropout: p must be in [0, 1], got {p}")
     if not training or p == 0.0:
         return x
     if p == 1.0:
-        return x * 0
-    from zyx.frontend.creation import pinned_as, rand
+        out = x * 0
+    else:
+        from zyx.frontend.creation import pinned_as, rand
 
-    keep = binary(Op.GE, pinned_as(rand(*x.shape, device=x.device), x), p)
-    return where(keep, x * (1.0 / (1.0 - p)), 0.0).cast(x.dtype) if x.dtype.is_float else where(keep, x, 0)
+        keep = binary(Op.GE, pinned_as(rand(*x.shape, device=x.device), x), p)
+        out = where(keep, x * (1.0 / (1.0 - p)), 0.0).cast(x.dtype) if x.dtype.is_float else where(keep, x, 0)
+    if not inplace:
+        return out
+    x[...] = out
+    return x
 
 
 def cross_entropy(input: Any, target: Any, weight: Any = None, ignore_index: int = -100,  # noqa: A002

@@ -41,15 +41,23 @@ def _hard_clamp(x: Any, lo: float, hi: float):
 
 
 def hardtanh(x: Any, min_val: float = -1.0, max_val: float = 1.0):
-    """``x`` clamped to ``[min_val, max_val]``."""
+    """``x`` clamped to ``[min_val, max_val]``; an integer tensor keeps its dtype, its limits truncated to
+    integers (PyTorch's)."""
     if min_val > max_val:
         raise ShapeError(f"hardtanh: min_val ({min_val}) must not exceed max_val ({max_val})")
+    if x.dtype.is_bool:
+        raise DTypeError("hardtanh: bool inputs are not supported (expected a numeric tensor; cast it first)")
+    if x.dtype.is_int:
+        min_val, max_val = int(min_val), int(max_val)
+        if not x.dtype.is_signed and min_val < 0:
+            raise DTypeError(f"hardtanh: cannot clamp an unsigned {x.dtype.name} tensor to negative limits "
+                             f"({min_val}, {max_val}); expected limits >= 0")
     return _hard_clamp(x, min_val, max_val)
 
 
 def relu6(x: Any):
-    """``min(max(x, 0), 6)``."""
-    return _hard_clamp(x, 0.0, 6.0)
+    """``min(max(x, 0), 6)`` (``hardtanh(x, 0, 6)``: integer tensors keep their dtype)."""
+    return hardtanh(x, 0.0, 6.0)
 
 
 @_float32_for_16bit

@@ -7,7 +7,6 @@ from typing import Any
 
 from zyx.frontend.autograd import no_grad
 from zyx.frontend.creation import zeros
-from zyx.frontend.elementwise import where
 from zyx.frontend.reduce import matmul
 from zyx.nn import functional as F
 from zyx.nn import init
@@ -134,12 +133,7 @@ class Embedding(Module):
         return cls(rows, cols, padding_idx=padding_idx, _weight=embeddings, _freeze=freeze)
 
     def forward(self, indices: Any) -> Any:
-        out = F.embedding(indices, self.weight)
-        if self.padding_idx is not None and self.weight.requires_grad:
-            # same values; the padding rows' gradient stops here, as PyTorch's embedding backward skips them
-            keep = (indices != self.padding_idx).unsqueeze(-1)
-            out = where(keep, out, out.detach())
-        return out
+        return F.embedding(indices, self.weight, self.padding_idx)
 
     def extra_repr(self) -> str:
         s = f"{self.num_embeddings}, {self.embedding_dim}"
