@@ -563,7 +563,8 @@ def _write_grad(x: Tensor, value: Any) -> bool:
     if not needs_grad(x, value):
         return False
     if x._ag is not None and x._ag.grad_fn is None:
-        raise AutogradError("a leaf tensor that requires grad is written in place (x[...] = v or write_slice); "
+        raise AutogradError("a leaf tensor that requires grad is written in place (x[...] = v, x += y and the like, "
+                            "or write_slice); "
                             "write under zyx.no_grad(), or into a clone")
     return True
 

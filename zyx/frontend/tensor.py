@@ -27,6 +27,7 @@ from zyx.frontend.composites import CompositesMixin
 from zyx.frontend.contract_ops import ContractOpsMixin, contiguize
 from zyx.frontend.elementwise import ElementwiseMixin
 from zyx.frontend.indexing import IndexingMixin
+from zyx.frontend.inplace import InplaceMixin
 from zyx.frontend.movement import MovementMixin
 from zyx.frontend.reduce import ReduceMixin
 from zyx.frontend.shape_ops import ShapeOpsMixin
@@ -36,7 +37,7 @@ from zyx.ir.view import View, normalize_dim
 
 
 class Tensor(IndexingMixin, CompositesMixin, ElementwiseMixin, ReduceMixin, MovementMixin, ContractOpsMixin,
-             SoftmaxMixin, SortingMixin, ShapeOpsMixin, AutogradMixin, concrete=True):
+             SoftmaxMixin, SortingMixin, ShapeOpsMixin, InplaceMixin, AutogradMixin, concrete=True):
     """An n-dimensional array on an OpenCL device (see API.md)."""
 
     __slots__ = ("_data", "_view", "_dtype", "_device", "_ag", "__weakref__")
