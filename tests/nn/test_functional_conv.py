@@ -136,6 +136,13 @@ def test_conv_errors():
         F.conv2d(zyx.tensor(_arr(1, 3, 5, 5)), w, stride=2, padding="same")
     with pytest.raises(zyx.DTypeError):
         F.conv2d(zyx.tensor(np.ones((1, 3, 5, 5), np.int32)), zyx.tensor(np.ones((2, 3, 3, 3), np.int32)))
+    # a bias that is not (out_channels,) would broadcast silently: PyTorch rejects it, so does zyx
+    x3 = zyx.tensor(_arr(1, 3, 5, 5))
+    for bad in ((1,), (2, 1)):
+        with pytest.raises(zyx.ShapeError, match=r"bias of shape \(2,\)"):
+            F.conv2d(x3, w, zyx.tensor(_arr(*bad)))
+    with pytest.raises(zyx.ShapeError, match=r"bias of shape \(4,\)"):
+        F.conv_transpose2d(x3, zyx.tensor(_arr(3, 4, 3, 3)), zyx.tensor(_arr(1)))
 
 
 POOL = [

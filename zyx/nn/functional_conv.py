@@ -100,6 +100,9 @@ def _conv(x: Any, weight: Any, bias: Any, stride: Any, padding: Any, dilation: A
     if groups <= 0 or c % groups or o % groups or cg * groups != c:
         raise ShapeError(f"{fn}: input of {c} channels, weight {tuple(weight.shape)} and groups={groups}: expected "
                          f"in_channels = weight.shape[1] * groups and out_channels divisible by groups")
+    if bias is not None and tuple(bias.shape) != (o,):  # a (1,) or (O, 1) bias would broadcast silently
+        raise ShapeError(f"{fn}: expected a bias of shape ({o},) (one per output channel), got shape "
+                         f"{tuple(bias.shape)}")
     st, dl = _tuple(stride, nd, "stride", fn), _tuple(dilation, nd, "dilation", fn)
     if any(s <= 0 for s in st) or any(d <= 0 for d in dl):
         raise ShapeError(f"{fn}: stride {st} and dilation {dl} must be positive")
