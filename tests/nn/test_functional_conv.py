@@ -197,6 +197,22 @@ def test_pool_noncontiguous_divisor_1d_3d_int():
         F.max_pool2d(zyx.tensor(x), 2, padding=2)
 
 
+@pytest.mark.parametrize("fn, shape, args", [
+    ("avg_pool1d", (2, 3, 11), dict(kernel_size=3, stride=2, padding=1, ceil_mode=True, count_include_pad=False)),
+    ("avg_pool2d", (2, 3, 7, 8), dict(kernel_size=(3, 2), stride=2, padding=1, ceil_mode=True)),
+    ("avg_pool2d", (3, 7, 8), dict(kernel_size=2, divisor_override=3)),
+    ("avg_pool3d", (1, 2, 5, 6, 4), dict(kernel_size=2, stride=(2, 1, 2), padding=1, count_include_pad=False)),
+])
+def test_avg_pool_int64(fn, shape, args):
+    # PyTorch pools int64 too: the int64 window sum divided by the divisor, truncated toward zero
+    i = RNG.integers(-50, 50, size=shape)
+    zo, to = getattr(F, fn)(zyx.tensor(i), **args), getattr(TF, fn)(torch.tensor(i), **args)
+    assert zo.dtype is zyx.int64
+    np.testing.assert_array_equal(zo.numpy(), to.numpy())
+    with pytest.raises(zyx.DTypeError, match="int64"):
+        getattr(F, fn)(zyx.tensor(i.astype(np.int32)), **args)
+
+
 # uneven overlapping windows on both axes, a None (kept) axis, the global pool; 4 rows: an uneven max
 # reduces each bin on its own, and the kept axis is one bin a row
 @pytest.mark.parametrize("size", [(3, 4), (None, 3), 1])

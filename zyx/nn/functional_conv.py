@@ -464,9 +464,12 @@ def max_unpool3d(input: Any, indices: Any, kernel_size: Any, stride: Any = None,
 def _avg_pool(x: Any, nd: int, kernel_size: Any, stride: Any, padding: Any, ceil_mode: bool,
               count_include_pad: bool, divisor_override: Any, fn: str) -> Any:
     x, unbatched = _batched(x, nd, fn)
-    if not x.dtype.is_float:
-        raise DTypeError(f"{fn}: expected a floating-point x, got {x.dtype.name}")
+    if not x.dtype.is_float and x.dtype is not dtypes.int64:
+        raise DTypeError(f"{fn}: expected a floating-point or int64 x (as PyTorch), got {x.dtype.name}")
     ks, st, dl, pads, outs = _pool_geometry(x, nd, kernel_size, stride, padding, 1, ceil_mode, fn)
+    if not x.dtype.is_float:
+        out = _int_avg(x, ks, st, dl, pads, outs, count_include_pad, divisor_override)
+        return out.squeeze(0) if unbatched else out
     w, out_dt = float_work(x)
     win = _windows(w.pad(_pads(pads)), ks, st, dl)
     total = win.sum(tuple(range(2 + nd, 2 + 2 * nd)))
@@ -479,6 +482,22 @@ def _avg_pool(x: Any, nd: int, kernel_size: Any, stride: Any, padding: Any, ceil
         out = total * pinned_as(tensor(1.0 / count, dtype=w.dtype, device=x.device), x)
     out = out.cast(out_dt)
     return out.squeeze(0) if unbatched else out
+
+
+def _int_avg(x: Any, ks: tuple, st: tuple, dl: tuple, pads: list, outs: tuple, count_include_pad: bool,
+             divisor_override: Any) -> Any:
+    """PyTorch's integer average pool: the window's int64 sum divided by its divisor, truncated toward zero
+    (C++ integer division), in ``x``'s dtype."""
+    nd = len(ks)
+    total = _windows(x.pad(_pads(pads)), ks, st, dl).sum(tuple(range(2 + nd, 2 + 2 * nd)))  # int64
+    if divisor_override:
+        div: Any = int(divisor_override)
+    elif all(hi == lo for lo, hi in pads) and (count_include_pad or not any(lo for lo, _ in pads)):
+        div = math.prod(ks)
+    else:
+        count = _window_counts(tuple(x.shape[2:]), ks, st, pads, outs, count_include_pad)
+        div = pinned_as(tensor(count.astype(np.int64), device=x.device), x)
+    return where(total < 0, -((-total) // div), total // div).cast(x.dtype)
 
 
 def _window_counts(spatial: tuple[int, ...], ks: tuple[int, ...], st: tuple[int, ...], pads: list, outs: tuple,
@@ -534,11 +553,11 @@ def _bins(length: int, size: int) -> list[tuple[int, int]]:
 def _adaptive_avg(x: Any, output_size: Any, nd: int, fn: str) -> Any:
     sizes = _adaptive_sizes(x, output_size, nd, fn)
     spatial = tuple(x.shape[-nd:])
+    if not x.dtype.is_float:
+        raise DTypeError(f"{fn}: expected a floating-point x, got {x.dtype.name}")
     if all(L % s == 0 for L, s in zip(spatial, sizes)):  # uniform windows: one pooling kernel
         ks = tuple(L // s for L, s in zip(spatial, sizes))
         return _avg_pool(x, nd, ks, ks, 0, False, True, None, fn)
-    if not x.dtype.is_float:
-        raise DTypeError(f"{fn}: expected a floating-point x, got {x.dtype.name}")
     # uneven bins: a product with each dim's (L, out) averaging matrix
     w, out_dt = float_work(x)
     for i, (L, s) in enumerate(zip(spatial, sizes)):
