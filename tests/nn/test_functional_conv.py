@@ -234,6 +234,39 @@ def test_adaptive_pool2d(size):
     np.testing.assert_array_equal(zi.numpy(), ti.numpy())
 
 
+@pytest.mark.parametrize("shape, size", [((2, 3, 9, 7), (4, 3)), ((3, 5, 4), 7)])
+def test_adaptive_max_pool_uneven_indices_ties(shape, size):
+    # uneven bins: return_indices works, and with ties (integer-valued data) and a NaN the indices and
+    # the gradient go to each bin's first maximum, as PyTorch's (not split among the tied maxima)
+    a = RNG.integers(0, 3, size=shape).astype(np.float64)
+    a[(0,) * (len(shape) - 2) + (2, 3)] = np.nan
+    zo, zi = F.adaptive_max_pool2d(zyx.tensor(a), size, return_indices=True)
+    to, ti = TF.adaptive_max_pool2d(torch.tensor(a), size, return_indices=True)
+    _close(zo, to, np.float64)
+    np.testing.assert_array_equal(zi.numpy(), ti.numpy())
+    zx, tx = _pair(np.nan_to_num(a))
+    zo, to = F.adaptive_max_pool2d(zx, size), TF.adaptive_max_pool2d(tx, size)
+    _check_grads(zo, to, (zx,), (tx,), np.float64)
+    y = RNG.integers(0, 3, size=(2, 3, 9)).astype(np.float32)
+    zo, zi = F.adaptive_max_pool1d(zyx.tensor(y), 4, return_indices=True)
+    to, ti = TF.adaptive_max_pool1d(torch.tensor(y), 4, return_indices=True)
+    _close(zo, to)
+    np.testing.assert_array_equal(zi.numpy(), ti.numpy())
+
+
+def test_adaptive_pool_empty_output_and_errors():
+    x = _arr(2, 3, 6, 5)
+    assert F.adaptive_avg_pool2d(zyx.tensor(x), 0).shape == (2, 3, 0, 0)
+    out, idx = F.adaptive_max_pool2d(zyx.tensor(x), (0, 2), return_indices=True)
+    assert out.shape == idx.shape == (2, 3, 0, 2) and idx.dtype is zyx.int64
+    with pytest.raises(zyx.ShapeError, match="3-D .* or 4-D"):
+        F.adaptive_avg_pool2d(zyx.tensor(_arr(6, 5)), 2)  # was pooled silently over the only two dims
+    with pytest.raises(zyx.ShapeError, match="non-negative"):
+        F.adaptive_max_pool2d(zyx.tensor(x), -1)
+    with pytest.raises(zyx.ShapeError, match="non-empty"):
+        F.adaptive_max_pool2d(zyx.tensor(_arr(2, 3, 0, 5)), 2)
+
+
 @pytest.mark.parametrize("shape, dtype", [((4, 3), np.float32), ((4, 3, 5), np.float32),
                                           ((2, 3, 5, 4), np.float32), ((2, 3, 5, 4), np.float64)])
 def test_batch_norm(shape, dtype):

@@ -538,11 +538,24 @@ def avg_pool3d(input: Any, kernel_size: Any, stride: Any = None, padding: Any = 
 
 
 def _adaptive_sizes(x: Any, output_size: Any, nd: int, fn: str) -> tuple[int, ...]:
+    if x.ndim not in (nd + 1, nd + 2):
+        raise ShapeError(f"{fn}: expected a {nd + 1}-D (unbatched) or {nd + 2}-D (batched) input, got shape "
+                         f"{tuple(x.shape)}")
     spatial = tuple(x.shape[-nd:])
+    if 0 in spatial or 0 in x.shape[-nd - 1:-nd]:
+        raise ShapeError(f"{fn}: expected non-empty channel and spatial dims, got shape {tuple(x.shape)}")
     sizes = (output_size,) * nd if isinstance(output_size, int) else tuple(output_size)
     if len(sizes) != nd:
         raise ShapeError(f"{fn}: output_size must be an int or {nd} ints, got {output_size!r}")
-    return tuple(L if s is None else int(s) for s, L in zip(sizes, spatial))
+    sizes = tuple(L if s is None else int(s) for s, L in zip(sizes, spatial))
+    if any(s < 0 for s in sizes):
+        raise ShapeError(f"{fn}: output_size must be non-negative, got {output_size!r}")
+    return sizes
+
+
+def _empty_pool(x: Any, sizes: tuple[int, ...]) -> Any:
+    """The empty result of an adaptive pool to a size with a 0 (PyTorch returns it too)."""
+    return pinned_as(zeros(*x.shape[:x.ndim - len(sizes)], *sizes, dtype=x.dtype, device=x.device), x)
 
 
 def _bins(length: int, size: int) -> list[tuple[int, int]]:
@@ -555,6 +568,8 @@ def _adaptive_avg(x: Any, output_size: Any, nd: int, fn: str) -> Any:
     spatial = tuple(x.shape[-nd:])
     if not x.dtype.is_float:
         raise DTypeError(f"{fn}: expected a floating-point x, got {x.dtype.name}")
+    if 0 in sizes:
+        return _empty_pool(x, sizes)
     if all(L % s == 0 for L, s in zip(spatial, sizes)):  # uniform windows: one pooling kernel
         ks = tuple(L // s for L, s in zip(spatial, sizes))
         return _avg_pool(x, nd, ks, ks, 0, False, True, None, fn)
@@ -583,18 +598,48 @@ def adaptive_avg_pool2d(input: Any, output_size: Any) -> Any:  # noqa: A002 - Py
 def _adaptive_max(x: Any, output_size: Any, return_indices: bool, nd: int, fn: str) -> Any:
     sizes = _adaptive_sizes(x, output_size, nd, fn)
     spatial = tuple(x.shape[-nd:])
+    if 0 in sizes:
+        out = _empty_pool(x, sizes)
+        return (out, _empty_pool(x.cast(dtypes.int64), sizes)) if return_indices else out
     if all(L % s == 0 for L, s in zip(spatial, sizes)):
         ks = tuple(L // s for L, s in zip(spatial, sizes))
         return _max_pool(x, nd, ks, ks, 0, 1, False, return_indices, fn)
-    if return_indices:
-        raise ShapeError(f"{fn}: return_indices needs output sizes {sizes} that divide the input's {spatial}")
-    from zyx.frontend.contract_ops import cat
+    x, unbatched = _batched(x, nd, fn)
+    out, idx = _adaptive_max_uneven(x, sizes, fn)
+    if unbatched:
+        out, idx = out.squeeze(0), idx.squeeze(0)
+    return (out, idx) if return_indices else out
 
-    # uneven bins: a max is separable over a rectangular bin, so one dim at a time (a reduce per bin)
-    for i, (L, s) in enumerate(zip(spatial, sizes)):
-        dim = x.ndim - nd + i
-        x = cat([x.narrow(dim, lo, hi - lo).amax(dim, keepdim=True) for lo, hi in _bins(L, s)], dim)
-    return x
+
+def _adaptive_max_uneven(x: Any, sizes: tuple[int, ...], fn: str) -> tuple[Any, Any]:
+    """Max and first-max plane index over uneven adaptive bins of (N, C, *spatial): each bin's elements are
+    gathered from the flat plane into a (*sizes, *widest bin) window (a shorter bin repeats its last element,
+    which changes neither its max nor where the first max is), then reduced as ``max_pool`` reduces; the
+    gradient goes to each bin's first maximum, as PyTorch's."""
+    n, c, spatial = x.shape[0], x.shape[1], tuple(x.shape[2:])
+    nd, plane = len(spatial), math.prod(spatial)
+    bins = [_bins(L, s) for L, s in zip(spatial, sizes)]
+    ks = tuple(max(hi - lo for lo, hi in b) for b in bins)
+    flat = np.zeros(sizes + ks, dtype=np.int64)
+    stride = 1
+    for d in reversed(range(nd)):
+        pos = np.array([[min(lo + j, hi - 1) for j in range(ks[d])] for lo, hi in bins[d]])  # (out_d, k_d)
+        shape = [1] * (2 * nd)
+        shape[d], shape[nd + d] = sizes[d], ks[d]
+        flat = flat + pos.reshape(shape) * stride
+        stride *= spatial[d]
+    ids = pinned_as(tensor(flat, device=x.device), x)
+    red = tuple(range(2 + nd, 2 + 2 * nd))
+    needs_grad = x._ag is not None and is_grad_enabled()
+    with no_grad():
+        win = x.reshape(n, c, plane).index_select(2, ids.reshape(-1)).reshape(n, c, *sizes, *ks)
+        out = win.amax(red)
+        hit = (win == out.reshape(*out.shape, *(1,) * nd)) | (win != win)  # a NaN is its bin's maximum
+        first = where(hit, ids.reshape(1, 1, *ids.shape), plane).amin(red)
+    if needs_grad:
+        geometry = (tuple(x.shape), ks, sizes, False)
+        out = record(fn, out, [x], lambda g: (_max_pool_backward(g, first, geometry),))
+    return out, first
 
 
 def adaptive_max_pool1d(input: Any, output_size: Any, return_indices: bool = False) -> Any:  # noqa: A002 - PyTorch's name
