@@ -336,3 +336,14 @@ def test_unfold_fold_im2col(args):
     _close(zo, to)
     _check_grads(zo, to, (zc,), (tc,), np.float32)
     _close(F.fold(zyx.tensor(cols[0]), (7, 8), **args), TF.fold(torch.tensor(cols[0]), (7, 8), **args))
+
+
+def test_norm_fold_edge_cases():
+    # group_norm of an empty batch is empty (reshape(0, G, -1) used to fail); a missing running statistic
+    # and a 4-D fold input raise ShapeError (were AttributeError and a bare unpacking ValueError)
+    e = np.zeros((0, 6, 3), np.float32)
+    assert F.group_norm(zyx.tensor(e), 3).shape == TF.group_norm(torch.tensor(e), 3).shape == (0, 6, 3)
+    with pytest.raises(zyx.ShapeError, match="use_input_stats"):
+        F.instance_norm(zyx.tensor(_arr(2, 3, 4)), use_input_stats=False)
+    with pytest.raises(zyx.ShapeError, match="2-D .* or 3-D"):
+        F.fold(zyx.tensor(_arr(2, 12, 9, 1)), (4, 4), 2)

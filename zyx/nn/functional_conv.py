@@ -275,6 +275,9 @@ def fold(input: Any, output_size: Any, kernel_size: Any, dilation: Any = 1, padd
     """col2im, ``unfold``'s adjoint: (N, C*KH*KW, L) blocks summed back into (N, C, *output_size)."""
     from zyx.frontend.gradients import place
 
+    if input.ndim not in (2, 3):
+        raise ShapeError(f"fold: expected a 2-D (unbatched) or 3-D (batched) input (N, C*KH*KW, L), got shape "
+                         f"{tuple(input.shape)}")
     x = input.unsqueeze(0) if input.ndim == 2 else input
     size, ks = _tuple(output_size, 2, "output_size", "fold"), _tuple(kernel_size, 2, "kernel_size", "fold")
     dl, pd = _tuple(dilation, 2, "dilation", "fold"), _tuple(padding, 2, "padding", "fold")
@@ -714,6 +717,8 @@ def instance_norm(input: Any, running_mean: Any = None, running_var: Any = None,
     shape = _channel_shape(input)
     w, out_dt = float_work(input)
     if not use_input_stats:
+        if running_mean is None or running_var is None:
+            raise ShapeError("instance_norm: running_mean and running_var are needed when use_input_stats=False")
         out = (w - running_mean.reshape(shape)) * (running_var.reshape(shape) + eps).rsqrt()
         return _affine(out, weight, bias, shape).cast(out_dt)
     dims = tuple(range(2, input.ndim))
@@ -736,7 +741,7 @@ def group_norm(input: Any, num_groups: int, weight: Any = None, bias: Any = None
                          f"got shape {tuple(input.shape)}")
     n = input.shape[0]
     w, out_dt = float_work(input)
-    g = w.reshape(n, num_groups, -1)
+    g = w.reshape(n, num_groups, input.numel() // max(n * num_groups, 1))  # explicit: -1 fails for n == 0
     mean = g.mean(-1, keepdim=True)
     d = g - mean
     var = (d * d).mean(-1, keepdim=True)
