@@ -17,8 +17,21 @@ from zyx.nn.activation import (
 from zyx.nn.attention import MultiheadAttention, TransformerEncoder, TransformerEncoderLayer
 from zyx.nn.containers import ModuleDict, ModuleList, Sequential
 from zyx.nn.conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d
+from zyx.nn.distance import CosineSimilarity, PairwiseDistance
 from zyx.nn.linear import Bilinear, Embedding, Identity, Linear
-from zyx.nn.loss import CrossEntropyLoss, L1Loss, MSELoss
+from zyx.nn.loss import (
+    BCELoss,
+    BCEWithLogitsLoss,
+    CrossEntropyLoss,
+    HingeEmbeddingLoss,
+    HuberLoss,
+    KLDivLoss,
+    L1Loss,
+    MarginRankingLoss,
+    MSELoss,
+    NLLLoss,
+    SmoothL1Loss,
+)
 from zyx.nn.module import IncompatibleKeys, Module, Parameter, StateDictError
 from zyx.nn.normalization import BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm, RMSNorm
 from zyx.nn.pooling import (
@@ -42,3 +55,5 @@ __all__ = [
     "functional", "init", "utils",
 ]
 __all__ += ["PixelShuffle", "PixelUnshuffle", "Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d"]
+__all__ += ["BCELoss", "BCEWithLogitsLoss", "CosineSimilarity", "HingeEmbeddingLoss", "HuberLoss", "KLDivLoss",
+            "MarginRankingLoss", "NLLLoss", "PairwiseDistance", "SmoothL1Loss"]
