@@ -347,3 +347,10 @@ def test_norm_fold_edge_cases():
         F.instance_norm(zyx.tensor(_arr(2, 3, 4)), use_input_stats=False)
     with pytest.raises(zyx.ShapeError, match="2-D .* or 3-D"):
         F.fold(zyx.tensor(_arr(2, 12, 9, 1)), (4, 4), 2)
+    # a string where ints are expected, and an empty channel window: ShapeError (were a bare ValueError from
+    # int('s') and a ZeroDivisionError)
+    x = zyx.tensor(_arr(2, 3, 5, 5))
+    with pytest.raises(zyx.ShapeError, match="padding must be an int or 2 ints"):
+        F.conv_transpose2d(x, zyx.tensor(_arr(3, 2, 3, 3)), padding="same")
+    with pytest.raises(zyx.ShapeError, match="size must be a positive"):
+        F.local_response_norm(x, 0)

@@ -49,6 +49,8 @@ def _tuple(v: Any, nd: int, name: str, fn: str) -> tuple[int, ...]:
     """An int or a sequence of ``nd`` ints as a tuple of ``nd`` ints."""
     if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
         return (int(v),) * nd
+    if isinstance(v, str) or not all(isinstance(a, (int, np.integer)) for a in v):
+        raise ShapeError(f"{fn}: {name} must be an int or {nd} ints, got {v!r}")
     t = tuple(int(a) for a in v)
     if len(t) == 1:
         return t * nd
@@ -772,6 +774,8 @@ def local_response_norm(input: Any, size: int, alpha: float = 1e-4, beta: float 
     (the window zero-padded at the channel ends, as PyTorch)."""
     if input.ndim < 3:
         raise ShapeError(f"local_response_norm: expected an input of at least 3 dims, got shape {tuple(input.shape)}")
+    if size < 1:
+        raise ShapeError(f"local_response_norm: size must be a positive number of channels, got {size}")
     w, out_dt = float_work(input)
     sq = w * w
     pads = [0, 0] * (input.ndim - 2) + [size // 2, (size - 1) // 2]
