@@ -1,4 +1,4 @@
-"""Convolution layers: ``Conv1d``, ``Conv2d``, ``Conv3d``, ``ConvTranspose1d``, ``ConvTranspose2d``, with
+"""Convolution layers: ``Conv1d``, ``Conv2d``, ``Conv3d``, ``ConvTranspose1d/2d/3d``, with
 PyTorch's parameter names, shapes, default initialization and reprs; ``padding_mode`` zeros, reflect,
 replicate or circular (transposed: zeros)."""
 from __future__ import annotations
@@ -196,4 +196,15 @@ class ConvTranspose2d(_ConvTransposeNd):
 
     def forward(self, x: Any, output_size: Any = None) -> Any:
         return F.conv_transpose2d(x, self.weight, self.bias, self.stride, self.padding,
+                                  self._output_padding(x, output_size), self.groups, self.dilation)
+
+
+class ConvTranspose3d(_ConvTransposeNd):
+    """Transposed 3-D convolution of (N, C_in, D, H, W) or (C_in, D, H, W); ``weight``
+    (C_in, C_out/groups, KD, KH, KW)."""
+
+    _nd = 3
+
+    def forward(self, x: Any, output_size: Any = None) -> Any:
+        return F.conv_transpose3d(x, self.weight, self.bias, self.stride, self.padding,
                                   self._output_padding(x, output_size), self.groups, self.dilation)

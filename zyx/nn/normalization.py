@@ -1,5 +1,5 @@
 """Normalization layers with PyTorch's parameter names, buffers and defaults: ``LayerNorm``, ``RMSNorm``,
-``BatchNorm1d/2d`` and ``GroupNorm`` (weights start at one, biases at zero)."""
+``BatchNorm1d/2d/3d``, ``GroupNorm`` (weights start at one, biases at zero) and ``LocalResponseNorm``."""
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -160,6 +160,26 @@ class BatchNorm2d(_BatchNorm):
     """Batch normalization of (N, C, H, W) per channel."""
 
     _dims = (4,)
+
+
+class BatchNorm3d(_BatchNorm):
+    """Batch normalization of (N, C, D, H, W) per channel."""
+
+    _dims = (5,)
+
+
+class LocalResponseNorm(Module):
+    """``functional.local_response_norm`` over neighbouring channels (no parameters)."""
+
+    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0) -> None:
+        super().__init__()
+        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
+
+    def forward(self, x: Any) -> Any:
+        return F.local_response_norm(x, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self) -> str:
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
 
 
 class GroupNorm(Module):

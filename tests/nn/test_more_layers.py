@@ -1,0 +1,42 @@
+"""The 3-D pooling, ConvTranspose3d, BatchNorm3d, LocalResponseNorm, AdaptiveMaxPool1d, Fold and Unfold
+modules against torch.nn's: reprs, state_dict keys, outputs and input gradients."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import zyx
+
+torch = pytest.importorskip("torch")
+RNG = np.random.default_rng(2121)
+pytestmark = pytest.mark.needs_device
+
+CASES = [
+    ("MaxPool3d", (2,), dict(stride=(1, 2, 2), padding=1, ceil_mode=True), (2, 3, 4, 5, 6)),
+    ("AvgPool3d", (2,), dict(stride=1, padding=1, ceil_mode=True, count_include_pad=False, divisor_override=None),
+     (2, 3, 4, 5, 3)),
+    ("AdaptiveMaxPool1d", (3,), {}, (2, 3, 7)),
+    ("ConvTranspose3d", (2, 4, 2), dict(stride=2, padding=1, output_padding=1), (1, 2, 3, 3, 2)),
+    ("BatchNorm3d", (3,), dict(momentum=0.2), (2, 3, 2, 3, 2)),
+    ("LocalResponseNorm", (3,), dict(alpha=0.1, beta=0.6, k=2.0), (2, 5, 4, 3)),
+    ("Unfold", ((2, 3),), dict(dilation=(1, 2), padding=1, stride=2), (2, 3, 6, 7)),
+    ("Fold", ((5, 6), 2), dict(stride=1), (2, 8, 20)),
+]
+
+
+@pytest.mark.parametrize("name, args, kw, shape", CASES, ids=[c[0] for c in CASES])
+def test_layer_matches_torch(name, args, kw, shape):
+    zm, tm = getattr(zyx.nn, name)(*args, **kw), getattr(torch.nn, name)(*args, **kw)
+    assert repr(zm) == repr(tm)
+    assert sorted(zm.state_dict()) == sorted(tm.state_dict())
+    zm.load_state_dict({k: v.detach().numpy() for k, v in tm.state_dict().items()})
+    x = RNG.normal(size=shape).astype(np.float32)
+    zx, tx = zyx.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    zo, to = zm(zx), tm(tx)
+    np.testing.assert_allclose(zo.numpy(), to.detach().numpy(), rtol=1e-4, atol=1e-5)
+    g = RNG.normal(size=tuple(to.shape)).astype(np.float32)
+    zo.backward(zyx.tensor(g))
+    to.backward(torch.tensor(g))
+    np.testing.assert_allclose(zx.grad.numpy(), tx.grad.numpy(), rtol=1e-4, atol=1e-5)
+    if name == "BatchNorm3d":
+        np.testing.assert_allclose(zm.running_var.numpy(), tm.running_var.numpy(), rtol=1e-5, atol=1e-6)
