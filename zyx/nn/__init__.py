@@ -39,6 +39,9 @@ from zyx.nn.normalization import (
     BatchNorm2d,
     BatchNorm3d,
     GroupNorm,
+    InstanceNorm1d,
+    InstanceNorm2d,
+    InstanceNorm3d,
     LayerNorm,
     LocalResponseNorm,
     RMSNorm,
@@ -70,4 +73,4 @@ __all__ += ["PixelShuffle", "PixelUnshuffle", "Upsample", "UpsamplingBilinear2d"
 __all__ += ["BCELoss", "BCEWithLogitsLoss", "CosineSimilarity", "HingeEmbeddingLoss", "HuberLoss", "KLDivLoss",
             "MarginRankingLoss", "NLLLoss", "PairwiseDistance", "SmoothL1Loss"]
 __all__ += ["AdaptiveMaxPool1d", "AvgPool3d", "BatchNorm3d", "ConvTranspose3d", "Fold", "LocalResponseNorm",
-            "MaxPool3d", "Unfold"]
+            "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "MaxPool3d", "Unfold"]
