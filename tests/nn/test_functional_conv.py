@@ -343,6 +343,8 @@ def test_norm_fold_edge_cases():
     # and a 4-D fold input raise ShapeError (were AttributeError and a bare unpacking ValueError)
     e = np.zeros((0, 6, 3), np.float32)
     assert F.group_norm(zyx.tensor(e), 3).shape == TF.group_norm(torch.tensor(e), 3).shape == (0, 6, 3)
+    c0 = np.zeros((4, 0, 3), np.float32)  # no channels: empty, not "expected more than 1 value per channel"
+    assert F.batch_norm(zyx.tensor(c0), None, None, training=True).shape == (4, 0, 3)
     with pytest.raises(zyx.ShapeError, match="use_input_stats"):
         F.instance_norm(zyx.tensor(_arr(2, 3, 4)), use_input_stats=False)
     with pytest.raises(zyx.ShapeError, match="2-D .* or 3-D"):

@@ -690,7 +690,7 @@ def batch_norm(input: Any, running_mean: Any, running_var: Any, weight: Any = No
     w, out_dt = float_work(input)
     if training:
         dims = (0,) + tuple(range(2, input.ndim))
-        count = input.numel() // max(input.shape[1], 1)
+        count = input.shape[0] * math.prod(input.shape[2:])  # values per channel (also when C is 0)
         if count <= 1:
             raise ShapeError(f"batch_norm: expected more than 1 value per channel when training, got input "
                              f"shape {tuple(input.shape)}")
