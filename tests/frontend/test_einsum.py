@@ -76,6 +76,20 @@ def test_einsum_list_form_noncontiguous_and_dtypes():
            torch.einsum("i,i->i", torch.tensor(a[0]), torch.tensor(a[0]).double()))
 
 
+def test_einsum_sublist_form():
+    # PyTorch's einsum(op, sublist, ..., [out]): ints name the labels, ... the broadcast dims
+    a, b, c = _arr((3, 4)), _arr((4, 2)), _arr((2, 3, 4))
+    za, zb, zc = zyx.tensor(a), zyx.tensor(b), zyx.tensor(c)
+    ta, tb, tc = torch.tensor(a), torch.tensor(b), torch.tensor(c)
+    _close(zyx.einsum(za, [0, 1], zb, [1, 30], [30, 0]), torch.einsum(ta, [0, 1], tb, [1, 30], [30, 0]))
+    _close(zyx.einsum(za, [0, 1], zb, [1, 2]), torch.einsum(ta, [0, 1], tb, [1, 2]))
+    _close(zyx.einsum(zc, [..., 1], zb, [1, 2], [..., 2]), torch.einsum(tc, [..., 1], tb, [1, 2], [..., 2]))
+    with pytest.raises(zyx.ShapeError, match=r"in \[0, 52\)"):
+        zyx.einsum(za, [0, 99])
+    with pytest.raises(zyx.ShapeError, match="list of subscripts"):
+        zyx.einsum(za, 3)
+
+
 def test_einsum_lowers_to_matmul_and_views():
     a, b = zyx.tensor(_arr((2, 8, 16))).realize(), zyx.tensor(_arr((2, 16, 4))).realize()
     before = zyx.kernel_count()

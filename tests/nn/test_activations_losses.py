@@ -335,3 +335,15 @@ def test_hardtanh_relu6_keep_integer_dtypes(dtype):
             F.hardtanh(z)
     with pytest.raises(zyx.DTypeError, match="bool"):
         F.relu6(z > 0)
+
+
+@pytest.mark.parametrize("zdt, tdt", [("bfloat16", torch.bfloat16), ("float16", torch.float16)])
+def test_cosine_similarity_pairwise_distance_keep_16bit_dtype(zdt, tdt):
+    # reduced in float32 and rounded once: the result keeps the inputs' 16-bit dtype, as PyTorch's (was float32)
+    a, b = RNG.normal(size=(3, 4, 5)).astype(np.float32), RNG.normal(size=(4, 5)).astype(np.float32)
+    za, zb = zyx.tensor(a).cast(getattr(zyx, zdt)), zyx.tensor(b).cast(getattr(zyx, zdt))
+    ta, tb = torch.tensor(a).to(tdt), torch.tensor(b).to(tdt)
+    for zo, to in [(F.cosine_similarity(za, zb), TF.cosine_similarity(ta, tb)),
+                   (F.pairwise_distance(za, zb, p=3.0), TF.pairwise_distance(ta, tb, p=3.0))]:
+        assert zo.dtype.name == zdt
+        np.testing.assert_allclose(zo.cast(zyx.float32).numpy(), to.float().numpy(), rtol=2e-2, atol=2e-2)

@@ -206,11 +206,26 @@ def test_conv_repr_shapes_and_default_init(name, args, kw):
         assert np.abs(zm.bias.numpy()).max() <= bound
 
 
+PADDING_MODES = [("reflect", 2, dict(padding=(1, 2), stride=2)), ("replicate", 1, dict(padding=2, dilation=2)),
+                 ("circular", 2, dict(padding="same", dilation=(1, 2))), ("reflect", 3, dict(padding=1))]
+
+
+@pytest.mark.parametrize("mode, nd, kw", PADDING_MODES, ids=[f"{m}-{n}d" for m, n, _ in PADDING_MODES])
+def test_conv_padding_modes(mode, nd, kw):
+    # PyTorch pads the input with the mode first, then convolves unpadded (was: ValueError, zeros only)
+    zm = getattr(nn, f"Conv{nd}d")(3, 4, 3, padding_mode=mode, **kw)
+    tm = getattr(torch.nn, f"Conv{nd}d")(3, 4, 3, padding_mode=mode, **kw)
+    assert repr(zm) == repr(tm)
+    check(zm, tm, _randn(2, 3, *(6, 7, 5)[:nd]), modes=("train",))
+
+
 def test_conv_constructor_errors():
     with pytest.raises(ValueError, match="groups"):
         nn.Conv2d(3, 4, 3, groups=2)
     with pytest.raises(ValueError, match="padding_mode"):
-        nn.Conv2d(3, 4, 3, padding_mode="reflect")
+        nn.Conv2d(3, 4, 3, padding_mode="mirror")
+    with pytest.raises(ValueError, match="padding_mode='zeros'"):
+        nn.ConvTranspose2d(3, 4, 3, padding_mode="reflect")
     with pytest.raises(ValueError, match="strided"):
         nn.Conv2d(3, 4, 3, stride=2, padding="same")
 

@@ -136,6 +136,13 @@ def test_conv_errors():
         F.conv2d(zyx.tensor(_arr(1, 3, 5, 5)), w, stride=2, padding="same")
     with pytest.raises(zyx.DTypeError):
         F.conv2d(zyx.tensor(np.ones((1, 3, 5, 5), np.int32)), zyx.tensor(np.ones((2, 3, 3, 3), np.int32)))
+    # a bias that is not (out_channels,) would broadcast silently: PyTorch rejects it, so does zyx
+    x3 = zyx.tensor(_arr(1, 3, 5, 5))
+    for bad in ((1,), (2, 1)):
+        with pytest.raises(zyx.ShapeError, match=r"bias of shape \(2,\)"):
+            F.conv2d(x3, w, zyx.tensor(_arr(*bad)))
+    with pytest.raises(zyx.ShapeError, match=r"bias of shape \(4,\)"):
+        F.conv_transpose2d(x3, zyx.tensor(_arr(3, 4, 3, 3)), zyx.tensor(_arr(1)))
 
 
 POOL = [
@@ -190,6 +197,22 @@ def test_pool_noncontiguous_divisor_1d_3d_int():
         F.max_pool2d(zyx.tensor(x), 2, padding=2)
 
 
+@pytest.mark.parametrize("fn, shape, args", [
+    ("avg_pool1d", (2, 3, 11), dict(kernel_size=3, stride=2, padding=1, ceil_mode=True, count_include_pad=False)),
+    ("avg_pool2d", (2, 3, 7, 8), dict(kernel_size=(3, 2), stride=2, padding=1, ceil_mode=True)),
+    ("avg_pool2d", (3, 7, 8), dict(kernel_size=2, divisor_override=3)),
+    ("avg_pool3d", (1, 2, 5, 6, 4), dict(kernel_size=2, stride=(2, 1, 2), padding=1, count_include_pad=False)),
+])
+def test_avg_pool_int64(fn, shape, args):
+    # PyTorch pools int64 too: the int64 window sum divided by the divisor, truncated toward zero
+    i = RNG.integers(-50, 50, size=shape)
+    zo, to = getattr(F, fn)(zyx.tensor(i), **args), getattr(TF, fn)(torch.tensor(i), **args)
+    assert zo.dtype is zyx.int64
+    np.testing.assert_array_equal(zo.numpy(), to.numpy())
+    with pytest.raises(zyx.DTypeError, match="int64"):
+        getattr(F, fn)(zyx.tensor(i.astype(np.int32)), **args)
+
+
 # uneven overlapping windows on both axes, a None (kept) axis, the global pool; 4 rows: an uneven max
 # reduces each bin on its own, and the kept axis is one bin a row
 @pytest.mark.parametrize("size", [(3, 4), (None, 3), 1])
@@ -209,6 +232,39 @@ def test_adaptive_pool2d(size):
     _, zi = F.adaptive_max_pool2d(zyx.tensor(x), (2, 1), return_indices=True)
     _, ti = TF.adaptive_max_pool2d(torch.tensor(x), (2, 1), return_indices=True)
     np.testing.assert_array_equal(zi.numpy(), ti.numpy())
+
+
+@pytest.mark.parametrize("shape, size", [((2, 3, 9, 7), (4, 3)), ((3, 5, 4), 7)])
+def test_adaptive_max_pool_uneven_indices_ties(shape, size):
+    # uneven bins: return_indices works, and with ties (integer-valued data) and a NaN the indices and
+    # the gradient go to each bin's first maximum, as PyTorch's (not split among the tied maxima)
+    a = RNG.integers(0, 3, size=shape).astype(np.float64)
+    a[(0,) * (len(shape) - 2) + (2, 3)] = np.nan
+    zo, zi = F.adaptive_max_pool2d(zyx.tensor(a), size, return_indices=True)
+    to, ti = TF.adaptive_max_pool2d(torch.tensor(a), size, return_indices=True)
+    _close(zo, to, np.float64)
+    np.testing.assert_array_equal(zi.numpy(), ti.numpy())
+    zx, tx = _pair(np.nan_to_num(a))
+    zo, to = F.adaptive_max_pool2d(zx, size), TF.adaptive_max_pool2d(tx, size)
+    _check_grads(zo, to, (zx,), (tx,), np.float64)
+    y = RNG.integers(0, 3, size=(2, 3, 9)).astype(np.float32)
+    zo, zi = F.adaptive_max_pool1d(zyx.tensor(y), 4, return_indices=True)
+    to, ti = TF.adaptive_max_pool1d(torch.tensor(y), 4, return_indices=True)
+    _close(zo, to)
+    np.testing.assert_array_equal(zi.numpy(), ti.numpy())
+
+
+def test_adaptive_pool_empty_output_and_errors():
+    x = _arr(2, 3, 6, 5)
+    assert F.adaptive_avg_pool2d(zyx.tensor(x), 0).shape == (2, 3, 0, 0)
+    out, idx = F.adaptive_max_pool2d(zyx.tensor(x), (0, 2), return_indices=True)
+    assert out.shape == idx.shape == (2, 3, 0, 2) and idx.dtype is zyx.int64
+    with pytest.raises(zyx.ShapeError, match="3-D .* or 4-D"):
+        F.adaptive_avg_pool2d(zyx.tensor(_arr(6, 5)), 2)  # was pooled silently over the only two dims
+    with pytest.raises(zyx.ShapeError, match="non-negative"):
+        F.adaptive_max_pool2d(zyx.tensor(x), -1)
+    with pytest.raises(zyx.ShapeError, match="non-empty"):
+        F.adaptive_max_pool2d(zyx.tensor(_arr(2, 3, 0, 5)), 2)
 
 
 @pytest.mark.parametrize("shape, dtype", [((4, 3), np.float32), ((4, 3, 5), np.float32),
@@ -280,3 +336,23 @@ def test_unfold_fold_im2col(args):
     _close(zo, to)
     _check_grads(zo, to, (zc,), (tc,), np.float32)
     _close(F.fold(zyx.tensor(cols[0]), (7, 8), **args), TF.fold(torch.tensor(cols[0]), (7, 8), **args))
+
+
+def test_norm_fold_edge_cases():
+    # group_norm of an empty batch is empty (reshape(0, G, -1) used to fail); a missing running statistic
+    # and a 4-D fold input raise ShapeError (were AttributeError and a bare unpacking ValueError)
+    e = np.zeros((0, 6, 3), np.float32)
+    assert F.group_norm(zyx.tensor(e), 3).shape == TF.group_norm(torch.tensor(e), 3).shape == (0, 6, 3)
+    c0 = np.zeros((4, 0, 3), np.float32)  # no channels: empty, not "expected more than 1 value per channel"
+    assert F.batch_norm(zyx.tensor(c0), None, None, training=True).shape == (4, 0, 3)
+    with pytest.raises(zyx.ShapeError, match="use_input_stats"):
+        F.instance_norm(zyx.tensor(_arr(2, 3, 4)), use_input_stats=False)
+    with pytest.raises(zyx.ShapeError, match="2-D .* or 3-D"):
+        F.fold(zyx.tensor(_arr(2, 12, 9, 1)), (4, 4), 2)
+    # a string where ints are expected, and an empty channel window: ShapeError (were a bare ValueError from
+    # int('s') and a ZeroDivisionError)
+    x = zyx.tensor(_arr(2, 3, 5, 5))
+    with pytest.raises(zyx.ShapeError, match="padding must be an int or 2 ints"):
+        F.conv_transpose2d(x, zyx.tensor(_arr(3, 2, 3, 3)), padding="same")
+    with pytest.raises(zyx.ShapeError, match="size must be a positive"):
+        F.local_response_norm(x, 0)

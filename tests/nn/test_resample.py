@@ -143,6 +143,8 @@ def test_interpolate_errors():
         F.interpolate(zyx.zeros(1, 1, 3, dtype=zyx.int32), size=5, mode="linear")
     with pytest.raises(NotImplementedError, match="antialias"):
         F.interpolate(z, size=2, mode="bilinear", antialias=True)
+    with pytest.raises(zyx.ShapeError, match="recompute_scale_factor"):  # was ignored silently
+        F.interpolate(z, size=2, recompute_scale_factor=True)
 
 
 GRAD_CASES = [

@@ -91,9 +91,37 @@ def _term_labels(equation: str, term: str, n: int | None) -> list[Any]:
     return labels
 
 
+def _sublist_equation(args: tuple) -> tuple[str, tuple]:
+    """PyTorch's sublist form ``einsum(a, [0, 1], b, [1, 2], [0, 2])`` as an equation string and operands:
+    ints 0-51 name the letters a-z, A-Z and ``...`` (Ellipsis) the broadcast dims."""
+    def term(sub: Any) -> str:
+        if not isinstance(sub, (list, tuple)):
+            raise ShapeError(f"einsum(): in the sublist form each operand is followed by a list of subscripts, "
+                             f"got {type(sub).__name__}")
+        out = ""
+        for v in sub:
+            if v is Ellipsis:
+                out += "..."
+            elif isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 52:
+                out += chr(ord("a") + v) if v < 26 else chr(ord("A") + v - 26)
+            else:
+                raise ShapeError(f"einsum(): a sublist subscript must be an int in [0, 52) or ..., got {v!r}")
+        return out
+
+    pairs = len(args) // 2
+    operands = tuple(args[2 * i] for i in range(pairs))
+    equation = ",".join(term(args[2 * i + 1]) for i in range(pairs))
+    if len(args) % 2:
+        equation += "->" + term(args[-1])
+    return equation, operands
+
+
 def einsum(equation: str, *operands: Any) -> Any:
     """Einstein summation over ``operands`` (PyTorch's ``torch.einsum``: ellipsis, implicit output,
-    repeated labels as diagonals, size-1 dims broadcasting)."""
+    repeated labels as diagonals, size-1 dims broadcasting; the operands may come as one list, and
+    PyTorch's sublist form ``einsum(a, [0, 1], b, [1, 2], [0, 2])`` works too)."""
+    if isinstance(equation, TensorBase):
+        equation, operands = _sublist_equation((equation, *operands))
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     if not isinstance(equation, str):

@@ -1,5 +1,6 @@
-"""Convolution layers: ``Conv1d``, ``Conv2d``, ``Conv3d``, ``ConvTranspose1d``, ``ConvTranspose2d``, with
-PyTorch's parameter names, shapes, default initialization and reprs (zero padding only)."""
+"""Convolution layers: ``Conv1d``, ``Conv2d``, ``Conv3d``, ``ConvTranspose1d/2d/3d``, with
+PyTorch's parameter names, shapes, default initialization and reprs; ``padding_mode`` zeros, reflect,
+replicate or circular (transposed: zeros)."""
 from __future__ import annotations
 
 import math
@@ -18,6 +19,9 @@ def _ntuple(v: Any, nd: int, name: str, cls: str) -> tuple[int, ...]:
     return t
 
 
+_PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
+
+
 class _ConvNd(Module):
     """The shared constructor, initialization and repr; subclasses set ``_nd`` and ``_transposed``."""
 
@@ -32,8 +36,11 @@ class _ConvNd(Module):
         if groups <= 0 or in_channels % groups or out_channels % groups:
             raise ValueError(f"{cls}: in_channels={in_channels} and out_channels={out_channels} must be divisible "
                              f"by groups={groups} (a positive integer)")
-        if padding_mode != "zeros":
-            raise ValueError(f"{cls}: padding_mode={padding_mode!r} is not supported; zyx pads with zeros only")
+        if padding_mode not in _PADDING_MODES:
+            raise ValueError(f"{cls}: padding_mode must be one of {', '.join(map(repr, _PADDING_MODES))}, got "
+                             f"{padding_mode!r}")
+        if self._transposed and padding_mode != "zeros":
+            raise ValueError(f"{cls}: only padding_mode='zeros' is supported for a transposed convolution")
         if isinstance(padding, str):
             if self._transposed or padding not in ("same", "valid"):
                 raise ValueError(f"{cls}: invalid padding string {padding!r}, expected 'same' or 'valid'"
@@ -53,6 +60,13 @@ class _ConvNd(Module):
         self.padding_mode = padding_mode
         shape = ((in_channels, out_channels // groups) if self._transposed
                  else (out_channels, in_channels // groups)) + self.kernel_size
+        # the non-zero padding modes pad the input first (``Tensor.pad``, last dim first), then convolve unpadded
+        if isinstance(self.padding, str):
+            totals = [0 if self.padding == "valid" else d * (k - 1) for d, k in zip(self.dilation, self.kernel_size)]
+            amounts = [(t // 2, t - t // 2) for t in totals]
+        else:
+            amounts = [(p, p) for p in self.padding]
+        self._reversed_padding_repeated_twice = [a for pair in reversed(amounts) for a in pair]
         self._weight_and_bias(shape, out_channels, bias, dtype, device)
         self.reset_parameters()
 
@@ -63,6 +77,12 @@ class _ConvNd(Module):
             fan_in = self.weight.shape[1] * math.prod(self.kernel_size)
             bound = 1.0 / math.sqrt(fan_in) if fan_in > 0 else 0.0
             init.uniform_(self.bias, -bound, bound)
+
+    def _padded(self, x: Any) -> tuple[Any, Any]:
+        """The input and the ``padding`` to convolve it with: a non-zero ``padding_mode`` pads it here."""
+        if self.padding_mode == "zeros":
+            return x, self.padding
+        return x.pad(self._reversed_padding_repeated_twice, mode=self.padding_mode), 0
 
     def extra_repr(self) -> str:
         nd = self._nd
@@ -77,6 +97,8 @@ class _ConvNd(Module):
             s += f", groups={self.groups}"
         if self.bias is None:
             s += ", bias=False"
+        if self.padding_mode != "zeros":
+            s += f", padding_mode={self.padding_mode}"
         return s
 
 
@@ -92,7 +114,8 @@ class Conv1d(_ConvNd):
                          padding_mode, device=device, dtype=dtype)
 
     def forward(self, x: Any) -> Any:
-        return F.conv1d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+        x, padding = self._padded(x)
+        return F.conv1d(x, self.weight, self.bias, self.stride, padding, self.dilation, self.groups)
 
 
 class Conv2d(_ConvNd):
@@ -107,7 +130,8 @@ class Conv2d(_ConvNd):
                          padding_mode, device=device, dtype=dtype)
 
     def forward(self, x: Any) -> Any:
-        return F.conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+        x, padding = self._padded(x)
+        return F.conv2d(x, self.weight, self.bias, self.stride, padding, self.dilation, self.groups)
 
 
 class Conv3d(_ConvNd):
@@ -122,7 +146,8 @@ class Conv3d(_ConvNd):
                          padding_mode, device=device, dtype=dtype)
 
     def forward(self, x: Any) -> Any:
-        return F.conv3d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+        x, padding = self._padded(x)
+        return F.conv3d(x, self.weight, self.bias, self.stride, padding, self.dilation, self.groups)
 
 
 class _ConvTransposeNd(_ConvNd):
@@ -171,4 +196,15 @@ class ConvTranspose2d(_ConvTransposeNd):
 
     def forward(self, x: Any, output_size: Any = None) -> Any:
         return F.conv_transpose2d(x, self.weight, self.bias, self.stride, self.padding,
+                                  self._output_padding(x, output_size), self.groups, self.dilation)
+
+
+class ConvTranspose3d(_ConvTransposeNd):
+    """Transposed 3-D convolution of (N, C_in, D, H, W) or (C_in, D, H, W); ``weight``
+    (C_in, C_out/groups, KD, KH, KW)."""
+
+    _nd = 3
+
+    def forward(self, x: Any, output_size: Any = None) -> Any:
+        return F.conv_transpose3d(x, self.weight, self.bias, self.stride, self.padding,
                                   self._output_padding(x, output_size), self.groups, self.dilation)

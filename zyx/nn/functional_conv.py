@@ -49,6 +49,8 @@ def _tuple(v: Any, nd: int, name: str, fn: str) -> tuple[int, ...]:
     """An int or a sequence of ``nd`` ints as a tuple of ``nd`` ints."""
     if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
         return (int(v),) * nd
+    if isinstance(v, str) or not all(isinstance(a, (int, np.integer)) for a in v):
+        raise ShapeError(f"{fn}: {name} must be an int or {nd} ints, got {v!r}")
     t = tuple(int(a) for a in v)
     if len(t) == 1:
         return t * nd
@@ -100,6 +102,9 @@ def _conv(x: Any, weight: Any, bias: Any, stride: Any, padding: Any, dilation: A
     if groups <= 0 or c % groups or o % groups or cg * groups != c:
         raise ShapeError(f"{fn}: input of {c} channels, weight {tuple(weight.shape)} and groups={groups}: expected "
                          f"in_channels = weight.shape[1] * groups and out_channels divisible by groups")
+    if bias is not None and tuple(bias.shape) != (o,):  # a (1,) or (O, 1) bias would broadcast silently
+        raise ShapeError(f"{fn}: expected a bias of shape ({o},) (one per output channel), got shape "
+                         f"{tuple(bias.shape)}")
     st, dl = _tuple(stride, nd, "stride", fn), _tuple(dilation, nd, "dilation", fn)
     if any(s <= 0 for s in st) or any(d <= 0 for d in dl):
         raise ShapeError(f"{fn}: stride {st} and dilation {dl} must be positive")
@@ -272,6 +277,9 @@ def fold(input: Any, output_size: Any, kernel_size: Any, dilation: Any = 1, padd
     """col2im, ``unfold``'s adjoint: (N, C*KH*KW, L) blocks summed back into (N, C, *output_size)."""
     from zyx.frontend.gradients import place
 
+    if input.ndim not in (2, 3):
+        raise ShapeError(f"fold: expected a 2-D (unbatched) or 3-D (batched) input (N, C*KH*KW, L), got shape "
+                         f"{tuple(input.shape)}")
     x = input.unsqueeze(0) if input.ndim == 2 else input
     size, ks = _tuple(output_size, 2, "output_size", "fold"), _tuple(kernel_size, 2, "kernel_size", "fold")
     dl, pd = _tuple(dilation, 2, "dilation", "fold"), _tuple(padding, 2, "padding", "fold")
@@ -461,9 +469,12 @@ def max_unpool3d(input: Any, indices: Any, kernel_size: Any, stride: Any = None,
 def _avg_pool(x: Any, nd: int, kernel_size: Any, stride: Any, padding: Any, ceil_mode: bool,
               count_include_pad: bool, divisor_override: Any, fn: str) -> Any:
     x, unbatched = _batched(x, nd, fn)
-    if not x.dtype.is_float:
-        raise DTypeError(f"{fn}: expected a floating-point x, got {x.dtype.name}")
+    if not x.dtype.is_float and x.dtype is not dtypes.int64:
+        raise DTypeError(f"{fn}: expected a floating-point or int64 x (as PyTorch), got {x.dtype.name}")
     ks, st, dl, pads, outs = _pool_geometry(x, nd, kernel_size, stride, padding, 1, ceil_mode, fn)
+    if not x.dtype.is_float:
+        out = _int_avg(x, ks, st, dl, pads, outs, count_include_pad, divisor_override)
+        return out.squeeze(0) if unbatched else out
     w, out_dt = float_work(x)
     win = _windows(w.pad(_pads(pads)), ks, st, dl)
     total = win.sum(tuple(range(2 + nd, 2 + 2 * nd)))
@@ -476,6 +487,22 @@ def _avg_pool(x: Any, nd: int, kernel_size: Any, stride: Any, padding: Any, ceil
         out = total * pinned_as(tensor(1.0 / count, dtype=w.dtype, device=x.device), x)
     out = out.cast(out_dt)
     return out.squeeze(0) if unbatched else out
+
+
+def _int_avg(x: Any, ks: tuple, st: tuple, dl: tuple, pads: list, outs: tuple, count_include_pad: bool,
+             divisor_override: Any) -> Any:
+    """PyTorch's integer average pool: the window's int64 sum divided by its divisor, truncated toward zero
+    (C++ integer division), in ``x``'s dtype."""
+    nd = len(ks)
+    total = _windows(x.pad(_pads(pads)), ks, st, dl).sum(tuple(range(2 + nd, 2 + 2 * nd)))  # int64
+    if divisor_override:
+        div: Any = int(divisor_override)
+    elif all(hi == lo for lo, hi in pads) and (count_include_pad or not any(lo for lo, _ in pads)):
+        div = math.prod(ks)
+    else:
+        count = _window_counts(tuple(x.shape[2:]), ks, st, pads, outs, count_include_pad)
+        div = pinned_as(tensor(count.astype(np.int64), device=x.device), x)
+    return where(total < 0, -((-total) // div), total // div).cast(x.dtype)
 
 
 def _window_counts(spatial: tuple[int, ...], ks: tuple[int, ...], st: tuple[int, ...], pads: list, outs: tuple,
@@ -516,11 +543,24 @@ def avg_pool3d(input: Any, kernel_size: Any, stride: Any = None, padding: Any = 
 
 
 def _adaptive_sizes(x: Any, output_size: Any, nd: int, fn: str) -> tuple[int, ...]:
+    if x.ndim not in (nd + 1, nd + 2):
+        raise ShapeError(f"{fn}: expected a {nd + 1}-D (unbatched) or {nd + 2}-D (batched) input, got shape "
+                         f"{tuple(x.shape)}")
     spatial = tuple(x.shape[-nd:])
+    if 0 in spatial or 0 in x.shape[-nd - 1:-nd]:
+        raise ShapeError(f"{fn}: expected non-empty channel and spatial dims, got shape {tuple(x.shape)}")
     sizes = (output_size,) * nd if isinstance(output_size, int) else tuple(output_size)
     if len(sizes) != nd:
         raise ShapeError(f"{fn}: output_size must be an int or {nd} ints, got {output_size!r}")
-    return tuple(L if s is None else int(s) for s, L in zip(sizes, spatial))
+    sizes = tuple(L if s is None else int(s) for s, L in zip(sizes, spatial))
+    if any(s < 0 for s in sizes):
+        raise ShapeError(f"{fn}: output_size must be non-negative, got {output_size!r}")
+    return sizes
+
+
+def _empty_pool(x: Any, sizes: tuple[int, ...]) -> Any:
+    """The empty result of an adaptive pool to a size with a 0 (PyTorch returns it too)."""
+    return pinned_as(zeros(*x.shape[:x.ndim - len(sizes)], *sizes, dtype=x.dtype, device=x.device), x)
 
 
 def _bins(length: int, size: int) -> list[tuple[int, int]]:
@@ -531,11 +571,13 @@ def _bins(length: int, size: int) -> list[tuple[int, int]]:
 def _adaptive_avg(x: Any, output_size: Any, nd: int, fn: str) -> Any:
     sizes = _adaptive_sizes(x, output_size, nd, fn)
     spatial = tuple(x.shape[-nd:])
+    if not x.dtype.is_float:
+        raise DTypeError(f"{fn}: expected a floating-point x, got {x.dtype.name}")
+    if 0 in sizes:
+        return _empty_pool(x, sizes)
     if all(L % s == 0 for L, s in zip(spatial, sizes)):  # uniform windows: one pooling kernel
         ks = tuple(L // s for L, s in zip(spatial, sizes))
         return _avg_pool(x, nd, ks, ks, 0, False, True, None, fn)
-    if not x.dtype.is_float:
-        raise DTypeError(f"{fn}: expected a floating-point x, got {x.dtype.name}")
     # uneven bins: a product with each dim's (L, out) averaging matrix
     w, out_dt = float_work(x)
     for i, (L, s) in enumerate(zip(spatial, sizes)):
@@ -561,18 +603,48 @@ def adaptive_avg_pool2d(input: Any, output_size: Any) -> Any:  # noqa: A002 - Py
 def _adaptive_max(x: Any, output_size: Any, return_indices: bool, nd: int, fn: str) -> Any:
     sizes = _adaptive_sizes(x, output_size, nd, fn)
     spatial = tuple(x.shape[-nd:])
+    if 0 in sizes:
+        out = _empty_pool(x, sizes)
+        return (out, _empty_pool(x.cast(dtypes.int64), sizes)) if return_indices else out
     if all(L % s == 0 for L, s in zip(spatial, sizes)):
         ks = tuple(L // s for L, s in zip(spatial, sizes))
         return _max_pool(x, nd, ks, ks, 0, 1, False, return_indices, fn)
-    if return_indices:
-        raise ShapeError(f"{fn}: return_indices needs output sizes {sizes} that divide the input's {spatial}")
-    from zyx.frontend.contract_ops import cat
+    x, unbatched = _batched(x, nd, fn)
+    out, idx = _adaptive_max_uneven(x, sizes, fn)
+    if unbatched:
+        out, idx = out.squeeze(0), idx.squeeze(0)
+    return (out, idx) if return_indices else out
 
-    # uneven bins: a max is separable over a rectangular bin, so one dim at a time (a reduce per bin)
-    for i, (L, s) in enumerate(zip(spatial, sizes)):
-        dim = x.ndim - nd + i
-        x = cat([x.narrow(dim, lo, hi - lo).amax(dim, keepdim=True) for lo, hi in _bins(L, s)], dim)
-    return x
+
+def _adaptive_max_uneven(x: Any, sizes: tuple[int, ...], fn: str) -> tuple[Any, Any]:
+    """Max and first-max plane index over uneven adaptive bins of (N, C, *spatial): each bin's elements are
+    gathered from the flat plane into a (*sizes, *widest bin) window (a shorter bin repeats its last element,
+    which changes neither its max nor where the first max is), then reduced as ``max_pool`` reduces; the
+    gradient goes to each bin's first maximum, as PyTorch's."""
+    n, c, spatial = x.shape[0], x.shape[1], tuple(x.shape[2:])
+    nd, plane = len(spatial), math.prod(spatial)
+    bins = [_bins(L, s) for L, s in zip(spatial, sizes)]
+    ks = tuple(max(hi - lo for lo, hi in b) for b in bins)
+    flat = np.zeros(sizes + ks, dtype=np.int64)
+    stride = 1
+    for d in reversed(range(nd)):
+        pos = np.array([[min(lo + j, hi - 1) for j in range(ks[d])] for lo, hi in bins[d]])  # (out_d, k_d)
+        shape = [1] * (2 * nd)
+        shape[d], shape[nd + d] = sizes[d], ks[d]
+        flat = flat + pos.reshape(shape) * stride
+        stride *= spatial[d]
+    ids = pinned_as(tensor(flat, device=x.device), x)
+    red = tuple(range(2 + nd, 2 + 2 * nd))
+    needs_grad = x._ag is not None and is_grad_enabled()
+    with no_grad():
+        win = x.reshape(n, c, plane).index_select(2, ids.reshape(-1)).reshape(n, c, *sizes, *ks)
+        out = win.amax(red)
+        hit = (win == out.reshape(*out.shape, *(1,) * nd)) | (win != win)  # a NaN is its bin's maximum
+        first = where(hit, ids.reshape(1, 1, *ids.shape), plane).amin(red)
+    if needs_grad:
+        geometry = (tuple(x.shape), ks, sizes, False)
+        out = record(fn, out, [x], lambda g: (_max_pool_backward(g, first, geometry),))
+    return out, first
 
 
 def adaptive_max_pool1d(input: Any, output_size: Any, return_indices: bool = False) -> Any:  # noqa: A002 - PyTorch's name
@@ -618,7 +690,7 @@ def batch_norm(input: Any, running_mean: Any, running_var: Any, weight: Any = No
     w, out_dt = float_work(input)
     if training:
         dims = (0,) + tuple(range(2, input.ndim))
-        count = input.numel() // max(input.shape[1], 1)
+        count = input.shape[0] * math.prod(input.shape[2:])  # values per channel (also when C is 0)
         if count <= 1:
             raise ShapeError(f"batch_norm: expected more than 1 value per channel when training, got input "
                              f"shape {tuple(input.shape)}")
@@ -647,6 +719,8 @@ def instance_norm(input: Any, running_mean: Any = None, running_var: Any = None,
     shape = _channel_shape(input)
     w, out_dt = float_work(input)
     if not use_input_stats:
+        if running_mean is None or running_var is None:
+            raise ShapeError("instance_norm: running_mean and running_var are needed when use_input_stats=False")
         out = (w - running_mean.reshape(shape)) * (running_var.reshape(shape) + eps).rsqrt()
         return _affine(out, weight, bias, shape).cast(out_dt)
     dims = tuple(range(2, input.ndim))
@@ -669,7 +743,7 @@ def group_norm(input: Any, num_groups: int, weight: Any = None, bias: Any = None
                          f"got shape {tuple(input.shape)}")
     n = input.shape[0]
     w, out_dt = float_work(input)
-    g = w.reshape(n, num_groups, -1)
+    g = w.reshape(n, num_groups, input.numel() // max(n * num_groups, 1))  # explicit: -1 fails for n == 0
     mean = g.mean(-1, keepdim=True)
     d = g - mean
     var = (d * d).mean(-1, keepdim=True)
@@ -700,6 +774,8 @@ def local_response_norm(input: Any, size: int, alpha: float = 1e-4, beta: float 
     (the window zero-padded at the channel ends, as PyTorch)."""
     if input.ndim < 3:
         raise ShapeError(f"local_response_norm: expected an input of at least 3 dims, got shape {tuple(input.shape)}")
+    if size < 1:
+        raise ShapeError(f"local_response_norm: size must be a positive number of channels, got {size}")
     w, out_dt = float_work(input)
     sq = w * w
     pads = [0, 0] * (input.ndim - 2) + [size // 2, (size - 1) // 2]

@@ -256,15 +256,27 @@ def cosine_similarity(x1: Any, x2: Any, dim: int = 1, eps: float = 1e-8):
     from zyx.frontend.elementwise import broadcast_shapes
 
     shape = broadcast_shapes(x1.shape, x2.shape)
-    a, b = x1.expand(*shape), x2.expand(*shape)
+    (a, b), out_dt = _work16(x1.expand(*shape), x2.expand(*shape))
     na = vector_norm(a, 2.0, dim, keepdim=True).clip(min=eps)
     nb = vector_norm(b, 2.0, dim, keepdim=True).clip(min=eps)
-    return R.reduce((a / na) * (b / nb), Op.SUM, dim)
+    return R.reduce((a / na) * (b / nb), Op.SUM, dim).cast(out_dt)
 
 
 def pairwise_distance(x1: Any, x2: Any, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False):
     """``||x1 - x2 + eps||_p`` over the last dim."""
-    return vector_norm(x1 - x2 + eps, p, -1, keepdim)
+    (a, b), out_dt = _work16(x1, x2)
+    return vector_norm(a - b + eps, p, -1, keepdim).cast(out_dt)
+
+
+def _work16(x1: Any, x2: Any) -> tuple[tuple[Any, Any], Any]:
+    """The operands in float32 when their common dtype is a 16-bit float (reduced in float32, rounded once at
+    the end, so the result keeps the inputs' dtype as PyTorch's does), and that common dtype."""
+    from zyx import dtype as dtypes
+
+    dt = dtypes.result_type(x1, x2)
+    if dt.is_float and dt.itemsize < 4:
+        return (x1.cast(dtypes.float32), x2.cast(dtypes.float32)), dt
+    return (x1, x2), dt
 
 
 def margin_ranking_loss(input1: Any, input2: Any, target: Any, margin: float = 0.0, reduction: str = "mean"):

@@ -41,6 +41,9 @@ def _output_sizes(x: Any, nd: int, size: Any, scale_factor: Any,
     if (size is None) == (scale_factor is None):
         raise ShapeError("interpolate: exactly one of size and scale_factor must be given")
     if size is not None:
+        if recompute_scale_factor:
+            raise ShapeError("interpolate: recompute_scale_factor is not meaningful with an explicit size (as "
+                             "PyTorch); give scale_factor instead")
         sizes = [int(s) for s in _spatial_arg(size, nd, "size")]
         if any(s < 0 for s in sizes):
             raise ShapeError(f"interpolate: output sizes must be non-negative, got {sizes}")

@@ -1,5 +1,6 @@
 """Normalization layers with PyTorch's parameter names, buffers and defaults: ``LayerNorm``, ``RMSNorm``,
-``BatchNorm1d/2d`` and ``GroupNorm`` (weights start at one, biases at zero)."""
+``BatchNorm1d/2d/3d``, ``InstanceNorm1d/2d/3d``, ``GroupNorm`` (weights start at one, biases at zero) and
+``LocalResponseNorm``."""
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -160,6 +161,70 @@ class BatchNorm2d(_BatchNorm):
     """Batch normalization of (N, C, H, W) per channel."""
 
     _dims = (4,)
+
+
+class BatchNorm3d(_BatchNorm):
+    """Batch normalization of (N, C, D, H, W) per channel."""
+
+    _dims = (5,)
+
+
+class _InstanceNorm(_BatchNorm):
+    """Per-sample, per-channel statistics over the spatial dims (PyTorch's defaults: no affine, no running
+    statistics; with ``track_running_stats`` eval mode normalizes with the running ones). ``_dims`` is the
+    batched rank; one less is an unbatched input."""
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = False,
+                 track_running_stats: bool = False, device: Any = None, dtype: Any = None, *,
+                 bias: bool = True) -> None:
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias)
+
+    def forward(self, x: Any) -> Any:
+        (rank,) = self._dims
+        cls = type(self).__name__
+        if x.ndim not in (rank - 1, rank):
+            raise ShapeError(f"{cls}: expected {rank - 1}D (unbatched) or {rank}D (batched) input, got shape "
+                             f"{tuple(x.shape)}")
+        if self.affine and x.shape[x.ndim - rank + 1] != self.num_features:
+            raise ShapeError(f"{cls}: expected {self.num_features} channels (num_features), got shape "
+                             f"{tuple(x.shape)}")
+        unbatched = x.ndim == rank - 1
+        out = F.instance_norm(x.unsqueeze(0) if unbatched else x, self.running_mean, self.running_var, self.weight,
+                              self.bias, self.training or not self.track_running_stats,
+                              0.0 if self.momentum is None else self.momentum, self.eps)
+        return out.squeeze(0) if unbatched else out
+
+
+class InstanceNorm1d(_InstanceNorm):
+    """Instance normalization of (N, C, L) or (C, L)."""
+
+    _dims = (3,)
+
+
+class InstanceNorm2d(_InstanceNorm):
+    """Instance normalization of (N, C, H, W) or (C, H, W)."""
+
+    _dims = (4,)
+
+
+class InstanceNorm3d(_InstanceNorm):
+    """Instance normalization of (N, C, D, H, W) or (C, D, H, W)."""
+
+    _dims = (5,)
+
+
+class LocalResponseNorm(Module):
+    """``functional.local_response_norm`` over neighbouring channels (no parameters)."""
+
+    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0) -> None:
+        super().__init__()
+        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
+
+    def forward(self, x: Any) -> Any:
+        return F.local_response_norm(x, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self) -> str:
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
 
 
 class GroupNorm(Module):

@@ -1,4 +1,4 @@
-"""Pooling layers: ``MaxPool1d/2d``, ``AvgPool1d/2d``, ``AdaptiveAvgPool1d/2d``, ``AdaptiveMaxPool2d`` with
+"""Pooling layers: ``MaxPool1d/2d/3d``, ``AvgPool1d/2d/3d``, ``AdaptiveAvgPool1d/2d``, ``AdaptiveMaxPool1d/2d`` with
 PyTorch's arguments and reprs (no parameters)."""
 from __future__ import annotations
 
@@ -37,6 +37,14 @@ class MaxPool2d(_MaxPoolNd):
 
     def forward(self, x: Any) -> Any:
         return F.max_pool2d(x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
+                            self.return_indices)
+
+
+class MaxPool3d(_MaxPoolNd):
+    """Max over sliding windows of (N, C, D, H, W); ``stride`` defaults to ``kernel_size``."""
+
+    def forward(self, x: Any) -> Any:
+        return F.max_pool3d(x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
                             self.return_indices)
 
 
@@ -84,6 +92,14 @@ class AvgPool2d(_AvgPoolNd):
                             self.divisor_override)
 
 
+class AvgPool3d(AvgPool2d):
+    """Mean over sliding windows of (N, C, D, H, W); ``stride`` defaults to ``kernel_size``."""
+
+    def forward(self, x: Any) -> Any:
+        return F.avg_pool3d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad,
+                            self.divisor_override)
+
+
 class _AdaptivePoolNd(Module):
     def __init__(self, output_size: Any) -> None:
         super().__init__()
@@ -116,3 +132,10 @@ class AdaptiveMaxPool2d(_AdaptivePoolNd):
 
     def forward(self, x: Any) -> Any:
         return F.adaptive_max_pool2d(x, self.output_size, self.return_indices)
+
+
+class AdaptiveMaxPool1d(AdaptiveMaxPool2d):
+    """Max over PyTorch's adaptive bins of (N, C, L)."""
+
+    def forward(self, x: Any) -> Any:
+        return F.adaptive_max_pool1d(x, self.output_size, self.return_indices)
