@@ -139,3 +139,33 @@ def test_lower_precision_float_destination_keeps_its_dtype() -> None:
     h += zyx.tensor(np.array([0.25, 0.25], np.float64))  # float64 result written into float16, as PyTorch
     assert h.dtype.name == "float16"
     np.testing.assert_array_equal(h.numpy(), np.array([1.25, 2.75], np.float16))
+
+
+def test_method_forms_match_pytorch() -> None:
+    a = RNG.uniform(-2, 2, (3, 4)).astype(np.float32)
+    b = RNG.uniform(0.5, 2, (4,)).astype(np.float32)
+    cases = [("add_", (b,), {"alpha": 2.5}), ("sub_", (b,), {}), ("mul_", (b,), {}),
+             ("div_", (b,), {"rounding_mode": "floor"}), ("clamp_", (-0.5, 0.75), {}), ("zero_", (), {}),
+             ("fill_", (3.25,), {}), ("copy_", (b,), {})]
+    for name, args, kwargs in cases:
+        x = zyx.tensor(a.copy())
+        tx = torch.tensor(a.copy())
+        zargs = [zyx.tensor(v) if isinstance(v, np.ndarray) else v for v in args]
+        targs = [torch.tensor(v) if isinstance(v, np.ndarray) else v for v in args]
+        assert getattr(x, name)(*zargs, **kwargs) is x, name
+        getattr(tx, name)(*targs, **kwargs)
+        np.testing.assert_allclose(x.numpy(), tx.numpy(), rtol=1e-6, err_msg=name)
+
+
+def test_method_forms_convert_and_check_like_pytorch() -> None:
+    i = zyx.tensor([1, 5, 9], dtype="int32")
+    i.copy_(zyx.tensor([1.7, -2.2, 3.9]))  # copy_ converts (truncates toward zero), as PyTorch
+    np.testing.assert_array_equal(i.numpy(), torch.tensor([1, 5, 9], dtype=torch.int32).copy_(
+        torch.tensor([1.7, -2.2, 3.9])).numpy())
+    i.fill_(zyx.tensor(7))
+    np.testing.assert_array_equal(i.numpy(), [7, 7, 7])
+    with pytest.raises(DTypeError, match="clamp_"):
+        i.clamp_(0.5)  # a float bound gives a float result: PyTorch refuses it in place too
+    with pytest.raises(ShapeError, match="one-element"):
+        i.fill_(zyx.tensor([1, 2]))
+    np.testing.assert_array_equal(i.numpy(), [7, 7, 7])
