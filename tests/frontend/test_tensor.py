@@ -51,7 +51,7 @@ def test_tensor_is_composed_from_mixins_with_slots():
     assert [c.__name__ for c in mixins] == ["IndexingMixin", "CompositesMixin", "ElementwiseMixin", "ReduceMixin",
                                             "MovementMixin",
                                             "ContractOpsMixin", "SoftmaxMixin", "SortingMixin", "ShapeOpsMixin",
-                                            "AutogradMixin"]
+                                            "InplaceMixin", "AutogradMixin"]
     assert all("__slots__" in c.__dict__ for c in mixins)
     assert not hasattr(zyx.tensor([1.0]), "__dict__")
 
