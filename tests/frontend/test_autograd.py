@@ -395,3 +395,54 @@ def test_backward_peak_memory_of_a_20_layer_mlp():
     del loss, h
     gc.collect()
     assert pool.live_buffers == base_live and pool.bytes_in_use == base
+
+
+def test_grad_modes_decorate_bare_generators_and_set_grad_enabled():
+    """PyTorch's forms: ``@no_grad`` without parentheses, ``inference_mode(False)``, decorated
+    generators run each step in the mode, ``set_grad_enabled`` as a call, block and decorator."""
+    x = zyx.ones(2, requires_grad=True)
+
+    @zyx.no_grad
+    def bare(a):
+        return a * 2
+
+    @zyx.inference_mode
+    def bare_inf(a):
+        return a * 2
+
+    assert not bare(x).requires_grad and not bare_inf(x).requires_grad
+    assert bare.__name__ == "bare"
+    with zyx.inference_mode(False):
+        assert zyx.is_grad_enabled()
+    with zyx.no_grad(), zyx.inference_mode(False):
+        assert not zyx.is_grad_enabled()
+
+    @zyx.no_grad()
+    def gen():
+        yield zyx.is_grad_enabled()
+        yield (x * 2).requires_grad
+
+    assert list(gen()) == [False, False] and zyx.is_grad_enabled()
+    with zyx.no_grad():
+        steps = zyx.enable_grad()(gen.__wrapped__)()
+        assert list(steps) == [True, True] and not zyx.is_grad_enabled()
+
+    assert zyx.autograd.set_grad_enabled is zyx.set_grad_enabled
+    with zyx.set_grad_enabled(False):
+        assert not (x * 2).requires_grad
+    assert zyx.is_grad_enabled()
+    zyx.set_grad_enabled(False)
+    try:
+        assert not zyx.is_grad_enabled()
+    finally:
+        zyx.set_grad_enabled(True)
+
+    @zyx.set_grad_enabled(False)
+    def off(a):
+        return a * 2
+
+    assert zyx.is_grad_enabled() and not off(x).requires_grad and zyx.is_grad_enabled()
+    with pytest.raises(KeyError):
+        with zyx.no_grad():
+            raise KeyError("restored after an exception")
+    assert zyx.is_grad_enabled()

@@ -17,6 +17,7 @@ freed node again raises ``AutogradError``.
 from __future__ import annotations
 
 import functools
+import inspect
 import threading
 import weakref
 from collections.abc import Callable, Sequence
@@ -38,9 +39,20 @@ def _set_enabled(flag: bool) -> None:
 
 
 class _GradMode:
-    """A context manager and decorator that sets grad mode for its block (restored after)."""
+    """A context manager and decorator that sets grad mode for its block (restored after). As in
+    PyTorch it also decorates bare (``@zyx.no_grad`` as well as ``@zyx.no_grad()``), and a decorated
+    generator runs each of its steps in the mode, not just the call that creates it."""
 
     enabled = True
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        if len(args) == 1 and not kwargs and callable(args[0]):  # a bare decorator: @zyx.no_grad
+            return cls()(args[0])
+        return super().__new__(cls)
+
+    def _fresh(self) -> _GradMode:
+        """A new manager with this one's settings (each decorated call enters its own)."""
+        return type(self)()
 
     def __enter__(self) -> None:
         self._saved = getattr(self, "_saved", [])
@@ -51,16 +63,46 @@ class _GradMode:
         _set_enabled(self._saved.pop())
 
     def __call__(self, fn: Callable) -> Callable:
+        if inspect.isgeneratorfunction(fn):
+            return self._wrap_generator(fn)
+
         @functools.wraps(fn)
         def wrapped(*args: Any, **kwargs: Any) -> Any:
-            with type(self)():
+            with self._fresh():
                 return fn(*args, **kwargs)
+
+        return wrapped
+
+    def _wrap_generator(self, fn: Callable) -> Callable:
+        @functools.wraps(fn)
+        def wrapped(*args: Any, **kwargs: Any) -> Any:
+            with self._fresh():
+                gen = fn(*args, **kwargs)
+            try:
+                with self._fresh():
+                    value = gen.send(None)
+                while True:
+                    try:
+                        request = yield value
+                    except GeneratorExit:
+                        with self._fresh():
+                            gen.close()
+                        raise
+                    except BaseException as exc:  # noqa: BLE001 - thrown in by the caller: passed on in the mode
+                        with self._fresh():
+                            value = gen.throw(exc)
+                    else:
+                        with self._fresh():
+                            value = gen.send(request)
+            except StopIteration as stop:
+                return stop.value
 
         return wrapped
 
 
 class no_grad(_GradMode):  # PyTorch's lower-case name
-    """Ops in this block record no gradients (``with zyx.no_grad():`` or ``@zyx.no_grad()``)."""
+    """Ops in this block record no gradients (``with zyx.no_grad():``, ``@zyx.no_grad()`` or
+    ``@zyx.no_grad``)."""
 
     enabled = False
 
@@ -72,9 +114,49 @@ class enable_grad(_GradMode):  # PyTorch's lower-case name
 
 
 class inference_mode(_GradMode):  # PyTorch's lower-case name
-    """Like ``no_grad``: nothing in the block is recorded for backward."""
+    """Like ``no_grad``: nothing in the block is recorded for backward. ``inference_mode(False)``
+    leaves grad mode as it is (PyTorch's ``mode=False``)."""
 
-    enabled = False
+    def __init__(self, mode: bool = True) -> None:
+        self.mode = bool(mode)
+
+    @property
+    def enabled(self) -> bool:  # type: ignore[override]
+        return is_grad_enabled() if not self.mode else False
+
+    def _fresh(self) -> _GradMode:
+        return type(self)(self.mode)
+
+
+class set_grad_enabled(_GradMode):  # PyTorch's lower-case name
+    """``zyx.set_grad_enabled(flag)`` turns grad mode on or off: at once when called as a function
+    (PyTorch's behaviour), and back to the previous mode after a ``with`` block or decorated call."""
+
+    def __new__(cls, mode: bool) -> Any:
+        return object.__new__(cls)
+
+    def __init__(self, mode: bool) -> None:
+        self.mode = bool(mode)
+        self._prev = is_grad_enabled()
+        _set_enabled(self.mode)
+
+    @property
+    def enabled(self) -> bool:  # type: ignore[override]
+        return self.mode
+
+    def __enter__(self) -> None:
+        self._saved = getattr(self, "_saved", [])
+        self._saved.append(self._prev)
+        _set_enabled(self.mode)
+
+    def __call__(self, fn: Callable) -> Callable:
+        _set_enabled(self._prev)  # as a decorator it changes the mode only inside the calls
+        return super().__call__(fn)
+
+    def _fresh(self) -> _GradMode:
+        fresh = object.__new__(type(self))
+        fresh.mode, fresh._prev = self.mode, is_grad_enabled()
+        return fresh
 
 
 class Node:
