@@ -446,3 +446,31 @@ def test_grad_modes_decorate_bare_generators_and_set_grad_enabled():
         with zyx.no_grad():
             raise KeyError("restored after an exception")
     assert zyx.is_grad_enabled()
+
+
+def test_autograd_functions_take_any_iterable_of_tensors():
+    """``grad(loss, model.parameters())`` (a generator) and ``zyx.autograd.backward([y1, y2], [g1, g2])``
+    work as in PyTorch (a generator was taken as one input; a list in ``backward`` raised)."""
+    rng = np.random.default_rng(7)
+    a_np = rng.standard_normal(3).astype(np.float32)
+    a, ta = zyx.tensor(a_np, requires_grad=True), torch.tensor(a_np, requires_grad=True)
+    b, tb = zyx.tensor(a_np[::-1].copy(), requires_grad=True), torch.tensor(a_np[::-1].copy(), requires_grad=True)
+    got = zyx.autograd.grad((a * b).exp().sum(), (t for t in [a, b]))
+    want = torch.autograd.grad((ta * tb).exp().sum(), (t for t in [ta, tb]))
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-5)
+    g1 = rng.standard_normal(3).astype(np.float32)
+    zyx.autograd.backward([a * b, (a * a).sum()], [zyx.tensor(g1), None])
+    torch.autograd.backward([ta * tb, (ta * ta).sum()], [torch.tensor(g1), None])
+    np.testing.assert_allclose(a.grad.numpy(), ta.grad.numpy(), rtol=1e-5)
+    np.testing.assert_allclose(b.grad.numpy(), tb.grad.numpy(), rtol=1e-5)
+    with pytest.raises(zyx.AutogradError, match="2 gradients for 1 tensors"):
+        zyx.autograd.backward([a.sum()], [None, None])
+
+
+def test_assigned_grad_must_match_dtype():
+    x = zyx.ones(3, requires_grad=True)
+    with pytest.raises(zyx.AutogradError, match="dtype float64; expected the tensor's float32"):
+        x.grad = zyx.ones(3, dtype=zyx.float64)
+    x.grad = zyx.ones(3)
+    assert x.grad.dtype is zyx.float32

@@ -346,12 +346,9 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
          create_graph: bool = False, allow_unused: bool = False) -> tuple[Any, ...]:
     """The gradients of ``outputs`` with respect to ``inputs`` (PyTorch's ``torch.autograd.grad``);
     ``.grad`` of the inputs is left alone."""
-    outs = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
-    ins = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
-    if grad_outputs is None:
-        gos: list[Any] = [None] * len(outs)
-    else:
-        gos = list(grad_outputs) if isinstance(grad_outputs, (list, tuple)) else [grad_outputs]
+    outs = _tensors(outputs)
+    ins = _tensors(inputs)  # any iterable, as PyTorch: ``grad(loss, model.parameters())``
+    gos: list[Any] = [None] * len(outs) if grad_outputs is None else _tensors(grad_outputs)
     if len(gos) != len(outs):
         raise AutogradError(f"grad: {len(gos)} grad_outputs for {len(outs)} outputs; expected one each")
     capture: dict[int, int] = {}
@@ -371,11 +368,22 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
     return tuple(result)
 
 
+def _tensors(value: Any) -> list[Any]:
+    """A tensor (or None) as a one-element list; any other iterable (list, tuple, generator) as a list."""
+    if value is None or isinstance(value, TensorBase):
+        return [value]
+    return list(value)
+
+
 def backward(t: Any, gradient: Any = None, retain_graph: bool | None = None, create_graph: bool = False) -> None:
-    """``t.backward(...)``: add the gradients of ``t`` to the ``.grad`` of the leaves it depends on."""
-    root = _root_node(t, "backward")
-    run_backward([(root, _root_grad(t, gradient))], create_graph if retain_graph is None else retain_graph,
-                 create_graph)
+    """``t.backward(...)``, and ``zyx.autograd.backward(tensors, grad_tensors)`` (PyTorch's): add the
+    gradients of ``t`` (a tensor or a sequence of them) to the ``.grad`` of the leaves they depend on."""
+    outs = _tensors(t)
+    gos = [None] * len(outs) if gradient is None else _tensors(gradient)
+    if len(gos) != len(outs):
+        raise AutogradError(f"backward: {len(gos)} gradients for {len(outs)} tensors; expected one each")
+    roots = [(_root_node(o, "backward"), _root_grad(o, g)) for o, g in zip(outs, gos)]
+    run_backward(roots, create_graph if retain_graph is None else retain_graph, create_graph)
 
 
 def _root_node(t: Any, what: str) -> Node:
@@ -456,6 +464,9 @@ class AutogradMixin(TensorBase):
             raise AutogradError("cannot set .grad of a tensor that does not require grad")
         if value is not None and tuple(value.shape) != tuple(self.shape):
             raise AutogradError(f"assigned grad has shape {tuple(value.shape)}; expected {tuple(self.shape)}")
+        if value is not None and value.dtype is not self.dtype:  # an optimizer step would mix dtypes
+            raise AutogradError(f"assigned grad has dtype {value.dtype.name}; expected the tensor's "
+                                f"{self.dtype.name} (cast it first)")
         self._ag.grad = value
 
     def detach(self) -> Any:
