@@ -474,3 +474,25 @@ def test_assigned_grad_must_match_dtype():
         x.grad = zyx.ones(3, dtype=zyx.float64)
     x.grad = zyx.ones(3)
     assert x.grad.dtype is zyx.float32
+
+
+def test_in_place_write_to_an_operand_the_rule_does_not_read_is_allowed():
+    """As PyTorch: ``y + w``, ``y - w`` and ``y * 2`` do not save ``y``, so writing into ``y`` afterwards
+    leaves their backward valid (zyx raised AutogradError); ``w / y`` and ``2 / y`` still raise."""
+    a_np = np.linspace(0.5, 1.5, 6, dtype=np.float32).reshape(2, 3)
+    grads = []
+    for lib in (zyx, torch):
+        x, w = lib.tensor(a_np, requires_grad=True), lib.tensor(a_np * 2, requires_grad=True)
+        y = x.sin()
+        z, u, d = y * 1, y + w, w - y
+        q, r = w / y, 2.0 / y
+        y -= z
+        (z * u * d).sum().backward()
+        grads.append((x.grad.numpy() if lib is zyx else x.grad.detach().numpy(),
+                      w.grad.numpy() if lib is zyx else w.grad.detach().numpy()))
+        if lib is zyx:
+            for t in (q, r):
+                with pytest.raises(zyx.AutogradError, match="modified by an in-place write"):
+                    t.sum().backward()
+    for got, want in zip(*grads):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)

@@ -105,10 +105,10 @@ def _binary_grads(op: Op, g: Any, a: Any, b: Any, out: Any) -> tuple[Any, Any]:
         return g, g
     if op is Op.SUB:
         return g, -g
-    if op is Op.MUL:
-        return g * b, g * a
+    if op is Op.MUL:  # an operand not saved (None) is one the other's gradient does not need
+        return (None if b is None else g * b), (None if a is None else g * a)
     if op is Op.DIV:
-        return g / b, (-(g * a) / (b * b)) if _is_tensor(b) else None
+        return g / b, (-(g * a) / (b * b)) if _is_tensor(b) and a is not None else None
     if op is Op.POW:
         da = None
         if _is_tensor(a):
@@ -148,13 +148,16 @@ def record_alu(op: Op, operands: Sequence[Any], out: Any) -> None:
     shapes = [x.shape if t else None for x, t in zip(operands, is_tensor)]
     scalars = [None if t else x for x, t in zip(operands, is_tensor)]
     keep_out = op in _SAVES_OUT
+    # only the operands the rule reads are saved (as PyTorch saves them): an in-place write to one it
+    # does not read, e.g. y in z = y + w or z = y * 2, leaves the backward valid
+    is_tensor = [t and need for t, need in zip(is_tensor, _reads(op, operands))]
     # inputs are saved as they are (their history serves create_graph); the output detached, as saving
     # it with its own node would be a reference cycle, and recomputed from the inputs when recording
     saved = [x for x, t in zip(operands, is_tensor) if t] + ([out.detach()] if keep_out else [])
 
     def fn(g: Any, *kept: Any) -> tuple:
         it = iter(kept)
-        args = [next(it) if t else v for t, v in zip(is_tensor, scalars)]
+        args = [next(it) if t else v for t, v in zip(is_tensor, scalars)]  # None: a tensor not saved
         o = next(it) if keep_out else None
         if keep_out and autograd.is_grad_enabled():  # create_graph: the output with its history
             o = unary(op, args[0]) if len(args) == 1 else binary(op, args[0], args[1])
@@ -164,7 +167,24 @@ def record_alu(op: Op, operands: Sequence[Any], out: Any) -> None:
             grads = _binary_grads(op, g, args[0], args[1], o)
         return tuple(None if s is None or d is None else unbroadcast(d, s) for d, s in zip(grads, shapes))
 
-    autograd.record(op.value, out, [x if t else None for x, t in zip(operands, is_tensor)], fn, saved)
+    autograd.record(op.value, out, [x if _is_tensor(x) else None for x in operands], fn, saved)
+
+
+_READS_NOTHING = frozenset({Op.ADD, Op.SUB, Op.NEG, Op.FLOOR, Op.CEIL, Op.ROUND, Op.TRUNC, Op.SIGN})
+
+
+def _reads(op: Op, operands: Sequence[Any]) -> list[bool]:
+    """Which operands the gradient rule of ``op`` reads: none for sums and the piecewise-constant ops;
+    for a product, each factor only when the other one needs its gradient; a quotient's numerator only
+    when the denominator needs its gradient."""
+    if op in _READS_NOTHING:
+        return [False] * len(operands)
+    grads = [_is_tensor(x) and getattr(x, "_ag", None) is not None for x in operands]
+    if op is Op.MUL:
+        return [grads[1], grads[0]]
+    if op is Op.DIV:
+        return [grads[1], True]
+    return [True] * len(operands)
 
 
 _SAVES_OUT = frozenset({Op.EXP, Op.EXP2, Op.SQRT, Op.RSQRT, Op.TAN, Op.TANH, Op.SIGMOID, Op.RELU, Op.RECIPROCAL,
