@@ -496,3 +496,39 @@ def test_in_place_write_to_an_operand_the_rule_does_not_read_is_allowed():
                     t.sum().backward()
     for got, want in zip(*grads):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("case", ["transpose_add", "slice_mul", "nested_views", "view_used_after"])
+def test_in_place_write_through_a_view_updates_the_base_history(case):
+    """As PyTorch's CopySlices: ``t = y.T; t += v`` changes ``y``, so a gradient through ``y`` must reach
+    ``v`` (zyx's ``y`` kept its old history: silently wrong gradients)."""
+    a_np = np.linspace(-1.0, 1.0, 6, dtype=np.float32).reshape(2, 3)
+    out = []
+    for lib in (zyx, torch):
+        x = lib.tensor(a_np, requires_grad=True)
+        y = x * 1
+        if case == "transpose_add":
+            t = y.T
+            t += x.T * 2
+        elif case == "slice_mul":
+            t = y[:, 1:]
+            t *= 3
+        elif case == "nested_views":
+            u = y.T[1:][:, 1]
+            u *= x[1, :2] * 5
+        else:
+            t = y[1]
+            t *= x[0]
+            y = t.exp() + y.sum()
+        (y * y).sum().backward()
+        out.append((y.detach().numpy(), x.grad.numpy() if lib is zyx else x.grad.detach().numpy()))
+    for got, want in zip(*out):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_in_place_write_through_a_view_of_a_leaf_raises():
+    x = zyx.ones(2, 3, requires_grad=True)
+    t = x[1:]
+    with pytest.raises(zyx.AutogradError, match="view of a leaf tensor that requires grad"):
+        t *= 2
+    np.testing.assert_array_equal(x.detach().numpy(), np.ones((2, 3), np.float32))  # refused before writing

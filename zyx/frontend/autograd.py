@@ -210,12 +210,15 @@ class AutogradMeta:
     """What a tensor that requires grad carries: its gradient, its node, and whether it keeps
     its gradient as a non-leaf (``retain_grad``)."""
 
-    __slots__ = ("grad", "grad_fn", "accumulator")
+    __slots__ = ("grad", "grad_fn", "accumulator", "base")
 
     def __init__(self, grad_fn: Node | None = None) -> None:
         self.grad: Any = None
         self.grad_fn = grad_fn
         self.accumulator: AccumulateGrad | None = None
+        # a view's base (weakly): the tensor whose storage it shares, whose history an in-place write
+        # through the view must also update (gradients.record_write)
+        self.base: weakref.ref | None = None
 
 
 _NODE_CLASSES: dict[str, type[Node]] = {}
@@ -256,7 +259,12 @@ def record(name: str, out: Any, inputs: Sequence[Any], fn: Callable[..., Sequenc
     if not out._dtype.is_float:
         return out  # integer and bool results carry no gradient
     next_nodes = tuple(node_of(x) if getattr(x, "_ag", None) is not None else None for x in inputs)
-    out._ag = AutogradMeta(node_class(name)(fn, next_nodes, tuple(saved)))
+    meta = AutogradMeta(node_class(name)(fn, next_nodes, tuple(saved)))
+    if len(inputs) == 1 and inputs[0] is not out and getattr(inputs[0], "_data", None) is out._data \
+            and inputs[0]._ag is not None:  # a view: remember its base (the base's own base if it is one)
+        src = inputs[0]._ag
+        meta.base = src.base if src.base is not None and src.base() is not None else weakref.ref(inputs[0])
+    out._ag = meta
     return out
 
 

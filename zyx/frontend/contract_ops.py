@@ -566,6 +566,10 @@ def _write_grad(x: Tensor, value: Any) -> bool:
         raise AutogradError("a leaf tensor that requires grad is written in place (x[...] = v, x += y and the like, "
                             "or write_slice); "
                             "write under zyx.no_grad(), or into a clone")
+    base = x._ag.base() if x._ag is not None and x._ag.base is not None else None
+    if base is not None and base._data is x._data and base._ag is not None and base._ag.grad_fn is None:
+        raise AutogradError("a view of a leaf tensor that requires grad is written in place; write under "
+                            "zyx.no_grad(), or into a clone")  # checked before the write, as PyTorch
     return True
 
 

@@ -323,7 +323,59 @@ def record_write(x: Any, index: Any, value: Any) -> Any:
         gv = None if value_shape is None else unbroadcast(slab, value_shape).cast(value_dtype)
         return gx, gv
 
-    return autograd.record("copy_slices", x, [x, value if value_shape is not None else None], fn)
+    base_ref = x._ag.base if x._ag is not None else None
+    out = autograd.record("copy_slices", x, [x, value if value_shape is not None else None], fn)
+    base = base_ref() if base_ref is not None else None
+    if base is not None and base._data is x._data and out._ag is not None:
+        out._ag.base = base_ref
+        _rebase(base, x, index, value)
+    return out
+
+
+def _rebase(base: Any, x: Any, index: Any, value: Any) -> None:
+    """``x[index] = value`` wrote through ``x``, a view of ``base``: ``base``'s history gets the same
+    write (as PyTorch's CopySlices), so a gradient taken through ``base`` reaches ``value``. A base
+    laid out other than contiguously is not supported (an error, not a wrong gradient)."""
+    import numpy as np
+
+    from zyx.frontend.creation import from_numpy
+    from zyx.frontend.movement import basic_index
+    from zyx.ir.view import View
+
+    if base._ag is None:
+        return
+    if base._ag.grad_fn is None:
+        raise autograd.AutogradError("a view of a leaf tensor that requires grad is written in place; write "
+                                     "under zyx.no_grad(), or into a clone")
+    region = basic_index(x._view, index)
+    layout = base._view
+    if not all(type(d) is int for d in (*layout.shape, *layout.strides, layout.offset, *region.shape,
+                                         *region.strides, region.offset)) \
+            or layout.strides != View.contiguous(layout.shape).strides:
+        raise autograd.AutogradError("an in-place write through a view of a tensor whose storage is not "
+                                     "contiguous is not supported for autograd; write into a clone")
+    flat = np.full(region.shape, region.offset - layout.offset, dtype=np.int64)
+    for axis, (size, stride) in enumerate(zip(region.shape, region.strides)):
+        step = np.arange(size, dtype=np.int64) * stride
+        flat += step.reshape((1,) * axis + (size,) + (1,) * (len(region.shape) - axis - 1))
+    n = base.numel()
+    keep = np.ones(n, dtype=bool)
+    keep[flat.reshape(-1)] = False
+    shape, device = base.shape, base.device
+    value_shape = value.shape if _is_tensor(value) else None
+    value_dtype = value.dtype if _is_tensor(value) else None
+
+    def fn(g: Any) -> tuple:
+        g_flat = g.reshape(-1)
+        kept = from_numpy(keep, device)
+        gb = where(kept, g_flat, 0.0).reshape(*shape)
+        gv = None
+        if value_shape is not None:
+            slab = g_flat[from_numpy(flat, device)]
+            gv = unbroadcast(slab, value_shape).cast(value_dtype)
+        return gb, gv
+
+    autograd.record("copy_slices", base, [base, value if value_shape is not None else None], fn)
 
 
 def record_rows_write(dest: Any, source: Any, axis: int, start: Any, modulus: int | None,
