@@ -498,7 +498,8 @@ def test_in_place_write_to_an_operand_the_rule_does_not_read_is_allowed():
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("case", ["transpose_add", "slice_mul", "nested_views", "view_used_after"])
+@pytest.mark.parametrize("case", ["transpose_add", "slice_mul", "nested_views", "view_used_after", "tensor_index",
+                                  "scatter_", "index_put_"])
 def test_in_place_write_through_a_view_updates_the_base_history(case):
     """As PyTorch's CopySlices: ``t = y.T; t += v`` changes ``y``, so a gradient through ``y`` must reach
     ``v`` (zyx's ``y`` kept its old history: silently wrong gradients)."""
@@ -516,19 +517,34 @@ def test_in_place_write_through_a_view_updates_the_base_history(case):
         elif case == "nested_views":
             u = y.T[1:][:, 1]
             u *= x[1, :2] * 5
-        else:
+        elif case == "view_used_after":
             t = y[1]
             t *= x[0]
             y = t.exp() + y.sum()
+        elif case == "tensor_index":
+            y[1:][lib.tensor(np.array([0]))] = x[0] * 3
+        elif case == "scatter_":
+            y[:, 1:].scatter_(1, lib.tensor(np.array([[0], [1]])), x[:, :1] * 4)
+        else:
+            y.T.index_put_((lib.tensor(np.array([2])),), x[:, 0] * 2)
         (y * y).sum().backward()
         out.append((y.detach().numpy(), x.grad.numpy() if lib is zyx else x.grad.detach().numpy()))
     for got, want in zip(*out):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
-def test_in_place_write_through_a_view_of_a_leaf_raises():
+@pytest.mark.parametrize("write", ["imul", "tensor_index", "scatter_", "index_put_"])
+def test_in_place_write_through_a_view_of_a_leaf_raises(write):
     x = zyx.ones(2, 3, requires_grad=True)
     t = x[1:]
+    idx = zyx.tensor(np.array([0]))
     with pytest.raises(zyx.AutogradError, match="view of a leaf tensor that requires grad"):
-        t *= 2
+        if write == "imul":
+            t *= 2
+        elif write == "tensor_index":
+            t[idx] = 5.0
+        elif write == "scatter_":
+            t.scatter_(1, zyx.tensor(np.array([[0]])), 7.0)
+        else:
+            t.index_put_((idx,), zyx.tensor(9.0))
     np.testing.assert_array_equal(x.detach().numpy(), np.ones((2, 3), np.float32))  # refused before writing

@@ -260,12 +260,31 @@ def record(name: str, out: Any, inputs: Sequence[Any], fn: Callable[..., Sequenc
         return out  # integer and bool results carry no gradient
     next_nodes = tuple(node_of(x) if getattr(x, "_ag", None) is not None else None for x in inputs)
     meta = AutogradMeta(node_class(name)(fn, next_nodes, tuple(saved)))
+    old = out._ag
     if len(inputs) == 1 and inputs[0] is not out and getattr(inputs[0], "_data", None) is out._data \
             and inputs[0]._ag is not None:  # a view: remember its base (the base's own base if it is one)
         src = inputs[0]._ag
         meta.base = src.base if src.base is not None and src.base() is not None else weakref.ref(inputs[0])
     out._ag = meta
+    if old is not None and old.base is not None and any(x is out for x in inputs):
+        # an in-place write into a view: its base's history gets the write too (PyTorch's CopySlices)
+        base = old.base()
+        if base is not None and base._data is out._data:
+            from zyx.frontend.gradients import rebase_after_view_write
+
+            meta.base = old.base
+            rebase_after_view_write(base, out)
     return out
+
+
+def check_not_view_of_leaf(x: Any) -> None:
+    """Refuse (before writing) an in-place write, under grad mode, through a view of a leaf that
+    requires grad, as PyTorch does."""
+    meta = x._ag
+    base = meta.base() if meta is not None and meta.base is not None else None
+    if base is not None and base._data is x._data and base._ag is not None and base._ag.grad_fn is None:
+        raise AutogradError("a view of a leaf tensor that requires grad is written in place; write under "
+                            "zyx.no_grad(), or into a clone")
 
 
 def check_float(t: Any) -> None:

@@ -323,23 +323,18 @@ def record_write(x: Any, index: Any, value: Any) -> Any:
         gv = None if value_shape is None else unbroadcast(slab, value_shape).cast(value_dtype)
         return gx, gv
 
-    base_ref = x._ag.base if x._ag is not None else None
-    out = autograd.record("copy_slices", x, [x, value if value_shape is not None else None], fn)
-    base = base_ref() if base_ref is not None else None
-    if base is not None and base._data is x._data and out._ag is not None:
-        out._ag.base = base_ref
-        _rebase(base, x, index, value)
-    return out
+    return autograd.record("copy_slices", x, [x, value if value_shape is not None else None], fn)
 
 
-def _rebase(base: Any, x: Any, index: Any, value: Any) -> None:
-    """``x[index] = value`` wrote through ``x``, a view of ``base``: ``base``'s history gets the same
-    write (as PyTorch's CopySlices), so a gradient taken through ``base`` reaches ``value``. A base
-    laid out other than contiguously is not supported (an error, not a wrong gradient)."""
+def rebase_after_view_write(base: Any, x: Any) -> None:
+    """``x``, a view of ``base``, was just written in place (its new history recorded): ``base``'s
+    history gets the same write (PyTorch's CopySlices): the gradient of ``base`` where ``x`` lies goes
+    to ``x``'s new history (which routes it to the written values and ``x``'s old ones), the rest to
+    ``base``'s old history. A base laid out other than contiguously is refused (an error, not a wrong
+    gradient)."""
     import numpy as np
 
     from zyx.frontend.creation import from_numpy
-    from zyx.frontend.movement import basic_index
     from zyx.ir.view import View
 
     if base._ag is None:
@@ -347,8 +342,7 @@ def _rebase(base: Any, x: Any, index: Any, value: Any) -> None:
     if base._ag.grad_fn is None:
         raise autograd.AutogradError("a view of a leaf tensor that requires grad is written in place; write "
                                      "under zyx.no_grad(), or into a clone")
-    region = basic_index(x._view, index)
-    layout = base._view
+    region, layout = x._view, base._view
     if not all(type(d) is int for d in (*layout.shape, *layout.strides, layout.offset, *region.shape,
                                          *region.strides, region.offset)) \
             or layout.strides != View.contiguous(layout.shape).strides:
@@ -358,24 +352,16 @@ def _rebase(base: Any, x: Any, index: Any, value: Any) -> None:
     for axis, (size, stride) in enumerate(zip(region.shape, region.strides)):
         step = np.arange(size, dtype=np.int64) * stride
         flat += step.reshape((1,) * axis + (size,) + (1,) * (len(region.shape) - axis - 1))
-    n = base.numel()
-    keep = np.ones(n, dtype=bool)
+    keep = np.ones(base.numel(), dtype=bool)
     keep[flat.reshape(-1)] = False
     shape, device = base.shape, base.device
-    value_shape = value.shape if _is_tensor(value) else None
-    value_dtype = value.dtype if _is_tensor(value) else None
 
     def fn(g: Any) -> tuple:
         g_flat = g.reshape(-1)
-        kept = from_numpy(keep, device)
-        gb = where(kept, g_flat, 0.0).reshape(*shape)
-        gv = None
-        if value_shape is not None:
-            slab = g_flat[from_numpy(flat, device)]
-            gv = unbroadcast(slab, value_shape).cast(value_dtype)
-        return gb, gv
+        gb = where(from_numpy(keep, device), g_flat, 0.0).reshape(*shape)
+        return gb, g_flat[from_numpy(flat, device)]
 
-    autograd.record("copy_slices", base, [base, value if value_shape is not None else None], fn)
+    autograd.record("copy_slices", base, [base, x], fn)
 
 
 def record_rows_write(dest: Any, source: Any, axis: int, start: Any, modulus: int | None,
