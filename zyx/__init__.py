@@ -40,7 +40,7 @@ from zyx.errors import (
     ShapeError,
     ZyxError,
 )
-from zyx.frontend.autograd import enable_grad, inference_mode, is_grad_enabled, no_grad
+from zyx.frontend.autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from zyx.frontend.contract_ops import cat, concat, write_slice, write_slice_doff, write_slice_rotating
 from zyx.frontend.creation import (
     arange,
@@ -206,7 +206,8 @@ __all__ = [
 ]
 __all__ += ["std_mean", "var_mean"]
 __all__ += ["all", "amax", "amin", "any", "max", "min", "sum"]  # API.md "Reductions" as functions
-__all__ += ["AutogradError", "autograd", "enable_grad", "inference_mode", "is_grad_enabled", "no_grad"]
+__all__ += ["AutogradError", "autograd", "enable_grad", "inference_mode", "is_grad_enabled", "no_grad",
+            "set_grad_enabled"]
 __all__ += ["load", "load_file", "load_file_metadata", "optim", "save", "save_file"]
 __all__ += [  # the elementwise functions
     "abs", "broadcast_shapes", "ceil", "clamp", "clip", "cos", "erf", "exp", "exp2", "floor", "gelu", "isinf", "isnan",

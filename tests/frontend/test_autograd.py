@@ -395,3 +395,156 @@ def test_backward_peak_memory_of_a_20_layer_mlp():
     del loss, h
     gc.collect()
     assert pool.live_buffers == base_live and pool.bytes_in_use == base
+
+
+def test_grad_modes_decorate_bare_generators_and_set_grad_enabled():
+    """PyTorch's forms: ``@no_grad`` without parentheses, ``inference_mode(False)``, decorated
+    generators run each step in the mode, ``set_grad_enabled`` as a call, block and decorator."""
+    x = zyx.ones(2, requires_grad=True)
+
+    @zyx.no_grad
+    def bare(a):
+        return a * 2
+
+    @zyx.inference_mode
+    def bare_inf(a):
+        return a * 2
+
+    assert not bare(x).requires_grad and not bare_inf(x).requires_grad
+    assert bare.__name__ == "bare"
+    with zyx.inference_mode(False):
+        assert zyx.is_grad_enabled()
+    with zyx.no_grad(), zyx.inference_mode(False):
+        assert not zyx.is_grad_enabled()
+
+    @zyx.no_grad()
+    def gen():
+        yield zyx.is_grad_enabled()
+        yield (x * 2).requires_grad
+
+    assert list(gen()) == [False, False] and zyx.is_grad_enabled()
+    with zyx.no_grad():
+        steps = zyx.enable_grad()(gen.__wrapped__)()
+        assert list(steps) == [True, True] and not zyx.is_grad_enabled()
+
+    assert zyx.autograd.set_grad_enabled is zyx.set_grad_enabled
+    with zyx.set_grad_enabled(False):
+        assert not (x * 2).requires_grad
+    assert zyx.is_grad_enabled()
+    zyx.set_grad_enabled(False)
+    try:
+        assert not zyx.is_grad_enabled()
+    finally:
+        zyx.set_grad_enabled(True)
+
+    @zyx.set_grad_enabled(False)
+    def off(a):
+        return a * 2
+
+    assert zyx.is_grad_enabled() and not off(x).requires_grad and zyx.is_grad_enabled()
+    with pytest.raises(KeyError):
+        with zyx.no_grad():
+            raise KeyError("restored after an exception")
+    assert zyx.is_grad_enabled()
+
+
+def test_autograd_functions_take_any_iterable_of_tensors():
+    """``grad(loss, model.parameters())`` (a generator) and ``zyx.autograd.backward([y1, y2], [g1, g2])``
+    work as in PyTorch (a generator was taken as one input; a list in ``backward`` raised)."""
+    rng = np.random.default_rng(7)
+    a_np = rng.standard_normal(3).astype(np.float32)
+    a, ta = zyx.tensor(a_np, requires_grad=True), torch.tensor(a_np, requires_grad=True)
+    b, tb = zyx.tensor(a_np[::-1].copy(), requires_grad=True), torch.tensor(a_np[::-1].copy(), requires_grad=True)
+    got = zyx.autograd.grad((a * b).exp().sum(), (t for t in [a, b]))
+    want = torch.autograd.grad((ta * tb).exp().sum(), (t for t in [ta, tb]))
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-5)
+    g1 = rng.standard_normal(3).astype(np.float32)
+    zyx.autograd.backward([a * b, (a * a).sum()], [zyx.tensor(g1), None])
+    torch.autograd.backward([ta * tb, (ta * ta).sum()], [torch.tensor(g1), None])
+    np.testing.assert_allclose(a.grad.numpy(), ta.grad.numpy(), rtol=1e-5)
+    np.testing.assert_allclose(b.grad.numpy(), tb.grad.numpy(), rtol=1e-5)
+    with pytest.raises(zyx.AutogradError, match="2 gradients for 1 tensors"):
+        zyx.autograd.backward([a.sum()], [None, None])
+
+
+def test_assigned_grad_must_match_dtype():
+    x = zyx.ones(3, requires_grad=True)
+    with pytest.raises(zyx.AutogradError, match="dtype float64; expected the tensor's float32"):
+        x.grad = zyx.ones(3, dtype=zyx.float64)
+    x.grad = zyx.ones(3)
+    assert x.grad.dtype is zyx.float32
+
+
+def test_in_place_write_to_an_operand_the_rule_does_not_read_is_allowed():
+    """As PyTorch: ``y + w``, ``y - w`` and ``y * 2`` do not save ``y``, so writing into ``y`` afterwards
+    leaves their backward valid (zyx raised AutogradError); ``w / y`` and ``2 / y`` still raise."""
+    a_np = np.linspace(0.5, 1.5, 6, dtype=np.float32).reshape(2, 3)
+    grads = []
+    for lib in (zyx, torch):
+        x, w = lib.tensor(a_np, requires_grad=True), lib.tensor(a_np * 2, requires_grad=True)
+        y = x.sin()
+        z, u, d = y * 1, y + w, w - y
+        q, r = w / y, 2.0 / y
+        y -= z
+        (z * u * d).sum().backward()
+        grads.append((x.grad.numpy() if lib is zyx else x.grad.detach().numpy(),
+                      w.grad.numpy() if lib is zyx else w.grad.detach().numpy()))
+        if lib is zyx:
+            for t in (q, r):
+                with pytest.raises(zyx.AutogradError, match="modified by an in-place write"):
+                    t.sum().backward()
+    for got, want in zip(*grads):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("case", ["transpose_add", "slice_mul", "nested_views", "view_used_after", "tensor_index",
+                                  "scatter_", "index_put_"])
+def test_in_place_write_through_a_view_updates_the_base_history(case):
+    """As PyTorch's CopySlices: ``t = y.T; t += v`` changes ``y``, so a gradient through ``y`` must reach
+    ``v`` (zyx's ``y`` kept its old history: silently wrong gradients)."""
+    a_np = np.linspace(-1.0, 1.0, 6, dtype=np.float32).reshape(2, 3)
+    out = []
+    for lib in (zyx, torch):
+        x = lib.tensor(a_np, requires_grad=True)
+        y = x * 1
+        if case == "transpose_add":
+            t = y.T
+            t += x.T * 2
+        elif case == "slice_mul":
+            t = y[:, 1:]
+            t *= 3
+        elif case == "nested_views":
+            u = y.T[1:][:, 1]
+            u *= x[1, :2] * 5
+        elif case == "view_used_after":
+            t = y[1]
+            t *= x[0]
+            y = t.exp() + y.sum()
+        elif case == "tensor_index":
+            y[1:][lib.tensor(np.array([0]))] = x[0] * 3
+        elif case == "scatter_":
+            y[:, 1:].scatter_(1, lib.tensor(np.array([[0], [1]])), x[:, :1] * 4)
+        else:
+            y.T.index_put_((lib.tensor(np.array([2])),), x[:, 0] * 2)
+        (y * y).sum().backward()
+        out.append((y.detach().numpy(), x.grad.numpy() if lib is zyx else x.grad.detach().numpy()))
+    for got, want in zip(*out):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("write", ["imul", "tensor_index", "scatter_", "index_put_"])
+def test_in_place_write_through_a_view_of_a_leaf_raises(write):
+    x = zyx.ones(2, 3, requires_grad=True)
+    t = x[1:]
+    idx = zyx.tensor(np.array([0]))
+    with pytest.raises(zyx.AutogradError, match="view of a leaf tensor that requires grad"):
+        if write == "imul":
+            t *= 2
+        elif write == "tensor_index":
+            t[idx] = 5.0
+        elif write == "scatter_":
+            t.scatter_(1, zyx.tensor(np.array([[0]])), 7.0)
+        else:
+            t.index_put_((idx,), zyx.tensor(9.0))
+    np.testing.assert_array_equal(x.detach().numpy(), np.ones((2, 3), np.float32))  # refused before writing

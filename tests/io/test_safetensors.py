@@ -146,7 +146,20 @@ def test_save_refuses_what_it_cannot_store(tmp_path):
         zyx.save({"a": {"b": zyx.ones(1)}, "a.b": zyx.ones(1)}, tmp_path / "x.safetensors")
     with pytest.raises(SafetensorsError, match="str to str"):
         zyx.save_file({"a": zyx.ones(1)}, tmp_path / "x.safetensors", metadata={"n": 1})
+    with pytest.raises(SafetensorsError, match="tensor name 1 is not allowed"):  # was a bare TypeError (sort)
+        zyx.save_file({"a": zyx.ones(1), 1: zyx.ones(1)}, tmp_path / "x.safetensors")
     assert not os.listdir(tmp_path)  # nothing written, not even a temporary file
+
+
+def test_unwritable_targets_name_the_target(tmp_path):
+    """The error names the path the user gave (it named the hidden temporary file) and leaves nothing."""
+    target = tmp_path / "missing" / "x.safetensors"
+    with pytest.raises(FileNotFoundError, match="does not exist") as info:
+        zyx.save_file({"a": zyx.ones(1)}, target)
+    assert str(target) in str(info.value) and ".tmp" not in str(info.value)
+    with pytest.raises(IsADirectoryError, match="is a directory"):
+        zyx.save({"a": zyx.ones(1)}, tmp_path)
+    assert not os.listdir(tmp_path)
 
 
 def test_a_failed_write_leaves_the_old_file(tmp_path, monkeypatch):
@@ -183,6 +196,7 @@ def _file(tmp_path, header: dict | bytes, data: bytes = b"", length: int | None 
     ({"a": {"dtype": "F32", "shape": [-1], "data_offsets": [0, 0]}}, b"", None, "non-negative"),
     ({"a": {"dtype": "F32", "shape": [1]}}, b"\0" * 4, None, "data_offsets"),
     ({"__metadata__": {"k": 1}}, b"", None, "__metadata__"),
+    ({"a": {"dtype": ["F32"], "shape": [1], "data_offsets": [0, 4]}}, b"\0" * 4, None, "has dtype"),  # unhashable
 ])
 def test_corrupt_files_raise_and_load_nothing(tmp_path, header, data, length, message):
     path = _file(tmp_path, header, data, length)

@@ -192,6 +192,24 @@ def test_to_dtype():
         net.to(zyx.int32)
 
 
+def test_to_converts_parameters_in_place_so_an_earlier_optimizer_keeps_training():
+    """PyTorch keeps parameter identity through ``Module.to``: an optimizer made before ``to`` must still
+    update the module (replaced parameters left it stepping stale tensors: silently no training)."""
+    net = nn.Linear(3, 2)
+    w, b = net.weight, net.bias
+    w0 = w.numpy().astype(np.float64)
+    opt = zyx.optim.SGD(net.parameters(), lr=0.5)
+    net(zyx.ones(1, 3)).sum().backward()
+    net.to(zyx.float64)
+    assert net.weight is w and net.bias is b and isinstance(w, nn.Parameter) and w.requires_grad and w.is_leaf
+    assert w.dtype is zyx.float64 and w.grad.dtype is zyx.float64
+    np.testing.assert_array_equal(w.numpy(), w0)
+    opt.zero_grad()
+    net(zyx.ones(1, 3, dtype=zyx.float64)).sum().backward()
+    opt.step()
+    np.testing.assert_allclose(net.weight.numpy(), w0 - 0.5, rtol=1e-12)
+
+
 def test_repr_nested():
     net = nn.Sequential(nn.Linear(4, 3), nn.ModuleDict({"act": nn.GELU()}), nn.Dropout(0.2))
     assert repr(net) == (

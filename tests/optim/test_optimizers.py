@@ -315,3 +315,19 @@ def test_load_a_torch_optimizer_state(torch):
     for step in range(5):
         _step_both(zo, to, zp, tp, zx, zy, tx, ty)
         _check_close(zp, tp, step)
+
+
+@pytest.mark.parametrize("name", ["Adagrad", "Adam"])
+def test_add_param_group_after_construction_steps_like_torch(torch, name):
+    """A group added later gets its state as in PyTorch (Adagrad creates it eagerly: was a KeyError)."""
+    params, x, y = _data(2)
+    zp, tp = _zyx_model(params), _torch_model(torch, params)
+    options = {"lr": 0.05, "initial_accumulator_value": 0.2} if name == "Adagrad" else {"lr": 0.01}
+    zo = getattr(zyx.optim, name)([zp["w1"], zp["b1"]], **options)
+    to = getattr(torch.optim, name)([tp["w1"], tp["b1"]], **options)
+    zo.add_param_group({"params": [zp["w2"], zp["b2"]], "lr": 0.02})
+    to.add_param_group({"params": [tp["w2"], tp["b2"]], "lr": 0.02})
+    zx, zy, tx, ty = zyx.from_numpy(x), zyx.from_numpy(y), torch.from_numpy(x), torch.from_numpy(y)
+    for step in range(3):
+        _step_both(zo, to, zp, tp, zx, zy, tx, ty)
+        _check_close(zp, tp, step)

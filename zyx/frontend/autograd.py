@@ -17,6 +17,7 @@ freed node again raises ``AutogradError``.
 from __future__ import annotations
 
 import functools
+import inspect
 import threading
 import weakref
 from collections.abc import Callable, Sequence
@@ -38,9 +39,20 @@ def _set_enabled(flag: bool) -> None:
 
 
 class _GradMode:
-    """A context manager and decorator that sets grad mode for its block (restored after)."""
+    """A context manager and decorator that sets grad mode for its block (restored after). As in
+    PyTorch it also decorates bare (``@zyx.no_grad`` as well as ``@zyx.no_grad()``), and a decorated
+    generator runs each of its steps in the mode, not just the call that creates it."""
 
     enabled = True
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        if len(args) == 1 and not kwargs and callable(args[0]):  # a bare decorator: @zyx.no_grad
+            return cls()(args[0])
+        return super().__new__(cls)
+
+    def _fresh(self) -> _GradMode:
+        """A new manager with this one's settings (each decorated call enters its own)."""
+        return type(self)()
 
     def __enter__(self) -> None:
         self._saved = getattr(self, "_saved", [])
@@ -51,16 +63,46 @@ class _GradMode:
         _set_enabled(self._saved.pop())
 
     def __call__(self, fn: Callable) -> Callable:
+        if inspect.isgeneratorfunction(fn):
+            return self._wrap_generator(fn)
+
         @functools.wraps(fn)
         def wrapped(*args: Any, **kwargs: Any) -> Any:
-            with type(self)():
+            with self._fresh():
                 return fn(*args, **kwargs)
+
+        return wrapped
+
+    def _wrap_generator(self, fn: Callable) -> Callable:
+        @functools.wraps(fn)
+        def wrapped(*args: Any, **kwargs: Any) -> Any:
+            with self._fresh():
+                gen = fn(*args, **kwargs)
+            try:
+                with self._fresh():
+                    value = gen.send(None)
+                while True:
+                    try:
+                        request = yield value
+                    except GeneratorExit:
+                        with self._fresh():
+                            gen.close()
+                        raise
+                    except BaseException as exc:  # noqa: BLE001 - thrown in by the caller: passed on in the mode
+                        with self._fresh():
+                            value = gen.throw(exc)
+                    else:
+                        with self._fresh():
+                            value = gen.send(request)
+            except StopIteration as stop:
+                return stop.value
 
         return wrapped
 
 
 class no_grad(_GradMode):  # PyTorch's lower-case name
-    """Ops in this block record no gradients (``with zyx.no_grad():`` or ``@zyx.no_grad()``)."""
+    """Ops in this block record no gradients (``with zyx.no_grad():``, ``@zyx.no_grad()`` or
+    ``@zyx.no_grad``)."""
 
     enabled = False
 
@@ -72,9 +114,49 @@ class enable_grad(_GradMode):  # PyTorch's lower-case name
 
 
 class inference_mode(_GradMode):  # PyTorch's lower-case name
-    """Like ``no_grad``: nothing in the block is recorded for backward."""
+    """Like ``no_grad``: nothing in the block is recorded for backward. ``inference_mode(False)``
+    leaves grad mode as it is (PyTorch's ``mode=False``)."""
 
-    enabled = False
+    def __init__(self, mode: bool = True) -> None:
+        self.mode = bool(mode)
+
+    @property
+    def enabled(self) -> bool:  # type: ignore[override]
+        return is_grad_enabled() if not self.mode else False
+
+    def _fresh(self) -> _GradMode:
+        return type(self)(self.mode)
+
+
+class set_grad_enabled(_GradMode):  # PyTorch's lower-case name
+    """``zyx.set_grad_enabled(flag)`` turns grad mode on or off: at once when called as a function
+    (PyTorch's behaviour), and back to the previous mode after a ``with`` block or decorated call."""
+
+    def __new__(cls, mode: bool) -> Any:
+        return object.__new__(cls)
+
+    def __init__(self, mode: bool) -> None:
+        self.mode = bool(mode)
+        self._prev = is_grad_enabled()
+        _set_enabled(self.mode)
+
+    @property
+    def enabled(self) -> bool:  # type: ignore[override]
+        return self.mode
+
+    def __enter__(self) -> None:
+        self._saved = getattr(self, "_saved", [])
+        self._saved.append(self._prev)
+        _set_enabled(self.mode)
+
+    def __call__(self, fn: Callable) -> Callable:
+        _set_enabled(self._prev)  # as a decorator it changes the mode only inside the calls
+        return super().__call__(fn)
+
+    def _fresh(self) -> _GradMode:
+        fresh = object.__new__(type(self))
+        fresh.mode, fresh._prev = self.mode, is_grad_enabled()
+        return fresh
 
 
 class Node:
@@ -128,12 +210,15 @@ class AutogradMeta:
     """What a tensor that requires grad carries: its gradient, its node, and whether it keeps
     its gradient as a non-leaf (``retain_grad``)."""
 
-    __slots__ = ("grad", "grad_fn", "accumulator")
+    __slots__ = ("grad", "grad_fn", "accumulator", "base")
 
     def __init__(self, grad_fn: Node | None = None) -> None:
         self.grad: Any = None
         self.grad_fn = grad_fn
         self.accumulator: AccumulateGrad | None = None
+        # a view's base (weakly): the tensor whose storage it shares, whose history an in-place write
+        # through the view must also update (gradients.record_write)
+        self.base: weakref.ref | None = None
 
 
 _NODE_CLASSES: dict[str, type[Node]] = {}
@@ -174,8 +259,32 @@ def record(name: str, out: Any, inputs: Sequence[Any], fn: Callable[..., Sequenc
     if not out._dtype.is_float:
         return out  # integer and bool results carry no gradient
     next_nodes = tuple(node_of(x) if getattr(x, "_ag", None) is not None else None for x in inputs)
-    out._ag = AutogradMeta(node_class(name)(fn, next_nodes, tuple(saved)))
+    meta = AutogradMeta(node_class(name)(fn, next_nodes, tuple(saved)))
+    old = out._ag
+    if len(inputs) == 1 and inputs[0] is not out and getattr(inputs[0], "_data", None) is out._data \
+            and inputs[0]._ag is not None:  # a view: remember its base (the base's own base if it is one)
+        src = inputs[0]._ag
+        meta.base = src.base if src.base is not None and src.base() is not None else weakref.ref(inputs[0])
+    out._ag = meta
+    if old is not None and old.base is not None and any(x is out for x in inputs):
+        # an in-place write into a view: its base's history gets the write too (PyTorch's CopySlices)
+        base = old.base()
+        if base is not None and base._data is out._data:
+            from zyx.frontend.gradients import rebase_after_view_write
+
+            meta.base = old.base
+            rebase_after_view_write(base, out)
     return out
+
+
+def check_not_view_of_leaf(x: Any) -> None:
+    """Refuse (before writing) an in-place write, under grad mode, through a view of a leaf that
+    requires grad, as PyTorch does."""
+    meta = x._ag
+    base = meta.base() if meta is not None and meta.base is not None else None
+    if base is not None and base._data is x._data and base._ag is not None and base._ag.grad_fn is None:
+        raise AutogradError("a view of a leaf tensor that requires grad is written in place; write under "
+                            "zyx.no_grad(), or into a clone")
 
 
 def check_float(t: Any) -> None:
@@ -264,12 +373,9 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
          create_graph: bool = False, allow_unused: bool = False) -> tuple[Any, ...]:
     """The gradients of ``outputs`` with respect to ``inputs`` (PyTorch's ``torch.autograd.grad``);
     ``.grad`` of the inputs is left alone."""
-    outs = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
-    ins = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
-    if grad_outputs is None:
-        gos: list[Any] = [None] * len(outs)
-    else:
-        gos = list(grad_outputs) if isinstance(grad_outputs, (list, tuple)) else [grad_outputs]
+    outs = _tensors(outputs)
+    ins = _tensors(inputs)  # any iterable, as PyTorch: ``grad(loss, model.parameters())``
+    gos: list[Any] = [None] * len(outs) if grad_outputs is None else _tensors(grad_outputs)
     if len(gos) != len(outs):
         raise AutogradError(f"grad: {len(gos)} grad_outputs for {len(outs)} outputs; expected one each")
     capture: dict[int, int] = {}
@@ -289,11 +395,22 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
     return tuple(result)
 
 
+def _tensors(value: Any) -> list[Any]:
+    """A tensor (or None) as a one-element list; any other iterable (list, tuple, generator) as a list."""
+    if value is None or isinstance(value, TensorBase):
+        return [value]
+    return list(value)
+
+
 def backward(t: Any, gradient: Any = None, retain_graph: bool | None = None, create_graph: bool = False) -> None:
-    """``t.backward(...)``: add the gradients of ``t`` to the ``.grad`` of the leaves it depends on."""
-    root = _root_node(t, "backward")
-    run_backward([(root, _root_grad(t, gradient))], create_graph if retain_graph is None else retain_graph,
-                 create_graph)
+    """``t.backward(...)``, and ``zyx.autograd.backward(tensors, grad_tensors)`` (PyTorch's): add the
+    gradients of ``t`` (a tensor or a sequence of them) to the ``.grad`` of the leaves they depend on."""
+    outs = _tensors(t)
+    gos = [None] * len(outs) if gradient is None else _tensors(gradient)
+    if len(gos) != len(outs):
+        raise AutogradError(f"backward: {len(gos)} gradients for {len(outs)} tensors; expected one each")
+    roots = [(_root_node(o, "backward"), _root_grad(o, g)) for o, g in zip(outs, gos)]
+    run_backward(roots, create_graph if retain_graph is None else retain_graph, create_graph)
 
 
 def _root_node(t: Any, what: str) -> Node:
@@ -374,6 +491,9 @@ class AutogradMixin(TensorBase):
             raise AutogradError("cannot set .grad of a tensor that does not require grad")
         if value is not None and tuple(value.shape) != tuple(self.shape):
             raise AutogradError(f"assigned grad has shape {tuple(value.shape)}; expected {tuple(self.shape)}")
+        if value is not None and value.dtype is not self.dtype:  # an optimizer step would mix dtypes
+            raise AutogradError(f"assigned grad has dtype {value.dtype.name}; expected the tensor's "
+                                f"{self.dtype.name} (cast it first)")
         self._ag.grad = value
 
     def detach(self) -> Any:

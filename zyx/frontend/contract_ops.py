@@ -28,7 +28,7 @@ from zyx.contracts.spec.validate import needs_contiguize, validate
 from zyx.dtype import DType
 from zyx.errors import AutogradError, ContractError, ContractIndexError, ContractShapeError, DTypeError, ShapeError
 from zyx.frontend.args import device_of
-from zyx.frontend.autograd import needs_grad, no_grad, record
+from zyx.frontend.autograd import check_not_view_of_leaf, needs_grad, no_grad, record
 from zyx.frontend.base import TensorBase, check_writable, concrete, tensor_class
 from zyx.frontend.creation import full
 from zyx.frontend.elementwise import broadcast_shapes
@@ -566,6 +566,7 @@ def _write_grad(x: Tensor, value: Any) -> bool:
         raise AutogradError("a leaf tensor that requires grad is written in place (x[...] = v, x += y and the like, "
                             "or write_slice); "
                             "write under zyx.no_grad(), or into a clone")
+    check_not_view_of_leaf(x)
     return True
 
 

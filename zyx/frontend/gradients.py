@@ -105,10 +105,10 @@ def _binary_grads(op: Op, g: Any, a: Any, b: Any, out: Any) -> tuple[Any, Any]:
         return g, g
     if op is Op.SUB:
         return g, -g
-    if op is Op.MUL:
-        return g * b, g * a
+    if op is Op.MUL:  # an operand not saved (None) is one the other's gradient does not need
+        return (None if b is None else g * b), (None if a is None else g * a)
     if op is Op.DIV:
-        return g / b, (-(g * a) / (b * b)) if _is_tensor(b) else None
+        return g / b, (-(g * a) / (b * b)) if _is_tensor(b) and a is not None else None
     if op is Op.POW:
         da = None
         if _is_tensor(a):
@@ -148,13 +148,16 @@ def record_alu(op: Op, operands: Sequence[Any], out: Any) -> None:
     shapes = [x.shape if t else None for x, t in zip(operands, is_tensor)]
     scalars = [None if t else x for x, t in zip(operands, is_tensor)]
     keep_out = op in _SAVES_OUT
+    # only the operands the rule reads are saved (as PyTorch saves them): an in-place write to one it
+    # does not read, e.g. y in z = y + w or z = y * 2, leaves the backward valid
+    is_tensor = [t and need for t, need in zip(is_tensor, _reads(op, operands))]
     # inputs are saved as they are (their history serves create_graph); the output detached, as saving
     # it with its own node would be a reference cycle, and recomputed from the inputs when recording
     saved = [x for x, t in zip(operands, is_tensor) if t] + ([out.detach()] if keep_out else [])
 
     def fn(g: Any, *kept: Any) -> tuple:
         it = iter(kept)
-        args = [next(it) if t else v for t, v in zip(is_tensor, scalars)]
+        args = [next(it) if t else v for t, v in zip(is_tensor, scalars)]  # None: a tensor not saved
         o = next(it) if keep_out else None
         if keep_out and autograd.is_grad_enabled():  # create_graph: the output with its history
             o = unary(op, args[0]) if len(args) == 1 else binary(op, args[0], args[1])
@@ -164,7 +167,24 @@ def record_alu(op: Op, operands: Sequence[Any], out: Any) -> None:
             grads = _binary_grads(op, g, args[0], args[1], o)
         return tuple(None if s is None or d is None else unbroadcast(d, s) for d, s in zip(grads, shapes))
 
-    autograd.record(op.value, out, [x if t else None for x, t in zip(operands, is_tensor)], fn, saved)
+    autograd.record(op.value, out, [x if _is_tensor(x) else None for x in operands], fn, saved)
+
+
+_READS_NOTHING = frozenset({Op.ADD, Op.SUB, Op.NEG, Op.FLOOR, Op.CEIL, Op.ROUND, Op.TRUNC, Op.SIGN})
+
+
+def _reads(op: Op, operands: Sequence[Any]) -> list[bool]:
+    """Which operands the gradient rule of ``op`` reads: none for sums and the piecewise-constant ops;
+    for a product, each factor only when the other one needs its gradient; a quotient's numerator only
+    when the denominator needs its gradient."""
+    if op in _READS_NOTHING:
+        return [False] * len(operands)
+    grads = [_is_tensor(x) and getattr(x, "_ag", None) is not None for x in operands]
+    if op is Op.MUL:
+        return [grads[1], grads[0]]
+    if op is Op.DIV:
+        return [grads[1], True]
+    return [True] * len(operands)
 
 
 _SAVES_OUT = frozenset({Op.EXP, Op.EXP2, Op.SQRT, Op.RSQRT, Op.TAN, Op.TANH, Op.SIGMOID, Op.RELU, Op.RECIPROCAL,
@@ -304,6 +324,44 @@ def record_write(x: Any, index: Any, value: Any) -> Any:
         return gx, gv
 
     return autograd.record("copy_slices", x, [x, value if value_shape is not None else None], fn)
+
+
+def rebase_after_view_write(base: Any, x: Any) -> None:
+    """``x``, a view of ``base``, was just written in place (its new history recorded): ``base``'s
+    history gets the same write (PyTorch's CopySlices): the gradient of ``base`` where ``x`` lies goes
+    to ``x``'s new history (which routes it to the written values and ``x``'s old ones), the rest to
+    ``base``'s old history. A base laid out other than contiguously is refused (an error, not a wrong
+    gradient)."""
+    import numpy as np
+
+    from zyx.frontend.creation import from_numpy
+    from zyx.ir.view import View
+
+    if base._ag is None:
+        return
+    if base._ag.grad_fn is None:
+        raise autograd.AutogradError("a view of a leaf tensor that requires grad is written in place; write "
+                                     "under zyx.no_grad(), or into a clone")
+    region, layout = x._view, base._view
+    if not all(type(d) is int for d in (*layout.shape, *layout.strides, layout.offset, *region.shape,
+                                         *region.strides, region.offset)) \
+            or layout.strides != View.contiguous(layout.shape).strides:
+        raise autograd.AutogradError("an in-place write through a view of a tensor whose storage is not "
+                                     "contiguous is not supported for autograd; write into a clone")
+    flat = np.full(region.shape, region.offset - layout.offset, dtype=np.int64)
+    for axis, (size, stride) in enumerate(zip(region.shape, region.strides)):
+        step = np.arange(size, dtype=np.int64) * stride
+        flat += step.reshape((1,) * axis + (size,) + (1,) * (len(region.shape) - axis - 1))
+    keep = np.ones(base.numel(), dtype=bool)
+    keep[flat.reshape(-1)] = False
+    shape, device = base.shape, base.device
+
+    def fn(g: Any) -> tuple:
+        g_flat = g.reshape(-1)
+        gb = where(from_numpy(keep, device), g_flat, 0.0).reshape(*shape)
+        return gb, g_flat[from_numpy(flat, device)]
+
+    autograd.record("copy_slices", base, [base, x], fn)
 
 
 def record_rows_write(dest: Any, source: Any, axis: int, start: Any, modulus: int | None,

@@ -35,7 +35,7 @@ from zyx.codegen import scatter as kernels
 from zyx.errors import AutogradError, DTypeError, IndexDTypeError, IndexOutOfRange, OpDTypeError, ShapeError
 from zyx.frontend import autograd
 from zyx.frontend.args import device_of
-from zyx.frontend.autograd import is_grad_enabled, needs_grad, no_grad
+from zyx.frontend.autograd import check_not_view_of_leaf, is_grad_enabled, needs_grad, no_grad
 from zyx.frontend.base import TensorBase, check_writable, concrete, tensor_class
 from zyx.frontend.elementwise import broadcast_shapes, from_node
 from zyx.frontend.movement import basic_index
@@ -449,6 +449,7 @@ def index_put_(x: Any, index: Any, value: Any, accumulate: bool = False) -> Any:
         if x._ag is not None and x._ag.grad_fn is None:
             raise AutogradError("a leaf tensor that requires grad is written in place (x[idx] = v or "
                                 "index_put_); write under zyx.no_grad(), or into a clone")
+        check_not_view_of_leaf(x)
         with no_grad():
             index_put_(x, index, value, accumulate)
         return _record_put(x, x, index, value, accumulate)
@@ -645,6 +646,7 @@ def scatter_inplace(x: Any, dim: int, index: Any, src: Any, op: str, what: str) 
         if x._ag is not None and x._ag.grad_fn is None:
             raise AutogradError(f"a leaf tensor that requires grad is written in place ({what}); write under "
                                 "zyx.no_grad(), or into a clone")
+        check_not_view_of_leaf(x)
         with no_grad():
             scatter_inplace(x, dim, index, src, op, what)
         idx, src_shape = index.detach(), tuple(src.shape) if is_t else None

@@ -62,12 +62,13 @@ def save_file(tensors: Mapping[str, Tensor], path: str | os.PathLike,
             raise SafetensorsError(f"save_file: metadata must map str to str; entry {bad[0]!r} does not")
         header["__metadata__"] = dict(metadata)
     offset = 0
-    order = sorted(tensors)
-    for name in order:
-        t = tensors[name]
+    for name in tensors:  # before sorting: names of mixed types would not sort
         if not isinstance(name, str) or name == "__metadata__":
             raise SafetensorsError(f"save_file: tensor name {name!r} is not allowed (expected a str other than "
                                    "'__metadata__')")
+    order = sorted(tensors)
+    for name in order:
+        t = tensors[name]
         if not isinstance(t, Tensor):
             raise SafetensorsError(f"save_file: {name!r} is a {type(t).__name__}, expected a zyx Tensor")
         nbytes = t.numel() * t.dtype.itemsize
@@ -94,6 +95,11 @@ class _AtomicFile:
         self.tmp = self.path.with_name(f".{self.path.name}.{secrets.token_hex(6)}.tmp")
 
     def __enter__(self) -> Any:
+        if not self.path.parent.is_dir():  # say so about the target, not about the temporary name
+            raise FileNotFoundError(f"cannot write {os.fspath(self.path)}: the directory "
+                                    f"{os.fspath(self.path.parent)} does not exist")
+        if self.path.is_dir():
+            raise IsADirectoryError(f"cannot write {os.fspath(self.path)}: it is a directory")
         fd = os.open(self.tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask applies, as for open()
         self.file = os.fdopen(fd, "wb")
         return self.file
@@ -141,7 +147,7 @@ def _read_header(path: str | os.PathLike) -> tuple[dict[str, Any], dict[str, str
     for name, entry in header.items():
         if not isinstance(entry, dict) or not {"dtype", "shape", "data_offsets"} <= entry.keys():
             raise SafetensorsError(f"{where}: tensor {name!r}: expected an object with dtype, shape and data_offsets")
-        dt = DTYPE_NAMES.get(entry["dtype"])
+        dt = DTYPE_NAMES.get(entry["dtype"]) if isinstance(entry["dtype"], str) else None
         if dt is None:
             raise SafetensorsError(f"{where}: tensor {name!r} has dtype {entry['dtype']!r}; zyx reads "
                                    f"{', '.join(DTYPE_NAMES)}")

@@ -58,6 +58,12 @@ class Parameter(metaclass=_ParameterType):
         return t
 
 
+def _hold(t: Any, new: Any) -> None:
+    """Make the leaf ``t`` hold ``new``'s storage, view, dtype and device (PyTorch's ``t.data = new``);
+    its identity, ``requires_grad`` and parameter mark stay."""
+    t._data, t._view, t._dtype, t._device = new._data, new._view, new._dtype, new._device
+
+
 class StateDictError(ZyxError, RuntimeError):
     """``load_state_dict`` found missing or unexpected keys (strict) or a shape mismatch (a
     ``RuntimeError``, as PyTorch raises)."""
@@ -347,32 +353,31 @@ class Module:
 
     # -- dtype and device ---------------------------------------------------------------------
     def _apply_to_tensors(self, convert: Callable[[Any], Any]) -> Module:
-        """Replace every parameter (keeping ``requires_grad``, sharing preserved), its gradient and
-        every buffer by ``convert(tensor)``."""
-        done: dict[int, Any] = {}
-        for m in self.modules():
-            for name, p in m._parameters.items():
-                if p is None:
-                    continue
-                if id(p) not in done:
+        """Convert every parameter and its gradient in place (the same tensor objects now hold
+        ``convert(tensor)``'s values, as PyTorch's ``param.data = ...``: an optimizer made before
+        ``to`` keeps updating the module's parameters) and replace every buffer by ``convert(buffer)``."""
+        done: set[int] = set()
+        with no_grad():
+            for m in self.modules():
+                for p in m._parameters.values():
+                    if p is None or id(p) in done:
+                        continue
+                    done.add(id(p))
                     new = convert(p)
-                    if new is p:
-                        done[id(p)] = p
-                    else:
-                        q = Parameter(new, requires_grad=p.requires_grad)
-                        if p.grad is not None:
-                            q.grad = convert(p.grad)
-                        done[id(p)] = q
-                m._parameters[name] = done[id(p)]
-            for name, b in m._buffers.items():
-                if b is not None:
-                    m._buffers[name] = convert(b)
+                    if new is not p:
+                        grad = p.grad
+                        _hold(p, new)
+                        if grad is not None:
+                            p.grad = convert(grad)
+                for name, b in m._buffers.items():
+                    if b is not None:
+                        m._buffers[name] = convert(b)
         return self
 
     def to(self, *args: Any, device: Any = None, dtype: Any = None) -> Module:
         """Move parameters and buffers to a device and/or cast the floating ones to a dtype:
-        ``to(device)``, ``to(dtype)``, ``to(device, dtype)``, or the keywords. Parameters are
-        replaced by new ``Parameter`` tensors (make the optimizer after ``to``)."""
+        ``to(device)``, ``to(dtype)``, ``to(device, dtype)``, or the keywords. Parameters stay the
+        same tensor objects (converted in place, as in PyTorch); buffers are replaced."""
         for a in args:
             if isinstance(a, (Device, str)) and not _is_dtype(a):
                 device = a

@@ -24,9 +24,13 @@ class Adagrad(Optimizer):
         super().__init__(params, {"lr": lr, "lr_decay": lr_decay, "weight_decay": weight_decay,
                                   "initial_accumulator_value": initial_accumulator_value, "eps": eps,
                                   "maximize": maximize})
-        for group in self.param_groups:
-            for p in group["params"]:
-                self.state[p] = {"step": 0.0, "sum": full_like(p, group["initial_accumulator_value"])}
+
+    def add_param_group(self, group: dict[str, Any]) -> None:
+        """Add a group (its options over ``defaults``) and create its parameters' state, as PyTorch does."""
+        super().add_param_group(group)
+        added = self.param_groups[-1]
+        for p in added["params"]:
+            self.state[p] = {"step": 0.0, "sum": full_like(p, added["initial_accumulator_value"])}
 
     def _kernel(self, p: Tensor, group: dict[str, Any], state: dict[str, Any]) -> Update:
         state["step"] += 1
