@@ -277,14 +277,17 @@ def record(name: str, out: Any, inputs: Sequence[Any], fn: Callable[..., Sequenc
     return out
 
 
+VIEW_OF_LEAF_WRITTEN = ("a view of a leaf tensor that requires grad is written in place; write under zyx.no_grad(), "
+                        "or into a clone")
+
+
 def check_not_view_of_leaf(x: Any) -> None:
     """Refuse (before writing) an in-place write, under grad mode, through a view of a leaf that
     requires grad, as PyTorch does."""
     meta = x._ag
     base = meta.base() if meta is not None and meta.base is not None else None
     if base is not None and base._data is x._data and base._ag is not None and base._ag.grad_fn is None:
-        raise AutogradError("a view of a leaf tensor that requires grad is written in place; write under "
-                            "zyx.no_grad(), or into a clone")
+        raise AutogradError(VIEW_OF_LEAF_WRITTEN)
 
 
 def check_float(t: Any) -> None:

@@ -564,8 +564,7 @@ def _write_grad(x: Tensor, value: Any) -> bool:
         return False
     if x._ag is not None and x._ag.grad_fn is None:
         raise AutogradError("a leaf tensor that requires grad is written in place (x[...] = v, x += y and the like, "
-                            "or write_slice); "
-                            "write under zyx.no_grad(), or into a clone")
+                            "or write_slice); write under zyx.no_grad(), or into a clone")
     check_not_view_of_leaf(x)
     return True
 

@@ -340,8 +340,7 @@ def rebase_after_view_write(base: Any, x: Any) -> None:
     if base._ag is None:
         return
     if base._ag.grad_fn is None:
-        raise autograd.AutogradError("a view of a leaf tensor that requires grad is written in place; write "
-                                     "under zyx.no_grad(), or into a clone")
+        raise autograd.AutogradError(autograd.VIEW_OF_LEAF_WRITTEN)
     region, layout = x._view, base._view
     if not all(type(d) is int for d in (*layout.shape, *layout.strides, layout.offset, *region.shape,
                                          *region.strides, region.offset)) \
