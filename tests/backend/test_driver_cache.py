@@ -82,10 +82,13 @@ def test_unwritable_cache_dir_builds_unlocked(monkeypatch: pytest.MonkeyPatch, t
 
 
 @pytest.mark.skipif(not zyx.devices(), reason="no OpenCL device available")
-def test_a_source_build_on_pocl_holds_the_lock(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_source_build_on_pocl_holds_the_lock(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     device = zyx.default_device()
     if not uses_pocl_cache(device):
         pytest.skip(f"{device} does not build into PoCL's kernel cache")
+    # zyx reads the lock's place at each build (PoCL read its cache dir once, at load): a private lock
+    # file, so other processes building into the real cache meanwhile cannot hold it
+    monkeypatch.setenv("POCL_CACHE_DIR", str(tmp_path))
     seen: list[bool] = []
     real = program._build_from_source
 
@@ -98,3 +101,51 @@ def test_a_source_build_on_pocl_holds_the_lock(monkeypatch: pytest.MonkeyPatch) 
     program.build_program(device, source, name="zyx_test_k")
     assert seen == [True]
     assert not _locked_elsewhere(driver_cache.pocl_cache_dir() / LOCK_NAME)
+
+
+_HOLDER = ("import fcntl, os, sys, time\n"
+           "fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o666)\n"
+           "fcntl.flock(fd, fcntl.LOCK_EX); os.ftruncate(fd, 0); os.pwrite(fd, f'{os.getpid()}\\n'.encode(), 0)\n"
+           "print('held', flush=True); time.sleep(float(sys.argv[2]))\n")
+
+
+def _hold_in_another_process(path: Path, seconds: float) -> subprocess.Popen:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    holder = subprocess.Popen([sys.executable, "-c", _HOLDER, str(path), str(seconds)], stdout=subprocess.PIPE,
+                              text=True)
+    assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    return holder
+
+
+def test_waiting_for_a_holder_says_so_and_takes_the_lock_when_freed(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("POCL_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("POCL_KERNEL_CACHE", raising=False)
+    monkeypatch.setattr(driver_cache, "NOTICE_AFTER_S", 0.05)
+    holder = _hold_in_another_process(tmp_path / LOCK_NAME, 1.0)
+    try:
+        with build_lock(POCL):
+            assert holder.poll() is not None  # the lock came only once the holder was gone
+            assert (tmp_path / LOCK_NAME).read_text().strip() == str(os.getpid())
+    finally:
+        holder.kill()
+        holder.wait()
+    err = capsys.readouterr().err
+    assert f"waiting for process {holder.pid} to finish building kernels" in err and "got the kernel build lock" in err
+
+
+def test_a_holder_that_never_lets_go_is_given_up_on_with_a_warning(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("POCL_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("POCL_KERNEL_CACHE", raising=False)
+    monkeypatch.setattr(driver_cache, "NOTICE_AFTER_S", 0.05)
+    monkeypatch.setattr(driver_cache, "GIVE_UP_AFTER_S", 0.3)
+    holder = _hold_in_another_process(tmp_path / LOCK_NAME, 60.0)
+    try:
+        held_too_long = rf"process {holder.pid} has held the kernel build lock .* building without it"
+        with pytest.warns(RuntimeWarning, match=held_too_long):
+            with build_lock(POCL):
+                assert holder.poll() is None and _locked_elsewhere(tmp_path / LOCK_NAME)  # still the holder's
+    finally:
+        holder.kill()
+        holder.wait()
