@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from zyx import settings
 from zyx.backend.icd import register_pip_runtimes
+from zyx.backend.pocl_env import pin_pocl_workers
 from zyx.backend.probe import Verdict, probe_devices
 from zyx.dtype import DType, float64, to_dtype
 from zyx.errors import DeviceError, DTypeError
@@ -258,6 +259,7 @@ def _discover() -> list[Device]:
     except ImportError:
         return []
     register_pip_runtimes()
+    pin_pocl_workers()
     found: list[Device] = []
     try:
         platforms = cl.get_platforms()

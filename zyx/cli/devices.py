@@ -103,10 +103,13 @@ def cmd_doctor(_: argparse.Namespace) -> int:
         import pyopencl as cl
 
         from zyx.backend.icd import register_pip_runtimes
+        from zyx.backend.pocl_env import pin_pocl_workers
 
         vendors = register_pip_runtimes()
         if vendors is not None:
             print(f"  info  pip-installed OpenCL runtimes registered through OCL_ICD_VENDORS={vendors}")
+        if pin_pocl_workers():
+            print("  info  PoCL's worker threads pinned one per CPU (POCL_AFFINITY=1; set POCL_AFFINITY=0 to opt out)")
         plats = cl.get_platforms()
         if not plats:
             raise RuntimeError("no OpenCL platform")
