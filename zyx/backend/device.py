@@ -1,6 +1,7 @@
 """OpenCL device discovery, the ``Device`` handle and default-device selection."""
 from __future__ import annotations
 
+import atexit
 import threading
 from dataclasses import dataclass
 from functools import cached_property
@@ -220,7 +221,9 @@ class Device:
     def queue(self) -> cl.CommandQueue:
         import pyopencl as cl
 
-        return cl.CommandQueue(self.context, properties=cl.command_queue_properties.PROFILING_ENABLE)
+        queue = cl.CommandQueue(self.context, properties=cl.command_queue_properties.PROFILING_ENABLE)
+        atexit.register(_drain_at_exit, queue)  # after pyopencl's import: runs before its own exit handlers
+        return queue
 
     @cached_property
     def pool(self) -> BufferPool:
@@ -237,6 +240,16 @@ class Device:
         """Wait until every command queued on this device has finished."""
         if "queue" in self.__dict__:
             self.queue.finish()
+
+
+def _drain_at_exit(queue: cl.CommandQueue) -> None:
+    """Wait for ``queue``'s commands before the interpreter tears down: a script that ends with
+    kernels still queued (``y = x.sum().realize()`` as its last line) would otherwise free buffers'
+    host memory (the huge-page ones, Python's) under running kernels, and crash on exit."""
+    try:
+        queue.finish()
+    except Exception:  # noqa: BLE001 - a lost device at exit has nothing left to wait for
+        pass
 
 
 _lock = threading.Lock()

@@ -220,11 +220,21 @@ class BufferPool:
                 self._trim(self.max_pooled_bytes // 2)
 
     def _trim(self, keep_bytes: int) -> None:
-        """Release pooled buffers (largest first) until at most ``keep_bytes`` stay pooled."""
+        """Release pooled buffers (largest first) until at most ``keep_bytes`` stay pooled.
+
+        OpenCL keeps a released buffer's memory alive for the commands still queued on it, but not
+        the host memory of a ``USE_HOST_PTR`` buffer (the huge-page ones): that is Python's, unmapped
+        once pyopencl drops it, under a kernel that may still be reading it (a segfault). So the queue
+        is drained before the first of those goes."""
+        drained = False
         for cap in sorted(self._free, reverse=True):
             bucket = self._free[cap]
             while bucket and self.pooled_bytes > keep_bytes:
-                bucket.pop().release()
+                cl_buf = bucket.pop()
+                if not drained and getattr(cl_buf, "hostbuf", None) is not None:
+                    self.device.synchronize()
+                    drained = True
+                cl_buf.release()
                 self.pooled_bytes -= cap
         for cap in [c for c, b in self._free.items() if not b]:
             del self._free[cap]
