@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 from typing import TYPE_CHECKING, Callable
@@ -108,8 +109,9 @@ def cmd_doctor(_: argparse.Namespace) -> int:
         vendors = register_pip_runtimes()
         if vendors is not None:
             print(f"  info  pip-installed OpenCL runtimes registered through OCL_ICD_VENDORS={vendors}")
-        if pin_pocl_workers():
-            print("  info  PoCL's worker threads pinned one per CPU (POCL_AFFINITY=1; set POCL_AFFINITY=0 to opt out)")
+        pin_pocl_workers()  # as device discovery does (it may have run already)
+        if os.environ.get("POCL_AFFINITY") == "1":
+            print("  info  PoCL's worker threads are pinned one per CPU (POCL_AFFINITY=1; POCL_AFFINITY=0 opts out)")
         plats = cl.get_platforms()
         if not plats:
             raise RuntimeError("no OpenCL platform")
