@@ -19,10 +19,12 @@ from zyx import dtype as dtypes
 from zyx.errors import DTypeError, ShapeError
 from zyx.frontend.autograd import needs_grad, no_grad, record
 from zyx.frontend.index_map import DimMap, apply_adjoint, apply_maps, nested_sum
+from zyx.nn.functional_resample_separable import separable_resample
 
 _MODES = {"nearest": None, "nearest-exact": None, "linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3,
-          "area": None}
-_ALIGNABLE = ("linear", "bilinear", "bicubic", "trilinear")
+          "area": None, "lanczos": 2}
+_ALIGNABLE = ("linear", "bilinear", "bicubic", "trilinear", "lanczos")
+_ANTIALIASED = ("bilinear", "bicubic", "lanczos")
 _CUBIC_A = -0.75
 
 
@@ -154,9 +156,7 @@ def interpolate(input: Any, size: Any = None, scale_factor: Any = None, mode: st
     if align_corners is not None and mode not in _ALIGNABLE:
         raise ShapeError("interpolate: align_corners can only be set with the interpolating modes "
                          f"{', '.join(_ALIGNABLE)}, not {mode!r}")
-    if antialias:
-        raise NotImplementedError("interpolate: antialias=True is not supported by zyx (PyTorch's antialiased "
-                                  "bilinear/bicubic downsampling)")
+    _check_antialias(x, mode, align_corners, antialias)
     align = bool(align_corners)
     sizes, scales = _output_sizes(x, nd, size, scale_factor, recompute_scale_factor)
     if mode == "area":
@@ -185,8 +185,11 @@ def interpolate(input: Any, size: Any = None, scale_factor: Any = None, mode: st
             else:
                 x = view
         return apply_maps(x, rest) if rest else x
-    if not x.dtype.is_float:
-        raise DTypeError(f"interpolate: mode {mode!r} needs a floating point input, got {x.dtype.name}")
+    if not x.dtype.is_float and not (x.dtype is dtypes.uint8 and mode in _ANTIALIASED):
+        raise DTypeError(f"interpolate: mode {mode!r} needs a floating point input (PyTorch takes uint8 only in "
+                         f"the nearest, bilinear, bicubic and lanczos modes), got {x.dtype.name}")
+    if antialias or x.dtype is dtypes.uint8:  # PyTorch's separable (PIL-style) kernels
+        return separable_resample(x, sizes, scales, mode, align, antialias)
     ft = _f(x.dtype)
     if mode != "bicubic" and not align and x.numel() and all(s in (n, 2 * n) for n, s in zip(spatial, sizes)) \
             and any(s == 2 * n for n, s in zip(spatial, sizes)):
@@ -201,6 +204,21 @@ def interpolate(input: Any, size: Any = None, scale_factor: Any = None, mode: st
     build = _cubic_map if mode == "bicubic" else _linear_map
     maps = [build(2 + i, n, s, align, sc, ft) for i, (n, s, sc) in enumerate(zip(spatial, sizes, scales))]
     return apply_maps(x, maps, dtypes.float64 if x.dtype is dtypes.float64 else dtypes.float32)
+
+
+def _check_antialias(x: Any, mode: str, align_corners: bool | None, antialias: bool) -> None:
+    """PyTorch's rules: antialias only for bilinear/bicubic/lanczos on 4-D input; lanczos only with it
+    (and without align_corners); the antialiased kernels exist for float32, float64 and uint8."""
+    if antialias and (mode not in _ANTIALIASED or x.ndim != 4):
+        raise ShapeError(f"interpolate: antialias=True is only for the modes {', '.join(_ANTIALIASED)} on a 4-D "
+                         f"input (as PyTorch); got mode {mode!r} and shape {x.shape}")
+    if mode == "lanczos" and not antialias:
+        raise ShapeError("interpolate: mode 'lanczos' needs antialias=True (as PyTorch)")
+    if mode == "lanczos" and align_corners:
+        raise ShapeError("interpolate: mode 'lanczos' does not support align_corners=True (as PyTorch)")
+    if antialias and x.dtype not in (dtypes.float32, dtypes.float64, dtypes.uint8):
+        raise DTypeError(f"interpolate: antialias=True needs a float32, float64 or uint8 input (PyTorch has no "
+                         f"antialiased kernel for other dtypes), got {x.dtype.name}")
 
 
 def _linear_2x(x: Any, dims: list[int]) -> Any:
