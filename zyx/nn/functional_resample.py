@@ -18,6 +18,7 @@ import numpy as np
 from zyx import dtype as dtypes
 from zyx.errors import DTypeError, ShapeError
 from zyx.frontend.autograd import needs_grad, no_grad, record
+from zyx.frontend.creation import host_cast
 from zyx.frontend.index_map import DimMap, apply_adjoint, apply_maps, nested_sum
 from zyx.nn.functional_resample_separable import separable_resample
 
@@ -120,6 +121,15 @@ def _cubic_map(dim: int, in_size: int, out_size: int, align_corners: bool, scale
     return DimMap(dim, in_size, idx, w.astype(np.float64))
 
 
+def _weights_as(m: DimMap, dt: Any, linear: bool) -> DimMap:
+    """``m`` with its weights rounded to ``dt``; a linear map's ``lambda0`` is ``1 - lambda1`` computed from
+    the rounded ``lambda1``, as PyTorch's kernels store them."""
+    if not linear:
+        return DimMap(m.dim, m.size, m.idx, host_cast(m.w, dt).astype(np.float64))
+    lam1 = host_cast(m.w[1], dt).astype(np.float64)
+    return DimMap(m.dim, m.size, m.idx, np.stack([host_cast(1 - lam1, dt).astype(np.float64), lam1]))
+
+
 def _as_view(x: Any, m: DimMap) -> Any | None:
     """A nearest map that is ``o // k`` (upsampling by an integer) or ``o * k`` (downsampling): a view."""
     idx, d, n = m.idx[0], m.dim, m.size
@@ -203,6 +213,10 @@ def interpolate(input: Any, size: Any = None, scale_factor: Any = None, mode: st
         return record("upsample_linear", out, [x], lambda g: (apply_adjoint(g, maps, compute),))
     build = _cubic_map if mode == "bicubic" else _linear_map
     maps = [build(2 + i, n, s, align, sc, ft) for i, (n, s, sc) in enumerate(zip(spatial, sizes, scales))]
+    if x.dtype.is_float and x.dtype.itemsize == 2 and not (mode == "bilinear" and sum(sizes) <= 128):
+        # PyTorch's generic kernel stores the weights in the input's dtype (its channels-last bilinear
+        # kernel, taken for small outputs, keeps them in float32)
+        maps = [_weights_as(m, x.dtype, mode != "bicubic") for m in maps]
     return apply_maps(x, maps, dtypes.float64 if x.dtype is dtypes.float64 else dtypes.float32)
 
 
