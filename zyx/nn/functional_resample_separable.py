@@ -22,10 +22,13 @@ import numpy as np
 
 from zyx import dtype as dtypes
 from zyx.frontend.creation import from_host, pinned_as
-from zyx.frontend.index_map import take_along
+from zyx.frontend.index_map import DimMap, apply_maps, take_along
 
 # taps per unit of support (PyTorch's interp_size): bilinear 2, bicubic 4, lanczos-3 6
 _INTERP_SIZE = {"bilinear": 2, "bicubic": 4, "lanczos": 6}
+# up to this many taps a pass is one fused gather kernel (an unrolled weighted sum); more taps gather
+# into a tap axis summed by a reduce, which keeps the kernel source small
+_FUSED_TAPS = 8
 
 
 def _triangle(x: Any, ft: Any) -> Any:
@@ -141,8 +144,8 @@ def _fixed_point(w: np.ndarray, wt_max: float) -> tuple[np.ndarray, int]:
 
 def _one_pass(x: Any, dim: int, xmin: np.ndarray, xsize: np.ndarray, w: np.ndarray, compute: Any,
               shift: int | None) -> Any:
-    """``out[o] = sum_j w[o, j] * x[xmin[o] + j]`` along ``dim``: one gather of the ``O * T`` source
-    positions and a weighted sum over the tap axis. ``shift``: uint8 fixed point (round, shift, clamp)."""
+    """``out[o] = sum_j w[o, j] * x[xmin[o] + j]`` along ``dim`` (all-zero tap columns dropped).
+    ``shift``: uint8 fixed point (integer sum, then round, shift and clamp)."""
     out_size, taps = w.shape
     n = x.shape[dim]
     valid = np.arange(taps)[None, :] < xsize[:, None]
@@ -150,12 +153,17 @@ def _one_pass(x: Any, dim: int, xmin: np.ndarray, xsize: np.ndarray, w: np.ndarr
     w = np.where(valid, w, 0)
     used = int(valid.any(axis=0).nonzero()[0].max()) + 1 if valid.any() else 1  # drop all-zero tap columns
     idx, w = idx[:, :used], w[:, :used]
-    g = take_along(x, dim, idx.reshape(-1))
-    shape = list(x.shape)
-    g = g.reshape(*shape[:dim], out_size, used, *shape[dim + 1:])
-    wt = pinned_as(from_host(np.ascontiguousarray(w.reshape(out_size, used, *[1] * (x.ndim - dim - 1))).astype(
-        compute.numpy), compute, x.device), x)
-    total = (g.cast(compute) * wt).sum(dim + 1)
+    acc = dtypes.int32 if shift is not None else x.dtype
+    if used <= _FUSED_TAPS:
+        total = apply_maps(x, [DimMap(dim, n, idx.T, w.T.astype(np.float64))], acc, acc)
+    else:
+        g = take_along(x, dim, idx.reshape(-1))
+        shape = list(x.shape)
+        g = g.reshape(*shape[:dim], out_size, used, *shape[dim + 1:]).movedim(dim + 1, -1)
+        col = [1] * x.ndim
+        col[dim] = out_size
+        wt = np.ascontiguousarray(w.reshape(*col, used)).astype(acc.numpy)
+        total = (g.cast(acc) * pinned_as(from_host(wt, acc, x.device), x)).sum(-1)
     if shift is None:
         return total.cast(x.dtype)
     return ((total + (1 << (shift - 1))) >> shift).clamp(0, 255).cast(dtypes.uint8)
