@@ -1,4 +1,4 @@
-"""Resampling: ``interpolate`` (nearest, nearest-exact, linear, bilinear, bicubic, trilinear, area),
+"""Resampling: ``interpolate`` (nearest, nearest-exact, linear, bilinear, bicubic, trilinear, area, lanczos),
 ``pixel_shuffle`` and ``pixel_unshuffle``.
 
 Source positions and weights depend only on sizes, so they are computed on the host exactly as
@@ -6,7 +6,9 @@ PyTorch's CPU kernels compute them (float32 arithmetic for float32/16-bit input,
 and the output is one fused gather kernel (``zyx.frontend.index_map``): 2 taps per linear dim, 4 per
 cubic dim, nested as PyTorch nests its sums. Nearest modes whose source index is ``o // k`` or ``o * k``
 (integer factors) are plain views (an expand read through a reshape, or a strided slice) and need no
-gather. ``pixel_shuffle`` is a reshape-permute-reshape (one fused copy). Gradients: the adjoint maps.
+gather. Antialiased and uint8 bilinear/bicubic (and lanczos) go through PyTorch's separable kernels
+(``functional_resample_separable``). ``pixel_shuffle`` is a reshape-permute-reshape (one fused copy).
+Gradients: the adjoint maps.
 """
 from __future__ import annotations
 
@@ -151,7 +153,10 @@ def interpolate(input: Any, size: Any = None, scale_factor: Any = None, mode: st
                 antialias: bool = False) -> Any:
     """Resize the spatial dims of ``(N, C, *spatial)`` (PyTorch's ``F.interpolate``): ``mode`` is
     ``"nearest"``, ``"nearest-exact"``, ``"linear"`` (3-D), ``"bilinear"``/``"bicubic"`` (4-D),
-    ``"trilinear"`` (5-D) or ``"area"`` (adaptive average pooling, 3-D/4-D). A nearest resize by an
+    ``"trilinear"`` (5-D), ``"area"`` (adaptive average pooling, 3-D/4-D) or ``"lanczos"`` (4-D, with
+    ``antialias=True`` only). ``antialias=True`` (bilinear, bicubic, lanczos; float32, float64, uint8) widens
+    the filter by the downscale factor, as PIL. uint8 bilinear/bicubic use PyTorch's fixed-point
+    arithmetic and equal its results bit for bit. A nearest resize by an
     integer downscale factor (or to the same size) is a view of the input, as ``x[..., ::k]`` is: unlike
     PyTorch's result it shares the input's storage, so ``clone()`` it before writing into it in place."""
     x = input
@@ -171,6 +176,9 @@ def interpolate(input: Any, size: Any = None, scale_factor: Any = None, mode: st
     sizes, scales = _output_sizes(x, nd, size, scale_factor, recompute_scale_factor)
     if mode == "area":
         from zyx.nn.functional_conv import adaptive_avg_pool1d, adaptive_avg_pool2d
+
+        if not x.dtype.is_float:
+            raise DTypeError(f"interpolate: mode 'area' needs a floating point input (as PyTorch), got {x.dtype.name}")
 
         if nd == 3:
             raise NotImplementedError("interpolate: mode 'area' on a 5-D input needs adaptive_avg_pool3d, which "
