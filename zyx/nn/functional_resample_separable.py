@@ -48,14 +48,16 @@ def _cubic(a: float) -> Callable[[Any, Any], Any]:
 
 
 def _lanczos3(x: Any, ft: Any) -> Any:
+    """Lanczos-3, ``sinc(x) * sinc(x / 3)``; PyTorch evaluates the second factor in double."""
     x = np.abs(x)
 
-    def sinc(v: Any) -> Any:
-        pv = (v * ft(math.pi)).astype(ft)
+    def sinc(v: Any, t: Any) -> Any:
+        pv = (v * t(math.pi)).astype(t)
         with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(v == 0, ft(1), (np.sin(pv) / pv).astype(ft)).astype(ft)
+            return np.where(v == 0, t(1), (np.sin(pv) / pv).astype(t)).astype(t)
 
-    return np.where(x < 3, (sinc(x) * sinc((x / ft(3)).astype(ft))).astype(ft), ft(0)).astype(ft)
+    both = sinc(x, ft).astype(np.float64) * sinc(x.astype(np.float64) / 3.0, np.float64)
+    return np.where(x < 3, both.astype(ft), ft(0)).astype(ft)
 
 
 def _filter(mode: str, antialias: bool) -> Callable[[Any, Any], Any]:
@@ -142,8 +144,7 @@ def _fixed_point(w: np.ndarray, wt_max: float) -> tuple[np.ndarray, int]:
     return np.where(v < 0, np.trunc(v - 0.5), np.trunc(v + 0.5)).astype(np.int64), p
 
 
-def _one_pass(x: Any, dim: int, xmin: np.ndarray, xsize: np.ndarray, w: np.ndarray, compute: Any,
-              shift: int | None) -> Any:
+def _one_pass(x: Any, dim: int, xmin: np.ndarray, xsize: np.ndarray, w: np.ndarray, shift: int | None) -> Any:
     """``out[o] = sum_j w[o, j] * x[xmin[o] + j]`` along ``dim`` (all-zero tap columns dropped).
     ``shift``: uint8 fixed point (integer sum, then round, shift and clamp)."""
     out_size, taps = w.shape
@@ -189,7 +190,7 @@ def separable_resample(x: Any, sizes: list[int], scales: list[float | None], mod
             xmin, xsize, w, wt_max = _plain_taps(n, o, scale, mode, align_corners)
         if is_u8:
             w16, p = _fixed_point(w.astype(np.float64), wt_max)
-            x = _one_pass(x, dim, xmin, xsize, w16, dtypes.int32, p)
+            x = _one_pass(x, dim, xmin, xsize, w16, p)
         else:
-            x = _one_pass(x, dim, xmin, xsize, w, x.dtype, None)
+            x = _one_pass(x, dim, xmin, xsize, w, None)
     return x
