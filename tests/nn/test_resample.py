@@ -171,6 +171,8 @@ U8_CASES = [  # (input shape, layout, kwargs): uint8 through PyTorch's fixed-poi
     ((2, 3, 7, 9), "contiguous", dict(scale_factor=(0.5, 0.3))),
     ((1, 5, 11, 13), "channels_last", dict(size=(6, 17))),  # C > 4: PyTorch's generic (non-AVX) kernel
     ((2, 3, 9, 17), "sliced", dict(scale_factor=1.7, align_corners=False)),
+    ((1, 2, 1, 9), "channels_last", dict(scale_factor=2)),  # bilinear: the gather-free 2x passes
+    ((2, 3, 7, 9), "sliced", dict(scale_factor=(2, 2.0000001))),  # W: 2x in size, not in scale
 ]
 
 

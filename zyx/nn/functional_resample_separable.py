@@ -170,6 +170,30 @@ def _one_pass(x: Any, dim: int, xmin: np.ndarray, xsize: np.ndarray, w: np.ndarr
     return ((total + (1 << (shift - 1))) >> shift).clamp(0, 255).cast(dtypes.uint8)
 
 
+def _uint8_twice(x: Any, dim: int) -> Any:
+    """uint8 bilinear 2x along ``dim`` (align_corners=False) without gathers. PyTorch's weights there
+    are 0.25/0.75 at precision 14 (the border taps fold to weight 1), so output ``2k + r`` is
+    ``(a + 3 * b + 2) >> 2`` of the input replicate-padded by one, ``(a, b) = (xp[k + r], xp[k + r + 1])``
+    for ``r = 0`` and swapped for ``r = 1``; both taps are strided views of the padded input, so the pass
+    is one kernel of plain loads (and the pad a small copy), as ``interpolate``'s float 2x path."""
+    from zyx.frontend.contract_ops import cat
+
+    n = x.shape[dim]
+    xp = cat([x.narrow(dim, 0, 1), x, x.narrow(dim, n - 1, 1)], dim)
+    col = [1] * (x.ndim + 1)
+    col[dim + 1] = 2
+    w0, w1 = (pinned_as(from_host(np.array(w, np.int16).reshape(col), dtypes.int16, x.device), x)
+              for w in ([1, 3], [3, 1]))
+
+    def tap(a: int) -> Any:  # element (k, r) is xp[k + r + a]: overlapping windows, a view
+        return xp.narrow(dim, a, n + 1).unfold(dim, 2, 1).movedim(-1, dim + 1).cast(dtypes.int16)
+
+    out = (tap(0) * w0 + tap(1) * w1 + 2) >> 2
+    shape = list(x.shape)
+    shape[dim] = 2 * n
+    return out.reshape(shape).cast(dtypes.uint8)
+
+
 def separable_resample(x: Any, sizes: list[int], scales: list[float | None], mode: str, align_corners: bool,
                        antialias: bool) -> Any:
     """``x`` (N, C, H, W) resized to ``sizes`` by separable passes (W, then H), as PyTorch's CPU kernel."""
@@ -183,6 +207,9 @@ def separable_resample(x: Any, sizes: list[int], scales: list[float | None], mod
         if n == o:
             continue
         scale = _scale(n, o, align_corners, scales[k], ft)
+        if is_u8 and mode == "bilinear" and not antialias and not align_corners and o == 2 * n and scale == 0.5:
+            x = _uint8_twice(x, dim)
+            continue
         if antialias:
             xmin, xsize, w = _aa_taps(n, o, scale, mode, ft)
             wt_max = float(w.max()) if w.size else 0.0
