@@ -3,8 +3,9 @@
 Rows: ``einsum("bij,bjk->bik")`` next to ``matmul`` on (16, 256, 256) @ (16, 256, 256) (GFLOP/s; they
 should match: einsum lowers to the same matmul); ``einsum("ij->ji")`` realized next to
 ``.T.contiguous()`` on 4096x4096 (GB/s read + written); ``interpolate`` bilinear 2x of (8, 32, 128, 128)
-and nearest 2x of the same (GB/s of output written); ``repeat`` and reflect ``pad`` of (8, 64, 112, 112)
-(GB/s read + written). Each zyx call is realized and synchronized; implementations are timed in
+and nearest 2x of the same (GB/s of output written), uint8 bilinear 2x and antialiased 0.5x of
+(8, 3, 256, 256) (PyTorch's fixed-point path; GB/s of output written); ``repeat`` and reflect ``pad``
+of (8, 64, 112, 112) (GB/s read + written). Each zyx call is realized and synchronized; implementations are timed in
 alternating blocks (best and median), so load on the shared machine hits them alike. ``run(quick)``
 returns the rows; ``python bench/bench_shapeops.py [--quick]`` prints them as a markdown table.
 """
@@ -73,6 +74,14 @@ def run(quick: bool = False) -> list[dict]:
                           "torch": lambda: tf.interpolate(ti, size=(shape[2] * 3 // 2, shape[3] * 3 // 2),
                                                           mode="bicubic")}, reps)
     add("interpolate bicubic 1.5x", "x".join(map(str, shape)), times, **{"GB/s": img.nbytes * 2.25})
+    shape = (2, 3, 128, 128) if quick else (8, 3, 256, 256)  # uint8 images: PyTorch's fixed-point path
+    u8 = rng.integers(0, 256, size=shape).astype(np.uint8)
+    zu, tu = zyx.tensor(u8).realize(), torch.from_numpy(u8)
+    for name, kw, scale in (("uint8 bilinear 2x", {}, 2), ("uint8 bilinear 0.5x antialias", {"antialias": True}, 0.5)):
+        times = alternating(
+            {"zyx": synced(lambda k=kw, s=scale: F.interpolate(zu, scale_factor=s, mode="bilinear", **k)),
+             "torch": lambda k=kw, s=scale: tf.interpolate(tu, scale_factor=s, mode="bilinear", **k)}, reps)
+        add(f"interpolate {name}", "x".join(map(str, shape)), times, **{"GB/s": u8.nbytes * scale * scale})
 
     shape = (2, 64, 56, 56) if quick else (8, 64, 112, 112)
     p = rng.normal(size=shape).astype(np.float32)

@@ -141,10 +141,127 @@ def test_interpolate_errors():
         F.interpolate(z, scale_factor=-1.0)
     with pytest.raises(zyx.DTypeError, match="floating point"):
         F.interpolate(zyx.zeros(1, 1, 3, dtype=zyx.int32), size=5, mode="linear")
-    with pytest.raises(NotImplementedError, match="antialias"):
-        F.interpolate(z, size=2, mode="bilinear", antialias=True)
+    with pytest.raises(zyx.ShapeError, match="antialias=True is only for the modes"):
+        F.interpolate(z, size=2, mode="nearest", antialias=True)
+    with pytest.raises(zyx.ShapeError, match="antialias=True is only for the modes"):
+        F.interpolate(zyx.zeros(1, 2, 3), size=2, mode="linear", antialias=True)
+    with pytest.raises(zyx.ShapeError, match="'lanczos' needs antialias=True"):
+        F.interpolate(z, size=2, mode="lanczos")
+    with pytest.raises(zyx.ShapeError, match="'lanczos' does not support align_corners=True"):
+        F.interpolate(z, size=2, mode="lanczos", antialias=True, align_corners=True)
+    for dtype in ("float16", "bfloat16"):  # PyTorch has no antialiased kernel for them
+        with pytest.raises(zyx.DTypeError, match="float32, float64 or uint8 input.*got " + dtype):
+            F.interpolate(z.cast(dtype), size=2, mode="bilinear", antialias=True)
+    u8 = z.cast("uint8")
+    for mode, x in (("linear", zyx.zeros(1, 1, 3, dtype=zyx.uint8)), ("area", u8),
+                    ("trilinear", zyx.zeros(1, 1, 2, 2, 2, dtype=zyx.uint8))):  # PyTorch's uint8: not these modes
+        with pytest.raises(zyx.DTypeError, match=f"interpolate: mode '{mode}' needs a floating point input"):
+            F.interpolate(x, size=2, mode=mode)
+    with pytest.raises(zyx.DTypeError, match="'bicubic' needs a floating point input.*got int16"):
+        F.interpolate(z.cast("int16"), size=2, mode="bicubic")
+    with pytest.raises(zyx.DTypeError, match="float32, float64 or uint8 input.*got int16"):
+        F.interpolate(z.cast("int16"), size=2, mode="bicubic", antialias=True)
     with pytest.raises(zyx.ShapeError, match="recompute_scale_factor"):  # was ignored silently
         F.interpolate(z, size=2, recompute_scale_factor=True)
+
+
+U8_CASES = [  # (input shape, layout, kwargs): uint8 through PyTorch's fixed-point separable kernels
+    ((2, 3, 7, 9), "contiguous", dict(size=(12, 5))),
+    ((2, 3, 7, 9), "contiguous", dict(scale_factor=2, align_corners=True)),
+    ((2, 3, 7, 9), "contiguous", dict(scale_factor=(0.5, 0.3))),
+    ((1, 5, 11, 13), "channels_last", dict(size=(6, 17))),  # C > 4: PyTorch's generic (non-AVX) kernel
+    ((2, 3, 9, 17), "sliced", dict(scale_factor=1.7, align_corners=False)),
+    ((1, 2, 1, 9), "channels_last", dict(scale_factor=2)),  # bilinear: the gather-free 2x passes
+    ((2, 3, 7, 9), "sliced", dict(scale_factor=(2, 2.0000001))),  # W: 2x in size, not in scale
+]
+
+
+def _u8_pair(shape, layout):
+    a = RNG.integers(0, 256, size=shape).astype(np.uint8)
+    a[0, 0, ::2] = 255  # hard edges: bicubic and lanczos overshoot, exercising the clamp
+    a[0, 0, 1::2] = 0
+    z, t = zyx.tensor(a), torch.tensor(a)
+    if layout == "channels_last":
+        return z.permute(0, 2, 3, 1).contiguous().permute(0, 3, 1, 2), t.contiguous(memory_format=torch.channels_last)
+    if layout == "sliced":
+        return z[:, :, 1:, ::2], t[:, :, 1:, ::2]
+    return z, t
+
+
+@pytest.mark.parametrize("antialias", [False, True])
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+def test_interpolate_uint8_bit_exact(mode, antialias):
+    for shape, layout, kw in U8_CASES:
+        z, t = _u8_pair(shape, layout)
+        got = F.interpolate(z, mode=mode, antialias=antialias, **kw)
+        want = TF.interpolate(t, mode=mode, antialias=antialias, **kw)
+        assert got.dtype is zyx.uint8
+        np.testing.assert_array_equal(got.numpy(), want.numpy(), err_msg=f"{shape} {layout} {kw}")
+
+
+def test_interpolate_uint8_is_fixed_point_not_rounded_float():
+    """PyTorch's uint8 result is not the float result rounded (int16 weights, a uint8 store between the
+    two passes); zyx must reproduce those differences, not the float computation."""
+    z, t = _u8_pair((2, 3, 13, 11), "contiguous")
+    for mode, antialias in (("bilinear", False), ("bicubic", True), ("lanczos", True)):
+        got = F.interpolate(z, size=(5, 19), mode=mode, antialias=antialias).numpy()
+        want = TF.interpolate(t, size=(5, 19), mode=mode, antialias=antialias).numpy()
+        rounded = TF.interpolate(t.double(), size=(5, 19), mode=mode, antialias=antialias).round().clamp(0, 255)
+        np.testing.assert_array_equal(got, want)
+        assert (got != rounded.numpy().astype(np.uint8)).any()
+    same = F.interpolate(z, size=(13, 11), mode="bilinear")
+    np.testing.assert_array_equal(same.numpy(), z.numpy())
+    assert same._data is not z._data  # a copy, as PyTorch's
+
+
+AA_CASES = [  # float antialias: (shape, kwargs); (1, 2, 60, 7) -> (3, 7) needs 41 taps (the reduce path)
+    ((2, 3, 7, 9), dict(size=(12, 5))),
+    ((2, 3, 16, 15), dict(scale_factor=0.4, align_corners=True)),
+    ((1, 2, 60, 7), dict(size=(3, 7))),
+]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_interpolate_antialias_float(dtype):
+    tol = 1e-12 if dtype == "float64" else 2e-6
+    for mode in ("bilinear", "bicubic", "lanczos"):
+        for shape, kw in AA_CASES:
+            if mode == "lanczos" and kw.get("align_corners"):
+                continue
+            z, t = _pair(shape, dtype)
+            _close(F.interpolate(z, mode=mode, antialias=True, **kw),
+                   TF.interpolate(t, mode=mode, antialias=True, **kw), rtol=tol, atol=tol * 10)
+
+
+def test_interpolate_antialias_gradient():
+    a = RNG.normal(size=(1, 2, 9, 8)).astype(np.float32)
+    for mode in ("bilinear", "bicubic"):
+        zx, tx = zyx.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+        zo = F.interpolate(zx, size=(4, 11), mode=mode, antialias=True)
+        to = TF.interpolate(tx, size=(4, 11), mode=mode, antialias=True)
+        g = RNG.normal(size=tuple(to.shape)).astype(np.float32)
+        zo.backward(zyx.tensor(g))
+        to.backward(torch.tensor(g))
+        _close(zx.grad, tx.grad, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_interpolate_16bit_weights_as_pytorch(dtype):
+    """PyTorch's generic kernel stores the weights in the 16-bit dtype; with them rounded alike the
+    results agree bit for bit (2-D: up to float32 summation order, a few elements)."""
+    a = RNG.normal(size=(1, 2, 9, 8)) * 10
+    z, t = zyx.tensor(a).cast(dtype), torch.tensor(a).to(getattr(torch, dtype))
+    exact = [(z[:, :, 0], t[:, :, 0], dict(size=150, mode="linear")),
+             (z.reshape(1, 2, 3, 3, 8), t.reshape(1, 2, 3, 3, 8), dict(size=(4, 5, 11), mode="trilinear"))]
+    for zi, ti, kw in exact:
+        np.testing.assert_array_equal(F.interpolate(zi, **kw).cast("float32").numpy(),
+                                      TF.interpolate(ti, **kw).float().numpy(), err_msg=str(kw))
+    eps = 2.0 ** (-10 if dtype == "float16" else -7)
+    for kw in (dict(mode="bicubic"), dict(mode="bilinear", align_corners=True)):
+        got = F.interpolate(z, size=(70, 80), **kw).cast("float32").numpy()
+        want = TF.interpolate(t, size=(70, 80), **kw).float().numpy()
+        assert np.abs(got - want).max() <= eps * np.abs(a).max()
+        assert (got != want).mean() < 0.02  # with unrounded weights ~40% of the elements differed
 
 
 GRAD_CASES = [

@@ -75,22 +75,23 @@ class DimMap:
         return DimMap(self.dim, outs, idx, w, None if valid.all() else valid)
 
 
-def apply_maps(x: Any, maps: Sequence[DimMap], compute: DType | None = None) -> Any:
+def apply_maps(x: Any, maps: Sequence[DimMap], compute: DType | None = None, out_dtype: DType | None = None) -> Any:
     """``x`` with every map applied (one fused kernel; dims distinct). Weighted maps sum in ``compute``
-    (the weights' dtype; default float32, float64 for float64 input) and the result is cast back to
-    ``x``'s dtype; the taps nest in the order of ``maps`` (outermost first), so the sum is
+    (the weights' dtype; default float32, float64 for float64 input) and the result is cast to
+    ``out_dtype`` (default ``x``'s dtype); the taps nest in the order of ``maps`` (outermost first), so the sum is
     ``sum_a w_a * (sum_b w_b * x[a, b])`` as PyTorch's interpolation kernels compute it."""
     maps = list(maps)
     if needs_grad(x):
         with no_grad():
-            out = apply_maps(x, maps, compute)
+            out = apply_maps(x, maps, compute, out_dtype)
         return record("index_map", out, [x], lambda g: (apply_adjoint(g, maps, compute),))
     shape = list(x.shape)
     for m in maps:
         shape[m.dim] = m.out_size
     shape_t = tuple(shape)
+    out_dtype = x.dtype if out_dtype is None else out_dtype
     if math.prod(shape_t) == 0 or x.numel() == 0:
-        return from_node(graph.const(0, x.dtype, shape_t, x.device))
+        return from_node(graph.const(0, out_dtype, shape_t, x.device))
     weighted = any(m.w is not None for m in maps)
     if compute is None:
         compute = dtypes.float64 if x.dtype is dtypes.float64 else dtypes.float32
@@ -138,7 +139,7 @@ def apply_maps(x: Any, maps: Sequence[DimMap], compute: DType | None = None) -> 
         return where(mask(m, t), part, 0) if m.valid is not None else part
 
     out = nested_sum([(m.dim, m.idx.shape[0], m) for m in maps], tap_value, weigh)
-    return out.cast(x.dtype) if out.dtype is not x.dtype else out
+    return out.cast(out_dtype) if out.dtype is not out_dtype else out
 
 
 def nested_sum(levels: Sequence[tuple[int, int, Any]], leaf: Callable[[dict[int, int]], Any],

@@ -1,4 +1,4 @@
-"""Resampling: ``interpolate`` (nearest, nearest-exact, linear, bilinear, bicubic, trilinear, area),
+"""Resampling: ``interpolate`` (nearest, nearest-exact, linear, bilinear, bicubic, trilinear, area, lanczos),
 ``pixel_shuffle`` and ``pixel_unshuffle``.
 
 Source positions and weights depend only on sizes, so they are computed on the host exactly as
@@ -6,7 +6,9 @@ PyTorch's CPU kernels compute them (float32 arithmetic for float32/16-bit input,
 and the output is one fused gather kernel (``zyx.frontend.index_map``): 2 taps per linear dim, 4 per
 cubic dim, nested as PyTorch nests its sums. Nearest modes whose source index is ``o // k`` or ``o * k``
 (integer factors) are plain views (an expand read through a reshape, or a strided slice) and need no
-gather. ``pixel_shuffle`` is a reshape-permute-reshape (one fused copy). Gradients: the adjoint maps.
+gather. Antialiased and uint8 bilinear/bicubic (and lanczos) go through PyTorch's separable kernels
+(``functional_resample_separable``). ``pixel_shuffle`` is a reshape-permute-reshape (one fused copy).
+Gradients: the adjoint maps.
 """
 from __future__ import annotations
 
@@ -18,11 +20,14 @@ import numpy as np
 from zyx import dtype as dtypes
 from zyx.errors import DTypeError, ShapeError
 from zyx.frontend.autograd import needs_grad, no_grad, record
+from zyx.frontend.creation import host_cast
 from zyx.frontend.index_map import DimMap, apply_adjoint, apply_maps, nested_sum
+from zyx.nn.functional_resample_separable import separable_resample
 
 _MODES = {"nearest": None, "nearest-exact": None, "linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3,
-          "area": None}
-_ALIGNABLE = ("linear", "bilinear", "bicubic", "trilinear")
+          "area": None, "lanczos": 2}
+_ALIGNABLE = ("linear", "bilinear", "bicubic", "trilinear", "lanczos")
+_ANTIALIASED = ("bilinear", "bicubic", "lanczos")
 _CUBIC_A = -0.75
 
 
@@ -118,6 +123,15 @@ def _cubic_map(dim: int, in_size: int, out_size: int, align_corners: bool, scale
     return DimMap(dim, in_size, idx, w.astype(np.float64))
 
 
+def _weights_as(m: DimMap, dt: Any, linear: bool) -> DimMap:
+    """``m`` with its weights rounded to ``dt``; a linear map's ``lambda0`` is ``1 - lambda1`` computed from
+    the rounded ``lambda1``, as PyTorch's kernels store them."""
+    if not linear:
+        return DimMap(m.dim, m.size, m.idx, host_cast(m.w, dt).astype(np.float64))
+    lam1 = host_cast(m.w[1], dt).astype(np.float64)
+    return DimMap(m.dim, m.size, m.idx, np.stack([host_cast(1 - lam1, dt).astype(np.float64), lam1]))
+
+
 def _as_view(x: Any, m: DimMap) -> Any | None:
     """A nearest map that is ``o // k`` (upsampling by an integer) or ``o * k`` (downsampling): a view."""
     idx, d, n = m.idx[0], m.dim, m.size
@@ -139,7 +153,10 @@ def interpolate(input: Any, size: Any = None, scale_factor: Any = None, mode: st
                 antialias: bool = False) -> Any:
     """Resize the spatial dims of ``(N, C, *spatial)`` (PyTorch's ``F.interpolate``): ``mode`` is
     ``"nearest"``, ``"nearest-exact"``, ``"linear"`` (3-D), ``"bilinear"``/``"bicubic"`` (4-D),
-    ``"trilinear"`` (5-D) or ``"area"`` (adaptive average pooling, 3-D/4-D). A nearest resize by an
+    ``"trilinear"`` (5-D), ``"area"`` (adaptive average pooling, 3-D/4-D) or ``"lanczos"`` (4-D, with
+    ``antialias=True`` only). ``antialias=True`` (bilinear, bicubic, lanczos; float32, float64, uint8) widens
+    the filter by the downscale factor, as PIL. uint8 bilinear/bicubic use PyTorch's fixed-point
+    arithmetic and equal its results bit for bit. A nearest resize by an
     integer downscale factor (or to the same size) is a view of the input, as ``x[..., ::k]`` is: unlike
     PyTorch's result it shares the input's storage, so ``clone()`` it before writing into it in place."""
     x = input
@@ -154,13 +171,14 @@ def interpolate(input: Any, size: Any = None, scale_factor: Any = None, mode: st
     if align_corners is not None and mode not in _ALIGNABLE:
         raise ShapeError("interpolate: align_corners can only be set with the interpolating modes "
                          f"{', '.join(_ALIGNABLE)}, not {mode!r}")
-    if antialias:
-        raise NotImplementedError("interpolate: antialias=True is not supported by zyx (PyTorch's antialiased "
-                                  "bilinear/bicubic downsampling)")
+    _check_antialias(x, mode, align_corners, antialias)
     align = bool(align_corners)
     sizes, scales = _output_sizes(x, nd, size, scale_factor, recompute_scale_factor)
     if mode == "area":
         from zyx.nn.functional_conv import adaptive_avg_pool1d, adaptive_avg_pool2d
+
+        if not x.dtype.is_float:
+            raise DTypeError(f"interpolate: mode 'area' needs a floating point input (as PyTorch), got {x.dtype.name}")
 
         if nd == 3:
             raise NotImplementedError("interpolate: mode 'area' on a 5-D input needs adaptive_avg_pool3d, which "
@@ -185,8 +203,11 @@ def interpolate(input: Any, size: Any = None, scale_factor: Any = None, mode: st
             else:
                 x = view
         return apply_maps(x, rest) if rest else x
-    if not x.dtype.is_float:
-        raise DTypeError(f"interpolate: mode {mode!r} needs a floating point input, got {x.dtype.name}")
+    if not x.dtype.is_float and not (x.dtype is dtypes.uint8 and mode in _ANTIALIASED):
+        raise DTypeError(f"interpolate: mode {mode!r} needs a floating point input (PyTorch takes uint8 only in "
+                         f"the nearest, bilinear, bicubic and lanczos modes), got {x.dtype.name}")
+    if antialias or x.dtype is dtypes.uint8:  # PyTorch's separable (PIL-style) kernels
+        return separable_resample(x, sizes, scales, mode, align, antialias)
     ft = _f(x.dtype)
     if mode != "bicubic" and not align and x.numel() and all(s in (n, 2 * n) for n, s in zip(spatial, sizes)) \
             and any(s == 2 * n for n, s in zip(spatial, sizes)):
@@ -200,7 +221,26 @@ def interpolate(input: Any, size: Any = None, scale_factor: Any = None, mode: st
         return record("upsample_linear", out, [x], lambda g: (apply_adjoint(g, maps, compute),))
     build = _cubic_map if mode == "bicubic" else _linear_map
     maps = [build(2 + i, n, s, align, sc, ft) for i, (n, s, sc) in enumerate(zip(spatial, sizes, scales))]
+    if x.dtype.is_float and x.dtype.itemsize == 2 and not (mode == "bilinear" and sum(sizes) <= 128):
+        # PyTorch's generic kernel stores the weights in the input's dtype (its channels-last bilinear
+        # kernel, taken for small outputs, keeps them in float32)
+        maps = [_weights_as(m, x.dtype, mode != "bicubic") for m in maps]
     return apply_maps(x, maps, dtypes.float64 if x.dtype is dtypes.float64 else dtypes.float32)
+
+
+def _check_antialias(x: Any, mode: str, align_corners: bool | None, antialias: bool) -> None:
+    """PyTorch's rules: antialias only for bilinear/bicubic/lanczos on 4-D input; lanczos only with it
+    (and without align_corners); the antialiased kernels exist for float32, float64 and uint8."""
+    if antialias and (mode not in _ANTIALIASED or x.ndim != 4):
+        raise ShapeError(f"interpolate: antialias=True is only for the modes {', '.join(_ANTIALIASED)} on a 4-D "
+                         f"input (as PyTorch); got mode {mode!r} and shape {x.shape}")
+    if mode == "lanczos" and not antialias:
+        raise ShapeError("interpolate: mode 'lanczos' needs antialias=True (as PyTorch)")
+    if mode == "lanczos" and align_corners:
+        raise ShapeError("interpolate: mode 'lanczos' does not support align_corners=True (as PyTorch)")
+    if antialias and x.dtype not in (dtypes.float32, dtypes.float64, dtypes.uint8):
+        raise DTypeError(f"interpolate: antialias=True needs a float32, float64 or uint8 input (PyTorch has no "
+                         f"antialiased kernel for other dtypes), got {x.dtype.name}")
 
 
 def _linear_2x(x: Any, dims: list[int]) -> Any:
