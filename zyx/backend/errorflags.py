@@ -27,11 +27,13 @@ from typing import Any
 import numpy as np
 
 from zyx.backend import journal, sync_hooks
-from zyx.errors import ContractError, DivisionByZeroError, IndexOutOfRange, IntegerArithmeticError
+from zyx.errors import ContractError, DivisionByZeroError, IndexOutOfRange, IntegerArithmeticError, ShapeError
 
 DIV_ZERO = 1
 NEG_POW = 2
 INDEX_OOB = 4  # a gathered or scattered index outside its axis; the kernel read element 0 or wrote nothing
+PROB_INPUT = 8  # binary_cross_entropy's input outside [0, 1] or NaN (Op.CHECK_PROB_INPUT); the value read as NaN
+PROB_TARGET = 16  # the same for its target (Op.CHECK_PROB_TARGET)
 SLOTS = 256  # launches with a slot of their own that may be pending before a check is forced
 _SLOT_LONGS = 2  # (bad, value)
 
@@ -133,6 +135,11 @@ def check(device: Any | None = None) -> None:
 
 
 def _raise_bits(bits: int, device: Any) -> None:
+    for bit, what in ((PROB_INPUT, "input"), (PROB_TARGET, "target")):  # input first, as PyTorch checks it first
+        if bits & bit:
+            raise ShapeError(f"binary_cross_entropy: all elements of {what} should be between 0 and 1 (a value "
+                             f"outside [0, 1] or NaN was read by a kernel on {device}; the loss computed from it "
+                             "holds NaN there)")
     if bits & INDEX_OOB:
         raise IndexOutOfRange(f"IndexError: index out of range in a gather or scatter kernel (x[idx], "
                               f"gather, scatter, embedding) on {device} (expected indices in [-size, size) for x[idx], "

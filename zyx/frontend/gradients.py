@@ -15,7 +15,7 @@ from typing import Any
 
 from zyx.frontend import autograd
 from zyx.frontend.elementwise import binary, unary, where
-from zyx.op import Op
+from zyx.op import VALUE_CHECKS, Op
 
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _INV_SQRT_2 = 1.0 / math.sqrt(2.0)
@@ -95,6 +95,8 @@ def _unary_grad(op: Op, g: Any, a: Any, out: Any) -> Any:
         return -(g * (out * out))
     if op is Op.SQUARE:
         return g * a * 2.0
+    if op in VALUE_CHECKS:  # a value passed through (or the kernel's error raised)
+        return g
     if op in (Op.FLOOR, Op.CEIL, Op.ROUND, Op.TRUNC, Op.SIGN):
         return _zeros(g)
     raise AssertionError(f"no gradient rule for {op}")
@@ -170,7 +172,7 @@ def record_alu(op: Op, operands: Sequence[Any], out: Any) -> None:
     autograd.record(op.value, out, [x if _is_tensor(x) else None for x in operands], fn, saved)
 
 
-_READS_NOTHING = frozenset({Op.ADD, Op.SUB, Op.NEG, Op.FLOOR, Op.CEIL, Op.ROUND, Op.TRUNC, Op.SIGN})
+_READS_NOTHING = frozenset({Op.ADD, Op.SUB, Op.NEG, Op.FLOOR, Op.CEIL, Op.ROUND, Op.TRUNC, Op.SIGN, *VALUE_CHECKS})
 
 
 def _reads(op: Op, operands: Sequence[Any]) -> list[bool]:
@@ -193,7 +195,7 @@ _DIFFERENTIABLE = frozenset({
     Op.NEG, Op.ABS, Op.EXP, Op.EXP2, Op.LOG, Op.LOG2, Op.SQRT, Op.RSQRT, Op.SIN, Op.COS, Op.TAN, Op.TANH,
     Op.SIGMOID, Op.RELU, Op.GELU, Op.GELU_TANH, Op.SILU, Op.ERF, Op.RECIPROCAL, Op.FLOOR, Op.CEIL, Op.ROUND,
     Op.TRUNC, Op.SIGN, Op.SQUARE, Op.ADD, Op.SUB, Op.MUL, Op.DIV, Op.POW, Op.MAXIMUM, Op.MINIMUM, Op.MOD,
-    Op.ATAN2, Op.COPYSIGN,
+    Op.ATAN2, Op.COPYSIGN, *VALUE_CHECKS,
 })
 
 
