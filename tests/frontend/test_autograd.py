@@ -566,3 +566,42 @@ def test_in_place_write_through_a_view_of_a_leaf_raises(write):
         else:
             zyx.write_slice_doff(t, zyx.full((1, 3), 3.0), 0, zyx.tensor(np.array([0])))
     np.testing.assert_array_equal(x.detach().numpy(), np.ones((2, 3), np.float32))  # refused before writing
+
+
+@pytest.mark.parametrize("case", ["mul_", "sibling_view_written", "view_of_a_stale_view", "stale_view_written",
+                                  "expanded_view"])
+def test_views_taken_before_a_write_are_regenerated_from_the_base(case):
+    """As PyTorch: ``v = y[0]; y.mul_(2)`` -- ``v`` holds the new values, and its gradient flows through ``y``'s
+    new history (its grad_fn becomes AsStridedBackward); zyx's ``v`` kept its old history (wrong gradients)."""
+    a_np = np.linspace(-1.0, 2.0, 6, dtype=np.float32).reshape(2, 3)
+    out = []
+    for lib in (zyx, torch):
+        x = lib.tensor(a_np, requires_grad=True)
+        y = x * 1
+        if case == "mul_":
+            v = y[0]
+            y.mul_(2)
+            loss = (v * v).sum()
+        elif case == "sibling_view_written":
+            v = y[0]
+            y[:, 1].mul_(3)
+            loss = (v * v).sum()
+        elif case == "view_of_a_stale_view":
+            v = y.T[1:]
+            y.add_(x)
+            loss = (v[0] * v.sum()).sum()
+        elif case == "stale_view_written":
+            v = y[1]
+            y.mul_(x)
+            v.add_(x[0])
+            loss = (y * y).sum() + (v * 2).sum()
+        else:
+            v = y[:, :1].expand(2, 4)
+            y.mul_(x)
+            loss = (v * v).sum()
+        if case != "stale_view_written":
+            assert type(v.grad_fn).__name__.startswith("AsStridedBackward")
+        loss.backward()
+        out.append((v.detach().numpy(), x.grad.numpy() if lib is zyx else x.grad.detach().numpy()))
+    for got, want in zip(*out):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
