@@ -292,6 +292,28 @@ def test_binary_cross_entropy_values_outside_0_1_raise(case):
     assert np.isnan(loss.numpy()).any()  # raised once; the failing elements became NaN, not a loss
 
 
+@pytest.mark.parametrize("write", ["setitem", "iadd", "write_slice_rotating", "index_put_", "scatter_add_"])
+def test_binary_cross_entropy_failed_check_is_never_written_in_place(write):
+    """A loss whose range check fails, written in place into another tensor (``running += loss``), raises
+    before the write (PyTorch raised at the loss): the destination keeps its values, no NaN stored."""
+    y = zyx.ones(3)
+    loss = F.binary_cross_entropy(zyx.tensor(np.array([0.2, 1.5, 0.3], np.float32)),
+                                  zyx.tensor(np.array([0.0, 1.0, 0.5], np.float32)), reduction="none")
+    idx = zyx.tensor(np.array([2, 0, 1]))
+    with pytest.raises(zyx.ShapeError, match="all elements of input should be between 0 and 1"):
+        if write == "setitem":
+            y[...] = loss
+        elif write == "iadd":
+            y += loss
+        elif write == "write_slice_rotating":
+            zyx.write_slice_rotating(y, loss, 0, 1)
+        elif write == "index_put_":
+            y.index_put_((idx,), loss, accumulate=True)
+        else:
+            y.scatter_add_(0, idx, loss)
+    np.testing.assert_array_equal(y.numpy(), np.ones(3, np.float32))
+
+
 def test_binary_cross_entropy_check_reaches_gradient_and_module():
     """A gradient read without the loss checks the values too (its kernels carry the check); BCELoss raises
     the same way."""

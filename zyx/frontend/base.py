@@ -11,6 +11,8 @@ import weakref
 from typing import Any
 
 from zyx.errors import ShapeError
+from zyx.graph import pending_op_in
+from zyx.op import VALUE_CHECKS
 
 
 class TensorBase:
@@ -60,6 +62,14 @@ def check_writable(x: Any, what: str) -> None:
                          "zyx computes as a copy, not a view: a write into it would not reach the tensor it was "
                          "taken from; expected a writable tensor: write into that tensor with int bounds "
                          "(x[s:s + n] = v with s = int(start)), or .clone() it first to write into a plain copy")
+
+
+def checks_values(value: Any) -> bool:
+    """Whether ``value``, about to be written in place into another tensor, is still to be computed by a kernel
+    with a value check (``op.VALUE_CHECKS``: binary_cross_entropy's range check). Its writer then realizes it and
+    raises a failed check (``errorflags.check``, one sync) before writing, so a write never stores the NaN of a
+    failed check into a tensor that PyTorch would have left untouched."""
+    return isinstance(value, TensorBase) and pending_op_in(value._data, VALUE_CHECKS)
 
 
 def tensor_class() -> Any:
