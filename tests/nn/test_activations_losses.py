@@ -314,6 +314,20 @@ def test_binary_cross_entropy_failed_check_is_never_written_in_place(write):
     np.testing.assert_array_equal(y.numpy(), np.ones(3, np.float32))
 
 
+def test_binary_cross_entropy_failed_check_stops_an_optimizer_step():
+    """loss.backward(); opt.step() before any read: the step raises the failed check before updating (the
+    parameters took NaN, and the error only surfaced at the next read)."""
+    m = zyx.nn.Linear(3, 1)
+    opt = zyx.optim.SGD(m.parameters(), lr=0.1)
+    w0, b0 = m.weight.numpy().copy(), m.bias.numpy().copy()
+    x = zyx.tensor(np.array([[1.0, 2.0, 3.0], [-4.0, 5.0, 6.0]], np.float32))
+    F.binary_cross_entropy(m(x).reshape(-1) * 100.0, zyx.tensor(np.array([0.0, 1.0], np.float32))).backward()
+    with pytest.raises(zyx.ShapeError, match="all elements of input should be between 0 and 1"):
+        opt.step()
+    np.testing.assert_array_equal(m.weight.numpy(), w0)
+    np.testing.assert_array_equal(m.bias.numpy(), b0)
+
+
 def test_binary_cross_entropy_check_reaches_gradient_and_module():
     """A gradient read without the loss checks the values too (its kernels carry the check); BCELoss raises
     the same way."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from zyx.backend import errorflags
 from zyx.errors import DTypeError, ShapeError
 from zyx.frontend import reduce as R
 from zyx.frontend.elementwise import binary, log1p, unary, where, with_gradient
@@ -203,6 +204,7 @@ def _checked(x: Any, y: Any) -> tuple[Any, Any]:
     """Input and target passed through the device-side check PyTorch makes on the host (each in [0, 1], NaN
     refused): the kernel that reads them sets an error-flag bit, raised as ``ShapeError`` (a RuntimeError, as
     PyTorch's) at the latest when values are read, with no sync of its own; the failing elements read as NaN."""
+    errorflags.note_value_check(x.device)  # in-place writers raise a failed check before writing
     return unary(Op.CHECK_PROB_INPUT, x), unary(Op.CHECK_PROB_TARGET, y)
 
 
