@@ -43,6 +43,10 @@ class Op(str, Enum):
     ISINF = "isinf"
     NOT = "not"
     INVERT = "invert"
+    # float only: the value itself where it lies in [0, 1]; NaN and an error-flag bit elsewhere (NaN too), so a
+    # value-dependent precondition is checked by the kernel that reads the value (backend/errorflags.py)
+    CHECK_PROB_INPUT = "check_prob_input"  # binary_cross_entropy's input
+    CHECK_PROB_TARGET = "check_prob_target"  # binary_cross_entropy's target
     # binary ALU ops
     ADD = "add"
     SUB = "sub"
@@ -92,7 +96,7 @@ class Op(str, Enum):
 UNARY = frozenset({
     Op.NEG, Op.ABS, Op.EXP, Op.EXP2, Op.LOG, Op.LOG2, Op.SQRT, Op.RSQRT, Op.SIN, Op.COS, Op.TAN, Op.TANH,
     Op.SIGMOID, Op.RELU, Op.GELU, Op.GELU_TANH, Op.SILU, Op.ERF, Op.RECIPROCAL, Op.FLOOR, Op.CEIL, Op.ROUND,
-    Op.TRUNC, Op.SIGN, Op.SQUARE, Op.ISNAN, Op.ISINF, Op.NOT, Op.INVERT,
+    Op.TRUNC, Op.SIGN, Op.SQUARE, Op.ISNAN, Op.ISINF, Op.NOT, Op.INVERT, Op.CHECK_PROB_INPUT, Op.CHECK_PROB_TARGET,
 })
 BINARY = frozenset({
     Op.ADD, Op.SUB, Op.MUL, Op.DIV, Op.FLOORDIV, Op.MOD, Op.POW, Op.MAXIMUM, Op.MINIMUM,
@@ -106,6 +110,8 @@ REDUCE = frozenset({Op.SUM, Op.PROD, Op.MAX, Op.MIN, Op.ARGMAX, Op.ARGMIN})
 COMPARISON = frozenset({Op.EQ, Op.NE, Op.LT, Op.LE, Op.GT, Op.GE, Op.ISNAN, Op.ISINF, Op.NOT})
 #: ALU ops whose result is exact in the operands' dtype (a 16-bit/8-bit float emulation never rounds it)
 EXACT = frozenset({Op.NEG, Op.ABS, Op.RELU, Op.FLOOR, Op.CEIL, Op.ROUND, Op.TRUNC, Op.SIGN, Op.MAXIMUM,
-                   Op.MINIMUM, Op.WHERE})
+                   Op.MINIMUM, Op.WHERE, Op.CHECK_PROB_INPUT, Op.CHECK_PROB_TARGET})
+#: ALU ops that pass a value through and report one outside its allowed range through the device's error flag
+VALUE_CHECKS = frozenset({Op.CHECK_PROB_INPUT, Op.CHECK_PROB_TARGET})
 #: reduces whose result is a position (int64), not a value
 ARG_REDUCE = frozenset({Op.ARGMAX, Op.ARGMIN})

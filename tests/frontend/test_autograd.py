@@ -499,7 +499,7 @@ def test_in_place_write_to_an_operand_the_rule_does_not_read_is_allowed():
 
 
 @pytest.mark.parametrize("case", ["transpose_add", "slice_mul", "nested_views", "view_used_after", "tensor_index",
-                                  "scatter_", "index_put_"])
+                                  "scatter_", "index_put_", "write_slice", "write_slice_rotating", "write_slice_doff"])
 def test_in_place_write_through_a_view_updates_the_base_history(case):
     """As PyTorch's CopySlices: ``t = y.T; t += v`` changes ``y``, so a gradient through ``y`` must reach
     ``v`` (zyx's ``y`` kept its old history: silently wrong gradients)."""
@@ -525,15 +525,27 @@ def test_in_place_write_through_a_view_updates_the_base_history(case):
             y[1:][lib.tensor(np.array([0]))] = x[0] * 3
         elif case == "scatter_":
             y[:, 1:].scatter_(1, lib.tensor(np.array([[0], [1]])), x[:, :1] * 4)
-        else:
+        elif case == "index_put_":
             y.T.index_put_((lib.tensor(np.array([2])),), x[:, 0] * 2)
+        elif lib is torch:  # the write_slice family through a view; PyTorch's equivalent slab assignment
+            box = {"write_slice": (slice(0, 2), slice(1, 2)), "write_slice_rotating": ([1, 0], slice(None)),
+                   "write_slice_doff": (slice(1, 3), slice(None))}[case]
+            dest = y.T if case == "write_slice_doff" else y.T[1:]
+            dest[box] = (x.T[:2, :1] if case == "write_slice" else x.T[:2]) * 6
+        elif case == "write_slice":
+            zyx.write_slice(y.T[1:], x.T[:2, :1] * 6, [(0, 2), (1, 2)])
+        elif case == "write_slice_rotating":  # rows (1 + r) % 2 of the view: 1, 0
+            zyx.write_slice_rotating(y.T[1:], x.T[:2] * 6, 0, 1)
+        else:
+            zyx.write_slice_doff(y.T, x.T[:2] * 6, 0, zyx.tensor(np.array([1])))
         (y * y).sum().backward()
         out.append((y.detach().numpy(), x.grad.numpy() if lib is zyx else x.grad.detach().numpy()))
     for got, want in zip(*out):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("write", ["imul", "tensor_index", "scatter_", "index_put_"])
+@pytest.mark.parametrize("write", ["imul", "tensor_index", "scatter_", "index_put_", "write_slice",
+                                   "write_slice_rotating", "write_slice_doff"])
 def test_in_place_write_through_a_view_of_a_leaf_raises(write):
     x = zyx.ones(2, 3, requires_grad=True)
     t = x[1:]
@@ -545,6 +557,51 @@ def test_in_place_write_through_a_view_of_a_leaf_raises(write):
             t[idx] = 5.0
         elif write == "scatter_":
             t.scatter_(1, zyx.tensor(np.array([[0]])), 7.0)
-        else:
+        elif write == "index_put_":
             t.index_put_((idx,), zyx.tensor(9.0))
+        elif write == "write_slice":
+            zyx.write_slice(t, zyx.full((1, 2), 3.0), [(0, 1), (1, 3)])
+        elif write == "write_slice_rotating":
+            zyx.write_slice_rotating(t, zyx.full((1, 3), 3.0), 0, 0)
+        else:
+            zyx.write_slice_doff(t, zyx.full((1, 3), 3.0), 0, zyx.tensor(np.array([0])))
     np.testing.assert_array_equal(x.detach().numpy(), np.ones((2, 3), np.float32))  # refused before writing
+
+
+@pytest.mark.parametrize("case", ["mul_", "sibling_view_written", "view_of_a_stale_view", "stale_view_written",
+                                  "expanded_view"])
+def test_views_taken_before_a_write_are_regenerated_from_the_base(case):
+    """As PyTorch: ``v = y[0]; y.mul_(2)`` -- ``v`` holds the new values, and its gradient flows through ``y``'s
+    new history (its grad_fn becomes AsStridedBackward); zyx's ``v`` kept its old history (wrong gradients)."""
+    a_np = np.linspace(-1.0, 2.0, 6, dtype=np.float32).reshape(2, 3)
+    out = []
+    for lib in (zyx, torch):
+        x = lib.tensor(a_np, requires_grad=True)
+        y = x * 1
+        if case == "mul_":
+            v = y[0]
+            y.mul_(2)
+            loss = (v * v).sum()
+        elif case == "sibling_view_written":
+            v = y[0]
+            y[:, 1].mul_(3)
+            loss = (v * v).sum()
+        elif case == "view_of_a_stale_view":
+            v = y.T[1:]
+            y.add_(x)
+            loss = (v[0] * v.sum()).sum()
+        elif case == "stale_view_written":
+            v = y[1]
+            y.mul_(x)
+            v.add_(x[0])
+            loss = (y * y).sum() + (v * 2).sum()
+        else:
+            v = y[:, :1].expand(2, 4)
+            y.mul_(x)
+            loss = (v * v).sum()
+        if case != "stale_view_written":
+            assert type(v.grad_fn).__name__.startswith("AsStridedBackward")
+        loss.backward()
+        out.append((v.detach().numpy(), x.grad.numpy() if lib is zyx else x.grad.detach().numpy()))
+    for got, want in zip(*out):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

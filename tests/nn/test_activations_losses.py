@@ -255,6 +255,90 @@ def test_binary_cross_entropy(weighted, reduction):
                     rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("case", [
+    ("input", 1.5, "mean", "float32"), ("input", -1e-7, "none", "float32"), ("input", np.nan, "sum", "float32"),
+    ("input", np.inf, "mean", "float64"), ("target", 2.0, "none", "float32"), ("target", np.nan, "mean", "float16"),
+    ("both", -0.5, "sum", "float32"),
+])
+def test_binary_cross_entropy_values_outside_0_1_raise(case):
+    """As PyTorch's RuntimeError "all elements of input (target) should be between 0 and 1" (zyx gave NaN, or a
+    finite loss for a target outside [0, 1]): ShapeError (a RuntimeError), input named first, checked by the
+    loss's own kernel (no launch or sync of its own) and raised when values are read; the failing elements
+    read as NaN. The same values inside [0, 1] give PyTorch's loss."""
+    where, bad, reduction, dtype = case
+    x = np.array([[0.2, 0.9, 0.0], [1.0, 0.5, 0.7]], dtype)
+    y = np.array([[0.0, 1.0, 0.3], [1.0, 0.5, 0.0]], dtype)
+    if where in ("input", "both"):
+        x[1, 2] = bad
+    if where in ("target", "both"):  # both at one element: PyTorch names input (it names the first bad element's)
+        y[1 if where == "both" else 0, 2 if where == "both" else 1] = bad
+    what = "target" if where == "target" else "input"
+    with pytest.raises(RuntimeError, match=f"all elements of {what} should be between 0 and 1"):
+        TF.binary_cross_entropy(torch.tensor(x), torch.tensor(y), reduction=reduction)
+    ok = (np.nan_to_num(x, nan=0.5).clip(0, 1), np.nan_to_num(y, nan=0.5).clip(0, 1))
+    zok = (zyx.tensor(ok[0]), zyx.tensor(ok[1]))
+    before = zyx.kernel_count()
+    _close(F.binary_cross_entropy(*zok, reduction=reduction),
+           TF.binary_cross_entropy(torch.tensor(ok[0]), torch.tensor(ok[1]), reduction=reduction), rtol=1e-3, atol=1e-3)
+    kernels = zyx.kernel_count() - before
+    zxy = (zyx.tensor(x), zyx.tensor(y))
+    before = zyx.kernel_count()
+    loss = F.binary_cross_entropy(*zxy, reduction=reduction)
+    with pytest.raises(zyx.ShapeError, match=f"binary_cross_entropy: all elements of {what} should be between "
+                                             "0 and 1") as info:
+        loss.numpy()
+    assert isinstance(info.value, RuntimeError)
+    assert zyx.kernel_count() - before == kernels  # checked inside the loss's own kernels
+    assert np.isnan(loss.numpy()).any()  # raised once; the failing elements became NaN, not a loss
+
+
+@pytest.mark.parametrize("write", ["setitem", "iadd", "write_slice_rotating", "index_put_", "scatter_add_"])
+def test_binary_cross_entropy_failed_check_is_never_written_in_place(write):
+    """A loss whose range check fails, written in place into another tensor (``running += loss``), raises
+    before the write (PyTorch raised at the loss): the destination keeps its values, no NaN stored."""
+    y = zyx.ones(3)
+    loss = F.binary_cross_entropy(zyx.tensor(np.array([0.2, 1.5, 0.3], np.float32)),
+                                  zyx.tensor(np.array([0.0, 1.0, 0.5], np.float32)), reduction="none")
+    idx = zyx.tensor(np.array([2, 0, 1]))
+    with pytest.raises(zyx.ShapeError, match="all elements of input should be between 0 and 1"):
+        if write == "setitem":
+            y[...] = loss
+        elif write == "iadd":
+            y += loss
+        elif write == "write_slice_rotating":
+            zyx.write_slice_rotating(y, loss, 0, 1)
+        elif write == "index_put_":
+            y.index_put_((idx,), loss, accumulate=True)
+        else:
+            y.scatter_add_(0, idx, loss)
+    np.testing.assert_array_equal(y.numpy(), np.ones(3, np.float32))
+
+
+def test_binary_cross_entropy_failed_check_stops_an_optimizer_step():
+    """loss.backward(); opt.step() before any read: the step raises the failed check before updating (the
+    parameters took NaN, and the error only surfaced at the next read)."""
+    m = zyx.nn.Linear(3, 1)
+    opt = zyx.optim.SGD(m.parameters(), lr=0.1)
+    w0, b0 = m.weight.numpy().copy(), m.bias.numpy().copy()
+    x = zyx.tensor(np.array([[1.0, 2.0, 3.0], [-4.0, 5.0, 6.0]], np.float32))
+    F.binary_cross_entropy(m(x).reshape(-1) * 100.0, zyx.tensor(np.array([0.0, 1.0], np.float32))).backward()
+    with pytest.raises(zyx.ShapeError, match="all elements of input should be between 0 and 1"):
+        opt.step()
+    np.testing.assert_array_equal(m.weight.numpy(), w0)
+    np.testing.assert_array_equal(m.bias.numpy(), b0)
+
+
+def test_binary_cross_entropy_check_reaches_gradient_and_module():
+    """A gradient read without the loss checks the values too (its kernels carry the check); BCELoss raises
+    the same way."""
+    zx = zyx.tensor(np.array([0.3, 1.2], np.float32), requires_grad=True)
+    F.binary_cross_entropy(zx, zyx.tensor(np.array([0.0, 1.0], np.float32))).backward()
+    with pytest.raises(zyx.ShapeError, match="all elements of input should be between 0 and 1"):
+        zx.grad.numpy()
+    with pytest.raises(zyx.ShapeError, match="all elements of target should be between 0 and 1"):
+        zyx.nn.BCELoss()(zyx.tensor(np.array([0.3], np.float32)), zyx.tensor(np.array([-1.0], np.float32))).item()
+
+
 @pytest.mark.parametrize("reduction", REDUCTIONS)
 @pytest.mark.parametrize("options", ["plain", "weight", "pos_weight"])
 def test_binary_cross_entropy_with_logits(options, reduction):

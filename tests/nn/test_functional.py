@@ -1,6 +1,8 @@
 """zyx.nn.functional and softmax/log_softmax against PyTorch CPU."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -91,6 +93,25 @@ def test_softmax_family_dtype_argument_and_rank0_dim():
     for fn in (s.softmax, s.log_softmax):
         with pytest.raises(IndexError, match="out of range"):
             fn(1)
+
+
+@pytest.mark.parametrize("rank", [0, 1, 2, 3, 4])
+def test_softmax_family_implicit_dim_warns_like_pytorch(rank):
+    """No ``dim``: PyTorch's deprecated implicit choice (0 for 0-, 1- and 3-D inputs, else 1) with its
+    UserWarning naming the function, attributed to the caller's line; an explicit dim never warns."""
+    a = RNG.normal(size=(2, 3, 4, 5)[:rank]).astype(np.float32)
+    z, t = zyx.tensor(a), torch.tensor(a)
+    for name in ("softmax", "log_softmax", "softmin"):
+        with pytest.warns(UserWarning, match=f"Implicit dimension choice for {name} has been deprecated") as rec:
+            got = getattr(F, name)(z)
+        with pytest.warns(UserWarning, match="Implicit dimension choice"):
+            want = getattr(TF, name)(t)
+        assert rec[0].filename == __file__
+        _close(got, want)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        F.softmax(z, -1 if rank else 0)
+        z.softmax(-1)
 
 
 def test_embedding_padding_idx_has_no_gradient():

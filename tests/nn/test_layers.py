@@ -107,16 +107,25 @@ def test_embedding_padding_idx():
 
 @pytest.mark.parametrize("name,args", [("ReLU", ()), ("GELU", ()), ("GELU", ("tanh",)), ("SiLU", ()), ("Tanh", ()),
                                        ("Sigmoid", ()), ("Softmax", (1,)), ("Softmax", (-1,)), ("LogSoftmax", (1,)),
-                                       ("LeakyReLU", ()), ("LeakyReLU", (0.2,)), ("Identity", ()),
+                                       ("Softmin", (0,)), ("LeakyReLU", ()), ("LeakyReLU", (0.2,)), ("Identity", ()),
                                        ("Flatten", ()), ("Flatten", (0, 1)), ("Unflatten", (1, (2, 2)))])
 def test_parameter_free(name, args):
     check(getattr(nn, name)(*args), getattr(torch.nn, name)(*args), [_randn(3, 4, 5) * 2], modes=("train",))
 
 
-def test_softmax_default_dim():
-    x = _randn(2, 3, 4)
-    _close(nn.Softmax()(zyx.tensor(x)), torch.nn.Softmax(dim=0)(torch.tensor(x)))  # PyTorch's legacy choice
-    _close(nn.Softmax()(zyx.tensor(x[0])), torch.nn.Softmax(dim=1)(torch.tensor(x[0])))
+@pytest.mark.parametrize("name", ["Softmax", "LogSoftmax", "Softmin"])
+def test_softmax_modules_implicit_dim(name):
+    """``dim=None``: PyTorch's deprecated choice (0 for 0-, 1- and 3-D inputs, else 1) and its warning,
+    pointing at the line that called the module."""
+    for shape in ((2, 3, 4), (3, 4)):
+        x = _randn(*shape)
+        with pytest.warns(UserWarning, match="Implicit dimension choice for") as rec:
+            got = getattr(nn, name)()(zyx.tensor(x))
+        with pytest.warns(UserWarning, match="Implicit dimension choice for"):
+            want = getattr(torch.nn, name)()(torch.tensor(x))
+        assert rec[0].filename == __file__
+        _close(got, want)
+    assert getattr(nn, name)().dim is None and getattr(nn, name)(2).dim == 2
 
 
 def test_dropout_modes():

@@ -27,11 +27,13 @@ from typing import Any
 import numpy as np
 
 from zyx.backend import journal, sync_hooks
-from zyx.errors import ContractError, DivisionByZeroError, IndexOutOfRange, IntegerArithmeticError
+from zyx.errors import ContractError, DivisionByZeroError, IndexOutOfRange, IntegerArithmeticError, ShapeError
 
 DIV_ZERO = 1
 NEG_POW = 2
 INDEX_OOB = 4  # a gathered or scattered index outside its axis; the kernel read element 0 or wrote nothing
+PROB_INPUT = 8  # binary_cross_entropy's input outside [0, 1] or NaN (Op.CHECK_PROB_INPUT); the value read as NaN
+PROB_TARGET = 16  # the same for its target (Op.CHECK_PROB_TARGET)
 SLOTS = 256  # launches with a slot of their own that may be pending before a check is forced
 _SLOT_LONGS = 2  # (bad, value)
 
@@ -44,6 +46,7 @@ class _DeviceFlags:
     cl_buffer: Any
     armed: bool = False
     pending: list[tuple[int, str, type]] = field(default_factory=list)
+    values: bool = False  # a value check (op.VALUE_CHECKS) was built since the bits were last read
 
 
 # Keyed by the Device object (each has its own context). Outside the buffer pool on
@@ -88,6 +91,19 @@ def reserve(device: Any, describe: str | None = None, error: type = ContractErro
         return st.cl_buffer, slot
 
 
+def note_value_check(device: Any) -> None:
+    """A kernel with a value check will run on ``device``: until the bits are next read, in-place writers ask
+    ``values_unchecked`` and raise a failed check before writing (``frontend.base.checks_values``)."""
+    _state(device).values = True
+
+
+def values_unchecked(device: Any) -> bool:
+    """Whether a value check built on ``device`` may have run (a flagged kernel launched) with its bits not
+    read since."""
+    st = _flags.get(device)
+    return st is not None and st.values and st.armed
+
+
 def buffer_of(device: Any) -> Any | None:
     """The flag buffer of ``device`` if one was made (to recognize it among launch arguments)."""
     st = _flags.get(device)
@@ -117,6 +133,7 @@ def check(device: Any | None = None) -> None:
             if not st.armed and not st.pending:
                 continue
             st.armed = False  # before the read: a kernel launched meanwhile arms it again
+            st.values = False
             host = np.empty((1 + len(st.pending)) * _SLOT_LONGS, np.int64)
             cl.enqueue_copy(dev.queue, host, st.cl_buffer, is_blocking=True)
             bits = int(host[:1].view(np.int32)[0])  # slot 0's first int
@@ -133,6 +150,11 @@ def check(device: Any | None = None) -> None:
 
 
 def _raise_bits(bits: int, device: Any) -> None:
+    for bit, what in ((PROB_INPUT, "input"), (PROB_TARGET, "target")):  # input first, as PyTorch checks it first
+        if bits & bit:
+            raise ShapeError(f"binary_cross_entropy: all elements of {what} should be between 0 and 1 (a value "
+                             f"outside [0, 1] or NaN was read by a kernel on {device}; the loss computed from it "
+                             "holds NaN there)")
     if bits & INDEX_OOB:
         raise IndexOutOfRange(f"IndexError: index out of range in a gather or scatter kernel (x[idx], "
                               f"gather, scatter, embedding) on {device} (expected indices in [-size, size) for x[idx], "

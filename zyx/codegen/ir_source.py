@@ -27,6 +27,8 @@ from zyx.op import ARG_REDUCE, COMPARISON, EXACT, Op
 BUILD_OPTIONS = "-cl-fp32-correctly-rounded-divide-sqrt -w"
 ERR_FLAG = "zyx_err"  # the error-flag parameter (backend/errorflags.py), present when a statement uses it
 INDEX_OOB = 4  # errorflags.INDEX_OOB: a gathered index outside its table
+# errorflags.PROB_INPUT / PROB_TARGET: the bit each value check sets (a value outside [0, 1], or NaN)
+CHECK_BITS = {Op.CHECK_PROB_INPUT: 8, Op.CHECK_PROB_TARGET: 16}
 
 
 def ctype(d: DType) -> str:
@@ -155,6 +157,8 @@ def alu_expr(op: Op, srcs: tuple[DType, ...], out: DType, names: list[str]) -> s
         return f"(uchar)({a} != {a})" if s.is_float else "(uchar)0"
     if op == Op.ISINF:
         return f"(uchar)isinf({a})" if s.is_float else "(uchar)0"
+    if op in CHECK_BITS:  # written so NaN fails the test; the failing value becomes NaN, never a plausible one
+        return f"(({a} >= 0 && {a} <= 1) ? {a} : (atomic_or({ERR_FLAG}, {CHECK_BITS[op]}), {literal(float('nan'), s)}))"
     if s.is_bool:
         if op in _BOOL_BITWISE:  # bools are 0/1: maximum is or, minimum is and
             return f"(uchar)({a} {_BOOL_BITWISE[op]} {b})"

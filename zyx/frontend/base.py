@@ -10,7 +10,10 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
+from zyx.backend import errorflags
 from zyx.errors import ShapeError
+from zyx.graph import pending_op_in
+from zyx.op import VALUE_CHECKS
 
 
 class TensorBase:
@@ -60,6 +63,16 @@ def check_writable(x: Any, what: str) -> None:
                          "zyx computes as a copy, not a view: a write into it would not reach the tensor it was "
                          "taken from; expected a writable tensor: write into that tensor with int bounds "
                          "(x[s:s + n] = v with s = int(start)), or .clone() it first to write into a plain copy")
+
+
+def checks_values(value: Any) -> bool:
+    """Whether ``value``, about to be written in place into another tensor, may come from a value check
+    (``op.VALUE_CHECKS``: binary_cross_entropy's range check) not yet read: a pending kernel of its own with one,
+    or one that ran on its device with the error bits unread since. Its writer then realizes it and raises a
+    failed check (``errorflags.check``, one sync) before writing, so a write never stores the NaN of a failed
+    check into a tensor that PyTorch would have left untouched."""
+    return isinstance(value, TensorBase) and (errorflags.values_unchecked(value.device)
+                                              or pending_op_in(value._data, VALUE_CHECKS))
 
 
 def tensor_class() -> Any:

@@ -15,7 +15,7 @@ from typing import Any
 
 from zyx.frontend import autograd
 from zyx.frontend.elementwise import binary, unary, where
-from zyx.op import Op
+from zyx.op import VALUE_CHECKS, Op
 
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _INV_SQRT_2 = 1.0 / math.sqrt(2.0)
@@ -95,6 +95,8 @@ def _unary_grad(op: Op, g: Any, a: Any, out: Any) -> Any:
         return -(g * (out * out))
     if op is Op.SQUARE:
         return g * a * 2.0
+    if op in VALUE_CHECKS:  # a value passed through (or the kernel's error raised)
+        return g
     if op in (Op.FLOOR, Op.CEIL, Op.ROUND, Op.TRUNC, Op.SIGN):
         return _zeros(g)
     raise AssertionError(f"no gradient rule for {op}")
@@ -170,7 +172,7 @@ def record_alu(op: Op, operands: Sequence[Any], out: Any) -> None:
     autograd.record(op.value, out, [x if _is_tensor(x) else None for x in operands], fn, saved)
 
 
-_READS_NOTHING = frozenset({Op.ADD, Op.SUB, Op.NEG, Op.FLOOR, Op.CEIL, Op.ROUND, Op.TRUNC, Op.SIGN})
+_READS_NOTHING = frozenset({Op.ADD, Op.SUB, Op.NEG, Op.FLOOR, Op.CEIL, Op.ROUND, Op.TRUNC, Op.SIGN, *VALUE_CHECKS})
 
 
 def _reads(op: Op, operands: Sequence[Any]) -> list[bool]:
@@ -193,7 +195,7 @@ _DIFFERENTIABLE = frozenset({
     Op.NEG, Op.ABS, Op.EXP, Op.EXP2, Op.LOG, Op.LOG2, Op.SQRT, Op.RSQRT, Op.SIN, Op.COS, Op.TAN, Op.TANH,
     Op.SIGMOID, Op.RELU, Op.GELU, Op.GELU_TANH, Op.SILU, Op.ERF, Op.RECIPROCAL, Op.FLOOR, Op.CEIL, Op.ROUND,
     Op.TRUNC, Op.SIGN, Op.SQUARE, Op.ADD, Op.SUB, Op.MUL, Op.DIV, Op.POW, Op.MAXIMUM, Op.MINIMUM, Op.MOD,
-    Op.ATAN2, Op.COPYSIGN,
+    Op.ATAN2, Op.COPYSIGN, *VALUE_CHECKS,
 })
 
 
@@ -326,6 +328,44 @@ def record_write(x: Any, index: Any, value: Any) -> Any:
     return autograd.record("copy_slices", x, [x, value if value_shape is not None else None], fn)
 
 
+def _positions(base: Any, x: Any, what: str) -> Any:
+    """Where each element of ``x``, a view of ``base``, lies in ``base`` flattened (a NumPy int64 array of
+    ``x``'s shape); a base laid out other than contiguously is refused (an error, not a wrong gradient)."""
+    import numpy as np
+
+    from zyx.ir.view import View
+
+    region, layout = x._view, base._view
+    if not all(type(d) is int for d in (*layout.shape, *layout.strides, layout.offset, *region.shape,
+                                         *region.strides, region.offset)) \
+            or layout.strides != View.contiguous(layout.shape).strides:
+        raise autograd.AutogradError(f"{what} of a tensor whose storage is not contiguous is not supported for "
+                                     "autograd; write into a clone")
+    flat = np.full(region.shape, region.offset - layout.offset, dtype=np.int64)
+    for axis, (size, stride) in enumerate(zip(region.shape, region.strides)):
+        step = np.arange(size, dtype=np.int64) * stride
+        flat += step.reshape((1,) * axis + (size,) + (1,) * (len(region.shape) - axis - 1))
+    return flat
+
+
+def view_of_base(base: Any, x: Any) -> Any:
+    """The gradient rule of ``x`` as a view of ``base``'s current values (PyTorch's AsStridedBackward, made
+    when ``base`` was written in place after ``x`` was taken): ``x``'s gradient added at its positions of a
+    zero gradient of ``base`` (added: an expanded view reads one position several times)."""
+    from zyx.frontend.creation import from_numpy, zeros
+
+    flat = _positions(base, x, "a view used after an in-place write")
+    shape, n, device = base.shape, base.numel(), base.device
+
+    def fn(g: Any) -> tuple:
+        out = zeros(n, dtype=g.dtype, device=g.device)
+        if flat.size:
+            out = out.scatter_add(0, from_numpy(flat.reshape(-1), device), g.reshape(-1))
+        return (out.reshape(*shape),)
+
+    return fn
+
+
 def rebase_after_view_write(base: Any, x: Any) -> None:
     """``x``, a view of ``base``, was just written in place (its new history recorded): ``base``'s
     history gets the same write (PyTorch's CopySlices): the gradient of ``base`` where ``x`` lies goes
@@ -335,22 +375,12 @@ def rebase_after_view_write(base: Any, x: Any) -> None:
     import numpy as np
 
     from zyx.frontend.creation import from_numpy
-    from zyx.ir.view import View
 
     if base._ag is None:
         return
     if base._ag.grad_fn is None:
         raise autograd.AutogradError(autograd.VIEW_OF_LEAF_WRITTEN)
-    region, layout = x._view, base._view
-    if not all(type(d) is int for d in (*layout.shape, *layout.strides, layout.offset, *region.shape,
-                                         *region.strides, region.offset)) \
-            or layout.strides != View.contiguous(layout.shape).strides:
-        raise autograd.AutogradError("an in-place write through a view of a tensor whose storage is not "
-                                     "contiguous is not supported for autograd; write into a clone")
-    flat = np.full(region.shape, region.offset - layout.offset, dtype=np.int64)
-    for axis, (size, stride) in enumerate(zip(region.shape, region.strides)):
-        step = np.arange(size, dtype=np.int64) * stride
-        flat += step.reshape((1,) * axis + (size,) + (1,) * (len(region.shape) - axis - 1))
+    flat = _positions(base, x, "an in-place write through a view")
     keep = np.ones(base.numel(), dtype=bool)
     keep[flat.reshape(-1)] = False
     shape, device = base.shape, base.device

@@ -4,6 +4,7 @@ Composed from lazy elementwise ops and reductions, so over the last dim each is 
 """
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 from zyx import dtype as dtypes
@@ -28,9 +29,19 @@ def _as_dtype(x: Any, dtype: Any):
     return x if dtype is None else x.cast(dtypes.to_dtype(dtype))
 
 
-def softmax(x: Any, dim: int = -1, dtype: Any = None):
+def implicit_dim(name: str, ndim: int, stacklevel: int = 3) -> int:
+    """PyTorch's deprecated choice when the softmax family gets no ``dim``: 0 for 0-, 1- and 3-D inputs,
+    else 1, with its UserWarning (``stacklevel`` points the warning at the caller's line)."""
+    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call to include dim=X "
+                  "as an argument.", stacklevel=stacklevel)
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def softmax(x: Any, dim: int | None = None, dtype: Any = None, *, _stacklevel: int = 3):
     """``exp(x - max) * (1 / sum(exp(x - max)))`` along ``dim`` (one reciprocal per row, as PyTorch does);
-    ``dtype`` casts the input first."""
+    ``dtype`` casts the input first. Without ``dim``, PyTorch's deprecated implicit choice (``implicit_dim``)."""
+    if dim is None:
+        dim = implicit_dim("softmax", x.ndim, _stacklevel)
     x = _as_dtype(x, dtype)
     if type(x) in VARSIZE:  # a variable size (frontend.varsize): its masked form
         return x.softmax(dim)
@@ -46,8 +57,11 @@ def softmax(x: Any, dim: int = -1, dtype: Any = None):
     return out.cast(out_dt)
 
 
-def log_softmax(x: Any, dim: int = -1, dtype: Any = None):
-    """``x - max - log(sum(exp(x - max)))`` along ``dim``; ``dtype`` casts the input first."""
+def log_softmax(x: Any, dim: int | None = None, dtype: Any = None, *, _stacklevel: int = 3):
+    """``x - max - log(sum(exp(x - max)))`` along ``dim``; ``dtype`` casts the input first. Without ``dim``,
+    PyTorch's deprecated implicit choice (``implicit_dim``)."""
+    if dim is None:
+        dim = implicit_dim("log_softmax", x.ndim, _stacklevel)
     x = _as_dtype(x, dtype)
     if type(x) in VARSIZE:
         return x.log_softmax(dim)
@@ -63,8 +77,11 @@ def log_softmax(x: Any, dim: int = -1, dtype: Any = None):
     return out.cast(out_dt)
 
 
-def softmin(x: Any, dim: int = -1, dtype: Any = None):
-    """``softmax(-x)`` along ``dim``, as ``torch.nn.functional.softmin``."""
+def softmin(x: Any, dim: int | None = None, dtype: Any = None, *, _stacklevel: int = 3):
+    """``softmax(-x)`` along ``dim``, as ``torch.nn.functional.softmin`` (without ``dim``, PyTorch's deprecated
+    implicit choice)."""
+    if dim is None:
+        dim = implicit_dim("softmin", x.ndim, _stacklevel)
     return softmax(-_as_dtype(x, dtype), dim)
 
 

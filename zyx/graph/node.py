@@ -139,6 +139,20 @@ def pending_readers(node: LazyNode) -> list[LazyNode]:
     return [m for r in readers if (m := r()) is not None and m.buffer is None]
 
 
+def pending_op_in(node: LazyNode, ops: frozenset[Op]) -> bool:
+    """Whether ``node`` or a pending node it reads (up to realized buffers) is one of ``ops``."""
+    stack, seen = [node], set()
+    while stack:
+        n = stack.pop()
+        if n.buffer is not None or id(n) in seen:
+            continue
+        if n.op in ops:
+            return True
+        seen.add(id(n))
+        stack.extend(s.base for s in n.srcs if s.base is not None)
+    return False
+
+
 # ------------------------------------------------------------------ building
 
 def from_buffer(buf: Buffer, dtype: DType, device: Any) -> LazyNode:

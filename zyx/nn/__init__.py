@@ -11,6 +11,7 @@ from zyx.nn.activation import (
     Sigmoid,
     SiLU,
     Softmax,
+    Softmin,
     Tanh,
     Unflatten,
 )
@@ -66,7 +67,8 @@ __all__ = [
     "CrossEntropyLoss", "Dropout", "Embedding", "Flatten", "GELU", "GroupNorm", "Identity", "IncompatibleKeys",
     "L1Loss", "LayerNorm", "LeakyReLU", "Linear", "LogSoftmax", "MSELoss", "MaxPool1d", "MaxPool2d", "Module",
     "ModuleDict", "ModuleList", "MultiheadAttention", "Parameter", "RMSNorm", "ReLU", "Sequential", "SiLU",
-    "Sigmoid", "Softmax", "StateDictError", "Tanh", "TransformerEncoder", "TransformerEncoderLayer", "Unflatten",
+    "Sigmoid", "Softmax", "Softmin", "StateDictError", "Tanh", "TransformerEncoder", "TransformerEncoderLayer",
+    "Unflatten",
     "functional", "init", "utils",
 ]
 __all__ += ["PixelShuffle", "PixelUnshuffle", "Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d"]

@@ -75,27 +75,42 @@ class LeakyReLU(Module):
 
 
 class Softmax(Module):
+    """``F.softmax`` along ``dim``; ``dim=None`` is PyTorch's deprecated implicit choice, with its warning."""
+
     def __init__(self, dim: int | None = None) -> None:
         super().__init__()
         self.dim = dim
 
     def forward(self, x: Any) -> Any:
-        # PyTorch's legacy choice when dim is None: dim 0 for 0-, 1- and 3-D inputs, else dim 1
-        dim = self.dim if self.dim is not None else (0 if x.ndim in (0, 1, 3) else 1)
-        return x.softmax(dim)
+        return F.softmax(x, self.dim, _stacklevel=5)  # the warning points at the module's caller
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class Softmin(Module):
+    """``F.softmin`` along ``dim`` (``dim=None`` as ``Softmax``)."""
+
+    def __init__(self, dim: int | None = None) -> None:
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x: Any) -> Any:
+        return F.softmin(x, self.dim, _stacklevel=5)
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}"
 
 
 class LogSoftmax(Module):
+    """``F.log_softmax`` along ``dim`` (``dim=None`` as ``Softmax``)."""
+
     def __init__(self, dim: int | None = None) -> None:
         super().__init__()
         self.dim = dim
 
     def forward(self, x: Any) -> Any:
-        dim = self.dim if self.dim is not None else (0 if x.ndim in (0, 1, 3) else 1)
-        return x.log_softmax(dim)
+        return F.log_softmax(x, self.dim, _stacklevel=5)
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}"

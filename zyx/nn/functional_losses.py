@@ -7,12 +7,16 @@ Composed from lazy elementwise ops and reductions, so each fuses into few kernel
 composition. A class index picks its log-probability with a gather (``frontend.indexing``: one load per
 target, its gradient a scatter), so a target outside ``[0, C)`` (other than ``ignore_index``) raises
 ``IndexOutOfRange`` (an ``IndexError``) when values are read, as PyTorch: the gather checks it on the
-device. ``binary_cross_entropy`` alone has its own gradient rule (PyTorch's, through the log clamp at -100).
+device. ``binary_cross_entropy`` alone has its own gradient rule (PyTorch's, through the log clamp at -100);
+its input and target outside [0, 1] (or NaN) raise ``ShapeError`` when values are read, checked on the device
+the same way.
 """
 from __future__ import annotations
 
 from typing import Any
 
+from zyx import dtype as dtypes
+from zyx.backend import errorflags
 from zyx.errors import DTypeError, ShapeError
 from zyx.frontend import reduce as R
 from zyx.frontend.elementwise import binary, log1p, unary, where, with_gradient
@@ -197,12 +201,24 @@ def _bce_terms(x: Any):
     return binary(Op.MAXIMUM, log1p(-x), -100.0), binary(Op.MAXIMUM, unary(Op.LOG, x), -100.0)
 
 
+def _checked(x: Any, y: Any) -> tuple[Any, Any]:
+    """Input and target passed through the device-side check PyTorch makes on the host (each in [0, 1], NaN
+    refused): the kernel that reads them sets an error-flag bit, raised as ``ShapeError`` (a RuntimeError, as
+    PyTorch's) at the latest when values are read, with no sync of its own; the failing elements read as NaN."""
+    errorflags.note_value_check(x.device)  # in-place writers raise a failed check before writing
+    if not x.dtype.is_float:  # the check is a float op; integer probabilities compute in float32 anyway
+        x, y = x.cast(dtypes.float32), y.cast(dtypes.float32)
+    return unary(Op.CHECK_PROB_INPUT, x), unary(Op.CHECK_PROB_TARGET, y)
+
+
 def _bce(x: Any, y: Any):
+    x, y = _checked(x, y)
     log_not, log_x = _bce_terms(x)
     return (y - 1.0) * log_not - y * log_x
 
 
 def _bce_grads(g: Any, x: Any, y: Any) -> tuple:
+    x, y = _checked(x, y)  # a gradient read without the loss checks the values too
     dx = g * (x - y) / binary(Op.MAXIMUM, (1.0 - x) * x, 1e-12)
     log_not, log_x = _bce_terms(x)
     return dx, g * (log_not - log_x)
