@@ -331,11 +331,15 @@ def record_write(x: Any, index: Any, value: Any) -> Any:
 def _positions(base: Any, x: Any, what: str) -> Any:
     """Where each element of ``x``, a view of ``base``, lies in ``base`` flattened (a NumPy int64 array of
     ``x``'s shape); a base laid out other than contiguously is refused (an error, not a wrong gradient)."""
+    return _positions_in(base._view, x._view, what)
+
+
+def _positions_in(layout: Any, region: Any, what: str) -> Any:
+    """``_positions`` from the two views: ``layout``, the base's, and ``region``, the view's."""
     import numpy as np
 
     from zyx.ir.view import View
 
-    region, layout = x._view, base._view
     if not all(type(d) is int for d in (*layout.shape, *layout.strides, layout.offset, *region.shape,
                                          *region.strides, region.offset)) \
             or layout.strides != View.contiguous(layout.shape).strides:
@@ -348,14 +352,18 @@ def _positions(base: Any, x: Any, what: str) -> Any:
     return flat
 
 
-def view_of_base(base: Any, x: Any) -> Any:
-    """The gradient rule of ``x`` as a view of ``base``'s current values (PyTorch's AsStridedBackward, made
-    when ``base`` was written in place after ``x`` was taken): ``x``'s gradient added at its positions of a
-    zero gradient of ``base`` (added: an expanded view reads one position several times)."""
+def view_of_base(layout: Any, device: Any, x: Any) -> Any:
+    """The gradient rule of ``x`` as a view of a base laid out as ``layout`` on ``device``, for the base's
+    current values (PyTorch's AsStridedBackward, made when the base was written in place after ``x`` was
+    taken): ``x``'s gradient added at its positions of a zero gradient of the base (added: an expanded view
+    reads one position several times). Only the base's view is needed: the base may be gone by now."""
+    import math
+
     from zyx.frontend.creation import from_numpy, zeros
 
-    flat = _positions(base, x, "a view used after an in-place write")
-    shape, n, device = base.shape, base.numel(), base.device
+    flat = _positions_in(layout, x._view, "a view used after an in-place write")
+    shape = tuple(layout.shape)
+    n = math.prod(shape)
 
     def fn(g: Any) -> tuple:
         out = zeros(n, dtype=g.dtype, device=g.device)
