@@ -275,6 +275,18 @@ def _refresh_view(t: Any, meta: AutogradMeta) -> None:
     meta.grad_fn = node_class("as_strided")(view_of_base(layout, device, t), (fn,), ())
 
 
+def _note_view(base_meta: AutogradMeta, view: Any) -> None:
+    """Remember ``view`` among its base's views. Dead ones are dropped whenever the list reaches a power of two
+    (from 8): a weight's ``w.T`` is taken every forward and the weight is never written with grad on, so
+    without this the list of a parameter would grow by one per step for good."""
+    views = base_meta.views
+    if views is None:
+        base_meta.views = views = []
+    elif len(views) >= 8 and not len(views) & (len(views) - 1):
+        views[:] = [r for r in views if r() is not None]
+    views.append(weakref.ref(view))
+
+
 def _mark_views_stale(base: Any, writers: Sequence[Any]) -> None:
     """``base`` was just written in place (its new history recorded): each live view of it, other than
     ``writers`` (the write's own operands: a view written through is current), regenerates its history from
@@ -325,9 +337,7 @@ def record(name: str, out: Any, inputs: Sequence[Any], fn: Callable[..., Sequenc
         meta.seen = _base_fn(meta)
         root = meta.base()
         if root is not None and root._ag is not None:
-            if root._ag.views is None:
-                root._ag.views = []
-            root._ag.views.append(weakref.ref(out))
+            _note_view(root._ag, out)
     in_place = old is not None and any(x is out for x in inputs)
     if in_place:
         meta.views = old.views  # the base's views stay its views across its writes
