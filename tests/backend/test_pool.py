@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+import os
 import subprocess
 import sys
 
@@ -191,7 +192,7 @@ def test_huge_pages_can_be_turned_off_and_fall_back(device: zyx.Device, monkeypa
 
 
 def _run_script(code: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
 
 
 @pytest.mark.skipif(not zyx.devices(), reason="no OpenCL device available")
@@ -222,3 +223,21 @@ def test_a_script_may_end_with_kernels_still_queued() -> None:
         "print('queued')\n")
     assert run.returncode == 0, (run.returncode, run.stderr[-2000:])
     assert run.stdout.strip() == "queued"
+
+
+@pytest.mark.skipif(not zyx.devices() or not hasattr(os, "fork"), reason="needs a device and os.fork")
+def test_a_forked_child_exits_without_waiting_for_the_parents_queue() -> None:
+    """The exit drain is the parent's: a child forked with kernels queued has no driver threads, and waiting
+    on its copy of the queue at exit hung forever."""
+    run = _run_script(
+        "import os, sys, numpy as np, zyx\n"
+        "x = zyx.tensor(np.ones(1 << 24, np.float32)).realize()\n"
+        "float(x.sum())\n"
+        "ys = [x.sum().realize() for _ in range(50)]\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        "    sys.exit(0)\n"
+        "_, status = os.waitpid(pid, 0)\n"
+        "print(status, float(ys[-1]))\n")
+    assert run.returncode == 0, (run.returncode, run.stderr[-2000:])
+    assert run.stdout.split() == ["0", "16777216.0"]

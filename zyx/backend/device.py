@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import atexit
+import os
 import threading
 from dataclasses import dataclass
 from functools import cached_property
@@ -222,7 +223,7 @@ class Device:
         import pyopencl as cl
 
         queue = cl.CommandQueue(self.context, properties=cl.command_queue_properties.PROFILING_ENABLE)
-        atexit.register(_drain_at_exit, queue)  # after pyopencl's import: runs before its own exit handlers
+        atexit.register(_drain_at_exit, queue, os.getpid())  # after pyopencl's import: runs before its handlers
         return queue
 
     @cached_property
@@ -242,10 +243,14 @@ class Device:
             self.queue.finish()
 
 
-def _drain_at_exit(queue: cl.CommandQueue) -> None:
+def _drain_at_exit(queue: cl.CommandQueue, pid: int) -> None:
     """Wait for ``queue``'s commands before the interpreter tears down: a script that ends with
     kernels still queued (``y = x.sum().realize()`` as its last line) would otherwise free buffers'
-    host memory (the huge-page ones, Python's) under running kernels, and crash on exit."""
+    host memory (the huge-page ones, Python's) under running kernels, and crash on exit. Not in a
+    forked child (``pid`` is the process that made the queue): the driver's threads are not there, and
+    waiting on them could hang."""
+    if os.getpid() != pid:
+        return
     try:
         queue.finish()
     except Exception:  # noqa: BLE001 - a lost device at exit has nothing left to wait for
