@@ -22,7 +22,7 @@ from zyx.errors import DTypeError, ShapeError
 from zyx.frontend.autograd import needs_grad, no_grad, record
 from zyx.frontend.creation import host_cast
 from zyx.frontend.index_map import DimMap, apply_adjoint, apply_maps, nested_sum
-from zyx.nn.functional_resample_separable import separable_resample
+from zyx.nn.functional_resample_separable import area_pixel_scale, separable_resample
 
 _MODES = {"nearest": None, "nearest-exact": None, "linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3,
           "area": None, "lanczos": 2}
@@ -64,15 +64,6 @@ def _f(dt: Any) -> Any:
     return np.float64 if dt is dtypes.float64 else np.float32
 
 
-def _scale(in_size: int, out_size: int, align_corners: bool, scale: float | None, ft: Any) -> Any:
-    """PyTorch's ``area_pixel_compute_scale``: the step in input positions per output position."""
-    if align_corners:
-        return ft(in_size - 1) / ft(out_size - 1) if out_size > 1 else ft(0)
-    if scale is not None and scale > 0:
-        return ft(1.0 / scale)
-    return ft(in_size) / ft(out_size)
-
-
 def _nearest_map(dim: int, in_size: int, out_size: int, scale: float | None, exact: bool) -> DimMap:
     o = np.arange(out_size)
     s = np.float32(1.0 / scale) if scale is not None and scale > 0 else np.float32(in_size) / np.float32(out_size)
@@ -92,7 +83,7 @@ def _linear_map(dim: int, in_size: int, out_size: int, align_corners: bool, scal
     o = np.arange(out_size)
     if out_size == in_size:  # PyTorch copies: weights (1, 0) on the same element
         return DimMap(dim, in_size, np.stack([o, o]), np.stack([np.ones(out_size), np.zeros(out_size)]))
-    r = _scale(in_size, out_size, align_corners, scale, ft)
+    r = area_pixel_scale(in_size, out_size, align_corners, scale, ft)
     of = o.astype(ft)
     real = r * of if align_corners else np.maximum(r * (of + ft(0.5)) - ft(0.5), ft(0))
     i0 = np.minimum(np.floor(real).astype(np.int64), in_size - 1)
@@ -104,7 +95,7 @@ def _linear_map(dim: int, in_size: int, out_size: int, align_corners: bool, scal
 
 def _cubic_map(dim: int, in_size: int, out_size: int, align_corners: bool, scale: float | None, ft: Any) -> DimMap:
     o = np.arange(out_size)
-    r = _scale(in_size, out_size, align_corners, scale, ft)
+    r = area_pixel_scale(in_size, out_size, align_corners, scale, ft)
     of = o.astype(ft)
     real = (r * of if align_corners else r * (of + ft(0.5)) - ft(0.5)).astype(ft)
     i0 = np.minimum(np.floor(real).astype(np.int64), in_size - 1)

@@ -68,8 +68,9 @@ def _filter(mode: str, antialias: bool) -> Callable[[Any, Any], Any]:
     return _lanczos3
 
 
-def _scale(in_size: int, out_size: int, align_corners: bool, scale: float | None, ft: Any) -> Any:
-    """PyTorch's ``area_pixel_compute_scale`` in ``ft``."""
+def area_pixel_scale(in_size: int, out_size: int, align_corners: bool, scale: float | None, ft: Any) -> Any:
+    """PyTorch's ``area_pixel_compute_scale`` in ``ft``: the step in input positions per output position
+    (shared with ``functional_resample``'s gather maps)."""
     if align_corners:
         return ft(in_size - 1) / ft(out_size - 1) if out_size > 1 else ft(0)
     if scale is not None and scale > 0:
@@ -206,7 +207,7 @@ def separable_resample(x: Any, sizes: list[int], scales: list[float | None], mod
         n, o = x.shape[dim], sizes[k]
         if n == o:
             continue
-        scale = _scale(n, o, align_corners, scales[k], ft)
+        scale = area_pixel_scale(n, o, align_corners, scales[k], ft)
         if is_u8 and mode == "bilinear" and not antialias and not align_corners and o == 2 * n and scale == 0.5:
             x = _uint8_twice(x, dim)
             continue
