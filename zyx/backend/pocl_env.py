@@ -24,7 +24,7 @@ def pinning_is_safe(allowed: set[int], cpu_count: int, max_threads: str | None) 
             workers = min(workers, int(max_threads))
         except ValueError:
             return False  # PoCL's reading of an odd value is unknown: do not pin
-    return workers >= 2 and set(range(workers)) <= allowed and set(range(cpu_count)) <= allowed
+    return workers >= 2 and set(range(cpu_count)) <= allowed  # workers <= cpu_count: their CPUs are among these
 
 
 def pin_pocl_workers(environ: MutableMapping[str, str] | None = None) -> bool:
