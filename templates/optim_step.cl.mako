@@ -10,6 +10,8 @@ maximize, weight_decay, decoupled, momentum, first_step, nesterov, amsgrad, cent
 lerp_from_end: a running average's lerp weight is 0.5 or more, so it is taken from the new end),
 state (the state buffer names, in argument order), scalars (the scalar argument names, in order),
 grad_index (the gradient's buffer index of element zyx_i: it is read through its own strides).
+The last argument is the device's error word (backend/errorflags.py, slot 0): set by a kernel upstream
+(an out-of-range gathered index in the loss), the step writes nothing, and the error is raised at the next read.
 </%doc>\
 <%namespace name="dt" file="/common/dtypes.mako"/>\
 <%
@@ -32,8 +34,10 @@ __kernel void zyx_optim_${algo}(__global ${T} *restrict zyx_param, __global cons
 % for name in scalars:
 , const ${ct} zyx_${name}\
 % endfor
-)
+, __global const int *restrict zyx_err)
 {
+    if (zyx_err[0])  /* an error flagged upstream and not read yet (a failed gather): leave everything as it was */
+        return;
     const long zyx_i = get_global_id(0);
     ${ct} p = ${load("param")};
     ${ct} g = ${capture(dt.load, dtype, "zyx_grad", grad_index)};

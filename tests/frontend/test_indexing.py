@@ -318,6 +318,76 @@ def test_out_of_range_writes_write_nothing():
     np.testing.assert_array_equal(x.numpy(), before)
 
 
+GATHERED_WRITES = {
+    "setitem": lambda y, v: y.__setitem__(slice(None), v),
+    "slice_setitem": lambda y, v: y.__setitem__(slice(1, 3), v[1:]),
+    "copy_": lambda y, v: y.copy_(v),
+    "add_": lambda y, v: y.add_(v),
+    "iadd": lambda y, v: y.__iadd__(v),
+    "mul_fused": lambda y, v: y.mul_(v * 2.0 + 1.0),
+    "index_put_": lambda y, v: y.index_put_((_z(np.array([2, 0, 1])),), v),
+    "scatter_add_": lambda y, v: y.scatter_add_(0, _z(np.array([2, 0, 1])), v),
+    "write_slice_rotating": lambda y, v: zyx.write_slice_rotating(y, v, 0, 1),
+}
+
+
+@pytest.mark.parametrize("write", sorted(GATHERED_WRITES))
+@pytest.mark.parametrize("realized", [False, True])
+def test_a_failed_gather_written_in_place_writes_nothing(write, realized):
+    """``y[:] = t[bad]``, ``y += t[bad]``, ...: PyTorch raises at the gather and never writes. zyx's gather
+    checks on the device; the in-place write raises that error before writing (the element-0 read of the bad
+    index was stored into ``y`` before), also when the gather was realized earlier and not read since."""
+    table = _z(np.arange(10, dtype=np.float32) + 5)
+    y = zyx.tensor(np.array([-1.0, -2.0, -3.0], np.float32))
+    v = table[_z(np.array([3, 12, 1]))]
+    if realized:
+        v.realize()
+    with pytest.raises(zyx.IndexOutOfRange):
+        GATHERED_WRITES[write](y, v)
+    np.testing.assert_array_equal(y.numpy(), np.array([-1.0, -2.0, -3.0], np.float32))
+    GATHERED_WRITES[write](y, table[_z(np.array([3, 2, 1]))])  # the flag was read: a good write works
+    assert not np.array_equal(y.numpy(), np.array([-1.0, -2.0, -3.0], np.float32))
+
+
+def test_a_jitted_gathered_write_checks_on_every_call():
+    """A jitted ``y[...] = table[idx]``: its capture reads the error bits before writing, which a replayed
+    launch list would skip (the third call wrote the element-0 read into ``y``), so it runs eagerly each call
+    and a bad index on a later call writes nothing."""
+    table = _z(np.arange(10, dtype=np.float32))
+    y = zyx.zeros(2)
+
+    @zyx.jit
+    def write(y, idx):
+        y[...] = table[idx]
+        return y
+
+    for ids in ([1, 2], [3, 4], [5, 6]):
+        np.testing.assert_array_equal(write(y, _z(np.array(ids))).numpy(), np.array(ids, np.float32))
+    with pytest.raises(zyx.IndexOutOfRange):
+        write(y, _z(np.array([7, 11])))
+    np.testing.assert_array_equal(y.numpy(), np.array([5, 6], np.float32))
+
+
+def test_a_failed_gather_upstream_leaves_an_optimizer_step_unwritten():
+    """An embedding lookup with a bad index, backward and ``opt.step()`` before any read: the fused step's
+    kernel reads the device's error word and writes nothing (no sync of its own); the next read raises and the
+    parameters and the optimizer's state keep their values."""
+    emb = zyx.nn.Embedding(5, 3)
+    opt = zyx.optim.Adam(emb.parameters(), lr=0.1)
+    w0 = emb.weight.numpy().copy()
+    emb(_z(np.array([1, 7]))).sum().backward()
+    opt.step()
+    with pytest.raises(zyx.IndexOutOfRange):
+        zyx.synchronize()
+    np.testing.assert_array_equal(emb.weight.numpy(), w0)
+    assert all(float(abs(t).sum()) == 0.0 for st in opt.state.values() for t in st.values()
+               if isinstance(t, zyx.Tensor) and t.dtype.is_float)
+    emb.weight.grad = None
+    emb(_z(np.array([1, 4]))).sum().backward()
+    opt.step()  # the error was read: the next step updates
+    assert not np.array_equal(emb.weight.numpy(), w0)
+
+
 def test_argument_errors():
     x = _z(BASE)
     with pytest.raises(zyx.ShapeError):

@@ -91,6 +91,19 @@ def reserve(device: Any, describe: str | None = None, error: type = ContractErro
         return st.cl_buffer, slot
 
 
+def unread(device: Any) -> bool:
+    """Whether a launch on ``device`` that can flag an error ran with the bits not read since (``check``
+    would read them)."""
+    st = _flags.get(device)
+    return st is not None and (st.armed or bool(st.pending))
+
+
+def word_buffer(device: Any) -> Any:
+    """The flag buffer of ``device``, for a kernel that only reads slot 0's error bits (a guarded in-place
+    update that writes nothing when they are set); unlike ``reserve`` it does not arm a check."""
+    return _state(device).cl_buffer
+
+
 def note_value_check(device: Any) -> None:
     """A kernel with a value check will run on ``device``: until the bits are next read, in-place writers ask
     ``values_unchecked`` and raise a failed check before writing (``frontend.base.checks_values``)."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
-from zyx.backend import errorflags
+from zyx.backend import errorflags, journal
 from zyx.errors import ShapeError
 from zyx.graph import pending_op_in
 from zyx.op import VALUE_CHECKS
@@ -66,13 +66,26 @@ def check_writable(x: Any, what: str) -> None:
 
 
 def checks_values(value: Any) -> bool:
-    """Whether ``value``, about to be written in place into another tensor, may come from a value check
+    """Whether ``value``, a gradient about to update a parameter in place, may come from a value check
     (``op.VALUE_CHECKS``: binary_cross_entropy's range check) not yet read: a pending kernel of its own with one,
-    or one that ran on its device with the error bits unread since. Its writer then realizes it and raises a
-    failed check (``errorflags.check``, one sync) before writing, so a write never stores the NaN of a failed
-    check into a tensor that PyTorch would have left untouched."""
+    or one that ran on its device with the error bits unread since. The fused optimizer step then realizes it and
+    raises a failed check (``errorflags.check``, one sync) before its launch; its kernel also skips the update
+    whenever the device's error bits are set (a failed gather upstream), without a sync."""
     return isinstance(value, TensorBase) and (errorflags.values_unchecked(value.device)
                                               or pending_op_in(value._data, VALUE_CHECKS))
+
+
+def raise_unread_errors(value: Any) -> None:
+    """Before an in-place write of ``value`` (realized by the caller): raise a device error not yet read on its
+    device (``errorflags.check``: a failed gather, integer division by zero, a value check), so a write never
+    stores what a failed check computed (the element-0 read of an out-of-range index, a NaN) into a tensor that
+    PyTorch, raising at the failing op, would have left untouched. One sync, only when a kernel that can flag
+    an error ran since the bits were last read; nothing for a Python scalar."""
+    if isinstance(value, TensorBase) and errorflags.unread(value.device):
+        # a replayed launch list would write without this read: such a capture runs eagerly each call
+        journal.unreplayable("an in-place write read the device's error bits first (a gather, integer division "
+                             "or value check ran before it)")
+        errorflags.check(value.device)
 
 
 def tensor_class() -> Any:

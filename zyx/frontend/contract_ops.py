@@ -29,7 +29,7 @@ from zyx.dtype import DType
 from zyx.errors import AutogradError, ContractError, ContractIndexError, ContractShapeError, DTypeError, ShapeError
 from zyx.frontend.args import device_of
 from zyx.frontend.autograd import check_not_view_of_leaf, needs_grad, no_grad, record
-from zyx.frontend.base import TensorBase, check_writable, checks_values, concrete, tensor_class
+from zyx.frontend.base import TensorBase, check_writable, concrete, raise_unread_errors, tensor_class
 from zyx.frontend.creation import full
 from zyx.frontend.elementwise import broadcast_shapes
 from zyx.frontend.movement import basic_index
@@ -467,9 +467,8 @@ def _prepare_write(name: str, dest: Any, source: Any, params: dict[str, Any]) ->
     c = get(name)
     checked = validate(c, [operand(source)], {"dest_shape": dest.shape, **params, "dest_dtype": dest.dtype})
     _check_dest(c.name, dest)
-    if checks_values(source):
-        source.realize()
-        errorflags.check(source.device)
+    source.realize()
+    raise_unread_errors(source)
     return dest, checked, _source_for(c.name, c, dest, source)
 
 def _box_base(dest: Tensor, starts: Sequence[int]) -> int:
@@ -587,10 +586,8 @@ def setitem(x: Tensor, index: Any, value: Any) -> None:
     x = x.realize()
     target = x._with_view(basic_index(x._view, index))
     if isinstance(value, Tensor):
-        checked = checks_values(value)
         v = _on(value.realize(), x.device)
-        if checked:
-            errorflags.check(value.device)
+        raise_unread_errors(value)
         if v.dtype is not x.dtype:
             v = v.cast(x.dtype)
     else:

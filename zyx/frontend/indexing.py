@@ -36,7 +36,7 @@ from zyx.errors import AutogradError, DTypeError, IndexDTypeError, IndexOutOfRan
 from zyx.frontend import autograd
 from zyx.frontend.args import device_of
 from zyx.frontend.autograd import check_not_view_of_leaf, is_grad_enabled, needs_grad, no_grad
-from zyx.frontend.base import TensorBase, check_writable, checks_values, concrete, tensor_class
+from zyx.frontend.base import TensorBase, check_writable, concrete, raise_unread_errors, tensor_class
 from zyx.frontend.elementwise import broadcast_shapes, from_node
 from zyx.frontend.movement import basic_index
 from zyx.ir.view import View, normalize_dim
@@ -273,9 +273,9 @@ def write_inplace(acc: Access, value: Any, reduce: str, what: str) -> None:
     _check_not_expanded(dest, what)
     value = _value(acc, value, dest.dtype, dest.device)
     device = dest.device
-    if checks_values(value):
+    if isinstance(value, TensorBase):
         value.realize()
-        errorflags.check(value.device)
+        raise_unread_errors(value)
     with runtime_lock:
         if isinstance(value, TensorBase) and value._data is dest._data:
             value = value.clone()  # read while written: a copy first

@@ -74,5 +74,6 @@ def step_in_place(algo: str, param: Tensor, grad: Tensor, state: Mapping[str, Te
     if replayed is not None:
         for name, arg in zip(scalars, numbers):
             journal.note_host_param(arg, lambda name=name: number(replayed(name)))
-    args = [param._buf.cl, grad_buf.cl, *(t._buf.cl for t in state.values()), *numbers]
+    args = [param._buf.cl, grad_buf.cl, *(t._buf.cl for t in state.values()), *numbers,
+            errorflags.word_buffer(param.device)]  # set bits (a failed gather upstream): the step writes nothing
     launch_exact(kernel, n, min(LOCAL_SIZE, kernel.work_group_size), args)
