@@ -349,6 +349,24 @@ def test_a_failed_gather_written_in_place_writes_nothing(write, realized):
     assert not np.array_equal(y.numpy(), np.array([-1.0, -2.0, -3.0], np.float32))
 
 
+@pytest.mark.parametrize("write", ["scatter_", "index_put_", "setitem"])
+def test_a_failed_gather_as_the_index_of_a_write_writes_nothing(write):
+    """The index of an indexed write computed by a failed gather (``y.scatter_(0, perm[bad], src)``): its
+    element-0 reads are in range, so the write's own check passed and it wrote at them; the write now reads
+    the error bits first and writes nothing."""
+    perm = _z(np.array([2, 0, 1]))
+    y = zyx.zeros(3)
+    idx = perm[_z(np.array([0, 5, 1]))]
+    with pytest.raises(zyx.IndexOutOfRange):
+        if write == "scatter_":
+            y.scatter_(0, idx, zyx.ones(3))
+        elif write == "index_put_":
+            y.index_put_((idx,), zyx.ones(3))
+        else:
+            y[idx] = 1.0
+    np.testing.assert_array_equal(y.numpy(), np.zeros(3, np.float32))
+
+
 def test_a_jitted_gathered_write_checks_on_every_call():
     """A jitted ``y[...] = table[idx]``: its capture reads the error bits before writing, which a replayed
     launch list would skip (the third call wrote the element-0 read into ``y``), so it runs eagerly each call
