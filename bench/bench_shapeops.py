@@ -3,7 +3,7 @@
 Rows: ``einsum("bij,bjk->bik")`` next to ``matmul`` on (16, 256, 256) @ (16, 256, 256) (GFLOP/s; they
 should match: einsum lowers to the same matmul); ``einsum("ij->ji")`` realized next to
 ``.T.contiguous()`` on 4096x4096 (GB/s read + written); ``interpolate`` bilinear 2x of (8, 32, 128, 128)
-and nearest 2x of the same (GB/s of output written), uint8 bilinear 2x and antialiased 0.5x of
+and nearest 2x of the same (GB/s of output written), uint8 bilinear 2x, antialiased 0.5x and bicubic 1.5x of
 (8, 3, 256, 256) (PyTorch's fixed-point path; GB/s of output written); ``repeat`` and reflect ``pad``
 of (8, 64, 112, 112) (GB/s read + written). Each zyx call is realized and synchronized; implementations are timed in
 alternating blocks (best and median), so load on the shared machine hits them alike. ``run(quick)``
@@ -82,6 +82,10 @@ def run(quick: bool = False) -> list[dict]:
             {"zyx": synced(lambda k=kw, s=scale: F.interpolate(zu, scale_factor=s, mode="bilinear", **k)),
              "torch": lambda k=kw, s=scale: tf.interpolate(tu, scale_factor=s, mode="bilinear", **k)}, reps)
         add(f"interpolate {name}", "x".join(map(str, shape)), times, **{"GB/s": u8.nbytes * scale * scale})
+    big = (shape[2] * 3 // 2, shape[3] * 3 // 2)
+    times = alternating({"zyx": synced(lambda: F.interpolate(zu, size=big, mode="bicubic")),
+                         "torch": lambda: tf.interpolate(tu, size=big, mode="bicubic")}, reps)
+    add("interpolate uint8 bicubic 1.5x", "x".join(map(str, shape)), times, **{"GB/s": u8.nbytes * 2.25})
 
     shape = (2, 64, 56, 56) if quick else (8, 64, 112, 112)
     p = rng.normal(size=shape).astype(np.float32)

@@ -171,15 +171,20 @@ U8_CASES = [  # (input shape, layout, kwargs): uint8 through PyTorch's fixed-poi
     ((2, 3, 7, 9), "contiguous", dict(scale_factor=(0.5, 0.3))),
     ((1, 5, 11, 13), "channels_last", dict(size=(6, 17))),  # C > 4: PyTorch's generic (non-AVX) kernel
     ((2, 3, 9, 17), "sliced", dict(scale_factor=1.7, align_corners=False)),
-    ((1, 2, 1, 9), "channels_last", dict(scale_factor=2)),  # bilinear: the gather-free 2x passes
+    ((1, 2, 1, 9), "channels_last", dict(scale_factor=2)),  # rows too few to transpose the width pass
     ((2, 3, 7, 9), "sliced", dict(scale_factor=(2, 2.0000001))),  # W: 2x in size, not in scale
+    ((2, 3, 20, 40), "sliced", dict(size=(33, 70))),  # rows of whole uchar16 vectors and a tail
+    ((1, 2, 64, 48), "contiguous", dict(scale_factor=0.25)),  # many taps with antialias
+    ((2, 3, 8, 8), "contiguous", dict(scale_factor=2)),  # 2x: PyTorch's 0.25/0.75 weights at precision 14
+    ((0, 3, 7, 9), "contiguous", dict(size=(5, 4))),  # empty batch
 ]
 
 
 def _u8_pair(shape, layout):
     a = RNG.integers(0, 256, size=shape).astype(np.uint8)
-    a[0, 0, ::2] = 255  # hard edges: bicubic and lanczos overshoot, exercising the clamp
-    a[0, 0, 1::2] = 0
+    if a.size:
+        a[0, 0, ::2] = 255  # hard edges: bicubic and lanczos overshoot, exercising the clamp
+        a[0, 0, 1::2] = 0
     z, t = zyx.tensor(a), torch.tensor(a)
     if layout == "channels_last":
         return z.permute(0, 2, 3, 1).contiguous().permute(0, 3, 1, 2), t.contiguous(memory_format=torch.channels_last)

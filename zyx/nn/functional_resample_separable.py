@@ -10,7 +10,8 @@ pass runs on the device as a gather of ``O * T`` positions reshaped to ``(O, T)`
 uint8 is fixed point (PIL's scheme, kept by PyTorch): the float64 weights are scaled by ``2**p`` and
 rounded to int16, ``p`` as large as keeps the largest weight below ``2**15``; a pass computes
 ``clamp((2**(p-1) + sum(x * w)) >> p, 0, 255)`` in integers. This differs from rounding the float
-computation, so it is reproduced rather than approximated. A dim whose size does not change is copied.
+computation, so it is reproduced rather than approximated; a uint8 pass is one template kernel
+(``resample_pass``). A dim whose size does not change is copied.
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ import numpy as np
 from zyx import dtype as dtypes
 from zyx.frontend.creation import from_host, pinned_as
 from zyx.frontend.index_map import DimMap, apply_maps, take_along
+from zyx.nn.resample_pass import uint8_pass
 
 # taps per unit of support (PyTorch's interp_size): bilinear 2, bicubic 4, lanczos-3 6
 _INTERP_SIZE = {"bilinear": 2, "bicubic": 4, "lanczos": 6}
@@ -147,52 +149,25 @@ def _fixed_point(w: np.ndarray, wt_max: float) -> tuple[np.ndarray, int]:
 
 def _one_pass(x: Any, dim: int, xmin: np.ndarray, xsize: np.ndarray, w: np.ndarray, shift: int | None) -> Any:
     """``out[o] = sum_j w[o, j] * x[xmin[o] + j]`` along ``dim`` (all-zero tap columns dropped).
-    ``shift``: uint8 fixed point (integer sum, then round, shift and clamp)."""
+    ``shift``: uint8 fixed point (integer sum, then round, shift and clamp: ``resample_pass.uint8_pass``)."""
     out_size, taps = w.shape
     n = x.shape[dim]
     valid = np.arange(taps)[None, :] < xsize[:, None]
-    idx = np.where(valid, np.minimum(xmin[:, None] + np.arange(taps)[None, :], n - 1), 0)
     w = np.where(valid, w, 0)
     used = int(valid.any(axis=0).nonzero()[0].max()) + 1 if valid.any() else 1  # drop all-zero tap columns
+    if shift is not None:
+        return uint8_pass(x, dim, xmin, w[:, :used], shift)
+    idx = np.where(valid, np.minimum(xmin[:, None] + np.arange(taps)[None, :], n - 1), 0)
     idx, w = idx[:, :used], w[:, :used]
-    acc = dtypes.int32 if shift is not None else x.dtype
     if used <= _FUSED_TAPS:
-        total = apply_maps(x, [DimMap(dim, n, idx.T, w.T.astype(np.float64))], acc, acc)
-    else:
-        g = take_along(x, dim, idx.reshape(-1))
-        shape = list(x.shape)
-        g = g.reshape(*shape[:dim], out_size, used, *shape[dim + 1:]).movedim(dim + 1, -1)
-        col = [1] * x.ndim
-        col[dim] = out_size
-        wt = np.ascontiguousarray(w.reshape(*col, used)).astype(acc.numpy)
-        total = (g.cast(acc) * pinned_as(from_host(wt, acc, x.device), x)).sum(-1)
-    if shift is None:
-        return total.cast(x.dtype)
-    return ((total + (1 << (shift - 1))) >> shift).clamp(0, 255).cast(dtypes.uint8)
-
-
-def _uint8_twice(x: Any, dim: int) -> Any:
-    """uint8 bilinear 2x along ``dim`` (align_corners=False) without gathers. PyTorch's weights there
-    are 0.25/0.75 at precision 14 (the border taps fold to weight 1), so output ``2k + r`` is
-    ``(a + 3 * b + 2) >> 2`` of the input replicate-padded by one, ``(a, b) = (xp[k + r], xp[k + r + 1])``
-    for ``r = 0`` and swapped for ``r = 1``; both taps are strided views of the padded input, so the pass
-    is one kernel of plain loads (and the pad a small copy), as ``interpolate``'s float 2x path."""
-    from zyx.frontend.contract_ops import cat
-
-    n = x.shape[dim]
-    xp = cat([x.narrow(dim, 0, 1), x, x.narrow(dim, n - 1, 1)], dim)
-    col = [1] * (x.ndim + 1)
-    col[dim + 1] = 2
-    w0, w1 = (pinned_as(from_host(np.array(w, np.int16).reshape(col), dtypes.int16, x.device), x)
-              for w in ([1, 3], [3, 1]))
-
-    def tap(a: int) -> Any:  # element (k, r) is xp[k + r + a]: overlapping windows, a view
-        return xp.narrow(dim, a, n + 1).unfold(dim, 2, 1).movedim(-1, dim + 1).cast(dtypes.int16)
-
-    out = (tap(0) * w0 + tap(1) * w1 + 2) >> 2
+        return apply_maps(x, [DimMap(dim, n, idx.T, w.T.astype(np.float64))], x.dtype, x.dtype)
+    g = take_along(x, dim, idx.reshape(-1))
     shape = list(x.shape)
-    shape[dim] = 2 * n
-    return out.reshape(shape).cast(dtypes.uint8)
+    g = g.reshape(*shape[:dim], out_size, used, *shape[dim + 1:]).movedim(dim + 1, -1)
+    col = [1] * x.ndim
+    col[dim] = out_size
+    wt = np.ascontiguousarray(w.reshape(*col, used)).astype(x.dtype.numpy)
+    return (g * pinned_as(from_host(wt, x.dtype, x.device), x)).sum(-1)
 
 
 def separable_resample(x: Any, sizes: list[int], scales: list[float | None], mode: str, align_corners: bool,
@@ -208,9 +183,6 @@ def separable_resample(x: Any, sizes: list[int], scales: list[float | None], mod
         if n == o:
             continue
         scale = area_pixel_scale(n, o, align_corners, scales[k], ft)
-        if is_u8 and mode == "bilinear" and not antialias and not align_corners and o == 2 * n and scale == 0.5:
-            x = _uint8_twice(x, dim)
-            continue
         if antialias:
             xmin, xsize, w = _aa_taps(n, o, scale, mode, ft)
             wt_max = float(w.max()) if w.size else 0.0

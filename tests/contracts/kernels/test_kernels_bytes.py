@@ -441,8 +441,10 @@ def test_transposed_contiguize_full_tiles_poisoned(device, itemsize, tun):
         tv = 1 << (max(2, min(16, t.vector_bytes // itemsize)).bit_length() - 1)
         tile = max(2 * tv, kernels.TRANSPOSE_TILE_BYTES // itemsize)
         tile_l = max(2 * tv, kernels.TRANSPOSE_TILE_L_BYTES // itemsize)
-        # rows not a multiple of the vector (stores test alignment), then a batch of aligned rows
-        for batch, rows, cols in ((1, tile_l + 5, 2 * tile + 3), (2, 2 * tile_l, tile + 1)):
+        # rows not a multiple of the vector (stores test alignment), then a batch of aligned rows, then
+        # rows shorter than a tile: a shorter tile that divides them, and one that leaves a partial tile
+        for batch, rows, cols in ((1, tile_l + 5, 2 * tile + 3), (2, 2 * tile_l, tile + 1),
+                                  (1, 3 * tile_l // 4, tile + 2), (2, tile_l // 2 + 7, 5)):
             a = rng.integers(0, np.iinfo(bits).max, (batch, rows, cols), dtype=bits, endpoint=True)
             want = np.ascontiguousarray(a.transpose(0, 2, 1))
             view = View((batch, cols, rows), (rows * cols, 1, cols), 0)  # the transposed view of a
@@ -456,6 +458,18 @@ def test_transposed_contiguize_full_tiles_poisoned(device, itemsize, tun):
             assert (got[a.nbytes:] == 0xA5).all(), "wrote past the end"
     finally:
         kernels.set_tunables(device)
+
+
+def test_transposed_tile_length_divides_short_rows():
+    """The transposed tiles' length: the preferred one when it divides the rows, else the longest multiple of
+    the register block that does (down to a quarter), else the longest that fits (fewer partial tiles, which
+    copy element by element)."""
+    assert kernels.tile_length(6144, 512, 64) == 512
+    assert kernels.tile_length(384, 512, 64) == 384
+    assert kernels.tile_length(1280, 512, 64) == 320
+    assert kernels.tile_length(300, 512, 64) == 256
+    assert kernels.tile_length(517, 512, 64) == 512
+    assert kernels.tile_length(40, 512, 64) == 64
 
 
 # ---------------------------------------------------------------- roll of the last axis: two offset copies

@@ -45,6 +45,19 @@ TRANSPOSE_LOCAL = 16
 TRANSPOSE_MIN = 4
 
 
+def tile_length(extent: int, preferred: int, step: int) -> int:
+    """The transposed tiles' length along the last axis: ``preferred`` when it divides ``extent``, else the
+    longest multiple of ``step`` down to a quarter of it that divides, else the longest that fits. A tile
+    running past the end is copied element by element: a (384, 6144) byte transpose with 512-byte tiles
+    had only such tiles and took 2.8 ms against 0.15 ms for (512, 6144)."""
+    if extent % preferred == 0:
+        return preferred
+    for t in range(preferred - step, max(step, preferred // 4) - 1, -step):
+        if extent % t == 0:
+            return t
+    return preferred if extent >= preferred else max(step, extent // step * step)
+
+
 def transpose_axis(shape: Sequence[int], strides: Sequence[int]) -> int | None:
     """The innermost axis of unit stride when it is not the last one (a transposed view), else None.
 
@@ -78,7 +91,7 @@ def contiguize(device: Device, out: Buffer, src: Buffer, view: View, itemsize: i
         tv = 1 << (tv.bit_length() - 1)
         sb = 4 if itemsize == 1 else 2  # superblocks of sb x sb register blocks (see the template)
         tile = max(sb * tv, TRANSPOSE_TILE_BYTES // itemsize)
-        tile_l = max(sb * tv, TRANSPOSE_TILE_L_BYTES // itemsize)
+        tile_l = tile_length(shape[-1], max(sb * tv, TRANSPOSE_TILE_L_BYTES // itemsize), sb * tv)
         params = dict(itemsize=itemsize, stream=streams(tun, n * itemsize, tv), shape=shape, strides=strides,
                       offset=view.offset, n=n, vw=1, per_item=1, index_t=index_t, tile=tile, tile_l=tile_l,
                       unit=unit, tv=tv, sb=sb, exact=False)
