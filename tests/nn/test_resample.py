@@ -253,20 +253,21 @@ def test_interpolate_antialias_gradient():
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_interpolate_16bit_weights_as_pytorch(dtype):
     """PyTorch's generic kernel stores the weights in the 16-bit dtype; with them rounded alike the
-    results agree bit for bit (2-D: up to float32 summation order, a few elements)."""
+    results agree bit for bit in 1-D, and in 2-D and 3-D up to the float32 summation order (a few elements
+    one 16-bit step apart: seen on a trilinear element near zero, where the terms cancel)."""
     a = RNG.normal(size=(1, 2, 9, 8)) * 10
     z, t = zyx.tensor(a).cast(dtype), torch.tensor(a).to(getattr(torch, dtype))
-    exact = [(z[:, :, 0], t[:, :, 0], dict(size=150, mode="linear")),
-             (z.reshape(1, 2, 3, 3, 8), t.reshape(1, 2, 3, 3, 8), dict(size=(4, 5, 11), mode="trilinear"))]
-    for zi, ti, kw in exact:
-        np.testing.assert_array_equal(F.interpolate(zi, **kw).cast("float32").numpy(),
-                                      TF.interpolate(ti, **kw).float().numpy(), err_msg=str(kw))
+    np.testing.assert_array_equal(F.interpolate(z[:, :, 0], size=150, mode="linear").cast("float32").numpy(),
+                                  TF.interpolate(t[:, :, 0], size=150, mode="linear").float().numpy())
     eps = 2.0 ** (-10 if dtype == "float16" else -7)
-    for kw in (dict(mode="bicubic"), dict(mode="bilinear", align_corners=True)):
-        got = F.interpolate(z, size=(70, 80), **kw).cast("float32").numpy()
-        want = TF.interpolate(t, size=(70, 80), **kw).float().numpy()
-        assert np.abs(got - want).max() <= eps * np.abs(a).max()
-        assert (got != want).mean() < 0.02  # with unrounded weights ~40% of the elements differed
+    cases = [(z, t, dict(size=(70, 80), mode="bicubic")),
+             (z, t, dict(size=(70, 80), mode="bilinear", align_corners=True)),
+             (z.reshape(1, 2, 3, 3, 8), t.reshape(1, 2, 3, 3, 8), dict(size=(4, 5, 11), mode="trilinear"))]
+    for zi, ti, kw in cases:
+        got = F.interpolate(zi, **kw).cast("float32").numpy()
+        want = TF.interpolate(ti, **kw).float().numpy()
+        assert np.abs(got - want).max() <= eps * np.abs(a).max(), kw
+        assert (got != want).mean() < 0.02, kw  # with unrounded weights ~40% of the elements differed
 
 
 GRAD_CASES = [
