@@ -543,3 +543,29 @@ def test_numpy_scalars_and_fresh_objects_are_never_replayed_stale():
         out = f(zyx.tensor(x), a, cfg).numpy()
         del cfg, a  # CPython hands the next call's objects the same addresses
         np.testing.assert_allclose(out, x * np.float32(i % 3) + np.float32(i), rtol=1e-6)
+
+
+def test_a_replayed_optimizer_step_arms_no_error_check():
+    """The fused optimizer step reads the device's error word (it writes nothing while an error is unread):
+    a plan holding it treats the word as a constant, so replays of a step without gathers leave no check armed
+    (it made every later in-place write sync, and a jitted one run eagerly)."""
+    from zyx.backend import errorflags
+
+    lin = zyx.nn.Linear(4, 2)
+    opt = zyx.optim.SGD(lin.parameters(), lr=0.1)
+    x = zyx.tensor(np.ones((3, 4), np.float32)).realize()
+
+    @zyx.jit
+    def step(x):
+        opt.zero_grad()
+        loss = lin(x).square().mean()
+        loss.backward()
+        opt.step()
+        return loss
+
+    replays = plan_stats["replays"]
+    for _ in range(5):
+        zyx.synchronize()
+        step(x)
+        assert not errorflags.unread(x.device)
+    assert plan_stats["replays"] - replays >= 3

@@ -47,6 +47,7 @@ class _DeviceFlags:
     armed: bool = False
     pending: list[tuple[int, str, type]] = field(default_factory=list)
     values: bool = False  # a value check (op.VALUE_CHECKS) was built since the bits were last read
+    word: Any = None  # a sub-buffer over slot 0 for kernels that only read the bits (``word_buffer``)
 
 
 # Keyed by the Device object (each has its own context). Outside the buffer pool on
@@ -99,9 +100,21 @@ def unread(device: Any) -> bool:
 
 
 def word_buffer(device: Any) -> Any:
-    """The flag buffer of ``device``, for a kernel that only reads slot 0's error bits (a guarded in-place
-    update that writes nothing when they are set); unlike ``reserve`` it does not arm a check."""
-    return _state(device).cl_buffer
+    """Slot 0 of ``device``'s flag buffer as a buffer of its own (a sub-buffer), for a kernel that only reads
+    the error bits (a guarded in-place update that writes nothing when they are set). Unlike ``reserve`` it arms
+    no check, and a plan that launches such a kernel (``graph.plan``) does not arm one at replay either."""
+    st = _state(device)
+    if st.word is None:
+        with _lock:
+            if st.word is None:
+                st.word = st.cl_buffer.get_sub_region(0, 16)
+    return st.word
+
+
+def word_of(device: Any) -> Any | None:
+    """The ``word_buffer`` of ``device`` if one was made (to recognize it among launch arguments)."""
+    st = _flags.get(device)
+    return None if st is None else st.word
 
 
 def note_value_check(device: Any) -> None:

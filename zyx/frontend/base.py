@@ -10,7 +10,7 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
-from zyx.backend import errorflags, journal
+from zyx.backend import errorflags
 from zyx.errors import ShapeError
 from zyx.graph import pending_op_in
 from zyx.op import VALUE_CHECKS
@@ -75,17 +75,17 @@ def checks_values(value: Any) -> bool:
                                               or pending_op_in(value._data, VALUE_CHECKS))
 
 
-def raise_unread_errors(value: Any) -> None:
-    """Before an in-place write of ``value`` (realized by the caller): raise a device error not yet read on its
-    device (``errorflags.check``: a failed gather, integer division by zero, a value check), so a write never
-    stores what a failed check computed (the element-0 read of an out-of-range index, a NaN) into a tensor that
-    PyTorch, raising at the failing op, would have left untouched. One sync, only when a kernel that can flag
-    an error ran since the bits were last read; nothing for a Python scalar."""
-    if isinstance(value, TensorBase) and errorflags.unread(value.device):
-        # a replayed launch list would write without this read: such a capture runs eagerly each call
-        journal.unreplayable("an in-place write read the device's error bits first (a gather, integer division "
-                             "or value check ran before it)")
-        errorflags.check(value.device)
+def raise_unread_errors(*values: Any) -> None:
+    """Before an in-place write of ``values`` (its source, indices or position, realized by the caller): raise a
+    device error not yet read on their devices (``errorflags.check``: a failed gather, integer division by zero,
+    a value check), so a write never stores what a failed check computed (the element-0 read of an out-of-range
+    index, a NaN) into a tensor that PyTorch, raising at the failing op, would have left untouched. One sync per
+    device, only when a kernel that can flag an error ran since the bits were last read; nothing for Python
+    scalars. A replayed ``zyx.jit`` plan does not stop here: its writes run, and the error raises at the next
+    read (the capture itself checked)."""
+    for device in {v.device for v in values if isinstance(v, TensorBase)}:
+        if errorflags.unread(device):
+            errorflags.check(device)
 
 
 def tensor_class() -> Any:

@@ -467,8 +467,10 @@ def _prepare_write(name: str, dest: Any, source: Any, params: dict[str, Any]) ->
     c = get(name)
     checked = validate(c, [operand(source)], {"dest_shape": dest.shape, **params, "dest_dtype": dest.dtype})
     _check_dest(c.name, dest)
-    source.realize()
-    raise_unread_errors(source)
+    tensors = [source, *(v for v in params.values() if isinstance(v, Tensor))]  # a position or offset too
+    for t in tensors:
+        t.realize()
+    raise_unread_errors(*tensors)
     return dest, checked, _source_for(c.name, c, dest, source)
 
 def _box_base(dest: Tensor, starts: Sequence[int]) -> int:

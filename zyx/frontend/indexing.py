@@ -276,7 +276,7 @@ def write_inplace(acc: Access, value: Any, reduce: str, what: str) -> None:
     for t in (*acc.indices, value):  # computed (a gathered index or value too) before the error bits are read
         if isinstance(t, TensorBase):
             t.realize()
-            raise_unread_errors(t)
+    raise_unread_errors(*acc.indices, value)
     with runtime_lock:
         if isinstance(value, TensorBase) and value._data is dest._data:
             value = value.clone()  # read while written: a copy first

@@ -13,9 +13,9 @@ by where it comes from at replay:
 * an external: a buffer from before the capture that the call read without getting it as an
   input (a closed-over weight); an input after the given ones, which the caller passes (the
   same buffer, or the one its tensor was rebound to since);
-* a constant: everything else (the device's error-flag buffer, buffers written from the host
-  during the capture, and the scalar arguments that follow from the structure, which the
-  cache key fixes).
+* a constant: everything else (the device's error-flag buffer and its read-only word, buffers
+  written from the host during the capture, and the scalar arguments that follow from the
+  structure, which the cache key fixes).
 
 ``Plan.replay`` walks a prepared list: per launch, copy the argument template and fill the
 few positions that change. Nothing is fused, keyed, simplified or compiled.
@@ -157,6 +157,7 @@ def build(journal: Journal, device: Any, inputs: Sequence[Buffer], results: Sequ
     if journal.unreplayable is not None:
         return journal.unreplayable
     flag = errorflags.buffer_of(device)
+    word = errorflags.word_of(device)
     input_pos = {id(b.cl): i for i, b in enumerate(inputs) if b.cl is not None}
     allocs, written, params = journal.allocs, journal.written, journal.params
     slot_of: dict[int, int] = {}
@@ -199,6 +200,8 @@ def build(journal: Journal, device: Any, inputs: Sequence[Buffer], results: Sequ
                 continue
             if flag is not None and a is flag:
                 has_flag = True
+                continue
+            if word is not None and a is word:  # reads the error bits only: a constant, arms nothing
                 continue
             if not isinstance(a, _mem_type()):
                 continue  # local memory sizes and the like: fixed by the structure
