@@ -46,7 +46,6 @@ class _DeviceFlags:
     cl_buffer: Any
     armed: bool = False
     pending: list[tuple[int, str, type]] = field(default_factory=list)
-    values: bool = False  # a value check (op.VALUE_CHECKS) was built since the bits were last read
     word: Any = None  # a sub-buffer over slot 0 for kernels that only read the bits (``word_buffer``)
 
 
@@ -117,19 +116,6 @@ def word_of(device: Any) -> Any | None:
     return None if st is None else st.word
 
 
-def note_value_check(device: Any) -> None:
-    """A kernel with a value check will run on ``device``: until the bits are next read, in-place writers ask
-    ``values_unchecked`` and raise a failed check before writing (``frontend.base.checks_values``)."""
-    _state(device).values = True
-
-
-def values_unchecked(device: Any) -> bool:
-    """Whether a value check built on ``device`` may have run (a flagged kernel launched) with its bits not
-    read since."""
-    st = _flags.get(device)
-    return st is not None and st.values and st.armed
-
-
 def buffer_of(device: Any) -> Any | None:
     """The flag buffer of ``device`` if one was made (to recognize it among launch arguments)."""
     st = _flags.get(device)
@@ -159,7 +145,6 @@ def check(device: Any | None = None) -> None:
             if not st.armed and not st.pending:
                 continue
             st.armed = False  # before the read: a kernel launched meanwhile arms it again
-            st.values = False
             host = np.empty((1 + len(st.pending)) * _SLOT_LONGS, np.int64)
             cl.enqueue_copy(dev.queue, host, st.cl_buffer, is_blocking=True)
             bits = int(host[:1].view(np.int32)[0])  # slot 0's first int

@@ -12,8 +12,6 @@ from typing import Any
 
 from zyx.backend import errorflags
 from zyx.errors import ShapeError
-from zyx.graph import pending_op_in
-from zyx.op import VALUE_CHECKS
 
 
 class TensorBase:
@@ -63,16 +61,6 @@ def check_writable(x: Any, what: str) -> None:
                          "zyx computes as a copy, not a view: a write into it would not reach the tensor it was "
                          "taken from; expected a writable tensor: write into that tensor with int bounds "
                          "(x[s:s + n] = v with s = int(start)), or .clone() it first to write into a plain copy")
-
-
-def checks_values(value: Any) -> bool:
-    """Whether ``value``, a gradient about to update a parameter in place, may come from a value check
-    (``op.VALUE_CHECKS``: binary_cross_entropy's range check) not yet read: a pending kernel of its own with one,
-    or one that ran on its device with the error bits unread since. The fused optimizer step then realizes it and
-    raises a failed check (``errorflags.check``, one sync) before its launch; its kernel also skips the update
-    whenever the device's error bits are set (a failed gather upstream), without a sync."""
-    return isinstance(value, TensorBase) and (errorflags.values_unchecked(value.device)
-                                              or pending_op_in(value._data, VALUE_CHECKS))
 
 
 def raise_unread_errors(*values: Any) -> None:

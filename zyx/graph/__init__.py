@@ -15,12 +15,11 @@ from zyx.graph.node import (
     from_buffer,
     gather,
     pad,
-    pending_op_in,
     reduce,
 )
 from zyx.graph.realization import flush_readers, realize, set_buffer
 from zyx.graph.schedule import schedule_stats
 
 __all__ = ["Extern", "GatherSpec", "LazyNode", "Src", "alu", "cast", "choose_device", "const", "copy", "extern",
-           "flush_readers", "from_buffer", "gather", "pad", "pending_op_in", "realize", "reduce", "schedule_stats",
+           "flush_readers", "from_buffer", "gather", "pad", "realize", "reduce", "schedule_stats",
            "set_buffer"]

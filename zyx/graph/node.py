@@ -32,7 +32,7 @@ from zyx.backend import journal
 from zyx.backend.pool import Buffer
 from zyx.dtype import DType
 from zyx.ir.view import View
-from zyx.op import ALU, REDUCE, VALUE_CHECKS, Op
+from zyx.op import ALU, REDUCE, Op
 
 _ref = weakref.ref
 
@@ -69,7 +69,7 @@ class LazyNode:
     """A value: a realized buffer or a pending op (see the module docstring)."""
 
     __slots__ = ("op", "arg", "srcs", "dtype", "shape", "device", "buffer", "readers", "cost", "has_reduce",
-                 "pinned", "checks", "version", "__weakref__")
+                 "pinned", "version", "__weakref__")
 
     def __init__(self, op: Op, arg: Any, srcs: tuple[Src, ...], dtype: DType, shape: tuple[int, ...],
                  device: Any, buffer: Buffer | None = None) -> None:
@@ -83,7 +83,6 @@ class LazyNode:
         self.readers: list[weakref.ref] | None = None  # weak refs to pending nodes reading this one
         cost = 1 if op in ALU else 0
         has_reduce = op in REDUCE
-        checks = op in VALUE_CHECKS  # a value check among its pending ops (maybe realized since): see pending_op_in
         pinned = False  # computed from a pinned value: kernels using it stay on its device
         me = None
         for s in srcs:
@@ -96,8 +95,6 @@ class LazyNode:
                 cost += b.cost
                 if b.has_reduce:
                     has_reduce = True
-                if b.checks:
-                    checks = True
             readers = b.readers
             if readers is None:  # the common case inline: this runs for every operand of every op
                 b.readers = [me or (me := _ref(self))]
@@ -105,7 +102,6 @@ class LazyNode:
                 _add_reader(b, self)
         self.cost = cost
         self.has_reduce = has_reduce
-        self.checks = checks
         self.pinned = pinned
         self.version = 0  # in-place writes into this node's buffer so far (autograd checks saved values)
         if journal._open is not None:  # a capture tells values made inside it from older ones
@@ -141,24 +137,6 @@ def pending_readers(node: LazyNode) -> list[LazyNode]:
     if not readers:
         return []
     return [m for r in readers if (m := r()) is not None and m.buffer is None]
-
-
-def pending_op_in(node: LazyNode, ops: frozenset[Op]) -> bool:
-    """Whether ``node`` or a pending node it reads (up to realized buffers) is one of ``ops`` (a subset of
-    ``VALUE_CHECKS``). A graph that never held a check answers at once: this runs for every in-place
-    write (an optimizer's every parameter), and the walk is as long as the pending graph."""
-    if node.buffer is not None or not node.checks:
-        return False
-    stack, seen = [node], set()
-    while stack:
-        n = stack.pop()
-        if n.buffer is not None or id(n) in seen:
-            continue
-        if n.op in ops:
-            return True
-        seen.add(id(n))
-        stack.extend(s.base for s in n.srcs if s.base is not None)
-    return False
 
 
 # ------------------------------------------------------------------ building

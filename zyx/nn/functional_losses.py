@@ -16,7 +16,6 @@ from __future__ import annotations
 from typing import Any
 
 from zyx import dtype as dtypes
-from zyx.backend import errorflags
 from zyx.errors import DTypeError, ShapeError
 from zyx.frontend import reduce as R
 from zyx.frontend.elementwise import binary, log1p, unary, where, with_gradient
@@ -205,7 +204,6 @@ def _checked(x: Any, y: Any) -> tuple[Any, Any]:
     """Input and target passed through the device-side check PyTorch makes on the host (each in [0, 1], NaN
     refused): the kernel that reads them sets an error-flag bit, raised as ``ShapeError`` (a RuntimeError, as
     PyTorch's) at the latest when values are read, with no sync of its own; the failing elements read as NaN."""
-    errorflags.note_value_check(x.device)  # in-place writers raise a failed check before writing
     if not x.dtype.is_float:  # the check is a float op; integer probabilities compute in float32 anyway
         x, y = x.cast(dtypes.float32), y.cast(dtypes.float32)
     return unary(Op.CHECK_PROB_INPUT, x), unary(Op.CHECK_PROB_TARGET, y)

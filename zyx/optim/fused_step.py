@@ -14,7 +14,6 @@ import numpy as np
 from zyx.backend import errorflags, journal
 from zyx.backend.launch import compile_kernel, launch_exact
 from zyx.codegen.render import render
-from zyx.frontend.base import checks_values
 from zyx.frontend.tensor import Tensor
 from zyx.frontend.traced_scalar import peek
 from zyx.ir.view import View
@@ -64,10 +63,7 @@ def step_in_place(algo: str, param: Tensor, grad: Tensor, state: Mapping[str, Te
                     scalars=tuple(scalars), grad_index=strided_index(grad._view))
     kernel = compile_kernel(param.device, source, f"zyx_optim_{algo}")
     number = np.float64 if param.dtype.name == "float64" else np.float32
-    checked = checks_values(grad)
     grad_buf = grad._realized()
-    if checked:  # a gradient from a failed value check (binary_cross_entropy's) raises before the update
-        errorflags.check(grad.device)
     # _buf: the writes' own buffers, after every pending reader of their old values has run
     # a traced number (a jitted function's lr) is peeked, not read: the replay recomputes it (below)
     numbers = [number(peek(v) if replayed is not None else v) for v in scalars.values()]
