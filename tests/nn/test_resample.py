@@ -346,6 +346,26 @@ def test_modules():
         assert not list(zm.parameters())
 
 
+def test_uint8_tables_are_uploaded_once_and_bounded(monkeypatch):
+    """A uint8 pass's index and weight tables stay on the device for the next call with the same resize (no
+    upload then), a bounded number of them: repeated calls leave the live buffer count flat, and many distinct
+    resizes keep at most ``TABLES_KEPT`` per device."""
+    from zyx.nn import resample_pass
+
+    x = zyx.tensor(RNG.integers(0, 256, size=(1, 2, 9, 8)).astype(np.uint8)).realize()
+    F.interpolate(x, size=(5, 13), mode="bicubic").realize()
+    zyx.synchronize()
+    start = zyx.memory_stats()["live_buffers"]
+    for _ in range(5):
+        F.interpolate(x, size=(5, 13), mode="bicubic").realize()
+    zyx.synchronize()
+    assert zyx.memory_stats()["live_buffers"] == start
+    monkeypatch.setattr(resample_pass, "TABLES_KEPT", 3)
+    for size in (2, 3, 4, 5):  # a new height each time (the width pass's table is the same)
+        F.interpolate(x, size=(size, 8), mode="bilinear").realize()
+    assert len(resample_pass._tables_by_device[x.device]) == 3
+
+
 def test_no_buffers_left_behind():
     """The uploaded index and weight tables live only as long as the kernels that read them."""
     x = zyx.tensor(RNG.normal(size=(1, 2, 5, 6)).astype(np.float32)).realize()
