@@ -64,16 +64,18 @@ def check_writable(x: Any, what: str) -> None:
 
 
 def raise_unread_errors(*values: Any) -> None:
-    """Before an in-place write of ``values`` (its source, indices or position, realized by the caller): raise a
-    device error not yet read on their devices (``errorflags.check``: a failed gather, integer division by zero,
-    a value check), so a write never stores what a failed check computed (the element-0 read of an out-of-range
-    index, a NaN) into a tensor that PyTorch, raising at the failing op, would have left untouched. One sync per
-    device, only when a kernel that can flag an error ran since the bits were last read; nothing for Python
-    scalars. A replayed ``zyx.jit`` plan does not stop here: its writes run, and the error raises at the next
-    read (the capture itself checked)."""
-    for device in {v.device for v in values if isinstance(v, TensorBase)}:
-        if errorflags.unread(device):
-            errorflags.check(device)
+    """Before an in-place write of ``values`` (its source, indices or position; Python scalars are skipped):
+    realize the tensors among them, then raise a device error not yet read on their devices
+    (``errorflags.check``: a failed gather, integer division by zero, a value check), so a write never stores
+    what a failed check computed (the element-0 read of an out-of-range index, a NaN) into a tensor that
+    PyTorch, raising at the failing op, would have left untouched. One sync per device, only when a kernel that
+    can flag an error ran since the bits were last read. A replayed ``zyx.jit`` plan does not stop here: its
+    writes run, and the error raises at the next read (the capture itself checked)."""
+    tensors = [v for v in values if isinstance(v, TensorBase)]
+    for t in tensors:
+        t.realize()
+    for device in {t.device for t in tensors}:
+        errorflags.check(device)  # returns at once when nothing flagged ran since the last read
 
 
 def tensor_class() -> Any:

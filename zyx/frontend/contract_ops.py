@@ -467,10 +467,7 @@ def _prepare_write(name: str, dest: Any, source: Any, params: dict[str, Any]) ->
     c = get(name)
     checked = validate(c, [operand(source)], {"dest_shape": dest.shape, **params, "dest_dtype": dest.dtype})
     _check_dest(c.name, dest)
-    tensors = [source, *(v for v in params.values() if isinstance(v, Tensor))]  # a position or offset too
-    for t in tensors:
-        t.realize()
-    raise_unread_errors(*tensors)
+    raise_unread_errors(source, *params.values())  # a position or offset tensor too
     return dest, checked, _source_for(c.name, c, dest, source)
 
 def _box_base(dest: Tensor, starts: Sequence[int]) -> int:
@@ -588,8 +585,8 @@ def setitem(x: Tensor, index: Any, value: Any) -> None:
     x = x.realize()
     target = x._with_view(basic_index(x._view, index))
     if isinstance(value, Tensor):
-        v = _on(value.realize(), x.device)
         raise_unread_errors(value)
+        v = _on(value, x.device)
         if v.dtype is not x.dtype:
             v = v.cast(x.dtype)
     else:

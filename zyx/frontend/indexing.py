@@ -273,10 +273,7 @@ def write_inplace(acc: Access, value: Any, reduce: str, what: str) -> None:
     _check_not_expanded(dest, what)
     value = _value(acc, value, dest.dtype, dest.device)
     device = dest.device
-    for t in (*acc.indices, value):  # computed (a gathered index or value too) before the error bits are read
-        if isinstance(t, TensorBase):
-            t.realize()
-    raise_unread_errors(*acc.indices, value)
+    raise_unread_errors(*acc.indices, value)  # a gathered index or value computed, its error raised
     with runtime_lock:
         if isinstance(value, TensorBase) and value._data is dest._data:
             value = value.clone()  # read while written: a copy first

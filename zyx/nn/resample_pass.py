@@ -30,8 +30,6 @@ LOCAL = 16  # work items a work-group: each writes a whole row or run, and PoCL 
 RUN = 64  # outputs a work item in a pass over the last dim (a row's window stays in L1)
 VEC = 16  # uchar lanes of a row step
 TRANSPOSE_MIN_ROWS = VEC  # a last-dim pass over this many rows or more runs transposed (whole vectors)
-
-
 TABLES_KEPT = 64  # (xmin, weights) tables kept on each device: a resize repeated in a loop uploads nothing
 _tables_by_device: weakref.WeakKeyDictionary[Any, OrderedDict[tuple, tuple[Any, Any]]] = weakref.WeakKeyDictionary()
 _tables_lock = threading.Lock()
