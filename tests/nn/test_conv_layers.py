@@ -250,3 +250,20 @@ def test_batch_norm_many_steps_without_reading_the_statistics():
             tm(torch.tensor(xi))
     for k, v in tm.state_dict().items():
         np.testing.assert_allclose(zm.state_dict()[k].numpy(), _np(v), rtol=1e-4, atol=1e-6, err_msg=k)
+
+
+@pytest.mark.parametrize("momentum", [0.1, None])
+def test_batch_norm_statistics_untouched_by_a_failed_gather(momentum):
+    """An out-of-range index upstream raises IndexError by the BatchNorm step at the latest (PyTorch raises at
+    the gather), and the running statistics and the batch count keep their values."""
+    zm = nn.BatchNorm1d(3, momentum=momentum)
+    zm(zyx.tensor(_randn(4, 3)))
+    before = {k: v.numpy().copy() for k, v in zm.state_dict().items()}
+    table = zyx.tensor(_randn(5, 3))
+    with pytest.raises(IndexError, match="out of range"):
+        zm(table[zyx.tensor([0, 7, 2, 1])] * 2.0)
+    for k, v in zm.state_dict().items():
+        np.testing.assert_array_equal(v.numpy(), before[k], err_msg=k)
+    with pytest.raises(IndexError, match="out of range"):  # the functional form guards its update too
+        nn.functional.batch_norm(table[zyx.tensor([9, 1])], zm.running_mean, zm.running_var, training=True)
+    np.testing.assert_array_equal(zm.running_mean.numpy(), before["running_mean"])

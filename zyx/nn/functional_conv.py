@@ -31,6 +31,7 @@ from zyx import dtype as dtypes
 from zyx import graph
 from zyx.errors import DTypeError, ShapeError
 from zyx.frontend.autograd import is_grad_enabled, no_grad, record
+from zyx.frontend.base import raise_unread_errors
 from zyx.frontend.creation import arange, pinned_as, tensor, zeros
 from zyx.frontend.elementwise import from_node, where
 from zyx.frontend.softmax import float_work
@@ -673,7 +674,9 @@ def _affine(out: Any, weight: Any, bias: Any, shape: tuple[int, ...]) -> Any:
 
 def _update(stat: Any, new: Any, momentum: float) -> None:
     """``stat = (1 - momentum) * stat + momentum * new`` in place (no gradient), run at once: nothing may
-    read the statistics until eval, and a pending update would chain onto the previous one each step."""
+    read the statistics until eval, and a pending update would chain onto the previous one each step.
+    A failed check upstream of ``new`` (an out-of-range gather) raises here and leaves ``stat`` as it was."""
+    raise_unread_errors(new)
     with no_grad():
         stat._assign((stat * (1.0 - momentum) + new.detach().cast(stat.dtype) * momentum).cast(stat.dtype))
         stat.realize()

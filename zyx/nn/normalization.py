@@ -9,6 +9,7 @@ from typing import Any
 from zyx import dtype as dtypes
 from zyx.errors import ShapeError
 from zyx.frontend.autograd import no_grad
+from zyx.frontend.base import raise_unread_errors
 from zyx.frontend.creation import ones, tensor, zeros
 from zyx.frontend.softmax import float_work
 from zyx.nn import functional as F
@@ -129,6 +130,7 @@ class _BatchNorm(Module):
                              f"{tuple(x.shape)})")
         factor = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats and self.num_batches_tracked is not None:
+            raise_unread_errors(x)  # a failed gather upstream raises before the count moves, as in PyTorch
             with no_grad():
                 self.num_batches_tracked._assign(self.num_batches_tracked + 1)
             if self.momentum is None:  # cumulative average: reads the count back (PyTorch keeps it on the device too)
