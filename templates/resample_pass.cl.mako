@@ -50,7 +50,7 @@ __kernel void zyx_resample_u8(__global uchar *restrict zyx_out, __global const u
         int${vec} zyx_acc = (int${vec})(${half});
         for (int zyx_j = 0; zyx_j < ${taps}; zyx_j++)
             zyx_acc += zyx_w[zyx_j] * convert_int${vec}(vload${vec}(0, zyx_src + (long)min(zyx_lo + zyx_j, ${n - 1}) * zyx_inner + zyx_c));
-        vstore${vec}(convert_uchar${vec}(clamp(zyx_acc >> ${shift}, 0, 255)), 0, zyx_dst + zyx_c);
+        vstore${vec}(convert_uchar${vec}_sat(zyx_acc >> ${shift}), 0, zyx_dst + zyx_c);  // _sat: clamp(int16, int, int) is wrong on Oclgrind 21.10
     }
     for (; zyx_c < zyx_inner; zyx_c++) {
         int zyx_acc = ${half};

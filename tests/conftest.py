@@ -32,6 +32,7 @@ if _worker:
 
 import zyx  # noqa: E402 - after the PoCL cache choice
 from zyx.backend import device as device_module  # noqa: E402
+from zyx.backend import pool as buffer_pool  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 # Real devices (simulators have their own tier), usable or not: an unusable one is skipped
@@ -103,6 +104,15 @@ def zyx_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     os.environ["ZYX_CACHE_DIR"] = str(path)
     yield path
     os.environ.pop("ZYX_CACHE_DIR", None)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def poisoned_buffers() -> Any:
+    """Every device buffer zyx hands out starts filled with 0xA5 bytes (``pool.POISON_BYTE``), so an output
+    element a kernel skips reads as that pattern, never as a stale value that happens to be right."""
+    buffer_pool.POISON_BYTE = 0xA5
+    yield
+    buffer_pool.POISON_BYTE = None
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

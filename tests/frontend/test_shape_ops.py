@@ -264,8 +264,8 @@ def test_pad_modes(mode):
     zn, tn = _noncontig(z, t)
     _same(zn.pad((1, 1, 1, 3), mode=mode), _tpad(tn.contiguous(), (1, 1, 1, 3), mode))
     _same(zyx.pad(z * 2, (1, 2), mode), _tpad(t * 2, (1, 2), mode))  # pending input
-    zb, tb = _pair((2, 3, 100, 120))  # a large output: cat copies instead of one gather
-    assert zb.numel() > padding.CAT_MIN
+    zb, tb = _pair((2, 3, 100, 120))  # a large output: the padding kernel instead of the fused gather
+    assert zb.numel() > padding.KERNEL_MIN
     _same(F.pad(zb, (3, 1, 0, 2), mode=mode), _tpad(tb, (3, 1, 0, 2), mode))
     _same(F.pad(zb.transpose(2, 3), (1, 2), mode=mode), _tpad(tb.transpose(2, 3), (1, 2), mode))
 
@@ -313,10 +313,36 @@ def test_pad_mode_gradients(mode):
 
 
 def test_pad_mode_one_kernel():
-    x = zyx.tensor(_data((2, 3, 8, 8))).realize()
-    before = zyx.kernel_count()
-    F.pad(x, (2, 2, 3, 1), mode="reflect").realize()
-    assert zyx.kernel_count() - before == 1
+    for shape in ((2, 3, 8, 8), (4, 16, 64, 64)):  # the fused gather; the padding kernel (every dim at once)
+        x = zyx.tensor(_data(shape)).realize()
+        before = zyx.kernel_count()
+        F.pad(x, (2, 2, 3, 1), mode="reflect").realize()
+        assert zyx.kernel_count() - before == 1
+
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int64", "bool"])
+def test_pad_modes_large_outputs(mode, dtype):
+    """The padding kernel against NumPy's pad (every element width, bool included, which PyTorch refuses):
+    rows split across work items (long last dims), blocks of unpadded inner dims, padded outer dims between
+    unpadded ones, rank 8, offset and strided views, a pending input."""
+    numpy_mode = {"reflect": "reflect", "replicate": "edge", "circular": "wrap"}[mode]
+
+    def check(z, pads):
+        got = F.pad(z, pads, mode=mode)
+        a = z.numpy()
+        per_dim = [(0, 0)] * (a.ndim - len(pads) // 2) + [tuple(pads[i:i + 2]) for i in range(len(pads) - 2, -1, -2)]
+        want = np.pad(a, per_dim, mode=numpy_mode)
+        assert got.dtype is z.dtype and got.numel() >= padding.KERNEL_MIN
+        np.testing.assert_array_equal(got.numpy().view(np.uint8), want.view(np.uint8))
+
+    for shape, pads in [((5, 70000), (3, 9)), ((3, 40, 700), (0, 0, 5, 2)), ((6, 7, 30, 60), (0, 0, 4, 3, 0, 0)),
+                        ((2, 3, 2, 2, 3, 2, 40, 50), (2, 1, 1, 3)), ((2, 45, 2000), (1, 2, 0, 0, 1, 1))]:
+        check(_pair(shape, dtype)[0], pads)
+    z = _pair((9, 50, 300), dtype)[0]
+    check(z[2:], (4, 5, 1, 2))  # dense from an offset
+    check(z[:, ::2, 1:], (4, 5, 1, 2))
+    check(z.flip(0) if dtype == "bool" else z * 3, (0, 7, 3, 3))  # pending
 
 
 def test_split_and_chunk_of_a_0d_tensor_raise():

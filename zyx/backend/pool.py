@@ -30,6 +30,11 @@ _MIN_CLASS = 256
 HUGE_PAGE_MIN_BYTES: int | None = 4 << 20
 _HUGE_PAGE = 2 << 20
 
+#: Tests set a byte here: every buffer handed out afterwards (new or reused) is first filled with it on
+#: the device's queue, so an element a kernel fails to write shows up as that pattern instead of whatever
+#: the memory held before. Never on a simulator, whose uninitialized-value check must see fresh memory.
+POISON_BYTE: int | None = None
+
 
 def _huge_page_host_memory(nbytes: int) -> Any:
     """``nbytes`` of zeroed, 2 MiB-aligned private anonymous memory advised for huge pages
@@ -142,7 +147,15 @@ class BufferPool:
         buf = Buffer(cl_buf, nbytes, cap, self)
         if journal._open is not None:  # a capture names this buffer's uses (backend.journal)
             journal.note_alloc(buf)
+        if POISON_BYTE is not None and not self._exact:
+            self._poison(cl_buf, nbytes)
         return buf
+
+    def _poison(self, cl_buf: Any, nbytes: int) -> None:
+        import numpy as np
+        import pyopencl as cl
+
+        cl.enqueue_fill_buffer(self.device.queue, cl_buf, np.uint8(POISON_BYTE), 0, nbytes)
 
     def capacity_of(self, nbytes: int) -> int:
         """The capacity ``allocate(nbytes)`` gives a buffer (0 where it never reuses one: a simulator)."""
@@ -173,6 +186,8 @@ class BufferPool:
         buf = Buffer(cl_buf, nbytes, cap, self)
         if journal._open is not None:
             journal.note_alloc(buf)
+        if POISON_BYTE is not None:
+            self._poison(cl_buf, nbytes)
         return buf
 
     def _create(self, cap: int, nbytes: int) -> Any:

@@ -5,11 +5,11 @@ about the end elements (reflect), clamped (replicate) or wrapped (circular). Bot
 bits (NaN payloads and -0.0 kept, every dtype) and get PyTorch's gradient (the sum of what each input
 element fed):
 
-* small outputs: the source positions are an index map (``zyx.frontend.index_map``), one gather kernel
-  over all padded dims that fuses with what reads it;
-* large outputs: per padded dim one ``cat`` of the border views (reversed or expanded slices) and the
-  input, copies at memory speed (a gather computes and bounds-checks an index per element: 3-6x slower
-  than PyTorch's pad on (8, 64, 112, 112), where the copies are 2-3x faster; bench/RESULTS.md).
+* small outputs (and crops): the source positions are an index map (``zyx.frontend.index_map``), one
+  gather kernel over all padded dims that fuses with what reads it;
+* large outputs: one launch of the padding kernel (``zyx.codegen.pad``): each output row finds its source
+  row once and copies the interior as a block, at memory speed (a gather computes and bounds-checks an
+  index per element). Its gradient folds each padded dim's borders back onto the positions they read.
 """
 from __future__ import annotations
 
@@ -20,12 +20,17 @@ from typing import Any
 import numpy as np
 
 from zyx import graph
+from zyx.backend.pool import Buffer
+from zyx.codegen import pad as kernel
 from zyx.errors import ShapeError
+from zyx.frontend.autograd import needs_grad, no_grad, record
+from zyx.frontend.base import tensor_class
 from zyx.frontend.elementwise import from_node
 from zyx.frontend.index_map import DimMap, apply_maps
+from zyx.ir.view import View, contiguous_strides
 
 MODES = ("constant", "reflect", "replicate", "circular")
-CAT_MIN = 1 << 16  # output elements from which the cat copies beat the one gather kernel
+KERNEL_MIN = 1 << 16  # output elements from which the padding kernel beats the fused gather
 
 
 def pad_mode(x: Any, per_dim: Sequence[tuple[int, int]], mode: str) -> Any:
@@ -38,35 +43,58 @@ def pad_mode(x: Any, per_dim: Sequence[tuple[int, int]], mode: str) -> Any:
     if x.numel() == 0:  # nothing to copy: the output is empty too (another dim is 0)
         return from_node(graph.const(0, x.dtype, out_shape, x.device))
     cropping = any(lo < 0 or hi < 0 for lo, hi in per_dim)
-    if math.prod(out_shape) >= CAT_MIN and not cropping:
-        for d in dims:
-            x = _cat_dim(x, d, *per_dim[d], mode)
-        return x
+    if math.prod(out_shape) >= KERNEL_MIN and not cropping:
+        if not needs_grad(x):
+            return _padded(x, per_dim, mode, out_shape)
+        with no_grad():
+            out = _padded(x, per_dim, mode, out_shape)
+        return record(f"{mode}_pad", out, [x], lambda g: (_fold_back(g, x.shape, per_dim, mode),))
     maps = [DimMap(d, x.shape[d], _sources(x.shape[d], *per_dim[d], mode).reshape(1, -1)) for d in dims]
     return apply_maps(x, maps)
 
 
-def _cat_dim(x: Any, d: int, lo: int, hi: int, mode: str) -> Any:
-    """``x`` padded along ``d`` as one ``cat`` of the left border, ``x`` and the right border."""
-    from zyx.frontend.contract_ops import cat  # contract ops build on the movement module that imports this
+def _padded(x: Any, per_dim: Sequence[tuple[int, int]], mode: str, out_shape: tuple[int, ...]) -> Any:
+    """``x`` padded by the padding kernel, as a pending tensor (an ``EXTERN`` node over ``x``'s values)."""
+    view = x._view
+    if any(s != c for s, c, n in zip(view.strides, contiguous_strides(view.shape), view.shape) if n != 1):
+        x = x.contiguous()  # the kernel reads dense rows (an offset alone is a launch argument)
+    offset, itemsize, device = int(x._view.offset), x.dtype.itemsize, x.device
+    layout = kernel.pad_layout(x.shape, per_dim)
 
-    n = x.shape[d]
+    def run(buffers: list[Buffer]) -> Buffer:
+        out = device.pool.allocate(math.prod(out_shape) * itemsize)
+        kernel.pad_rows(device, out, buffers[0], offset, itemsize, mode, layout)
+        return out
 
-    def part(start: int, stop: int | None, step: int = 1, count: int = 0) -> Any:
-        index = [slice(None)] * x.ndim
-        index[d] = slice(start, stop, step)
-        piece = x[tuple(index)]
-        if count:  # replicate: the end element seen ``count`` times
-            piece = piece.expand(*[count if k == d else s for k, s in enumerate(piece.shape)])
-        return piece
+    node = graph.extern(f"pad {mode}", run, [graph.Src(x._data, x._view, x.dtype)], x.dtype, out_shape, device)
+    node.pinned = x.pinned
+    return tensor_class()(node, View.contiguous(out_shape), x.dtype, device)
 
-    if mode == "reflect":
-        left, right = part(lo, 0, -1), part(n - 2, n - 2 - hi if n - 2 - hi >= 0 else None, -1)
-    elif mode == "replicate":
-        left, right = part(0, 1, count=lo), part(n - 1, n, count=hi)
-    else:
-        left, right = part(n - lo, n), part(0, hi)
-    return cat([p for p, k in ((left, lo), (x, 1), (right, hi)) if k], d)
+
+def _fold_back(g: Any, shape: tuple[int, ...], per_dim: Sequence[tuple[int, int]], mode: str) -> Any:
+    """The gradient of a pad of ``shape`` from the output's ``g``: per padded dim, the interior plus each
+    border added onto the input positions it read (reversed for reflect, summed for replicate)."""
+    for d, (lo, hi) in enumerate(per_dim):
+        if not (lo or hi):
+            continue
+        n = shape[d]
+        left, right = g.narrow(d, 0, lo), g.narrow(d, lo + n, hi)
+        if mode == "reflect":  # output j < lo read lo - j; output lo + n + j read n - 2 - j
+            backward = [slice(None)] * g.ndim
+            backward[d] = slice(None, None, -1)
+            parts = [(left[tuple(backward)], 1), (right[tuple(backward)], n - 1 - hi)]
+        elif mode == "replicate":
+            parts = [(left.sum(d, keepdim=True), 0), (right.sum(d, keepdim=True), n - 1)]
+        else:  # circular: output j < lo read n - lo + j; output lo + n + j read j
+            parts = [(left, n - lo), (right, 0)]
+        core = g.narrow(d, lo, n)
+        for (piece, start), count in zip(parts, (lo, hi)):
+            if count:
+                pads = [0] * (2 * (g.ndim - d))
+                pads[-2:] = [start, n - start - piece.shape[d]]
+                core = core + piece.pad(pads)
+        g = core
+    return g
 
 
 def _sources(size: int, lo: int, hi: int, mode: str) -> np.ndarray:

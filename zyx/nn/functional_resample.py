@@ -20,8 +20,9 @@ import numpy as np
 from zyx import dtype as dtypes
 from zyx.errors import DTypeError, ShapeError
 from zyx.frontend.autograd import needs_grad, no_grad, record
-from zyx.frontend.creation import host_cast
+from zyx.frontend.creation import from_host, host_cast, pinned_as
 from zyx.frontend.index_map import DimMap, apply_adjoint, apply_maps, nested_sum
+from zyx.frontend.padding import pad_mode
 from zyx.nn.functional_resample_separable import area_pixel_scale, separable_resample
 
 _MODES = {"nearest": None, "nearest-exact": None, "linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3,
@@ -238,17 +239,12 @@ def _linear_2x(x: Any, dims: list[int]) -> Any:
     """Linear upsampling by exactly 2 along ``dims`` (align_corners=False) without gathers. Output
     ``2k + r`` reads input ``k - 1 + r`` and ``k + r`` with weights ``(0.25, 0.75)`` for ``r = 0`` and
     ``(0.75, 0.25)`` for ``r = 1``, clamped at the borders: on the input replicate-padded by one
-    (``cat`` copies, a quarter of the output's traffic) both taps are strided views ``xp[k + r + a]``,
+    (one padding kernel, a quarter of the output's traffic) both taps are strided views ``xp[k + r + a]``,
     so the output is one kernel of plain vector loads. (Not recorded for autograd: ``interpolate``
     records the adjoint of the equivalent maps.)"""
-    from zyx.frontend.contract_ops import cat
-    from zyx.frontend.creation import from_host, pinned_as
-
     compute = dtypes.float64 if x.dtype is dtypes.float64 else dtypes.float32
-    xp = x.cast(compute)
-    for d in dims:  # replicate pad by one: the clamped border taps become in-range reads
-        n = xp.shape[d]
-        xp = cat([xp.narrow(d, 0, 1), xp, xp.narrow(d, n - 1, 1)], d)
+    # replicate pad by one: the clamped border taps become in-range reads
+    xp = pad_mode(x.cast(compute), [(1, 1) if d in dims else (0, 0) for d in range(x.ndim)], "replicate")
     pos = {d: d + sum(1 for e in dims if e < d) for d in range(x.ndim)}  # where dim d lands
     weights = {}
     for d in dims:

@@ -1,0 +1,42 @@
+"""The padding kernel (templates/pad_rows.cl.mako) and the uint8 resampling pass
+(templates/resample_pass.cl.mako) under Oclgrind on small shapes: every element width for the pad (the
+kernel moves words of the element's size), rows split into chunks, offset and strided inputs; the
+resampling pass along a dim with rows (uchar vectors and their scalar tail) and along the last dim, bit
+for bit against NumPy's pad and the default device's resize."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import zyx
+import zyx.nn.functional as F
+from zyx.codegen import pad as pad_kernel
+from zyx.frontend import padding
+from zyx.nn import resample_pass
+
+NUMPY_MODE = {"reflect": "reflect", "replicate": "edge", "circular": "wrap"}
+
+
+@pytest.mark.parametrize("mode", list(NUMPY_MODE))
+@pytest.mark.parametrize("dtype", [zyx.uint8, zyx.float16, zyx.float32, zyx.float64], ids=lambda d: d.name)
+def test_pad_kernel(sim, needs, monkeypatch, mode, dtype):
+    needs(dtype)
+    monkeypatch.setattr(padding, "KERNEL_MIN", 0)  # the kernel for every size, not the fused gather
+    monkeypatch.setattr(pad_kernel, "CHUNK", 24)  # rows split across work items, a partial last chunk
+    a = (np.arange(4 * 5 * 37) % 251).astype(dtype.numpy).reshape(4, 5, 37)
+    x = zyx.from_numpy(a, device=sim)
+    for view, want, pads in ((x, a, (3, 2, 1, 4)), (x[1:], a[1:], (0, 0, 2, 1)), (x[:, ::2, 1:], a[:, ::2, 1:], (5, 1)),
+                             (x, a, (1, 1, 0, 0, 2, 1))):
+        per_dim = [(0, 0)] * (a.ndim - len(pads) // 2) + [pads[i:i + 2] for i in range(len(pads) - 2, -1, -2)]
+        got = F.pad(view, pads, mode=mode).numpy()
+        np.testing.assert_array_equal(got, np.pad(want, per_dim, mode=NUMPY_MODE[mode]))
+
+
+@pytest.mark.needs_device  # the reference resize runs on the default device
+@pytest.mark.parametrize("shape, size", [((2, 3, 9, 21), (5, 40)), ((20, 1, 6, 7), (9, 3))])
+def test_uint8_resample_passes(sim, monkeypatch, shape, size):
+    monkeypatch.setattr(resample_pass, "TRANSPOSE_MIN_ROWS", 16)  # (20, 1, 6, 7): the last dim transposed
+    a = np.random.default_rng(5).integers(0, 256, shape, dtype=np.uint8)
+    got, want = (F.interpolate(zyx.from_numpy(a, device=dev), size=size, mode="bilinear", antialias=True).numpy()
+                 for dev in (sim, zyx.default_device()))
+    np.testing.assert_array_equal(got, want)

@@ -1,0 +1,52 @@
+"""The reflect / replicate / circular padding kernel: the launcher for ``templates/pad_rows.cl.mako``.
+
+One launch pads every padded dim at once: the dims after the innermost padded one stay whole blocks, the
+dims before it index output rows (each row's source row found once), and a row's interior is a contiguous
+copy. The frontend (``zyx.frontend.padding``) runs it as an ``EXTERN`` graph node over a dense input.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from zyx.backend.device import Device
+from zyx.backend.launch import compile_kernel, launch
+from zyx.backend.pool import Buffer
+from zyx.codegen.render import render
+from zyx.dtype import UINT_OF_SIZE
+
+CHUNK = 4096  # output words a work item writes along a row: long rows split across work items
+VEC = 16  # words a step of the interior copy
+LOCAL = 16  # work items a work-group
+
+
+def pad_layout(shape: Sequence[int], per_dim: Sequence[tuple[int, int]]) -> dict:
+    """The template's view of padding ``shape`` by ``per_dim[d] = (before, after)`` (each >= 0, at least
+    one non-zero): ``outer`` (out size, in size, before) per row dim, adjacent unpadded dims merged;
+    the innermost padded dim's ``n``, ``lo``, ``hi``; ``inner``, the elements after it."""
+    last = max(d for d, (lo, hi) in enumerate(per_dim) if lo or hi)
+    outer: list[tuple[int, int, int]] = []
+    for size, (lo, hi) in zip(shape[:last], per_dim[:last]):
+        if not (lo or hi) and outer and outer[-1][0] == outer[-1][1]:
+            o, i, _ = outer[-1]
+            outer[-1] = (o * size, i * size, 0)
+        elif lo or hi or size != 1:
+            outer.append((size + lo + hi, size, lo))
+    lo, hi = per_dim[last]
+    return {"outer": tuple(outer), "n": shape[last], "lo": lo, "hi": hi, "inner": math.prod(shape[last + 1:])}
+
+
+def pad_rows(device: Device, out: Buffer, src: Buffer, offset: int, itemsize: int, mode: str, layout: dict) -> None:
+    """Enqueue the padding of ``src`` (dense from element ``offset``) into ``out`` (``layout`` from
+    ``pad_layout``); elements move as ``itemsize``-byte words (every dtype, bits kept)."""
+    row_words = (layout["lo"] + layout["n"] + layout["hi"]) * layout["inner"]
+    rows = math.prod(o for o, _, _ in layout["outer"])
+    chunk = min(CHUNK, row_words)
+    items = rows * -(-row_words // chunk)
+    source = render("pad_rows.cl.mako", word=UINT_OF_SIZE[itemsize].cl_storage, mode=mode, chunk=chunk, vec=VEC,
+                    **layout)
+    kernel = compile_kernel(device, source, "zyx_pad")
+    group = max(1, min(LOCAL, kernel.work_group_size, device.info.max_work_group_size))
+    launch(kernel, (-(-items // group) * group,), (group,), [out.cl, src.cl, np.int64(offset), np.int64(items)])
