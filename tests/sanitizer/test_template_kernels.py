@@ -40,3 +40,29 @@ def test_uint8_resample_passes(sim, monkeypatch, shape, size):
     got, want = (F.interpolate(zyx.from_numpy(a, device=dev), size=size, mode="bilinear", antialias=True).numpy()
                  for dev in (sim, zyx.default_device()))
     np.testing.assert_array_equal(got, want)
+
+
+OPTIMIZERS = [("SGD", {"lr": 0.1, "momentum": 0.9, "nesterov": True, "weight_decay": 0.01}),
+              ("Adam", {"lr": 0.01}), ("AdamW", {"lr": 0.01, "amsgrad": True}),
+              ("RMSprop", {"lr": 0.01, "momentum": 0.5, "centered": True}), ("Adagrad", {"lr": 0.1})]
+
+
+@pytest.mark.needs_device  # the reference steps run on the default device
+@pytest.mark.parametrize("name, kw", OPTIMIZERS, ids=[n for n, _ in OPTIMIZERS])
+def test_optimizer_step_kernel(sim, name, kw):
+    """templates/optim_step.cl.mako: three steps on a (7, 5) weight whose gradient is a transposed view
+    (the kernel reads it through its strides) and a 3-element bias, on the simulator and the default device."""
+    rng = np.random.default_rng(7)
+    w0, b0, x = rng.normal(size=(7, 5)), rng.normal(size=3), rng.normal(size=(4, 5))
+    results = []
+    for dev in (sim, zyx.default_device()):
+        w = zyx.tensor(w0.astype(np.float32), device=dev, requires_grad=True)
+        b = zyx.tensor(b0.astype(np.float32), device=dev, requires_grad=True)
+        opt = getattr(zyx.optim, name)([w, b], **kw)
+        for _ in range(3):
+            opt.zero_grad()
+            ((zyx.tensor(x.astype(np.float32), device=dev) @ w.T).square().sum() + (b * b).sum()).backward()
+            opt.step()
+        results.append((w.numpy(), b.numpy()))
+    for got, want in zip(*results):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
