@@ -346,29 +346,34 @@ def test_modules():
         assert not list(zm.parameters())
 
 
-def test_uint8_tables_are_uploaded_once_and_bounded(monkeypatch):
-    """A uint8 pass's index and weight tables stay on the device for the next call with the same resize (no
-    upload then), a bounded number of them: repeated calls leave the live buffer count flat, and many distinct
-    resizes keep at most ``TABLES_KEPT`` per device."""
+@pytest.mark.parametrize("inline_max", [0, 1 << 30])
+def test_uint8_tables_in_the_program_or_uploaded(monkeypatch, inline_max):
+    """A uint8 pass carries its index and weight tables as program constants up to ``INLINE_MAX`` entries and
+    uploads them with each call past it: both bit for bit PyTorch's, and a repeated resize allocates nothing
+    but its output when the tables are constants."""
     from zyx.nn import resample_pass
 
-    x = zyx.tensor(RNG.integers(0, 256, size=(1, 2, 9, 8)).astype(np.uint8)).realize()
-    F.interpolate(x, size=(5, 13), mode="bicubic").realize()
+    monkeypatch.setattr(resample_pass, "INLINE_MAX", inline_max)
+    a = RNG.integers(0, 256, size=(2, 3, 19, 23)).astype(np.uint8)
+    x = zyx.tensor(a).realize()
+    for kw in ({"size": (7, 40), "mode": "bilinear"}, {"size": (9, 11), "mode": "bicubic", "antialias": True}):
+        want = TF.interpolate(torch.tensor(a), **kw).numpy()
+        np.testing.assert_array_equal(F.interpolate(x, **kw).numpy(), want)
+    F.interpolate(x, size=(7, 40), mode="bilinear").realize()
     zyx.synchronize()
-    start = zyx.memory_stats()["live_buffers"]
-    for _ in range(5):
-        F.interpolate(x, size=(5, 13), mode="bicubic").realize()
+    live = zyx.memory_stats(x.device)["live_buffers"]
+    upload, uploads = resample_pass.from_host, []
+    monkeypatch.setattr(resample_pass, "from_host", lambda *args: uploads.append(args) or upload(*args))
+    F.interpolate(x, size=(7, 40), mode="bilinear").realize()
+    assert len(uploads) == (0 if inline_max else 4)  # two passes, two tables each
     zyx.synchronize()
-    assert zyx.memory_stats()["live_buffers"] == start
-    monkeypatch.setattr(resample_pass, "TABLES_KEPT", 3)
-    for size in (2, 3, 4, 5):  # a new height each time (the width pass's table is the same)
-        F.interpolate(x, size=(size, 8), mode="bilinear").realize()
-    assert len(resample_pass._tables_by_device[x.device]) == 3
+    assert zyx.memory_stats(x.device)["live_buffers"] == live
 
 
 def test_no_buffers_left_behind():
     """The uploaded index and weight tables live only as long as the kernels that read them."""
     x = zyx.tensor(RNG.normal(size=(1, 2, 5, 6)).astype(np.float32)).realize()
+    u = zyx.tensor(RNG.integers(0, 256, size=(1, 2, 5, 6)).astype(np.uint8)).realize()
     zyx.synchronize()
     start = zyx.memory_stats()["live_buffers"]
     for _ in range(5):
@@ -376,5 +381,6 @@ def test_no_buffers_left_behind():
         F.interpolate(x, scale_factor=2, mode="bilinear").realize()
         F.pad(x, (2, 2, 1, 1), mode="reflect").realize()
         x.repeat_interleave(zyx.tensor([1, 2, 0, 1, 3, 1]), 3).realize()
+        F.interpolate(u, size=(7, 9), mode="bilinear", antialias=True).realize()  # uint8 passes
     zyx.synchronize()
     assert zyx.memory_stats()["live_buffers"] == start

@@ -10,9 +10,6 @@ thirteenth session, has the timings).
 from __future__ import annotations
 
 import math
-import threading
-import weakref
-from collections import OrderedDict
 from typing import Any
 
 import numpy as np
@@ -30,29 +27,10 @@ LOCAL = 16  # work items a work-group: each writes a whole row or run, and PoCL 
 RUN = 64  # outputs a work item in a pass over the last dim (a row's window stays in L1)
 VEC = 16  # uchar lanes of a row step
 TRANSPOSE_MIN_ROWS = VEC  # a last-dim pass over this many rows or more runs transposed (whole vectors)
-TABLES_KEPT = 64  # (xmin, weights) tables kept on each device: a resize repeated in a loop uploads nothing
-_tables_by_device: weakref.WeakKeyDictionary[Any, OrderedDict[tuple, tuple[Any, Any]]] = weakref.WeakKeyDictionary()
-_tables_lock = threading.Lock()
-
-
-def _tables(x: Any, xmin: np.ndarray, weights: np.ndarray) -> tuple[Any, Any]:
-    """The pass's ``xmin`` and ``weights`` as int32 tensors on ``x``'s device (pinned as ``x``), uploaded once per
-    distinct table and kept (least recently used first out): each upload was a blocking host write, ~40% of a
-    small resize's host time."""
-    xmin32, w32 = np.ascontiguousarray(xmin, np.int32), np.ascontiguousarray(weights, np.int32).reshape(-1)
-    key = (x.pinned, weights.shape, xmin32.tobytes(), w32.tobytes())
-    with _tables_lock:
-        kept = _tables_by_device.setdefault(x.device, OrderedDict())
-        tables = kept.get(key)
-        if tables is not None:
-            kept.move_to_end(key)
-            return tables
-    tables = tuple(pinned_as(from_host(t, dtypes.int32, x.device), x) for t in (xmin32, w32))
-    with _tables_lock:
-        kept[key] = tables
-        while len(kept) > TABLES_KEPT:
-            kept.popitem(last=False)
-    return tables
+#: Table entries (xmin + weights) up to which a pass carries its tables in the program as ``__constant`` arrays
+#: (built once per resize, nothing uploaded per call; 32 KiB, half the smallest constant memory OpenCL allows);
+#: larger tables are uploaded with each call.
+INLINE_MAX = 8192
 
 
 def uint8_pass(x: Any, dim: int, xmin: np.ndarray, weights: np.ndarray, shift: int) -> Any:
@@ -82,9 +60,12 @@ def _pass(x: Any, dim: int, xmin: np.ndarray, weights: np.ndarray, shift: int) -
     xc = x.contiguous()
     if xc._view.offset:
         xc = xc.clone()  # the kernel reads from the storage's first element
-    inputs = [xc, *_tables(x, xmin, weights)]
+    xmin32, w32 = np.ascontiguousarray(xmin, np.int32), np.ascontiguousarray(weights, np.int32).reshape(-1)
+    inline = xmin32.size + w32.size <= INLINE_MAX
+    inputs = [xc] if inline else [xc, *(pinned_as(from_host(t, dtypes.int32, device), x) for t in (xmin32, w32))]
     rows = inner > 1
-    src = render("resample_pass.cl.mako", n=n, o_size=o_size, taps=taps, shift=shift, vec=VEC, run=RUN, rows=rows)
+    src = render("resample_pass.cl.mako", n=n, o_size=o_size, taps=taps, shift=shift, vec=VEC, run=RUN, rows=rows,
+                 tables=(tuple(xmin32.tolist()), tuple(w32.tolist())) if inline else None)
     items = outer * (o_size if rows else -(-o_size // RUN))
 
     def run(bufs: list[Buffer]) -> Buffer:
