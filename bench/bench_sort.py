@@ -23,6 +23,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import zyx
+from zyx.benchmarks import versus_torch
 
 
 def _time(fn: Callable[[], Any]) -> float:
@@ -49,11 +50,11 @@ def _np_topk(a: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     return np.take_along_axis(vals, order, 1), np.take_along_axis(part, order, 1)
 
 
-def main() -> None:
+def run(quick: bool = False) -> list[dict]:
+    """The rows: op, implementation, best and median ms, PyTorch's over zyx's (best and median)."""
     import torch
 
     torch.set_num_threads(2)
-    quick = "--quick" in sys.argv
     blocks = 3 if quick else 7
     rng = np.random.default_rng(0)
     side = 1024 if quick else 4096
@@ -63,41 +64,36 @@ def main() -> None:
     tf, ts = torch.from_numpy(flat), torch.from_numpy(square)
 
     def zyx_run(fn: Callable[[], Any]) -> Callable[[], None]:
-        def run() -> None:
+        def realized() -> None:
             out = fn()
             for t in out if isinstance(out, tuple) else (out,):
                 t.realize()
             zyx.synchronize()
-        return run
+        return realized
 
-    rows = [
-        (f"sort {flat.size} float32", {
+    cases = [
+        ("sort", f"{flat.size} float32", {
             "zyx": zyx_run(lambda: zf.sort()),
             "torch": lambda: torch.sort(tf),
             "numpy": lambda: (lambda i: (flat[i], i))(np.argsort(flat, kind="stable")),
         }),
-        (f"argsort {side}x{side} float32 rows", {
+        ("argsort (rows)", f"{side}x{side} float32", {
             "zyx": zyx_run(lambda: zs.argsort()),
             "torch": lambda: torch.argsort(ts),
             "numpy": lambda: np.argsort(square, axis=1, kind="stable"),
         }),
-        (f"topk k=10 {side}x{side} float32 rows", {
+        ("topk k=10 (rows)", f"{side}x{side} float32", {
             "zyx": zyx_run(lambda: zs.topk(10)),
             "torch": lambda: torch.topk(ts, 10),
             "numpy": lambda: _np_topk(square, 10),
         }),
     ]
-    print(f"device: {zyx.default_device()}; torch threads: {torch.get_num_threads()}")
-    for name, runs in rows:
-        res = _compare(runs, blocks)
-        z = res["zyx"][1]
-        cells = "  ".join(f"{k} {b * 1e3:8.2f} / {m * 1e3:8.2f} ms" for k, (b, m) in res.items())
-        ratios = "  ".join(f"{k}/zyx {res[k][1] / z:5.2f}x" for k in ("torch", "numpy"))
-        print(f"{name:36s} {cells}   (best / median)   {ratios}")
+    return [row for op, size, runs in cases for row in versus_torch(op, size, _compare(runs, blocks))]
 
 
 if __name__ == "__main__":
-    from zyx.benchmarks import bench_header
+    from zyx.benchmarks import bench_header, markdown_table
 
     print(bench_header())
-    main()
+    print(f"device: {zyx.default_device()}; torch threads: 2\n")
+    print(markdown_table(run("--quick" in sys.argv)))

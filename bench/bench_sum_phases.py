@@ -47,7 +47,7 @@ def _inputs() -> tuple[Any, Any]:
     return zyx.tensor(a).realize(), torch.from_numpy(a)
 
 
-def run(calls: int = 30) -> tuple[str, str]:
+def phases(calls: int = 30) -> tuple[str, str]:
     """The two splits' lines (best/median us per phase)."""
     import pyopencl as cl
 
@@ -179,6 +179,6 @@ if __name__ == "__main__":
         print("float(x.sum()) per round, best/median ms:")
         print("\n".join(floor()))
         sys.exit(0)
-    host, device = run(int(sys.argv[1]) if len(sys.argv) > 1 else 30)
+    host, device = phases(int(sys.argv[1]) if len(sys.argv) > 1 else 30)
     print("host phases (best/median us):", host)
     print("device split (best/median us):", device)

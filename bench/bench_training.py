@@ -19,7 +19,7 @@ import importlib.util
 import statistics
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
@@ -157,8 +157,11 @@ def _time(steps: dict[str, Callable[[], Any]], rounds: int, block: int) -> dict[
     return {k: (min(v) * 1e3, statistics.median(v) * 1e3) for k, v in times.items()}
 
 
-def run(rounds: int, block: int, only: set[str]) -> list[dict[str, Any]]:
-    """The rows: workload, implementation, best and median ms, PyTorch's best / zyx's best."""
+def run(quick: bool = False, rounds: int | None = None, block: int = 5,
+        only: Collection[str] = ("mlp", "cnn", "minilm")) -> list[dict[str, Any]]:
+    """The rows: workload, implementation, best and median ms, PyTorch's best / zyx's best (``quick``: one
+    round of each)."""
+    rounds = rounds or (1 if quick else 3)
     import torch
     from sklearn.datasets import load_digits
 
@@ -196,7 +199,7 @@ def main() -> None:
 
     print(bench_header())
     print(f"# the examples' workloads on {zyx.default_device()}; PyTorch CPU at 2 threads\n")
-    rows = run(args.rounds, args.block, set(args.only.split(",")))
+    rows = run(rounds=args.rounds, block=args.block, only=set(args.only.split(",")))
     print(markdown_table(rows, floats="", titles={"x_torch": "torch_ms / ms"}))
 
 

@@ -1,8 +1,8 @@
-"""The padding kernel (templates/pad_rows.cl.mako) and the uint8 resampling pass
-(templates/resample_pass.cl.mako) under Oclgrind on small shapes: every element width for the pad (the
-kernel moves words of the element's size), rows split into chunks, offset and strided inputs; the
-resampling pass along a dim with rows (uchar vectors and their scalar tail) and along the last dim, bit
-for bit against NumPy's pad and the default device's resize."""
+"""Template kernels outside the IR and the contracts, under Oclgrind on small shapes: the padding kernel
+(templates/pad_rows.cl.mako: every element width, its GPU and CPU shapes, rows split into chunks, offset
+and strided inputs; bit for bit against NumPy's pad), the uint8 resampling pass
+(templates/resample_pass.cl.mako: along a dim with rows, uchar vectors and their scalar tail, and along
+the last dim) and the optimizers' step (templates/optim_step.cl.mako), both against the default device."""
 from __future__ import annotations
 
 import numpy as np
@@ -10,6 +10,7 @@ import pytest
 
 import zyx
 import zyx.nn.functional as F
+from zyx import settings
 from zyx.codegen import pad as pad_kernel
 from zyx.frontend import padding
 from zyx.nn import resample_pass
@@ -17,12 +18,14 @@ from zyx.nn import resample_pass
 NUMPY_MODE = {"reflect": "reflect", "replicate": "edge", "circular": "wrap"}
 
 
+@pytest.mark.parametrize("kind", ["gpu", "cpu"])
 @pytest.mark.parametrize("mode", list(NUMPY_MODE))
 @pytest.mark.parametrize("dtype", [zyx.uint8, zyx.float16, zyx.float32, zyx.float64], ids=lambda d: d.name)
-def test_pad_kernel(sim, needs, monkeypatch, mode, dtype):
+def test_pad_kernel(sim, needs, monkeypatch, kind, mode, dtype):
     needs(dtype)
+    monkeypatch.setattr(settings, "HEURISTICS", kind)  # a vector a work item; runs of words a work item
     monkeypatch.setattr(padding, "KERNEL_MIN", 0)  # the kernel for every size, not the fused gather
-    monkeypatch.setattr(pad_kernel, "CHUNK", 24)  # rows split across work items, a partial last chunk
+    monkeypatch.setattr(pad_kernel, "CHUNK", 24)  # CPU rows split across work items, a partial last chunk
     a = (np.arange(4 * 5 * 37) % 251).astype(dtype.numpy).reshape(4, 5, 37)
     x = zyx.from_numpy(a, device=sim)
     for view, want, pads in ((x, a, (3, 2, 1, 4)), (x[1:], a[1:], (0, 0, 2, 1)), (x[:, ::2, 1:], a[:, ::2, 1:], (5, 1)),

@@ -11,15 +11,17 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from zyx import settings
 from zyx.backend.device import Device
 from zyx.backend.launch import compile_kernel, launch
 from zyx.backend.pool import Buffer
 from zyx.codegen.render import render
 from zyx.dtype import UINT_OF_SIZE
 
-CHUNK = 4096  # output words a work item writes along a row: long rows split across work items
-VEC = 16  # words a step of the interior copy
-LOCAL = 16  # work items a work-group
+CHUNK = 4096  # CPUs: output words a work item writes along a row (long rows split across work items)
+VEC = 16  # CPUs: words a step of the interior copy
+GPU_CHUNK = 4  # GPUs: neighbouring work items write neighbouring words (coalesced), a vector each
+LOCAL = {"cpu": 16, "gpu": 128}  # work items a work-group
 
 
 def pad_layout(shape: Sequence[int], per_dim: Sequence[tuple[int, int]]) -> dict:
@@ -41,12 +43,13 @@ def pad_layout(shape: Sequence[int], per_dim: Sequence[tuple[int, int]]) -> dict
 def pad_rows(device: Device, out: Buffer, src: Buffer, offset: int, itemsize: int, mode: str, layout: dict) -> None:
     """Enqueue the padding of ``src`` (dense from element ``offset``) into ``out`` (``layout`` from
     ``pad_layout``); elements move as ``itemsize``-byte words (every dtype, bits kept)."""
+    kind = settings.heuristics_kind(device)
     row_words = (layout["lo"] + layout["n"] + layout["hi"]) * layout["inner"]
     rows = math.prod(o for o, _, _ in layout["outer"])
-    chunk = min(CHUNK, row_words)
+    chunk = min(GPU_CHUNK if kind == "gpu" else CHUNK, row_words)
     items = rows * -(-row_words // chunk)
-    source = render("pad_rows.cl.mako", word=UINT_OF_SIZE[itemsize].cl_storage, mode=mode, chunk=chunk, vec=VEC,
-                    **layout)
+    source = render("pad_rows.cl.mako", word=UINT_OF_SIZE[itemsize].cl_storage, mode=mode, chunk=chunk,
+                    vec=GPU_CHUNK if kind == "gpu" else VEC, **layout)
     kernel = compile_kernel(device, source, "zyx_pad")
-    group = max(1, min(LOCAL, kernel.work_group_size, device.info.max_work_group_size))
+    group = max(1, min(LOCAL[kind], kernel.work_group_size, device.info.max_work_group_size))
     launch(kernel, (-(-items // group) * group,), (group,), [out.cl, src.cl, np.int64(offset), np.int64(items)])
