@@ -131,3 +131,22 @@ def test_jit_keys_a_by_value_op_by_the_bound_value():
         y = f(X, T.bind(t))
         assert y.shape == (t, 10) and all(type(d) is int for d in y.shape)
         np.testing.assert_allclose(y.numpy(), np.concatenate([XN[:t], XN[:t][::-1]], 1))
+
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
+def test_a_large_mode_pad_of_a_variable_slice(mode):
+    """A reflect/replicate/circular pad large enough for the padding kernel reads a variable slice at its bound
+    value (int shapes, NumPy's values) and passes the gradient back to the tensor it was sliced from."""
+    a = RNG.standard_normal((400, 300)).astype(np.float32)
+    rows = zyx.Variable("pad_rows_by_value", 1, 400)
+    numpy_mode = {"reflect": "reflect", "replicate": "edge", "circular": "wrap"}[mode]
+    for t in (250, 399):
+        x = zyx.tensor(a, requires_grad=True)
+        y = F.pad(x[:rows.bind(t)][None], (3, 2, 1, 4), mode=mode)
+        _check_shape(y, (1, t + 5, 305))
+        np.testing.assert_array_equal(y.numpy(), np.pad(a[:t][None], ((0, 0), (1, 4), (3, 2)), mode=numpy_mode))
+        (y * y).sum().backward()
+        torch = pytest.importorskip("torch")
+        tx = torch.tensor(a, requires_grad=True)
+        (torch.nn.functional.pad(tx[:t][None], (3, 2, 1, 4), mode=mode) ** 2).sum().backward()
+        np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-5, atol=1e-5)

@@ -24,7 +24,7 @@ from zyx.backend.pool import Buffer
 from zyx.codegen import pad as kernel
 from zyx.errors import ShapeError
 from zyx.frontend.autograd import needs_grad, no_grad, record
-from zyx.frontend.base import tensor_class
+from zyx.frontend.base import concrete, tensor_class
 from zyx.frontend.elementwise import from_node
 from zyx.frontend.index_map import DimMap, apply_maps
 from zyx.ir.view import View, contiguous_strides
@@ -48,13 +48,17 @@ def pad_mode(x: Any, per_dim: Sequence[tuple[int, int]], mode: str) -> Any:
             return _padded(x, per_dim, mode, out_shape)
         with no_grad():
             out = _padded(x, per_dim, mode, out_shape)
-        return record(f"{mode}_pad", out, [x], lambda g: (_fold_back(g, x.shape, per_dim, mode),))
+        shape = tuple(o - lo - hi for o, (lo, hi) in zip(out.shape, per_dim))  # ints, also for a variable size
+        return record(f"{mode}_pad", out, [x], lambda g: (_fold_back(g, shape, per_dim, mode),))
     maps = [DimMap(d, x.shape[d], _sources(x.shape[d], *per_dim[d], mode).reshape(1, -1)) for d in dims]
     return apply_maps(x, maps)
 
 
 def _padded(x: Any, per_dim: Sequence[tuple[int, int]], mode: str, out_shape: tuple[int, ...]) -> Any:
-    """``x`` padded by the padding kernel, as a pending tensor (an ``EXTERN`` node over ``x``'s values)."""
+    """``x`` padded by the padding kernel, as a pending tensor (an ``EXTERN`` node over ``x``'s values); a
+    tensor of variable size is read at its bound values (the kernel has no variable form)."""
+    x = concrete(x)
+    out_shape = tuple(int(s) for s in out_shape)
     view = x._view
     if any(s != c for s, c, n in zip(view.strides, contiguous_strides(view.shape), view.shape) if n != 1):
         x = x.contiguous()  # the kernel reads dense rows (an offset alone is a launch argument)
