@@ -140,11 +140,13 @@ def test_a_large_mode_pad_of_a_variable_slice(mode):
     a = RNG.standard_normal((400, 300)).astype(np.float32)
     rows = zyx.Variable("pad_rows_by_value", 1, 400)
     numpy_mode = {"reflect": "reflect", "replicate": "edge", "circular": "wrap"}[mode]
-    for t in (250, 399):
-        x = zyx.tensor(a, requires_grad=True)
+    for t, grad in ((250, False), (399, False), (250, True)):
+        x = zyx.tensor(a, requires_grad=grad)
         y = F.pad(x[:rows.bind(t)][None], (3, 2, 1, 4), mode=mode)
         _check_shape(y, (1, t + 5, 305))
         np.testing.assert_array_equal(y.numpy(), np.pad(a[:t][None], ((0, 0), (1, 4), (3, 2)), mode=numpy_mode))
+        if not grad:
+            continue
         (y * y).sum().backward()
         torch = pytest.importorskip("torch")
         tx = torch.tensor(a, requires_grad=True)
