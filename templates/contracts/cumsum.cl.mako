@@ -23,9 +23,15 @@ strategy "lanes": zyx_cumsum_lanes, one work-item per `lv` neighbouring lanes (l
   each sub-run is offset by the running total before it. Both orders are fixed by the sizes and tunables: the same input
   gives the same bits on every run on one device.
 
+strategy "rows" (CPUs; contiguous lanes, the input stored as a C type of its own, so neither 16-bit float):
+  zyx_cumsum_rows, one work-item per row, `vec` elements a step as one vector of `acc`: an
+  inclusive scan inside the vector (log2(vec) shift-and-add steps), plus the running total, stored
+  as one vector; the last element is the next step's running total. The rows stay contiguous
+  streams (the "lanes" kernel's vector loads gather one element from each of 16 rows).
+
 Scan kernels compile slowly (barriers), so the sizes (dim_size, inner, lanes, chunks) are
 run-time arguments; the source is specialized only on the dtype and the code shape.
-Parameters: dtype, out_dtype, acc, strategy, strided (inner > 1), wg, items, lv, index_t.
+Parameters: dtype, out_dtype, acc, strategy, strided (inner > 1), wg, items, lv, vec, index_t.
 </%doc>\
 <%namespace name="dt" file="/common/dtypes.mako"/>\
 <%
@@ -41,7 +47,40 @@ Parameters: dtype, out_dtype, acc, strategy, strided (inner > 1), wg, items, lv,
 %>\
 /* zyx contract kernel cumsum (${strategy}): ${dtype.name} -> ${out_dtype.name} accumulated in ${acc}, ${"strided" if strided else "contiguous"} lanes${f", blocks of {wg} x {items}" if strategy == "blocks" else ""} */
 ${dt.preamble([dtype])}
-% if strategy == "lanes":
+% if strategy == "rows":
+<%
+    V = vec
+    vector = f"{acc}{V}"
+    mask = ("uint" if acc == "float" else "ulong") + str(V)
+    load = f"vload{V}(0, zyx_src + zyx_j)" if S == acc else f"convert_{vector}(vload{V}(0, zyx_src + zyx_j))"
+    shifts = [k for k in (1, 2, 4, 8) if k < V]
+    last = "0123456789abcdef"[V - 1]
+%>\
+__kernel void zyx_cumsum_rows(__global ${O} *restrict zyx_out, __global const ${S} *restrict zyx_in,
+                              ${sizes}, const ${I} zyx_lanes)
+{
+    const ${I} zyx_lane = get_global_id(0);
+    if (zyx_lane >= zyx_lanes) return;
+    __global const ${S} *zyx_src = zyx_in + zyx_lane * zyx_dim;
+    __global ${O} *zyx_dst = zyx_out + zyx_lane * zyx_dim;
+    const ${vector} zyx_zero = (${vector})(0);
+    ${acc} zyx_run = 0;
+    ${I} zyx_j = 0;
+    for (; zyx_j + ${V} <= zyx_dim; zyx_j += ${V}) {
+        ${vector} zyx_v = ${load};
+%   for k in shifts:
+        zyx_v += shuffle2(zyx_zero, zyx_v, (${mask})(${", ".join(str(V + i - k if i >= k else 0) for i in range(V))}));
+%   endfor
+        zyx_v += zyx_run;
+        vstore${V}(zyx_v, 0, zyx_dst + zyx_j);
+        zyx_run = zyx_v.s${last};
+    }
+    for (; zyx_j < zyx_dim; ++zyx_j) {
+        zyx_run += ${dt.load(dtype, "zyx_src", "zyx_j")};
+        ${dt.store(out_dtype, "zyx_dst", "zyx_j", "zyx_run")}
+    }
+}
+% elif strategy == "lanes":
 __kernel void zyx_cumsum_lanes(__global ${O} *restrict zyx_out, __global const ${S} *restrict zyx_in,
                                ${sizes}, const ${I} zyx_lanes)
 {

@@ -126,12 +126,13 @@ SCAN_DTYPES = [zyx.float32, zyx.float64, zyx.bfloat16, zyx.float16]
 
 @pytest.mark.parametrize("dtype", SCAN_DTYPES, ids=[d.name for d in SCAN_DTYPES])
 def test_cumsum(sim, needs, dtype):
-    """Short rows (one work-item a lane), strided lanes side by side, and rows longer than one
-    256 x 8 block (work-group scans in local memory, block totals, carries)."""
+    """Short rows (one work-item a lane), strided lanes side by side, rows longer than one 256 x 8 block
+    (work-group scans in local memory, block totals, carries) and, with the CPU variants, many contiguous
+    rows scanned a vector at a time (whole vectors and a tail)."""
     needs(dtype)
     rng = np.random.default_rng(12)
     acc = np.float64 if dtype is zyx.float64 else np.float32
-    for shape, dim in (((3, 37), 1), ((5, 3, 4), 1), ((2, 2101), 1), ((2101, 3), 0)):
+    for shape, dim in (((3, 37), 1), ((5, 3, 4), 1), ((2, 2101), 1), ((2101, 3), 0), ((20, 37), 1)):
         a = (rng.random(shape) * 2 - 1).astype(dtype.numpy)
         got = zyx.from_numpy(a, device=sim).cumsum(dim).numpy().astype(np.float64)
         want = np.cumsum(a.astype(acc), dim)
@@ -143,7 +144,7 @@ def test_scans_beyond_cumsum(sim, needs):
     int64: short rows, strided lanes, and rows longer than a 256 x 8 block (GPU variants)."""
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(13)
-    for shape, dim in (((3, 37), 1), ((2, 2101), 1), ((2101, 3), 0)):
+    for shape, dim in (((3, 37), 1), ((2, 2101), 1), ((2101, 3), 0), ((20, 37), 1)):
         a = (1 + (rng.random(shape) - 0.5) * 0.01).astype(np.float32)
         i = rng.integers(-3, 4, size=shape).astype(np.int32)
         x, xi, t = up(a, sim), up(i, sim), torch.from_numpy(a)

@@ -149,17 +149,35 @@ def test_cumsum_sub_runs_and_tails(device, dtype, items):
     check_close(out, a, 1, dtype)
 
 
-def test_cumsum_many_contiguous_rows_scan_lanes(device, bits_equal):
-    """On CPUs, many long contiguous rows run one work-item per row (in order: NumPy's float32
-    cumsum bit for bit); few rows still take the block scan."""
-    a = np.random.default_rng(9).standard_normal((40, 2100)).astype(np.float32)
+@pytest.mark.parametrize("dtype", [zyx.float32, zyx.float64, zyx.int32, zyx.int64, zyx.uint8])
+def test_cumsum_many_contiguous_rows(device, dtype):
+    """On CPUs, many long contiguous rows run one work-item per row, a vector of the accumulator a step
+    scanned in registers (within a vector the order is a tree: close to the float64 reference, not NumPy's
+    float32 bits; integers exact); the same bits on every run; rows of a partial last vector. Few rows still
+    take the block scan; 16-bit floats and short rows keep one work-item per lane in order."""
+    a = np.random.default_rng(9).standard_normal((40, 2100)) * 50
+    a = a.astype(dtype.numpy) if dtype.is_float else np.abs(a).astype(dtype.numpy)
     tun = kernels.tunables(device)
     cpu = not kernels.common.on_gpu(device)
     expect = "lanes" if cpu and 40 >= tun.scan_lanes_min else "blocks"
     assert kernels.cumsum_strategy(40, 2100, 1, tun, cpu) == expect
     assert kernels.cumsum_strategy(2, 1 << 20, 1, tun, cpu) == "blocks"
-    out = on_device(a, device).cumsum(1).numpy()
-    if expect == "lanes":
-        bits_equal(out, np.cumsum(a, axis=1))
+    width = 64 // kernels.accumulator(dtype).itemsize
+    assert kernels.row_vector(dtype, 40, 2100, 1, tun, expect, cpu) == (width if expect == "lanes" else 0)
+    assert kernels.row_vector(zyx.float16, 40, 2100, 1, tun, expect, cpu) == 0
+    assert kernels.row_vector(dtype, 40, 2 * width - 1, 1, tun, expect, cpu) == 0
+    x = on_device(a, device)
+    out = x.cumsum(1).numpy()
+    assert out.dtype == (dtype.numpy if dtype.is_float else np.int64)
+    if dtype.is_float:
+        check_close(out, a, 1, dtype)
+        np.testing.assert_array_equal(x.cumsum(1).numpy().view(np.uint8), out.view(np.uint8))
     else:
-        check_close(out, a, 1, zyx.float32)
+        np.testing.assert_array_equal(out, np.cumsum(a.astype(np.int64), axis=1))
+    y = on_device(a[:, :2 * width + 5], device)  # two whole vectors and a tail of 5 per row
+    if dtype.is_float:
+        check_close(y.cumsum(1).numpy(), a[:, :2 * width + 5], 1, dtype)
+    else:
+        np.testing.assert_array_equal(y.cumsum(1).numpy(), np.cumsum(a[:, :2 * width + 5].astype(np.int64), axis=1))
+
+

@@ -39,7 +39,14 @@ from zyx.contracts.kernels.contiguize import (
 )
 from zyx.contracts.kernels.cummax import cummax, cummin
 from zyx.contracts.kernels.cumprod import cumprod
-from zyx.contracts.kernels.cumsum import accumulator, cumsum, cumsum_strategy, result_dtype, scan_lane_vector
+from zyx.contracts.kernels.cumsum import (
+    accumulator,
+    cumsum,
+    cumsum_strategy,
+    result_dtype,
+    row_vector,
+    scan_lane_vector,
+)
 from zyx.contracts.kernels.flip import flip, flip_groups
 from zyx.contracts.kernels.logcumsumexp import logcumsumexp
 from zyx.contracts.kernels.masked_fill import masked_fill, masked_fill_tunables
@@ -77,7 +84,7 @@ __all__ = [
     "DECLARED", "MODULES", "NEVER", "TRANSPOSE_TILE_BYTES", "TRANSPOSE_TILE_L_BYTES", "Tunables", "accumulator",
     "concat_part", "contiguize", "cummax", "cummin", "cumprod", "cumsum", "cumsum_strategy", "default_tunables",
     "flip", "flip_groups", "fold_axes", "index_type", "logcumsumexp", "masked_fill", "masked_fill_tunables",
-    "module_for", "result_dtype", "roll", "scan_lane_vector", "set_tunables", "streams", "tile_length",
+    "module_for", "result_dtype", "roll", "row_vector", "scan_lane_vector", "set_tunables", "streams", "tile_length",
     "transpose_axis", "triangular", "tunables", "vector_width", "widen", "write_slice", "write_slice_doff",
     "write_slice_rotating",
 ]
