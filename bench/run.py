@@ -12,9 +12,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from zyx.benchmarks import bench_header
 from zyx.cli import main
 
-if __name__ == "__main__":
-    print(bench_header())
+if __name__ == "__main__":  # the bench command prints the header (dropping the OpenBLAS pins) first
     sys.exit(main(["bench", *sys.argv[1:], "--bench-dir", str(Path(__file__).resolve().parent)]))
