@@ -651,3 +651,31 @@ def test_a_base_does_not_keep_dead_views_for_good():
         (w.T * 2).sum()
     assert len(w._ag.views) <= 16
     assert sum(r() is not None for r in w._ag.views) >= 3
+
+
+@pytest.mark.parametrize("name, most", [("softmax", 3), ("log_softmax", 1), ("logsumexp", 3)])
+def test_softmax_family_gradients_skip_the_max(name, most):
+    """The max that shifts softmax/log_softmax/logsumexp cancels out of the result, so no gradient flows
+    through it (PyTorch's formulas: g*s - s*sum(g*s), g - exp(out)*sum(g), g*exp(x - out)): no kernels for the
+    max's tie-splitting gradient (forward and backward of log_softmax fuse into one), and PyTorch's values,
+    ties and infinities included."""
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal((64, 100)).astype(np.float32)
+    a[3, :4] = a[3].max() + 1  # a tied maximum
+    a[5, 7] = -np.inf
+    gshape = (64,) if name == "logsumexp" else (64, 100)
+    g = rng.standard_normal(gshape).astype(np.float32)
+    x, zg = zyx.tensor(a, requires_grad=True).realize(), zyx.tensor(g).realize()
+
+    def run():
+        return x.logsumexp(1) if name == "logsumexp" else getattr(F, name)(x, 1)
+
+    run().backward(zg)
+    x.grad = None
+    start = zyx.kernel_count()
+    run().backward(zg)
+    x.grad.realize()
+    assert zyx.kernel_count() - start <= most
+    t = torch.tensor(a, requires_grad=True)
+    (t.logsumexp(1) if name == "logsumexp" else getattr(torch.nn.functional, name)(t, 1)).backward(torch.tensor(g))
+    np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy(), rtol=1e-5, atol=1e-6)

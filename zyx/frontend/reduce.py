@@ -282,7 +282,7 @@ def std_mean(x: Any, dim: Any = None, correction: int = 1, keepdim: bool = False
 def logsumexp(x: Any, dim: Any = None, keepdim: bool = False):
     _tensor(x, "logsumexp")
     work = x if x.dtype.is_float and x.dtype.itemsize >= 4 else x.cast(dtypes.float32)
-    m = reduce(work, Op.MAX, dim, keepdim=True)
+    m = reduce(work, Op.MAX, dim, keepdim=True).detach()  # the shift cancels: no gradient through the max
     m = where(unary(Op.ISINF, m), 0.0, m)
     s = reduce(unary(Op.EXP, work - m), Op.SUM, dim, keepdim=True)
     out = unary(Op.LOG, s) + m

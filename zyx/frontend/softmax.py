@@ -50,7 +50,7 @@ def softmax(x: Any, dim: int | None = None, dtype: Any = None, *, _stacklevel: i
         normalize_dim(dim, 0)
         return (w - w + 1.0).cast(out_dt)
     d = normalize_dim(dim, w.ndim)
-    m = R.reduce(w, Op.MAX, d, keepdim=True)
+    m = R.reduce(w, Op.MAX, d, keepdim=True).detach()  # the shift cancels: no gradient through the max
     e = unary(Op.EXP, w - m)
     s = R.reduce(e, Op.SUM, d, keepdim=True)
     out = e * unary(Op.RECIPROCAL, s)
@@ -70,7 +70,7 @@ def log_softmax(x: Any, dim: int | None = None, dtype: Any = None, *, _stackleve
         normalize_dim(dim, 0)
         return (w - w).cast(out_dt)
     d = normalize_dim(dim, w.ndim)
-    m = R.reduce(w, Op.MAX, d, keepdim=True)
+    m = R.reduce(w, Op.MAX, d, keepdim=True).detach()  # the shift cancels: no gradient through the max
     z = w - m
     s = R.reduce(unary(Op.EXP, z), Op.SUM, d, keepdim=True)
     out = z - unary(Op.LOG, s)
