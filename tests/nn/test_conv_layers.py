@@ -267,3 +267,4 @@ def test_batch_norm_statistics_untouched_by_a_failed_gather(momentum):
     with pytest.raises(IndexError, match="out of range"):  # the functional form guards its update too
         nn.functional.batch_norm(table[zyx.tensor([9, 1])], zm.running_mean, zm.running_var, training=True)
     np.testing.assert_array_equal(zm.running_mean.numpy(), before["running_mean"])
+    np.testing.assert_array_equal(zm.running_var.numpy(), before["running_var"])

@@ -28,8 +28,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
                 mod = importlib.import_module(script.stem)
                 if not hasattr(mod, "run"):  # a diagnostic script, run on its own
                     continue
-                print(f"\n## {script.stem}\n", flush=True)
-                print(benchmarks.markdown_table(mod.run(quick=args.quick)), flush=True)
+                table = benchmarks.markdown_table(mod.run(quick=args.quick))
+                print(f"\n## {script.stem}\n\n{table}", flush=True)
             except Exception as exc:  # noqa: BLE001 - reported, and the exit status says so
                 failed.append(script.stem)
                 print(f"{script.stem} failed: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)

@@ -27,7 +27,7 @@ from zyx.frontend.autograd import needs_grad, no_grad, record
 from zyx.frontend.base import concrete, tensor_class
 from zyx.frontend.elementwise import from_node
 from zyx.frontend.index_map import DimMap, apply_maps
-from zyx.ir.view import View, contiguous_strides
+from zyx.ir.view import View
 
 MODES = ("constant", "reflect", "replicate", "circular")
 KERNEL_MIN = 1 << 16  # output elements from which the padding kernel beats the fused gather
@@ -59,8 +59,7 @@ def _padded(x: Any, per_dim: Sequence[tuple[int, int]], mode: str, out_shape: tu
     tensor of variable size is read at its bound values (the kernel has no variable form)."""
     x = concrete(x)
     out_shape = tuple(int(s) for s in out_shape)
-    view = x._view
-    if any(s != c for s, c, n in zip(view.strides, contiguous_strides(view.shape), view.shape) if n != 1):
+    if not x._view.is_dense:
         x = x.contiguous()  # the kernel reads dense rows (an offset alone is a launch argument)
     offset, itemsize, device = int(x._view.offset), x.dtype.itemsize, x.device
     layout = kernel.pad_layout(x.shape, per_dim)

@@ -119,7 +119,8 @@ def _safe_softmax(scores: Any):
     (its exps are then 0) and its sum to 0.5 (a live row's sum is at least 1: its max contributes
     exp(0)). Clamps, not ``where``s on the row values, so it stays one row kernel like ``softmax``."""
     w, out_dt = _work(scores)
-    m = binary(Op.MAXIMUM, R.reduce(w, Op.MAX, -1, keepdim=True), float(np.finfo(w.dtype.np_dtype).min))
+    m = binary(Op.MAXIMUM, R.reduce(w, Op.MAX, -1, keepdim=True).detach(),  # the shift cancels: no gradient
+               float(np.finfo(w.dtype.np_dtype).min))
     e = unary(Op.EXP, w - m)
     s = binary(Op.MAXIMUM, R.reduce(e, Op.SUM, -1, keepdim=True), 0.5)
     return (e * unary(Op.RECIPROCAL, s)).cast(out_dt)

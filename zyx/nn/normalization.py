@@ -9,7 +9,6 @@ from typing import Any
 from zyx import dtype as dtypes
 from zyx.errors import ShapeError
 from zyx.frontend.autograd import no_grad
-from zyx.frontend.base import raise_unread_errors
 from zyx.frontend.creation import ones, tensor, zeros
 from zyx.frontend.softmax import float_work
 from zyx.nn import functional as F
@@ -129,17 +128,17 @@ class _BatchNorm(Module):
             raise ShapeError(f"{type(self).__name__}: expected {want} input (got {x.ndim}D input, shape "
                              f"{tuple(x.shape)})")
         factor = 0.0 if self.momentum is None else self.momentum
-        if self.training and self.track_running_stats and self.num_batches_tracked is not None:
-            raise_unread_errors(x)  # a failed gather upstream raises before the count moves, as in PyTorch
-            with no_grad():
-                self.num_batches_tracked._assign(self.num_batches_tracked + 1)
-            if self.momentum is None:  # cumulative average: reads the count back (PyTorch keeps it on the device too)
-                factor = 1.0 / float(self.num_batches_tracked.item())
+        counting = self.training and self.track_running_stats and self.num_batches_tracked is not None
+        if counting and self.momentum is None:  # cumulative average: reads the count back (PyTorch: on the device)
+            factor = 1.0 / (float(self.num_batches_tracked.item()) + 1.0)
         # eval mode without running statistics normalizes with the batch's, as PyTorch
         use_batch = self.training or (self.running_mean is None and self.running_var is None)
         keep = not self.training or self.track_running_stats
         out = F.batch_norm(x, self.running_mean if keep else None, self.running_var if keep else None,
                            self.weight, self.bias, use_batch, factor, self.eps)
+        if counting:  # after the statistics' update, which raises first for a failed gather upstream
+            with no_grad():
+                self.num_batches_tracked._assign(self.num_batches_tracked + 1)
         if self.training and self.track_running_stats:
             # nothing else reads the updated statistics until eval: realized now (asynchronously) so the pending
             # graph behind them does not grow by one update per step

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from zyx import dtype as dtypes
-from zyx import graph
+from zyx import graph, settings
 from zyx.backend.launch import compile_kernel, launch
 from zyx.backend.pool import Buffer
 from zyx.codegen.render import render
@@ -27,9 +27,9 @@ LOCAL = 16  # work items a work-group: each writes a whole row or run, and PoCL 
 RUN = 64  # outputs a work item in a pass over the last dim (a row's window stays in L1)
 VEC = 16  # uchar lanes of a row step
 TRANSPOSE_MIN_ROWS = VEC  # a last-dim pass over this many rows or more runs transposed (whole vectors)
-#: Table entries (xmin + weights) up to which a pass carries its tables in the program as ``__constant`` arrays
-#: (built once per resize, nothing uploaded per call; 32 KiB, half the smallest constant memory OpenCL allows);
-#: larger tables are uploaded with each call.
+#: CPUs: table entries (xmin + weights) up to which a pass carries its tables in the program as ``__constant``
+#: arrays (built once per resize, nothing uploaded per call; 32 KiB, half the smallest constant memory OpenCL
+#: allows); larger tables, and every table on GPUs, are uploaded with each call.
 INLINE_MAX = 8192
 
 
@@ -61,7 +61,9 @@ def _pass(x: Any, dim: int, xmin: np.ndarray, weights: np.ndarray, shift: int) -
     if xc._view.offset:
         xc = xc.clone()  # the kernel reads from the storage's first element
     xmin32, w32 = np.ascontiguousarray(xmin, np.int32), np.ascontiguousarray(weights, np.int32).reshape(-1)
-    inline = xmin32.size + w32.size <= INLINE_MAX
+    # GPUs keep them in global memory: neighbouring work items read different entries, which a GPU's
+    # constant cache serves one address at a time
+    inline = xmin32.size + w32.size <= INLINE_MAX and settings.heuristics_kind(device) == "cpu"
     inputs = [xc] if inline else [xc, *(pinned_as(from_host(t, dtypes.int32, device), x) for t in (xmin32, w32))]
     rows = inner > 1
     src = render("resample_pass.cl.mako", n=n, o_size=o_size, taps=taps, shift=shift, vec=VEC, run=RUN, rows=rows,

@@ -155,17 +155,18 @@ def test_cumsum_many_contiguous_rows(device, dtype):
     scanned in registers (within a vector the order is a tree: close to the float64 reference, not NumPy's
     float32 bits; integers exact); the same bits on every run; rows of a partial last vector. Few rows still
     take the block scan; 16-bit floats and short rows keep one work-item per lane in order."""
-    a = np.random.default_rng(9).standard_normal((40, 2100)) * 50
-    a = a.astype(dtype.numpy) if dtype.is_float else np.abs(a).astype(dtype.numpy)
     tun = kernels.tunables(device)
+    rows = max(40, tun.scan_lanes_min)  # enough rows for one work-item a row on any CPU
+    a = np.random.default_rng(9).standard_normal((rows, 2100)) * 50
+    a = a.astype(dtype.numpy) if dtype.is_float else np.abs(a).astype(dtype.numpy)
     cpu = not kernels.common.on_gpu(device)
-    expect = "lanes" if cpu and 40 >= tun.scan_lanes_min else "blocks"
-    assert kernels.cumsum_strategy(40, 2100, 1, tun, cpu) == expect
+    expect = "lanes" if cpu else "blocks"
+    assert kernels.cumsum_strategy(rows, 2100, 1, tun, cpu) == expect
     assert kernels.cumsum_strategy(2, 1 << 20, 1, tun, cpu) == "blocks"
     width = 64 // kernels.accumulator(dtype).itemsize
-    assert kernels.row_vector(dtype, 40, 2100, 1, tun, expect, cpu) == (width if expect == "lanes" else 0)
-    assert kernels.row_vector(zyx.float16, 40, 2100, 1, tun, expect, cpu) == 0
-    assert kernels.row_vector(dtype, 40, 2 * width - 1, 1, tun, expect, cpu) == 0
+    assert kernels.row_vector(dtype, rows, 2100, 1, tun, expect, cpu) == (width if cpu else 0)
+    assert kernels.row_vector(zyx.float16, rows, 2100, 1, tun, expect, cpu) == 0
+    assert kernels.row_vector(dtype, rows, 2 * width - 1, 1, tun, expect, cpu) == 0
     x = on_device(a, device)
     out = x.cumsum(1).numpy()
     assert out.dtype == (dtype.numpy if dtype.is_float else np.int64)

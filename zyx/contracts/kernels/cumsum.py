@@ -58,9 +58,9 @@ def cumsum_strategy(outer: int, dim_size: int, inner: int, tun: Tunables, cpu: b
 def row_vector(dtype: DType, outer: int, dim_size: int, inner: int, tun: Tunables, strategy: str, cpu: bool) -> int:
     """The vector width of cumsum's "rows" kernel for this scan, 0 where it does not take it: on CPUs, many
     (``scan_lanes_min``) contiguous rows of at least two vectors of an input stored as its own C type take it
-    instead of "lanes" (whose vector loads gather an element from each of 16 rows): 1024 x 4096 float32
-    scans twice as fast. Within a vector the additions run as a tree, not in order (NumPy's float32 bits
-    may differ; the error bound is the same)."""
+    instead of "lanes" (whose vector loads gather an element from each of 16 rows). Within a vector the
+    additions run as a tree, not in order: NumPy's float32 bits may differ, and where partial sums overflow
+    an element may be finite where the in-order sum gives inf."""
     vec = ROW_VECTOR_BYTES // accumulator(dtype).itemsize
     rows = (cpu and strategy == "lanes" and inner == 1 and dtype.name not in ROWS_EXCLUDED
             and outer >= tun.scan_lanes_min and dim_size >= 2 * vec)
