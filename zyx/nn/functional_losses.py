@@ -86,12 +86,12 @@ def _along(weight: Any, x: Any, cdim: int):
     return weight.reshape(c, *([1] * (x.ndim - cdim - 1)))
 
 
-def _classes(x: Any, cdim: int):
-    """The class numbers ``0..C-1`` laid along ``x``'s class dim (shape (C, 1, ...))."""
+def _classes(x: Any, cdim: int, dtype: Any = None):
+    """The class numbers ``0..C-1`` (int64, or ``dtype``) laid along ``x``'s class dim (shape (C, 1, ...))."""
     from zyx.frontend.creation import arange, pinned_as
 
     c = x.shape[cdim]
-    return pinned_as(arange(c, device=x.device), x).reshape(c, *([1] * (x.ndim - cdim - 1)))
+    return pinned_as(arange(c, dtype=dtype, device=x.device), x).reshape(c, *([1] * (x.ndim - cdim - 1)))
 
 
 def _pick(x: Any, cdim: int, target: Any, valid: Any):
@@ -112,7 +112,13 @@ def _pick(x: Any, cdim: int, target: Any, valid: Any):
     def fn(g: Any, t: Any) -> tuple:
         # the raw target (not ``safe``, which would then be stored by its own kernel): an ignored target's
         # ``g`` is 0 (its loss is masked), so where it points does not matter
-        return (where(binary(Op.EQ, t.unsqueeze(cdim), _classes(x, cdim)), g.unsqueeze(cdim), 0.0),)
+        if g.dtype.name in ("float32", "float64") and x.shape[cdim] <= 1 << 24:
+            # class numbers compared as floats (exact below 2**24), the targets converted by a kernel of their
+            # own: the one-hot kernel then holds float values only and gets explicit vectors on CPUs
+            t, classes = t.cast(g.dtype).realize(), _classes(x, cdim, g.dtype)
+        else:
+            classes = _classes(x, cdim)
+        return (where(binary(Op.EQ, t.unsqueeze(cdim), classes), g.unsqueeze(cdim), 0.0),)
 
     return autograd.record("nll_pick", out, [x], fn, [target])
 
