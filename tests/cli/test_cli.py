@@ -51,6 +51,7 @@ def test_bench_runs_every_script_and_reports_the_failed_ones(capsys: pytest.Capt
     from zyx import benchmarks
 
     monkeypatch.setattr(benchmarks, "bench_header", lambda: "# header")
+    monkeypatch.setattr(zyx, "default_device", lambda: "a device")  # no OpenCL needed (the device-free tier)
     monkeypatch.setattr(benchmarks, "foundation", lambda dev, quick=False: [{"name": "ceiling", "quick": quick}])
     (tmp_path / "bench_a_broken.py").write_text("def run(quick=False):\n    raise RuntimeError('no torch here')\n")
     (tmp_path / "bench_b_diagnostic.py").write_text("def phases():\n    raise AssertionError('never called')\n")
