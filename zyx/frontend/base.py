@@ -8,10 +8,13 @@ mixins share: ``cls(data, view, dtype, device)``.
 from __future__ import annotations
 
 import weakref
+from collections.abc import Callable, Sequence
 from typing import Any
 
+from zyx import graph
 from zyx.backend import errorflags
 from zyx.errors import ShapeError
+from zyx.ir.view import View
 
 
 class TensorBase:
@@ -76,6 +79,17 @@ def raise_unread_errors(*values: Any) -> None:
         t.realize()
     for device in {t.device for t in tensors}:
         errorflags.check(device)  # returns at once when nothing flagged ran since the last read
+
+
+def extern_tensor(name: str, run: Callable[[list[Any]], Any], inputs: Sequence[Any], dtype: Any,
+                  shape: Sequence[int], device: Any, pinned: bool | None = None) -> Any:
+    """A pending tensor (dense, ``shape``) computed by a kernel outside the IR: ``run(buffers)`` gets the realized
+    buffers of ``inputs`` and returns the output buffer (``graph.extern``). Pinned when ``pinned`` says so, by
+    default when an input is."""
+    shape = tuple(shape)
+    node = graph.extern(name, run, [graph.Src(t._data, t._view, t.dtype) for t in inputs], dtype, shape, device)
+    node.pinned = any(t.pinned for t in inputs) if pinned is None else pinned
+    return tensor_class()(node, View.contiguous(shape), dtype, device)
 
 
 def tensor_class() -> Any:

@@ -16,7 +16,6 @@ from typing import Any, Callable, NamedTuple
 import numpy as np
 
 from zyx import dtype as dtypes
-from zyx import graph
 from zyx.backend import errorflags
 from zyx.backend.device import Device
 from zyx.backend.launch import runtime_lock
@@ -29,7 +28,7 @@ from zyx.dtype import DType
 from zyx.errors import AutogradError, ContractError, ContractIndexError, ContractShapeError, DTypeError, ShapeError
 from zyx.frontend.args import device_of
 from zyx.frontend.autograd import check_not_view_of_leaf, needs_grad, no_grad, record
-from zyx.frontend.base import TensorBase, check_writable, concrete, raise_unread_errors, tensor_class
+from zyx.frontend.base import TensorBase, check_writable, concrete, extern_tensor, raise_unread_errors
 from zyx.frontend.creation import full
 from zyx.frontend.elementwise import broadcast_shapes
 from zyx.frontend.movement import basic_index
@@ -123,10 +122,7 @@ def _pending(name: str, shape: Sequence[int], dtype: DType, device: Device, inpu
         launcher(out, *buffers)
         return out
 
-    srcs = [graph.Src(t._data, t._view, t.dtype) for t in inputs]
-    node = graph.extern(name, run, srcs, dtype, tuple(shape), device)
-    node.pinned = any(t.pinned for t in sources)
-    return tensor_class()(node, View.contiguous(tuple(shape)), dtype, device)
+    return extern_tensor(name, run, inputs, dtype, shape, device, any(t.pinned for t in sources))
 
 
 def _split(shape: Sequence[int], axis: int) -> tuple[int, int, int]:
@@ -432,10 +428,7 @@ def _indices_of(values: Tensor, box: list[Buffer], shape: Sequence[int], device:
     def run(buffers: list[Buffer]) -> Buffer:
         return box.pop()
 
-    node = graph.extern(f"{name}_indices", run, [graph.Src(values._data, values._view, values.dtype)],
-                        dtypes.int64, tuple(shape), device)
-    node.pinned = values._data.pinned
-    return tensor_class()(node, View.contiguous(tuple(shape)), dtypes.int64, device)
+    return extern_tensor(f"{name}_indices", run, [values], dtypes.int64, shape, device)
 
 
 # ---------------------------------------------------------------- in-place writers

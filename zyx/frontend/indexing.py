@@ -36,7 +36,7 @@ from zyx.errors import AutogradError, DTypeError, IndexDTypeError, IndexOutOfRan
 from zyx.frontend import autograd
 from zyx.frontend.args import device_of
 from zyx.frontend.autograd import check_not_view_of_leaf, is_grad_enabled, needs_grad, no_grad
-from zyx.frontend.base import TensorBase, check_writable, concrete, raise_unread_errors, tensor_class
+from zyx.frontend.base import TensorBase, check_writable, concrete, extern_tensor, raise_unread_errors
 from zyx.frontend.elementwise import broadcast_shapes, from_node
 from zyx.frontend.movement import basic_index
 from zyx.ir.view import View, normalize_dim
@@ -253,10 +253,7 @@ def write(acc: Access, value: Any, reduce: str, whole: Any = None, dest_view: Vi
         kernels.scatter(device, _write_params(acc, out, view, value, bufs[1:], reduce), method)
         return out
 
-    srcs = [graph.Src(t._data, t._view, t.dtype) for t in inputs]
-    node = graph.extern(f"scatter {reduce}", run, srcs, dtype, shape, device)
-    node.pinned = any(t.pinned for t in inputs)
-    return tensor_class()(node, View.contiguous(shape), dtype, device)
+    return extern_tensor(f"scatter {reduce}", run, inputs, dtype, shape, device)
 
 
 def _check_not_expanded(dest: Any, what: str) -> None:

@@ -24,10 +24,9 @@ from zyx.backend.pool import Buffer
 from zyx.codegen import pad as kernel
 from zyx.errors import ShapeError
 from zyx.frontend.autograd import needs_grad, no_grad, record
-from zyx.frontend.base import concrete, tensor_class
+from zyx.frontend.base import concrete, extern_tensor
 from zyx.frontend.elementwise import from_node
 from zyx.frontend.index_map import DimMap, apply_maps
-from zyx.ir.view import View
 
 MODES = ("constant", "reflect", "replicate", "circular")
 KERNEL_MIN = 1 << 16  # output elements from which the padding kernel beats the fused gather
@@ -69,9 +68,7 @@ def _padded(x: Any, per_dim: Sequence[tuple[int, int]], mode: str, out_shape: tu
         kernel.pad_rows(device, out, buffers[0], offset, itemsize, mode, layout)
         return out
 
-    node = graph.extern(f"pad {mode}", run, [graph.Src(x._data, x._view, x.dtype)], x.dtype, out_shape, device)
-    node.pinned = x.pinned
-    return tensor_class()(node, View.contiguous(out_shape), x.dtype, device)
+    return extern_tensor(f"pad {mode}", run, [x], x.dtype, out_shape, device)
 
 
 def _fold_back(g: Any, shape: tuple[int, ...], per_dim: Sequence[tuple[int, int]], mode: str) -> Any:

@@ -24,7 +24,6 @@ from typing import Any, Callable, NamedTuple
 import numpy as np
 
 from zyx import dtype as dtypes
-from zyx import graph
 from zyx.backend import transfer
 from zyx.backend.device import Device
 from zyx.backend.pool import Buffer
@@ -32,7 +31,7 @@ from zyx.codegen import sorting as kernels
 from zyx.dtype import DType
 from zyx.errors import DTypeError, IndexOutOfRange, ShapeError
 from zyx.frontend.autograd import needs_grad, no_grad, record
-from zyx.frontend.base import TensorBase, concrete, tensor_class
+from zyx.frontend.base import TensorBase, concrete, extern_tensor, tensor_class
 from zyx.frontend.creation import full, zeros
 from zyx.frontend.elementwise import where
 from zyx.ir.view import View, normalize_dim
@@ -50,14 +49,6 @@ class ValuesIndices(NamedTuple):
 # ---------------------------------------------------------------- graph nodes
 
 
-def _node_tensor(node: graph.LazyNode, shape: tuple[int, ...], dtype: DType, device: Device) -> Any:
-    return tensor_class()(node, View.contiguous(shape), dtype, device)
-
-
-def _srcs(inputs: list[Any]) -> list[graph.Src]:
-    return [graph.Src(t._data, t._view, t.dtype) for t in inputs]
-
-
 def _single(name: str, shape: tuple[int, ...], dtype: DType, device: Device, inputs: list[Any],
             launcher: Callable[..., None]) -> Any:
     """A pending tensor that ``launcher(out, *input buffers)`` fills when realized."""
@@ -68,9 +59,7 @@ def _single(name: str, shape: tuple[int, ...], dtype: DType, device: Device, inp
         launcher(out, *buffers)
         return out
 
-    node = graph.extern(name, run, _srcs(inputs), dtype, tuple(shape), device)
-    node.pinned = any(t.pinned for t in inputs)
-    return _node_tensor(node, tuple(shape), dtype, device)
+    return extern_tensor(name, run, inputs, dtype, shape, device)
 
 
 def _pair(name: str, shape: tuple[int, ...], dtype: DType, device: Device, inputs: list[Any],
@@ -89,11 +78,8 @@ def _pair(name: str, shape: tuple[int, ...], dtype: DType, device: Device, input
     def run_values(buffers: list[Buffer]) -> Buffer:
         return left.pop("values")
 
-    idx_node = graph.extern(name, run_indices, _srcs(inputs), dtypes.int64, tuple(shape), device)
-    idx_node.pinned = any(t.pinned for t in inputs)
-    indices = _node_tensor(idx_node, tuple(shape), dtypes.int64, device)
-    val_node = graph.extern(f"{name}_values", run_values, _srcs([indices]), dtype, tuple(shape), device)
-    return _node_tensor(val_node, tuple(shape), dtype, device), indices
+    indices = extern_tensor(name, run_indices, inputs, dtypes.int64, shape, device)
+    return extern_tensor(f"{name}_values", run_values, [indices], dtype, shape, device), indices
 
 
 # ---------------------------------------------------------------- layout

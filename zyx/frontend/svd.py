@@ -19,14 +19,12 @@ import math
 from typing import Any, NamedTuple
 
 from zyx import dtype as dtypes
-from zyx import graph
 from zyx.backend.pool import Buffer
 from zyx.codegen.svd import svd_batch
 from zyx.errors import DTypeError, ShapeError
 from zyx.frontend.autograd import is_grad_enabled, needs_grad, no_grad, record
-from zyx.frontend.base import TensorBase, tensor_class
+from zyx.frontend.base import TensorBase, extern_tensor
 from zyx.frontend.creation import eye, zeros
-from zyx.ir.view import View
 
 
 class SVD(NamedTuple):
@@ -46,13 +44,6 @@ def _check(a: Any, fn: str) -> None:
     if a.dtype not in (dtypes.float32, dtypes.float64):
         raise DTypeError(f"linalg.{fn}: expected a float32 or float64 input, got {a.dtype.name} (as PyTorch's CPU "
                          "SVD, no 16-bit floats; cast to float32)")
-
-
-def _node(name: str, run: Any, srcs: list[Any], dtype: Any, shape: tuple[int, ...], device: Any,
-          pinned: bool) -> Any:
-    node = graph.extern(name, run, [graph.Src(t._data, t._view, t.dtype) for t in srcs], dtype, shape, device)
-    node.pinned = pinned
-    return tensor_class()(node, View.contiguous(shape), dtype, device)
 
 
 def _decompose(a: Any, uv: bool, full: bool) -> tuple[Any, Any, Any]:
@@ -78,11 +69,11 @@ def _decompose(a: Any, uv: bool, full: bool) -> tuple[Any, Any, Any]:
             left["p"], left["q"] = p, q
         return s
 
-    s = _node("linalg_svd", run, [x], dt, (batch, small), dev, pinned)
+    s = extern_tensor("linalg_svd", run, [x], dt, (batch, small), dev, pinned)
     if not uv:
         return s.reshape(*lead, k), None, None
-    p = _node("linalg_svd_p", lambda buffers: left.pop("p"), [s], dt, (batch, pc, big), dev, pinned)
-    q = _node("linalg_svd_q", lambda buffers: left.pop("q"), [s], dt, (batch, small, small), dev, pinned)
+    p = extern_tensor("linalg_svd_p", lambda buffers: left.pop("p"), [s], dt, (batch, pc, big), dev, pinned)
+    q = extern_tensor("linalg_svd_q", lambda buffers: left.pop("q"), [s], dt, (batch, small, small), dev, pinned)
     if tall:  # A = P S Q^T: U = P (rows of p are its columns), Vh = Q^T = q
         u, vh = p.transpose(-2, -1), q
     else:  # A^T = P S Q^T: U = Q = q^T, Vh = P^T = p

@@ -23,13 +23,12 @@ import math
 from typing import Any
 
 from zyx import dtype as dtypes
-from zyx import graph, settings
+from zyx import settings
 from zyx.backend.launch import compile_kernel, launch
 from zyx.backend.pool import Buffer
 from zyx.codegen.render import render
 from zyx.frontend.autograd import needs_grad, record
-from zyx.frontend.base import tensor_class
-from zyx.ir.view import View
+from zyx.frontend.base import extern_tensor
 from zyx.nn import conv_tuning
 
 #: a kernel side up to this is unrolled into the kernel (the loop body grows as KH * KW)
@@ -132,11 +131,7 @@ def conv2d_direct(x: Any, w: Any, bias: Any, st: tuple[int, ...], pad: list[tupl
         launch(kernel, grid, (1, 1, 1), [out.cl, *args])
         return out
 
-    srcs = [graph.Src(t._data, t._view, t.dtype) for t in inputs]
-    node = graph.extern(f"conv2d {'x'.join(map(str, til))}" if forced else "conv2d", run, srcs, dtype, shape,
-                        device)
-    node.pinned = any(t.pinned for t in inputs)
-    y = tensor_class()(node, View.contiguous(shape), dtype, device)
+    y = extern_tensor(f"conv2d {'x'.join(map(str, til))}" if forced else "conv2d", run, inputs, dtype, shape, device)
     if needs_grad(x, w, bias):
         return record("conv2d", y, [x, w, bias],
                       lambda g: _backward(g, x, w, bias is not None, st, pad, dl, groups, outs))
@@ -204,10 +199,7 @@ def _weight_grad(g: Any, x: Any, pad: list[tuple[int, int]], st: tuple[int, ...]
         launch(kernel, grid, (1,), [out.cl, *args])
         return out
 
-    srcs = [graph.Src(t._data, t._view, t.dtype) for t in inputs]
-    node = graph.extern("conv2d weight gradient", run, srcs, dtype, shape, device)
-    node.pinned = any(t.pinned for t in inputs)
-    return tensor_class()(node, View.contiguous(shape), dtype, device).permute(3, 0, 1, 2)
+    return extern_tensor("conv2d weight gradient", run, inputs, dtype, shape, device).permute(3, 0, 1, 2)
 
 
 def _weight_grad_composed(gy: Any, x: Any, pad: list[tuple[int, int]], st: tuple[int, ...], dl: tuple[int, ...],

@@ -15,13 +15,12 @@ from typing import Any
 import numpy as np
 
 from zyx import dtype as dtypes
-from zyx import graph, settings
+from zyx import settings
 from zyx.backend.launch import compile_kernel, launch
 from zyx.backend.pool import Buffer
 from zyx.codegen.render import render
-from zyx.frontend.base import tensor_class
+from zyx.frontend.base import extern_tensor
 from zyx.frontend.creation import from_host, pinned_as, zeros
-from zyx.ir.view import View
 
 LOCAL = 16  # work items a work-group: each writes a whole row or run, and PoCL starts every group anew
 RUN = 64  # outputs a work item in a pass over the last dim (a row's window stays in L1)
@@ -78,7 +77,4 @@ def _pass(x: Any, dim: int, xmin: np.ndarray, weights: np.ndarray, shift: int) -
                [out.cl, *(b.cl for b in bufs), np.int64(items), np.int64(inner)])
         return out
 
-    srcs = [graph.Src(t._data, t._view, t.dtype) for t in inputs]
-    node = graph.extern("resample uint8", run, srcs, dtypes.uint8, out_shape, device)
-    node.pinned = any(t.pinned for t in inputs)
-    return tensor_class()(node, View.contiguous(out_shape), dtypes.uint8, device)
+    return extern_tensor("resample uint8", run, inputs, dtypes.uint8, out_shape, device)
