@@ -13,7 +13,9 @@ runs cold after the kernel):
 
 ``python bench/bench_sum_phases.py [CALLS]`` prints best / median microseconds of each;
 ``python bench/bench_sum_phases.py --floor`` compares ``float(x.sum())`` with the same two launches
-and read made straight through pyopencl (``floor``) and with PyTorch.
+and read made straight through pyopencl (``floor``) and with PyTorch; ``--bare`` pairs PyTorch's
+``t.sum()`` with one launch of hand-written streaming kernels (no zyx Python, no second launch: what
+the device itself can do) and with zyx's ``x.sum().realize(); zyx.synchronize()``, per round.
 """
 from __future__ import annotations
 
@@ -174,7 +176,99 @@ def floor(rounds: int = 6, block: int = 20) -> list[str]:
     return lines
 
 
+# (vector width, accumulators) of the hand-written streaming kernels ``bare`` times
+BARE_SHAPES = ((4, 8), (8, 2), (8, 4), (8, 8), (16, 1), (16, 2), (16, 4))
+BARE_GROUPS = 256  # work-items, one contiguous 64K-element chunk each (work-groups of one)
+
+
+def _bare_kernel(ctx: Any, width: int, accs: int, chunk: int) -> Any:
+    """A kernel summing each work-item's ``chunk`` elements with ``accs`` vector accumulators of ``width``."""
+    import pyopencl as cl
+
+    decl = ", ".join(f"a{i} = 0" for i in range(accs))
+    body = " ".join(f"a{i} += v[i + {i}];" for i in range(accs))
+    lanes = " + ".join(f"s.s{i:x}" for i in range(width))
+    src = f"""__kernel void bare(__global const float *restrict x, __global float *restrict part) {{
+    const int g = get_global_id(0);
+    __global const float{width} *v = (__global const float{width} *)(x + (long)g * {chunk});
+    float{width} {decl};
+    for (int i = 0; i < {chunk // width}; i += {accs}) {{ {body} }}
+    const float{width} s = {" + ".join(f"a{i}" for i in range(accs))};
+    part[g] = {lanes};
+}}"""
+    return cl.Program(ctx, src).build().bare
+
+
+def bare(rounds: int = 25, block: int = 5) -> list[str]:
+    """Per-round ratios to PyTorch's ``t.sum()`` (2 threads) of zyx's ``x.sum().realize();
+    zyx.synchronize()``, of zyx's two recorded launches made straight through pyopencl, and of one
+    launch of each ``BARE_SHAPES`` kernel over the same buffer (enqueue + finish): lines of
+    ``name best/median us, median ratio (quartiles)``. A round times ``block`` calls of each after a
+    20 ms pause; the ratio is of the round's best times."""
+    import pyopencl as cl
+
+    from zyx.backend import launch as launch_mod
+
+    x, t = _inputs()
+    if t is None:
+        return ["PyTorch is not installed: nothing to pair with"]
+    device = zyx.default_device()
+    queue = device.queue
+    float(x.sum())
+    with launch_mod.recording() as launches:
+        x.sum().realize()
+    steps = [(ck.cl_kernel, glob, local, args) for ck, glob, local, args, _, _ in launches]
+    source = steps[0][3][1]  # the first stage reads x's buffer
+    partials = cl.Buffer(device.context, cl.mem_flags.READ_WRITE, 4 * BARE_GROUPS)
+
+    def two_launches() -> None:
+        for kernel, glob, local, args in steps:
+            kernel.set_args(*args)
+            cl.enqueue_nd_range_kernel(queue, kernel, glob, local)
+        queue.finish()
+
+    def one_launch(kernel: Any) -> Any:
+        kernel.set_args(source, partials)
+
+        def run() -> None:
+            cl.enqueue_nd_range_kernel(queue, kernel, (BARE_GROUPS,), (1,))
+            queue.finish()
+        return run
+
+    fns: dict[str, Any] = {"zyx": lambda: (x.sum().realize(), zyx.synchronize()), "raw_zyx_2": two_launches}
+    for width, accs in BARE_SHAPES:
+        fns[f"bare_v{width}x{accs}"] = one_launch(_bare_kernel(device.context, width, accs, (1 << 24) // BARE_GROUPS))
+    fns["torch"] = lambda: t.sum()
+    clock = time.perf_counter_ns
+    times: dict[str, list[float]] = {k: [] for k in fns}
+    ratios: dict[str, list[float]] = {k: [] for k in fns}
+    for _ in range(rounds):
+        best = {}
+        for name, fn in fns.items():
+            time.sleep(0.02)
+            fn()
+            block_times = []
+            for _ in range(block):
+                t0 = clock()
+                fn()
+                block_times.append((clock() - t0) / 1e3)
+            best[name] = min(block_times)
+            times[name] += block_times
+        for name in fns:
+            ratios[name].append(best[name] / best["torch"])
+    lines = []
+    for name in fns:
+        q = statistics.quantiles(ratios[name], n=4)
+        lines.append(f"{name:12s} {min(times[name]):6.0f}/{statistics.median(times[name]):6.0f} us  "
+                     f"ratio {statistics.median(ratios[name]):.3f} ({q[0]:.3f}-{q[2]:.3f})")
+    return lines
+
+
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--bare"]:
+        print("paired with PyTorch's t.sum(), per-round best: best/median us, median ratio (quartiles):")
+        print("\n".join(bare()))
+        sys.exit(0)
     if sys.argv[1:2] == ["--floor"]:
         print("float(x.sum()) per round, best/median ms:")
         print("\n".join(floor()))
