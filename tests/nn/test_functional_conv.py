@@ -254,6 +254,32 @@ def test_adaptive_max_pool_uneven_indices_ties(shape, size):
     np.testing.assert_array_equal(zi.numpy(), ti.numpy())
 
 
+@pytest.mark.parametrize("kw", [dict(kernel_size=2), dict(kernel_size=3, stride=2, padding=1),
+                                dict(kernel_size=2, stride=1, dilation=2)])
+def test_max_pool_windows_with_several_nans(kw):
+    # PyTorch walks a window in increasing index and keeps a value that is larger or NaN: the index is the
+    # window's last NaN (its first maximum when it holds none), and the gradient goes there too
+    a = RNG.integers(0, 3, size=(2, 3, 6, 6)).astype(np.float32)
+    a[0, 0, :2, :2] = np.nan  # a whole 2x2 window of NaNs
+    a[1, 2, 2, 3] = a[1, 2, 3, 2] = a[1, 2, 3, 3] = np.nan
+    a[0, 1, ::2, 1::2] = -np.inf
+    zx, tx = _pair(a)
+    (zo, zi), (to, ti) = F.max_pool2d(zx, return_indices=True, **kw), TF.max_pool2d(tx, return_indices=True, **kw)
+    np.testing.assert_array_equal(zi.numpy(), ti.numpy())
+    np.testing.assert_array_equal(zo.numpy(), to.detach().numpy())
+    _check_grads(zo, to, (zx,), (tx,), np.float32)
+    zx, tx = _pair(a)  # without return_indices (the tiled windows' own gradient path)
+    _check_grads(F.max_pool2d(zx, **kw), TF.max_pool2d(tx, **kw), (zx,), (tx,), np.float32)
+    r = a.reshape(2, 3, 36)
+    (zo, zi), (to, ti) = F.max_pool1d(zyx.tensor(r), 4, return_indices=True), TF.max_pool1d(torch.tensor(r), 4,
+                                                                                            return_indices=True)
+    np.testing.assert_array_equal(zi.numpy(), ti.numpy())
+    for size in (1, (4, 5)):  # one bin; uneven bins
+        (zo, zi) = F.adaptive_max_pool2d(zyx.tensor(a), size, return_indices=True)
+        (to, ti) = TF.adaptive_max_pool2d(torch.tensor(a), size, return_indices=True)
+        np.testing.assert_array_equal(zi.numpy(), ti.numpy())
+
+
 def test_adaptive_pool_empty_output_and_errors():
     x = _arr(2, 3, 6, 5)
     assert F.adaptive_avg_pool2d(zyx.tensor(x), 0).shape == (2, 3, 0, 0)

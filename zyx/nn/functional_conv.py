@@ -28,15 +28,13 @@ from typing import Any
 import numpy as np
 
 from zyx import dtype as dtypes
-from zyx import graph
 from zyx.errors import DTypeError, ShapeError
 from zyx.frontend.autograd import is_grad_enabled, no_grad, record
 from zyx.frontend.base import raise_unread_errors
 from zyx.frontend.creation import arange, pinned_as, tensor, zeros
-from zyx.frontend.elementwise import from_node, where
+from zyx.frontend.elementwise import where
 from zyx.frontend.softmax import float_work
 from zyx.nn import conv_direct
-from zyx.op import Op
 
 # kernels with up to this many offsets are unrolled into one matmul-like reduce over channels
 # (3x3x3 = 27 fits); larger ones reduce over a window view (channels x offsets) instead
@@ -365,22 +363,32 @@ def _max_pool(x: Any, nd: int, kernel_size: Any, stride: Any, padding: Any, dila
 
 
 def _first_max(x: Any, win: Any, out: Any, ks: tuple, st: tuple, dl: tuple, pads: list, plane_ids: bool) -> Any:
-    """Where each window's first maximum is (a NaN is the maximum of its window), as PyTorch's
-    ``max_pool`` picks it: its flat index in the input plane (``plane_ids``, the indices ``max_pool``
-    returns), else its row-major place in the window (one argmax reduce over the window). Windows are
-    walked in increasing flat index, so the first maximum is the smallest index among the maxima;
-    padding (index ``plane``) never wins, since every window holds at least one input element."""
+    """Where each window's maximum is, as PyTorch's ``max_pool`` picks it: its flat index in the input
+    plane (``plane_ids``, the indices ``max_pool`` returns), else its row-major place in the window (the
+    tiled gradient's); ``_pick_max`` says which. Padding (index ``plane``) never wins, since every window
+    holds at least one input element."""
     nd = len(ks)
     red = tuple(range(2 + nd, 2 + 2 * nd))
     if not plane_ids:
-        node = graph.reduce(Op.ARGMAX, graph.Src(win._data, win._view, win.dtype), red, dtypes.int64, win.device)
-        return from_node(node).reshape(out.shape)
-    hit = (win == out.reshape(*out.shape, *(1,) * nd)) | (win != win)
+        places = math.prod(ks)
+        local = pinned_as(arange(places, dtype=dtypes.int64, device=x.device), x).reshape(*(1,) * (2 + nd), *ks)
+        return _pick_max(win, out, local, places, red)
     spatial = tuple(x.shape[2:])
     plane = math.prod(spatial)
     ids = pinned_as(arange(plane, device=x.device), x).reshape(1, 1, *spatial)
     ids = _windows(ids.pad(_pads(pads), plane), ks, st, dl)
-    return where(hit, ids, plane).amin(red)
+    return _pick_max(win, out, ids, plane, red)
+
+
+def _pick_max(win: Any, out: Any, ids: Any, plane: int, red: tuple[int, ...]) -> Any:
+    """The plane index (``ids``, each below ``plane``) PyTorch's max pools report for each window of
+    ``win`` (maxima ``out``): walking the window in increasing index, a value replaces the kept one when it
+    is larger or NaN, so the first maximum, or the last NaN when the window holds one. One max reduce of a
+    rank key: a NaN's is ``plane + id``, a maximum's ``plane - 1 - id``, the rest -1."""
+    nd = len(red)
+    top = win == out.reshape(*out.shape, *(1,) * nd)
+    key = where(win != win, ids + plane, where(top, (plane - 1) - ids, -1)).amax(red)
+    return where(key >= plane, key - plane, (plane - 1) - key)
 
 
 def _max_pool_backward(g: Any, first: Any, geometry: tuple) -> Any:
@@ -640,8 +648,7 @@ def _adaptive_max_uneven(x: Any, sizes: tuple[int, ...], fn: str) -> tuple[Any, 
     with no_grad():
         win = x.reshape(n, c, plane).index_select(2, ids.reshape(-1)).reshape(n, c, *sizes, *ks)
         out = win.amax(red)
-        hit = (win == out.reshape(*out.shape, *(1,) * nd)) | (win != win)  # a NaN is its bin's maximum
-        first = where(hit, ids.reshape(1, 1, *ids.shape), plane).amin(red)
+        first = _pick_max(win, out, ids.reshape(1, 1, *ids.shape), plane, red)
     if needs_grad:
         geometry = (tuple(x.shape), ks, sizes, False)
         out = record(fn, out, [x], lambda g: (_max_pool_backward(g, first, geometry),))
