@@ -126,6 +126,26 @@ def test_conv_transpose2d(case):
            TF.conv_transpose1d(torch.tensor(x), torch.tensor(w), None, 2, 1, 1))
 
 
+def test_conv_transpose_empty_output_and_size_errors():
+    # an output size of exactly 0 gives the empty tensor (PyTorch's too) with zero gradients; a negative one
+    # is a ShapeError naming the caller's own arguments
+    x, w = _arr(2, 2, 3), _arr(2, 1, 2)
+    (zx, tx), (zw, tw) = _pair(x), _pair(w)
+    zo = F.conv_transpose1d(zx, zw, padding=2, groups=2)
+    to = TF.conv_transpose1d(tx, tw, padding=2, groups=2)
+    assert zo.shape == tuple(to.shape) == (2, 2, 0) and zo.numpy().shape == (2, 2, 0)
+    zo.sum().backward()
+    np.testing.assert_array_equal(zx.grad.numpy(), np.zeros_like(x))
+    np.testing.assert_array_equal(zw.grad.numpy(), np.zeros_like(w))
+    x2, w2 = zyx.tensor(_arr(1, 1, 3, 3)), zyx.tensor(_arr(1, 1, 3, 1))
+    with pytest.raises(zyx.ShapeError, match=r"padding \(2, 2\).*output size \(3, -1\)"):
+        F.conv_transpose2d(x2, w2, padding=2, dilation=2)
+    with pytest.raises(zyx.ShapeError, match="not negative"):
+        F.conv_transpose2d(x2, w2, padding=-1)
+    with pytest.raises(zyx.ShapeError, match="positive"):
+        F.conv_transpose2d(x2, w2, stride=0)
+
+
 def test_conv_errors():
     x, w = zyx.tensor(_arr(1, 4, 5, 5)), zyx.tensor(_arr(2, 3, 3, 3))
     with pytest.raises(zyx.ShapeError, match="groups"):

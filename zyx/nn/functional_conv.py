@@ -220,13 +220,23 @@ def _conv_transpose(x: Any, weight: Any, bias: Any, stride: Any, padding: Any, o
                          f"expected in_channels = weight.shape[0], divisible by groups")
     if any(p >= max(s, d) for p, s, d in zip(op, st, dl)):
         raise ShapeError(f"{fn}: output_padding {op} must be smaller than stride {st} or dilation {dl}")
+    if any(s <= 0 for s in st) or any(d <= 0 for d in dl) or any(p < 0 for p in pd):
+        raise ShapeError(f"{fn}: stride {st} and dilation {dl} must be positive, padding {pd} not negative")
+    spatial = tuple(x.shape[2:])
+    outs = tuple((L - 1) * s - 2 * p + d * (k - 1) + o + 1 for L, s, p, d, k, o in zip(spatial, st, pd, dl, ks, op))
+    if any(m < 0 for m in outs):
+        raise ShapeError(f"{fn}: input of spatial size {spatial} with kernel {ks}, stride {st}, padding {pd}, "
+                         f"dilation {dl} and output_padding {op} gives output size {outs}; expected no negative "
+                         f"size (use less padding)")
     for i, s in enumerate(st):
         if s > 1:
             from zyx.frontend.gradients import place
 
             length = x.shape[2 + i]
             x = place(x, 2 + i, 0, (length - 1) * s + 1, s)
-    pads = [(d * (k - 1) - p, d * (k - 1) - p + o) for k, d, p, o in zip(ks, dl, pd, op)]
+    # a dim of output size 0 (PyTorch returns the empty tensor) is computed one longer, then sliced to 0:
+    # the result stays connected to x and the weight, whose gradients are then zeros
+    pads = [(d * (k - 1) - p, d * (k - 1) - p + o + (m == 0)) for k, d, p, o, m in zip(ks, dl, pd, op, outs)]
     og = weight.shape[1]
     w = weight.reshape(groups, c // groups, og, *ks).transpose(1, 2)
     w = w[(Ellipsis,) + (slice(None, None, -1),) * nd].reshape(groups * og, c // groups, *ks)
@@ -234,6 +244,8 @@ def _conv_transpose(x: Any, weight: Any, bias: Any, stride: Any, padding: Any, o
         y = _conv(x, w, bias, 1, 0, dl, groups, nd, fn, pairs=pads)
     else:
         y = _conv(x.pad(_pads(pads)), w, bias, 1, 0, dl, groups, nd, fn)  # negative amounts crop
+    if 0 in outs:
+        y = y[(slice(None), slice(None)) + tuple(slice(0, m) for m in outs)]
     return y.squeeze(0) if unbatched else y
 
 
