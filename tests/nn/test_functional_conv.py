@@ -355,6 +355,22 @@ def test_group_instance_rms_lrn():
     _close(F.local_response_norm(zyx.tensor(x), 4), TF.local_response_norm(torch.tensor(x), 4))
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_rms_norm_16_bit_default_eps(dtype):
+    # 16-bit inputs compute in float32 with float32's epsilon (PyTorch's opmath default), rounded once:
+    # bfloat16's own epsilon (0.0078) moved rows of small values by several ulps
+    import ml_dtypes
+
+    t = (torch.randn(64, 4, generator=torch.Generator().manual_seed(6)) * 3).to(getattr(torch, dtype))
+    a = t.float().numpy().astype(np.float16 if dtype == "float16" else ml_dtypes.bfloat16)
+    want = TF.rms_norm(t, (4,)).float().numpy()
+    np.testing.assert_array_equal(F.rms_norm(zyx.tensor(a), (4,)).numpy().astype(np.float32), want)
+    module = zyx.nn.RMSNorm(4, elementwise_affine=False)
+    np.testing.assert_array_equal(module(zyx.tensor(a)).numpy().astype(np.float32), want)
+    with pytest.raises(zyx.ShapeError, match="RMSNorm: normalized_shape"):
+        module(zyx.tensor(a[:, :3]))
+
+
 def test_unfold_view_and_gradient():
     a = _arr(3, 10, 4)
     for d, size, step in [(1, 3, 1), (1, 3, 2), (1, 4, 3), (0, 1, 1), (2, 4, 4), (1, 10, 1), (1, 0, 2)]:

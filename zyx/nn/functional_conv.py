@@ -40,8 +40,8 @@ from zyx.nn import conv_direct
 # (3x3x3 = 27 fits); larger ones reduce over a window view (channels x offsets) instead
 UNROLL_MAX = 32
 
-_FINFO_EPS = {dtypes.float64: 2.220446049250313e-16, dtypes.float32: 1.1920928955078125e-07,
-              dtypes.float16: 0.0009765625, dtypes.bfloat16: 0.0078125}
+# machine epsilon of the dtypes 16-bit floats and the rest compute in (PyTorch's rms_norm default eps)
+_FINFO_EPS = {dtypes.float64: 2.220446049250313e-16, dtypes.float32: 1.1920928955078125e-07}
 
 
 def _tuple(v: Any, nd: int, name: str, fn: str) -> tuple[int, ...]:
@@ -774,17 +774,23 @@ def group_norm(input: Any, num_groups: int, weight: Any = None, bias: Any = None
 
 
 def rms_norm(input: Any, normalized_shape: Any, weight: Any = None, eps: float | None = None) -> Any:  # noqa: A002 - PyTorch's name
-    """``x / sqrt(mean(x**2 over the trailing normalized_shape dims) + eps) * weight``; ``eps=None`` is the
-    dtype's machine epsilon, as PyTorch."""
+    """``x / sqrt(mean(x**2 over the trailing normalized_shape dims) + eps) * weight``, 16-bit floats computed
+    in float32 and rounded once; ``eps=None`` is the machine epsilon of the dtype it computes in (float32's
+    for 16-bit inputs), as PyTorch."""
+    return rms_norm_as(input, normalized_shape, weight, eps, "rms_norm")
+
+
+def rms_norm_as(x: Any, normalized_shape: Any, weight: Any, eps: float | None, fn: str) -> Any:
+    """``rms_norm`` with ``fn`` naming the caller in errors (``nn.RMSNorm``)."""
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     k = len(shape)
-    if k > input.ndim or tuple(input.shape[input.ndim - k:]) != shape:
-        raise ShapeError(f"rms_norm: normalized_shape {shape} does not match the trailing dims of input shape "
-                         f"{tuple(input.shape)}")
+    if k > x.ndim or tuple(x.shape[x.ndim - k:]) != shape:
+        raise ShapeError(f"{fn}: normalized_shape {shape} does not match the trailing dims of input shape "
+                         f"{tuple(x.shape)}")
+    w, out_dt = float_work(x)
     if eps is None:
-        eps = _FINFO_EPS.get(input.dtype, _FINFO_EPS[dtypes.float32])
-    w, out_dt = float_work(input)
-    dims = tuple(range(input.ndim - k, input.ndim))
+        eps = _FINFO_EPS.get(w.dtype, _FINFO_EPS[dtypes.float32])
+    dims = tuple(range(x.ndim - k, x.ndim))
     out = w * ((w * w).mean(dims, keepdim=True) + eps).rsqrt()
     if weight is not None:
         out = out * weight

@@ -10,12 +10,9 @@ from zyx import dtype as dtypes
 from zyx.errors import ShapeError
 from zyx.frontend.autograd import no_grad
 from zyx.frontend.creation import ones, tensor, zeros
-from zyx.frontend.softmax import float_work
 from zyx.nn import functional as F
+from zyx.nn.functional_conv import rms_norm_as
 from zyx.nn.module import Module, Parameter
-
-_FINFO_EPS = {dtypes.float64: 2.220446049250313e-16, dtypes.float32: 1.1920928955078125e-07,
-              dtypes.float16: 0.0009765625, dtypes.bfloat16: 0.0078125}
 
 
 def _shape(normalized_shape: Sequence[int] | int) -> tuple[int, ...]:
@@ -50,8 +47,8 @@ class LayerNorm(Module):
 
 
 class RMSNorm(Module):
-    """``x / sqrt(mean(x**2 over the trailing dims) + eps) * weight``; ``eps=None`` is the input
-    dtype's machine epsilon, as in PyTorch."""
+    """``x / sqrt(mean(x**2 over the trailing dims) + eps) * weight`` (``F.rms_norm``); ``eps=None`` is the
+    machine epsilon of the dtype it computes in, as in PyTorch."""
 
     def __init__(self, normalized_shape: Sequence[int] | int, eps: float | None = None,
                  elementwise_affine: bool = True, device: Any = None, dtype: Any = None) -> None:
@@ -65,17 +62,7 @@ class RMSNorm(Module):
             self.register_parameter("weight", None)
 
     def forward(self, x: Any) -> Any:
-        k = len(self.normalized_shape)
-        if k > x.ndim or tuple(x.shape[x.ndim - k:]) != self.normalized_shape:
-            raise ShapeError(f"RMSNorm: normalized_shape {self.normalized_shape} does not match the trailing dims "
-                             f"of input shape {tuple(x.shape)}")
-        eps = _FINFO_EPS.get(x.dtype, _FINFO_EPS[dtypes.float32]) if self.eps is None else self.eps
-        w, out_dt = float_work(x)
-        dims = tuple(range(x.ndim - k, x.ndim))
-        out = w * ((w * w).mean(dims, keepdim=True) + eps).rsqrt()
-        if self.weight is not None:
-            out = out * self.weight
-        return out.cast(out_dt)
+        return rms_norm_as(x, self.normalized_shape, self.weight, self.eps, "RMSNorm")
 
     def extra_repr(self) -> str:
         return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
