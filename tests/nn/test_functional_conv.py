@@ -333,6 +333,21 @@ def test_batch_norm(shape, dtype):
                      None, None, training=True)
 
 
+def test_norm_statistics_of_the_wrong_size():
+    # one value per channel, else a ShapeError naming the argument, and the running statistics unmoved
+    x = zyx.tensor(_arr(2, 4, 5))
+    rm, rv = zyx.tensor(np.zeros(3, np.float32)), zyx.tensor(np.ones(4, np.float32))
+    with pytest.raises(zyx.ShapeError, match=r"batch_norm: expected running_mean of 4 elements .* got shape \(3,\)"):
+        F.batch_norm(x, rm, rv, training=True)
+    np.testing.assert_array_equal(rv.numpy(), 1)
+    with pytest.raises(zyx.ShapeError, match="batch_norm: expected weight of 4"):
+        F.batch_norm(x, rv, rv, weight=zyx.ones(2, 2, 2))
+    with pytest.raises(zyx.ShapeError, match="instance_norm: expected bias of 4"):
+        F.instance_norm(x, bias=zyx.ones(5))
+    with pytest.raises(zyx.ShapeError, match="group_norm: expected weight of 4"):
+        F.group_norm(x, 2, zyx.ones(2))
+
+
 def test_group_instance_rms_lrn():
     x, w, b = _arr(2, 6, 5, 4), _arr(6), _arr(6)
     (zx, tx), (zw, tw), (zb, tb) = _pair(x), _pair(w), _pair(b)

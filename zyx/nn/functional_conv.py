@@ -683,6 +683,16 @@ def _channel_shape(x: Any) -> tuple[int, ...]:
     return (1, x.shape[1]) + (1,) * (x.ndim - 2)
 
 
+def _check_per_channel(fn: str, x: Any, **stats: Any) -> None:
+    """Each given tensor in ``stats`` (running statistics, weight, bias) holds one value per channel of ``x``
+    (N, C, *), else a ShapeError naming it, before anything runs or moves."""
+    c = x.shape[1]
+    for name, t in stats.items():
+        if t is not None and t.numel() != c:
+            raise ShapeError(f"{fn}: expected {name} of {c} elements (one per channel of input shape "
+                             f"{tuple(x.shape)}), got shape {tuple(t.shape)}")
+
+
 def _affine(out: Any, weight: Any, bias: Any, shape: tuple[int, ...]) -> Any:
     if weight is not None:
         out = out * weight.reshape(shape)
@@ -708,6 +718,8 @@ def batch_norm(input: Any, running_mean: Any, running_var: Any, weight: Any = No
     PyTorch), else with the running ones."""
     if input.ndim < 2:
         raise ShapeError(f"batch_norm: expected an input of at least 2 dims (N, C, *), got shape {tuple(input.shape)}")
+    _check_per_channel("batch_norm", input, running_mean=running_mean, running_var=running_var, weight=weight,
+                       bias=bias)
     shape = _channel_shape(input)
     w, out_dt = float_work(input)
     if training:
@@ -738,6 +750,8 @@ def instance_norm(input: Any, running_mean: Any = None, running_var: Any = None,
     if input.ndim < 3:
         raise ShapeError(f"instance_norm: expected an input of at least 3 dims (N, C, *), got shape "
                          f"{tuple(input.shape)}")
+    _check_per_channel("instance_norm", input, running_mean=running_mean, running_var=running_var, weight=weight,
+                       bias=bias)
     shape = _channel_shape(input)
     w, out_dt = float_work(input)
     if not use_input_stats:
@@ -763,6 +777,7 @@ def group_norm(input: Any, num_groups: int, weight: Any = None, bias: Any = None
     if input.ndim < 2 or num_groups <= 0 or input.shape[1] % num_groups:
         raise ShapeError(f"group_norm: expected an input (N, C, *) with C divisible by num_groups={num_groups}, "
                          f"got shape {tuple(input.shape)}")
+    _check_per_channel("group_norm", input, weight=weight, bias=bias)
     n = input.shape[0]
     w, out_dt = float_work(input)
     g = w.reshape(n, num_groups, input.numel() // max(n * num_groups, 1))  # explicit: -1 fails for n == 0
