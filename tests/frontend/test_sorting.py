@@ -303,6 +303,18 @@ def test_unique_along_a_dim(dt):
     assert zyx.zeros(0, 3).unique(dim=0).shape == (0, 3)
 
 
+@pytest.mark.parametrize("dt,r", [("float32", 700), ("bool", 513), ("float16", 33), ("int64", 1)])
+def test_unique_along_a_dim_with_long_slices(dt, r):
+    # slices of hundreds of elements (a recursion error once); rows differing only in the last element
+    a = RNG.integers(0, 2, (9, r)).astype(zyx.dtype.to_dtype(dt).numpy)
+    a[4], a[7] = a[1], a[2]
+    a[5], a[5, -1] = a[1], 1 - a[1, -1]
+    got = zyx.from_numpy(a).unique(dim=0, return_inverse=True, return_counts=True)
+    want = torch.unique(torch.from_numpy(a), dim=0, return_inverse=True, return_counts=True)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g.numpy(), w.numpy())
+
+
 def test_unique_along_a_dim_nan_rows_and_errors():
     a = np.array([[np.nan, 1.0], [np.nan, 1.0], [0.0, 2.0], [-0.0, 2.0]], np.float32)
     u, inv, cnt = zyx.from_numpy(a).unique(dim=0, return_inverse=True, return_counts=True)

@@ -355,9 +355,11 @@ def unique(x: Any, sorted: bool = True, return_inverse: bool = False, return_cou
 def _unique_dim(x: Any, dim: int) -> tuple[Any, Any, Any]:
     """``unique(x, dim=dim)``: the distinct slices along ``dim`` in lexicographic order (rows with a NaN
     are each distinct), the inverse (one per slice) and the counts. The slices are ordered on the
-    device by one stable argsort per element position, last position first (an LSD sort whose
-    digits are whole values); the run boundaries and the slice order are read back to build the
-    outputs, whose size depends on them."""
+    device by prefix doubling: each element position becomes the dense rank of its value among the
+    slices (one batched sort of all positions), then neighbouring positions are paired into one
+    rank (``a * m + b``, re-ranked by one batched sort) until one rank orders the slices, so a slice
+    of ``r`` elements takes ``log2(r)`` sorts; the run boundaries and the slice order are read back to
+    build the outputs, whose size depends on them."""
     if x.ndim == 0:
         raise IndexOutOfRange(f"unique(): dim = {dim} given for a 0-d tensor; expected dim=None")
     d = normalize_dim(dim, x.ndim)
@@ -373,10 +375,13 @@ def _unique_dim(x: Any, dim: int) -> tuple[Any, Any, Any]:
         return x.detach().clone(), empty, empty
     with no_grad():
         cols = moved.reshape(m, r).permute(1, 0).contiguous()  # column c: element c of every slice
-        perm = _host_int64(np.arange(m).reshape(1, m), dev)
-        for c in reversed(range(r)):
-            order = argsort(_gather_last(cols[c:c + 1], perm))
-            perm = _gather_last(perm, order)
+        ranks = _dense_ranks(cols)
+        while ranks.shape[0] > 1:
+            if ranks.shape[0] % 2:  # a constant last position orders nothing
+                ranks = ranks.pad((0, 0, 0, 1))
+            pairs = ranks.reshape(-1, 2, m)
+            ranks = _dense_ranks(pairs[:, 0] * m + pairs[:, 1])
+        perm = argsort(ranks)
         ordered = _gather_last(cols, perm.expand(r, m))
         differs = (ordered[:, 1:] != ordered[:, :-1]).any(0) if m > 1 else zeros(0, dtype=dtypes.bool_, device=dev)
         flags, where_from = differs.numpy(), perm.numpy()[0]
@@ -389,6 +394,22 @@ def _unique_dim(x: Any, dim: int) -> tuple[Any, Any, Any]:
         values = first.permute(1, 0).reshape(len(starts), *rest)
         back = tuple(sorted(range(x.ndim), key=lambda i: (d, *(j for j in range(x.ndim) if j != d))[i]))
         return values.permute(*back).contiguous(), _host_int64(inverse, dev), _host_int64(counts, dev)
+
+
+def _dense_ranks(rows: Any) -> Any:
+    """For each element of the 2-D ``rows``, the int64 number of distinct smaller values in its row (NaN
+    the largest and equal to NaN): one batched sort, a run-start flag and a running sum, scattered
+    back to the input positions."""
+    r, m = rows.shape
+    values, order = _sorted_rows(_Rows(rows, -1, "unique"), rows.dtype, rows.device, False)
+    if m == 1:
+        return zeros(r, 1, dtype=dtypes.int64, device=rows.device)
+    a, b = values[:, 1:], values[:, :-1]
+    starts = a != b
+    if rows.dtype.is_float:
+        starts = starts.logical_and(a.isnan().logical_and(b.isnan()).logical_not())
+    sorted_ranks = starts.cast(dtypes.int64).cumsum(-1).pad((1, 0))
+    return _scatter_last(sorted_ranks, order, m)
 
 
 def _host_int64(values: np.ndarray, device: Device) -> Any:
