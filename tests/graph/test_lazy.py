@@ -384,3 +384,52 @@ def test_integer_scalars_are_arguments_and_wrap_like_literals(dt):
     assert graph.schedule_stats["builds"] == builds
     np.testing.assert_array_equal(zyx.where(x > 0, x, 7).numpy(), np.where(a > 0, a, np.array(7, dt)))
     np.testing.assert_array_equal((x // 3).numpy(), a // np.array(3, dt))
+
+
+def test_thousands_of_lazy_ops_run_in_kernels_of_bounded_depth():
+    # a pending chain deeper than Python's recursion limit allows to walk is cut into realized pieces
+    from zyx.graph.node import MAX_PENDING_DEPTH
+
+    x, want = zyx.ones(5), np.ones(5, np.float32)
+    before = zyx.kernel_count()
+    for _ in range(3000):  # 6000 pending nodes
+        x = x * 1.0001 + 0.5
+        want = want * np.float32(1.0001) + np.float32(0.5)
+    np.testing.assert_array_equal(x.numpy(), want)
+    assert zyx.kernel_count() - before <= 6000 // (MAX_PENDING_DEPTH // 2) + 2
+
+
+def test_deep_recurrences_and_their_gradients():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(5)
+    w0, b0 = rng.uniform(-0.3, 0.3, (8, 8)).astype(np.float32), rng.standard_normal((1, 8)).astype(np.float32)
+    w, b = zyx.tensor(w0, requires_grad=True), zyx.tensor(b0)
+    tw, tb = torch.tensor(w0, requires_grad=True), torch.tensor(b0)
+    h, th = zyx.zeros(1, 8), torch.zeros(1, 8)
+    for _ in range(400):  # a reduce (matmul) and a tanh per step: 400 kernel boundaries pending
+        h, th = (h @ w + b).tanh(), (th @ tw + tb).tanh()
+    h.sum().backward()
+    th.sum().backward()
+    np.testing.assert_allclose(h.numpy(), th.detach().numpy(), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(w.grad.numpy(), tw.grad.numpy(), rtol=1e-3, atol=1e-4)
+    y = zyx.ones(3, requires_grad=True)
+    z = y
+    for _ in range(3000):
+        z = z * 1.0001
+    z.sum().backward()
+    np.testing.assert_allclose(y.grad.numpy(), np.full(3, 1.0001 ** 3000, np.float32), rtol=1e-3)
+
+
+def test_a_tape_of_a_deep_chain_replays():
+    x = zyx.tensor(np.linspace(-1, 1, 7, dtype=np.float32)).realize()
+    for step in range(2):
+        with zyx.Tape(x) as tape:
+            y = x
+            for _ in range(400):
+                y = (y * 0.999).sin()
+            (out,) = [tape.realize(y)]
+        assert tape.replayed == (step > 0)
+        want = np.linspace(-1, 1, 7, dtype=np.float32)
+        for _ in range(400):
+            want = np.sin(want * np.float32(0.999))
+        np.testing.assert_allclose(out.numpy(), want, rtol=1e-5, atol=1e-6)

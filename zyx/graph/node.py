@@ -20,6 +20,13 @@ The kinds of pending node (``node.op``):
 
 Every node keeps weak references to the pending nodes that read it (``readers``), so an
 in-place write into a buffer can first run everything still waiting to read it.
+
+Depth: realizing walks the pending graph recursively (fusion, the schedule key), so each node
+keeps the weighted length of its longest pending chain (``depth``: a kernel boundary counts
+``BOUNDARY_DEPTH``, as its realization nests several calls). A node that would exceed
+``MAX_PENDING_DEPTH`` first realizes its deepest pending sources, so a loop of thousands of
+lazy ops (an unrolled recurrence, its gradient) runs in kernels of at most that depth instead of
+exhausting Python's recursion limit.
 """
 from __future__ import annotations
 
@@ -35,6 +42,10 @@ from zyx.ir.view import View
 from zyx.op import ALU, REDUCE, Op
 
 _ref = weakref.ref
+
+MAX_PENDING_DEPTH = 160  # about 3 Python frames per fused op: ~500 frames, well inside the default 1000
+BOUNDARY_DEPTH = 4  # a reduce, copy or extern node: a kernel of its own, realized ~10 frames deeper
+_BOUNDARIES = frozenset(REDUCE) | {Op.COPY, Op.EXTERN}
 
 
 @dataclass(frozen=True, eq=False)
@@ -69,7 +80,7 @@ class LazyNode:
     """A value: a realized buffer or a pending op (see the module docstring)."""
 
     __slots__ = ("op", "arg", "srcs", "dtype", "shape", "device", "buffer", "readers", "cost", "has_reduce",
-                 "pinned", "version", "__weakref__")
+                 "depth", "pinned", "version", "__weakref__")
 
     def __init__(self, op: Op, arg: Any, srcs: tuple[Src, ...], dtype: DType, shape: tuple[int, ...],
                  device: Any, buffer: Buffer | None = None) -> None:
@@ -84,6 +95,7 @@ class LazyNode:
         cost = 1 if op in ALU else 0
         has_reduce = op in REDUCE
         pinned = False  # computed from a pinned value: kernels using it stay on its device
+        depth = 0
         me = None
         for s in srcs:
             b = s.base
@@ -95,6 +107,8 @@ class LazyNode:
                 cost += b.cost
                 if b.has_reduce:
                     has_reduce = True
+                if b.depth > depth:
+                    depth = b.depth
             readers = b.readers
             if readers is None:  # the common case inline: this runs for every operand of every op
                 b.readers = [me or (me := _ref(self))]
@@ -102,6 +116,9 @@ class LazyNode:
                 _add_reader(b, self)
         self.cost = cost
         self.has_reduce = has_reduce
+        self.depth = depth + (BOUNDARY_DEPTH if op in _BOUNDARIES else 1) if srcs else 0
+        if self.depth > MAX_PENDING_DEPTH:
+            _shorten(self)
         self.pinned = pinned
         self.version = 0  # in-place writes into this node's buffer so far (autograd checks saved values)
         if journal._open is not None:  # a capture tells values made inside it from older ones
@@ -115,6 +132,20 @@ class LazyNode:
         state = ("realized" if self.buffer is not None
                  else f"pending {self.op}{'' if self.arg is None else ' ' + str(self.arg)}")
         return f"<LazyNode {state} {self.dtype.name}{list(self.shape)}>"
+
+
+def _shorten(node: LazyNode) -> None:
+    """Realize the pending sources of ``node`` deeper than half ``MAX_PENDING_DEPTH`` (so the next
+    cut is at least that far away) and recount what ``node`` holds pending."""
+    from zyx.graph.realization import realize  # realization builds on this module
+
+    for s in node.srcs:
+        if s.base is not None and s.base.buffer is None and s.base.depth > MAX_PENDING_DEPTH // 2:
+            realize(s.base)
+    pending = [s.base for s in node.srcs if s.base is not None and s.base.buffer is None]
+    node.cost = (1 if node.op in ALU else 0) + sum(b.cost for b in pending)
+    node.has_reduce = node.op in REDUCE or any(b.has_reduce for b in pending)
+    node.depth = max((b.depth for b in pending), default=0) + (BOUNDARY_DEPTH if node.op in _BOUNDARIES else 1)
 
 
 def _add_reader(node: LazyNode, reader: LazyNode) -> None:

@@ -121,6 +121,7 @@ def set_buffer(node: LazyNode, buf: Buffer) -> None:
     node.arg = None
     node.cost = 0
     node.has_reduce = False
+    node.depth = 0
 
 
 _set_buffer = set_buffer
