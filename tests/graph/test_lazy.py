@@ -433,3 +433,92 @@ def test_a_tape_of_a_deep_chain_replays():
         for _ in range(400):
             want = np.sin(want * np.float32(0.999))
         np.testing.assert_allclose(out.numpy(), want, rtol=1e-5, atol=1e-6)
+
+
+# ------------------------------------------------------------------ offsets as kernel arguments
+
+def _builds() -> int:
+    from zyx import graph
+
+    return graph.schedule_stats["builds"]
+
+
+def test_rows_at_new_offsets_reuse_the_schedule_and_the_program(monkeypatch):
+    """``x[i]`` of a realized buffer passes the row's offset as a kernel argument: every row of one
+    alignment class is one schedule and one program (was one of each per row), with each row's values."""
+    from zyx import graph
+    from zyx.backend import program
+
+    built = []
+    real = program._build_from_source
+    monkeypatch.setattr(program, "_build_from_source", lambda *a: (built.append(a[1]), real(*a))[1])
+    a = np.arange(61 * 29, dtype=np.float32).reshape(61, 29)  # rows of 29: odd rows start at odd offsets
+    x = zyx.tensor(a).realize()
+    np.testing.assert_array_equal((x[1] * 3.0).numpy(), a[1] * 3)
+    builds, hits, programs = _builds(), graph.schedule_stats["hits"], len(built)
+    for i in range(3, 61, 2):
+        np.testing.assert_array_equal((x[i] * 3.0).numpy(), a[i] * 3)
+    assert _builds() == builds, "a new offset rebuilt the schedule"
+    assert graph.schedule_stats["hits"] == hits + 29
+    assert len(built) == programs, "a new offset compiled a program"
+    for i in range(0, 61, 2):  # offset 0 (a literal) and the other alignments (16 at most): a few more
+        np.testing.assert_array_equal((x[i] * 3.0).numpy(), a[i] * 3)
+    assert _builds() - builds <= 5
+
+
+def test_a_recurrence_over_slices_builds_a_bounded_number_of_schedules():
+    """An RNN step ``tanh(h @ w + xs[t:t+1])`` realized each step reuses its schedules: the step's
+    input slice is an argument (was one schedule and program per step)."""
+    rng = np.random.default_rng(8)
+    wn, xn = rng.uniform(-0.5, 0.5, (8, 8)).astype(np.float32), rng.standard_normal((40, 8)).astype(np.float32)
+    w, xs = zyx.tensor(wn), zyx.tensor(xn).realize()
+    h, hn = zyx.zeros(1, 8), np.zeros((1, 8), np.float32)
+    counts = []
+    for t in range(40):
+        h = (h @ w + xs[t:t + 1]).tanh().realize()
+        hn = np.tanh(hn @ wn + xn[t:t + 1])
+        counts.append(_builds())
+    assert counts[-1] == counts[4], "later steps built new schedules"
+    np.testing.assert_allclose(h.numpy(), hn, rtol=1e-4, atol=1e-5)
+
+
+OFFSET_DTYPES = ["float32", "float16", "bfloat16", "float64", "int8", "uint8", "int16", "int32", "int64", "bool"]
+
+
+@pytest.mark.parametrize("dt", OFFSET_DTYPES)
+def test_reads_at_offsets_of_every_alignment(dt):
+    """Slices at offsets 1..17 (every alignment class, two offset arguments in one kernel, a copy
+    of raw bits) read the right elements, in at most one schedule per alignment class and kind."""
+    rng = np.random.default_rng(9)
+    a = (rng.standard_normal(160) * 20).astype(np.float32)
+    x = zyx.tensor(a).cast(dt).realize()
+    xn = x.numpy()
+    before = _builds()
+    for o in range(1, 18):
+        n = 40 + o % 3  # a length of each class too
+        np.testing.assert_array_equal(x[o:o + n].clone().numpy(), xn[o:o + n], err_msg=f"{dt} copy at {o}")
+        np.testing.assert_array_equal((x[o:o + n] == x[o + 1:o + n + 1]).numpy(), xn[o:o + n] == xn[o + 1:o + n + 1],
+                                      err_msg=f"{dt} compare at {o}")
+    # 3 lengths x 5 alignment classes x 2 kinds; one per offset was 34
+    assert _builds() - before <= 30
+
+
+def test_strided_reversed_and_2d_slices_with_offsets():
+    """Offsets of strided, reversed and 2-D views (``x[3:, 5:]``), of a reduce's input and of a gathered
+    table: NumPy's values, with one schedule per alignment class of each shape."""
+    rng = np.random.default_rng(10)
+    a = rng.standard_normal(400).astype(np.float32)
+    m = rng.standard_normal((37, 41)).astype(np.float32)
+    x, xm = zyx.tensor(a).realize(), zyx.tensor(m).realize()
+    idx = zyx.tensor(np.array([0, 3, 2, 1], np.int64))
+    before = _builds()
+    for o in range(1, 18):
+        np.testing.assert_array_equal((x[o::3][:50] + 1).numpy(), a[o::3][:50] + 1)
+        np.testing.assert_array_equal((x[o + 59::-1][:60] * 2).numpy(), a[o + 59::-1][:60] * 2)  # stride -1
+        np.testing.assert_allclose(x[o:o + 64].sum().numpy(), a[o:o + 64].sum(), rtol=1e-5, atol=1e-5)
+        i, j = o % 6 + 1, o // 3 + 1
+        np.testing.assert_array_equal((xm[3:, 5:][i:i + 20, j:j + 20] - 1).numpy(), m[3:, 5:][i:i + 20, j:j + 20] - 1)
+        np.testing.assert_array_equal((xm[i:i + 9, j:j + 30:2].T * 3).numpy(), m[i:i + 9, j:j + 30:2].T * 3)
+        np.testing.assert_array_equal(xm[o:o + 10][idx].numpy(), m[o:o + 10][[0, 3, 2, 1]])
+    np.testing.assert_array_equal((xm[3:, 5:] * 2).numpy(), m[3:, 5:] * 2)
+    assert _builds() - before <= 6 * 5 + 1  # six kinds x five alignment classes; one per offset was 103

@@ -97,3 +97,19 @@ def test_memory_stays_flat_over_1000_tape_replays():
     gc.collect()
     zyx.synchronize()
     assert zyx.memory_stats()["live_buffers"] == start["live_buffers"]
+
+
+def test_slices_at_another_offset_replay_with_their_offsets():
+    """A tape over ``x[t:t+1]`` replays its plan for another ``t`` (the offset is a scalar argument of
+    the graph), with that slice's values; so does an output read at an offset of another output."""
+    a = RNG.standard_normal((64, 8)).astype(np.float32)
+    x = zyx.tensor(a).realize()
+    for step, t in enumerate((1, 3, 5, 9)):  # odd rows of 8 floats: one alignment class
+        with zyx.Tape(x) as tape:
+            y = (x[t:t + 1] * 2.0 + x[t + 1:t + 2]).tanh()
+            z = y[:, 1:] + x[t + 2:t + 3, :7]
+            y, z = tape.realize(y, z)
+        assert tape.replayed == (step > 0)
+        want = np.tanh(a[t:t + 1] * 2 + a[t + 1:t + 2])
+        np.testing.assert_allclose(y.numpy(), want, rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(z.numpy(), want[:, 1:] + a[t + 2:t + 3, :7], rtol=1e-6, atol=1e-6)

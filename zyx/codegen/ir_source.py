@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 from zyx.codegen.render import render
 from zyx.dtype import DType
 from zyx.ir import symbolic as sym
+from zyx.ir.expr import PARAM  # the name prefix of the scalar kernel arguments (``expr.Param`` slots)
 from zyx.ir.kernel import VECTOR_MASKS, Kernel, Opts, matmul_axes
 from zyx.ir.linearize import LANE, Program, linearize
 from zyx.ir.rewrite import walk
@@ -631,10 +632,6 @@ def statements(prog: Program, k: Kernel, stream: bool = False) -> tuple[Statemen
             last += f" || gid == {prog.global_items - 1}"
         out.append(Line(f"ZYX_STREAM_FENCE({last});"))
     return tuple(out)
-
-
-#: Name prefix of the scalar kernel arguments (``expr.Param`` slots).
-PARAM = "zyx_p"
 
 
 def param_ctype(d: DType) -> str:

@@ -30,6 +30,7 @@ from zyx.backend.pool import Buffer
 from zyx.dtype import DType
 from zyx.errors import ZyxError
 from zyx.graph.node import LazyNode, Src
+from zyx.graph.offset_args import offset_arg
 from zyx.ir import expr
 from zyx.ir import symbolic as sym
 from zyx.ir.kernel import Kernel, out_var, red_var
@@ -97,10 +98,17 @@ def count_parents(root: LazyNode) -> dict[int, int]:
 
 class KernelBuilder:
     """Builds the kernel of one pending ``root`` node (``build``); ``args`` are its input buffers
-    (slot 0: the output) and ``params`` its scalar arguments."""
+    (slot 0: the output) and ``params`` its scalar arguments.
 
-    def __init__(self, root: LazyNode, counts: dict[int, int], store: Callable[[LazyNode], Buffer]) -> None:
+    ``keyed``: ids of the constants of the schedule key this build is recorded under (None: no key).
+    A read of a realized buffer passes its offset as an argument (``graph.offset_args``) exactly when
+    the key holds that argument, i.e. when the buffer was realized as the key was made: a source
+    stored during the build was keyed as a pending node, by its offset."""
+
+    def __init__(self, root: LazyNode, counts: dict[int, int], store: Callable[[LazyNode], Buffer],
+                 keyed: set[int] | None = None) -> None:
         self.root = root
+        self.keyed = keyed
         self.counts = counts
         self.store = store
         self.bufs: list[DType] = [root.dtype]
@@ -125,13 +133,16 @@ class KernelBuilder:
             bits = dtypes.UINT_OF_SIZE[root.dtype.itemsize]
             src = root.srcs[0]
             self.bufs[0] = bits
-            body = self.src_expr(Src(src.base, src.view, bits), coords, sym.ONE)
-            return merge_axes(Kernel(tuple(root.shape), (), tuple(self.bufs), body))
+            body = self.load_expr(src, coords, sym.ONE, bits, True)
+            return merge_axes(Kernel(tuple(root.shape), (), tuple(self.bufs), body, self.param_dtypes()))
         body = self.node_expr(self.root, coords, sym.ONE)
         if body.dtype != self.root.dtype:
             body = expr.Cast(body, self.root.dtype)
         return merge_axes(Kernel(tuple(self.root.shape), self.red_shape or (), tuple(self.bufs), body,
-                                        tuple(s.dtype for s in self.params)))
+                                 self.param_dtypes()))
+
+    def param_dtypes(self) -> tuple[DType, ...]:
+        return tuple(s.dtype for s in self.params)
 
     def buf_index(self, buf: Buffer, dtype: DType) -> int:
         if buf.pool is not None and buf.pool.device is not self.root.device:
@@ -243,18 +254,44 @@ class KernelBuilder:
                 return self.red_sizes(s.base)
         return None
 
+    def param(self, s: Src) -> int:
+        """The scalar argument slot of constant ``s`` (one per constant per kernel)."""
+        slot = self.param_slot.get(id(s))
+        if slot is None:  # self.params keeps s alive, so its id is not reused during the build
+            slot = self.param_slot[id(s)] = len(self.params)
+            self.params.append(s)
+        return slot
+
+    def offset(self, s: Src, realized: bool) -> sym.Node:
+        """The offset of read ``s`` of a realized buffer: an index variable standing for its scalar
+        argument (``align * arg``) when ``realized`` (the buffer was realized before this build reached the
+        read) and the schedule key holds the argument, else a literal."""
+        got = offset_arg(s) if realized else None
+        if got is None or (self.keyed is not None and id(got[0]) not in self.keyed):
+            return sym.num(s.view.offset)
+        arg, align, lo, hi = got
+        return sym.mul(expr.param_var(self.param(arg), lo, hi), align)
+
+    def buffer_index(self, s: Src, coords: list[sym.Node], realized: bool) -> sym.Node:
+        """The flat element index read ``s`` of a realized buffer takes at ``coords``."""
+        v = s.view
+        return sym.add(self.offset(s, realized), *(sym.mul(c, st) for c, st, d in zip(coords, v.strides, v.shape)
+                                                   if d != 1))
+
+    def load_expr(self, s: Src, coords: list[sym.Node], valid: sym.Node, dtype: DType, realized: bool) -> expr.Expr:
+        """A load of read ``s`` of a realized buffer as ``dtype``; ``realized``: see ``offset``."""
+        if valid == sym.ZERO:
+            return expr.Const(0, dtype)
+        index = self.buffer_index(s, coords, realized)
+        return expr.Load(self.buf_index(s.base.buffer, dtype), dtype, index, valid)
+
     def src_expr(self, s: Src, coords: list[sym.Node], valid: sym.Node) -> expr.Expr:
         n = s.base
         if n is None:
-            if not s.param:
-                return expr.Const(s.value, s.dtype)
-            slot = self.param_slot.get(id(s))
-            if slot is None:
-                slot = self.param_slot[id(s)] = len(self.params)
-                self.params.append(s)
-            return expr.Param(slot, s.dtype)
+            return expr.Param(self.param(s), s.dtype) if s.param else expr.Const(s.value, s.dtype)
         v = s.view
-        if n.buffer is None:
+        realized = n.buffer is not None
+        if not realized:
             if v.shape == n.shape and _identity(v, n.shape):
                 inner = coords
             else:
@@ -269,10 +306,7 @@ class KernelBuilder:
                         self.in_reduce = saved
                 return self.node_expr(n, inner, valid)
             self.store(n)
-        if valid == sym.ZERO:
-            return expr.Const(0, s.dtype)
-        index = sym.add(v.offset, *(sym.mul(c, st) for c, st, d in zip(coords, v.strides, v.shape) if d != 1))
-        return expr.Load(self.buf_index(n.buffer, s.dtype), s.dtype, index, valid)
+        return self.load_expr(s, coords, valid, s.dtype, realized)
 
     def node_expr(self, n: LazyNode, coords: list[sym.Node], valid: sym.Node) -> expr.Expr:
         op = n.op
@@ -335,7 +369,8 @@ class KernelBuilder:
         spec = n.arg
         table, indices = n.srcs[0], n.srcs[1:]
         base = table.base
-        if base.buffer is None:
+        realized = base.buffer is not None
+        if not realized:
             self.store(base)
         v = table.view
         tcoords: list[sym.Node] = []
@@ -356,5 +391,5 @@ class KernelBuilder:
             self.gathers += 1
             gathers.append((name, value, size))
             tcoords.append(sym.var(name, 0, size - 1))
-        flat = sym.add(v.offset, *(sym.mul(c, st) for c, st, d in zip(tcoords, v.strides, v.shape) if d != 1))
+        flat = self.buffer_index(table, tcoords, realized)
         return expr.Load(self.buf_index(base.buffer, table.dtype), table.dtype, flat, valid, gather=tuple(gathers))

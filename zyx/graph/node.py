@@ -63,9 +63,12 @@ class Src:
 
     ``param``: the constant reaches its kernel as a scalar argument, not a literal, so a new
     value reuses the compiled kernel (default: float constants; ``frontend.elementwise`` also marks
-    integer operands of ops that gain nothing from a literal)."""
+    integer operands of ops that gain nothing from a literal).
 
-    __slots__ = ("base", "view", "dtype", "value", "param")
+    ``offset_arg``: for a read of a realized buffer at a nonzero offset, the scalar argument that
+    passes the offset (``graph.offset_args``, made once so every user names the same constant)."""
+
+    __slots__ = ("base", "view", "dtype", "value", "param", "offset_arg")
 
     def __init__(self, base: LazyNode | None, view: View | None, dtype: DType, value: Any = None,
                  param: bool | None = None) -> None:
@@ -74,6 +77,7 @@ class Src:
         self.dtype = dtype
         self.value = value
         self.param = (base is None and dtype.kind == "float") if param is None else param
+        self.offset_arg: Any = None
 
 
 class LazyNode:

@@ -30,8 +30,9 @@ from zyx.opt.ir_tuning import choose_opts
 class _Build:
     """What one build (a realization that is not a replay) collects for the schedule cache."""
 
-    def __init__(self, counts: dict[int, int], recording: bool) -> None:
+    def __init__(self, counts: dict[int, int], recording: bool, keyed: set[int] | None) -> None:
         self.counts = counts
+        self.keyed = keyed  # ids of the schedule key's constants (KernelBuilder: which offsets are arguments)
         self.allocs: list[tuple[LazyNode, Buffer]] | None = [] if recording else None
         self.param_objs: dict[int, Src] = {}  # id(launch argument) -> its constant
 
@@ -65,7 +66,7 @@ def _realize_locked(node: LazyNode) -> Buffer:
             return node.buffer  # type: ignore[return-value]
     recording = gk is not None and not launch_mod.is_recording()
     schedule.schedule_stats["builds"] += 1
-    build = _Build(count_parents(node), recording)
+    build = _Build(count_parents(node), recording, None if gk is None else {id(c) for c in gk.consts})
     _builds.append(build)
     try:
         if recording:
@@ -89,7 +90,7 @@ def _realize_one(node: LazyNode, build: _Build) -> None:
     if build.allocs is not None:
         build.allocs.append((node, out))
     if numel:
-        kb = KernelBuilder(node, build.counts, realize)
+        kb = KernelBuilder(node, build.counts, realize, build.keyed)
         kernel = kb.build()
         args = [out.cl] + [b.cl for b in kb.args[1:]]  # type: ignore[union-attr]
         for c in kb.params:

@@ -5,9 +5,12 @@ fusion decisions, symbolic simplification or codegen. The key is the pending gra
 structure: per pending node (post-order) its op, arg, dtype, shape and sources; a source is
 a constant (dtype, value), a scalar argument (dtype, a stand-in: its value is passed at
 launch), a realized buffer (position of first use, view, dtype) or a pending node (position,
-view, dtype). Buffers are positional arguments, so the key never holds one. An ``EXTERN``
-node is realized while the key is built (it is a fusion break), so the graph above it is
-keyed over its buffer. ``schedule_stats`` counts builds (codegen runs) and hits.
+view, dtype). A realized buffer read at a nonzero offset is keyed by its view's shape and
+strides and the offset argument's alignment and range (``graph.offset_args``), not the offset:
+the offset is a scalar argument, so ``x[i]`` for every ``i`` is one schedule. Buffers are
+positional arguments, so the key never holds one. An ``EXTERN`` node is realized while the
+key is built (it is a fusion break), so the graph above it is keyed over its buffer.
+``schedule_stats`` counts builds (codegen runs) and hits.
 """
 from __future__ import annotations
 
@@ -19,6 +22,7 @@ from zyx.backend import errorflags, journal
 from zyx.backend.launch import launch_prepared
 from zyx.backend.pool import Buffer
 from zyx.graph.node import LazyNode, Src
+from zyx.graph.offset_args import offset_arg, offset_key
 from zyx.ir import expr
 from zyx.op import Op
 
@@ -109,7 +113,12 @@ def _visit(n: LazyNode, device: Any, realize: Callable, nodes: list, bufs: list,
                     raise NotCacheable
                 i = bpos[id(buf)] = len(bufs)
                 bufs.append(buf)
-            srcs.append((-1 - i, v.shape, v.strides, v.offset, s.dtype))
+            got = offset_arg(s) if v.offset else None
+            if got is None:
+                srcs.append((-1 - i, v.shape, v.strides, v.offset, s.dtype))
+            else:  # passed as a scalar argument (KernelBuilder.offset): its value is not structure
+                consts.append(got[0])
+                srcs.append((-1 - i, v.shape, v.strides, offset_key(got), s.dtype))
         else:
             i = npos.get(id(b))
             if i is None:

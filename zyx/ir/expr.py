@@ -43,13 +43,23 @@ class Const(Expr):
         return hash(self._key())
 
 
+PARAM = "zyx_p"  # the kernel argument of ``Param`` slot i is named ``zyx_p<i>``
+
+
 @dataclass(frozen=True)
 class Param(Expr):
     """Scalar kernel argument ``slot``: a Python number the graph used, passed at launch, so that a
-    new value (a learning rate, a loop variable) reuses the compiled kernel."""
+    new value (a learning rate, a loop variable) reuses the compiled kernel. An integer slot may
+    instead be read inside load indices, as the symbolic variable ``param_var`` (a buffer offset)."""
 
     slot: int
     dtype: DType
+
+
+def param_var(slot: int, lo: int, hi: int) -> sym.Node:
+    """Integer argument ``slot`` as a symbolic index variable over ``[lo, hi]``: named as the kernel
+    argument, so an index using it renders as a read of the argument."""
+    return sym.var(f"{PARAM}{slot}", lo, hi)
 
 
 def param_value(value: Any, d: DType) -> Any:
