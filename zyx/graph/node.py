@@ -140,16 +140,28 @@ class LazyNode:
 
 def _shorten(node: LazyNode) -> None:
     """Realize the pending sources of ``node`` deeper than half ``MAX_PENDING_DEPTH`` (so the next
-    cut is at least that far away) and recount what ``node`` holds pending."""
+    cut is at least that far away) and recount what ``node`` holds pending. A source that broadcasts
+    its inputs (the product inside a matmul, before its reduce) is not stored: its own deep sources
+    are, as storing it could take far more memory than anything the graph stores otherwise."""
     from zyx.graph.realization import realize  # realization builds on this module
 
     for s in node.srcs:
-        if s.base is not None and s.base.buffer is None and s.base.depth > MAX_PENDING_DEPTH // 2:
-            realize(s.base)
+        b = s.base
+        if b is None or b.buffer is not None or b.depth <= MAX_PENDING_DEPTH // 2:
+            continue
+        if any(_expands(t) for t in b.srcs):
+            _shorten(b)
+        else:
+            realize(b)
     pending = [s.base for s in node.srcs if s.base is not None and s.base.buffer is None]
     node.cost = (1 if node.op in ALU else 0) + sum(b.cost for b in pending)
     node.has_reduce = node.op in REDUCE or any(b.has_reduce for b in pending)
     node.depth = max((b.depth for b in pending), default=0) + (BOUNDARY_DEPTH if node.op in _BOUNDARIES else 1)
+
+
+def _expands(s: Src) -> bool:
+    """Whether read ``s`` of a node broadcasts it (a stride-0 axis longer than 1)."""
+    return s.base is not None and any(st == 0 and d > 1 for st, d in zip(s.view.strides, s.view.shape))
 
 
 def _add_reader(node: LazyNode, reader: LazyNode) -> None:
