@@ -51,10 +51,6 @@ def _identity(view: View, shape: tuple[int, ...]) -> bool:
     return all(s == c for s, c, d in zip(view.strides, contiguous_strides(view.shape), view.shape) if d != 1)
 
 
-def _broadcasts(view: View) -> bool:
-    return any(s == 0 and d > 1 for s, d in zip(view.strides, view.shape))
-
-
 def _stored(n: LazyNode) -> bool:
     """Whether pending ``n`` always gets its own buffer (never inlined into a reader)."""
     return (n.op is Op.COPY and n.arg) or n.op is Op.EXTERN
@@ -178,7 +174,7 @@ class KernelBuilder:
             if self.row and not self.row_coords(inner):
                 return False
             return self.red_shape is None or self.red_shape == self.red_sizes(n)
-        if n.cost > 0 and _broadcasts(view):
+        if n.cost > 0 and view.has_broadcast:
             return False
         return not (self.counts.get(id(n), 0) > 1 and n.cost > SHARED_RECOMPUTE_LIMIT
                     and _pending_cost_above(n, SHARED_RECOMPUTE_LIMIT))

@@ -149,7 +149,7 @@ def _shorten(node: LazyNode) -> None:
         b = s.base
         if b is None or b.buffer is not None or b.depth <= MAX_PENDING_DEPTH // 2:
             continue
-        if any(_expands(t) for t in b.srcs):
+        if any(t.base is not None and t.view.has_broadcast for t in b.srcs):
             _shorten(b)
         else:
             realize(b)
@@ -157,11 +157,6 @@ def _shorten(node: LazyNode) -> None:
     node.cost = (1 if node.op in ALU else 0) + sum(b.cost for b in pending)
     node.has_reduce = node.op in REDUCE or any(b.has_reduce for b in pending)
     node.depth = max((b.depth for b in pending), default=0) + (BOUNDARY_DEPTH if node.op in _BOUNDARIES else 1)
-
-
-def _expands(s: Src) -> bool:
-    """Whether read ``s`` of a node broadcasts it (a stride-0 axis longer than 1)."""
-    return s.base is not None and any(st == 0 and d > 1 for st, d in zip(s.view.strides, s.view.shape))
 
 
 def _add_reader(node: LazyNode, reader: LazyNode) -> None:

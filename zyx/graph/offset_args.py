@@ -33,9 +33,8 @@ def alignment(offset: int) -> int:
 
 def offset_bounds(view: View, numel: int) -> tuple[int, int]:
     """(lowest, highest) offset that keeps every element of a non-empty ``view`` inside ``numel`` elements."""
-    lo = sum((d - 1) * -st for d, st in zip(view.shape, view.strides) if st < 0)
-    hi = numel - 1 - sum((d - 1) * st for d, st in zip(view.shape, view.strides) if st > 0)
-    return lo, hi
+    lo, hi = view.span()
+    return view.offset - lo, numel - 1 - (hi - view.offset)
 
 
 def offset_arg(s: Src) -> OffsetArg | None:

@@ -40,8 +40,6 @@ from zyx.nn import conv_direct
 # (3x3x3 = 27 fits); larger ones reduce over a window view (channels x offsets) instead
 UNROLL_MAX = 32
 
-# machine epsilon of the dtypes 16-bit floats and the rest compute in (PyTorch's rms_norm default eps)
-_FINFO_EPS = {dtypes.float64: 2.220446049250313e-16, dtypes.float32: 1.1920928955078125e-07}
 
 
 def _tuple(v: Any, nd: int, name: str, fn: str) -> tuple[int, ...]:
@@ -804,7 +802,7 @@ def rms_norm_as(x: Any, normalized_shape: Any, weight: Any, eps: float | None, f
                          f"{tuple(x.shape)}")
     w, out_dt = float_work(x)
     if eps is None:
-        eps = _FINFO_EPS.get(w.dtype, _FINFO_EPS[dtypes.float32])
+        eps = float(np.finfo(w.dtype.np_dtype).eps)  # of float32 or float64: 16-bit floats compute in float32
     dims = tuple(range(x.ndim - k, x.ndim))
     out = w * ((w * w).mean(dims, keepdim=True) + eps).rsqrt()
     if weight is not None:
