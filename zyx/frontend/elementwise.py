@@ -38,7 +38,7 @@ from zyx.op import COMPARISON, Op
 Scalar = (bool, int, float, np.bool_, np.integer, np.floating)
 _OPERAND: tuple = Scalar  # (Tensor, *Scalar) once the tensor class is known
 _contiguous = View.contiguous
-_LazyNode = graph.LazyNode
+_alu = graph.alu
 _LSrc = graph.Src
 
 
@@ -227,7 +227,7 @@ def _node(op: str, xs: Sequence[Any], compute: DType, result: DType | None = Non
             operands.append(value)
     # the result dtype of an ALU op on operands all cast to ``compute``
     out = result or (dtypes.bool_ if op in COMPARISON else compute)
-    t = Tensor(_LazyNode(op, None, tuple(srcs), out, shape, device), _contiguous(shape), out, device)
+    t = Tensor(_alu(op, srcs, out, shape, device), _contiguous(shape), out, device)
     if grads and is_grad_enabled():
         from zyx.frontend.gradients import record_alu
 
