@@ -145,7 +145,7 @@ class BufferPool:
             self.allocations += 1
             self._account(cap)
         buf = Buffer(cl_buf, nbytes, cap, self)
-        if journal._open is not None:  # a capture names this buffer's uses (backend.journal)
+        if journal.is_recording():  # a capture names this buffer's uses (backend.journal)
             journal.note_alloc(buf)
         if POISON_BYTE is not None and not self._exact:
             self._poison(cl_buf, nbytes)
@@ -184,7 +184,7 @@ class BufferPool:
         self.reuses += 1
         self._account(cap)
         buf = Buffer(cl_buf, nbytes, cap, self)
-        if journal._open is not None:
+        if journal.is_recording():
             journal.note_alloc(buf)
         if POISON_BYTE is not None:
             self._poison(cl_buf, nbytes)

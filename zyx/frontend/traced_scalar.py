@@ -36,7 +36,7 @@ stored it in (an optimizer's ``group['lr']``) keeps that value between calls, li
 Python side effects a replay does not redo. A replay sets its scalars' new values for the time of
 its launches only, so the Python hooks it runs (an optimizer's step recomputing its numbers from
 ``group['lr']``) see them. A traced scalar of another capture read inside a capture counts as a
-Python value the plan holds, guarded by a check (``journal.note_check``).
+Python value the plan holds, guarded by a check (``capture.note_check``).
 """
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ from typing import Any
 
 import numpy as np
 
-from zyx.backend import journal
+from zyx.frontend import capture
 from zyx.ir import expr
 
 __all__ = ["TracedScalar", "FloatArg", "IntArg", "ScalarCapture", "begin", "end", "peek", "operand", "kernel_arg",
@@ -109,7 +109,7 @@ def end(cap: ScalarCapture) -> None:
 
 def _tracing(cap: ScalarCapture) -> bool:
     """Whether ``cap``'s scalars trace now: it is the open capture, on the calling thread."""
-    return cap is _current and journal.active() is not None
+    return cap is _current and capture.active() is not None
 
 
 def exact(v: Any) -> Any:
@@ -139,11 +139,11 @@ class TracedScalar:
         """The value, for a use the capture cannot trace: the plan is keyed by it."""
         cap = self._cap
         v = self._fn(cap.cell)
-        if journal.active() is not None:
+        if capture.active() is not None:
             if cap is _current:
                 cap.tainted |= self._deps
             else:  # a number of another capture held by Python state: the plan holds it while it stays
-                journal.note_check(functools.partial(_now, self), exact(v))
+                capture.note_check(functools.partial(_now, self), exact(v))
         return v
 
     @property  # type: ignore[misc]

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from zyx.backend import journal
 from zyx.backend.pool import Buffer
 from zyx.dtype import DType
+from zyx.graph import node_log
 from zyx.graph.node import BOUNDARIES, BOUNDARY_DEPTH, Extern, GatherSpec, LazyNode, Src
 from zyx.graph.realization import realize
 from zyx.op import ALU, REDUCE, Op
@@ -25,8 +25,8 @@ def _made(node: LazyNode) -> LazyNode:
     """``node``, its deepest pending sources realized first when its chain is too deep."""
     if node.depth > MAX_PENDING_DEPTH:
         _shorten(node)
-    if journal._open is not None:  # a capture tells values made inside it from older ones
-        journal.note_node(node)
+    if node_log.current is not None:  # a capture tells values made inside it from older ones
+        node_log.note_made(node)
     return node
 
 
@@ -61,8 +61,8 @@ def alu(op: Op, srcs: list[Src], dtype: DType, shape: tuple[int, ...], device: A
     node = LazyNode(op, None, tuple(srcs), dtype, shape, device)
     if node.depth > MAX_PENDING_DEPTH:  # _made inline: this runs for every elementwise op
         _shorten(node)
-    if journal._open is not None:
-        journal.note_node(node)
+    if node_log.current is not None:
+        node_log.note_made(node)
     return node
 
 
