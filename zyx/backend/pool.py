@@ -17,7 +17,7 @@ from zyx.backend import journal
 from zyx.errors import AllocationError
 
 if TYPE_CHECKING:
-    from zyx.backend.device import Device
+    from zyx.backend.cl_device import ClDevice
 
 _MIN_CLASS = 256
 
@@ -75,7 +75,7 @@ class Buffer:
         self.pool = pool
 
     @property
-    def device(self) -> Device:
+    def device(self) -> ClDevice:
         return self.pool.device
 
     def __del__(self) -> None:
@@ -91,7 +91,7 @@ class Buffer:
 class BufferPool:
     """Allocates device buffers for one device and keeps freed ones for reuse."""
 
-    def __init__(self, device: Device, max_pooled_fraction: float = 0.25) -> None:
+    def __init__(self, device: ClDevice, max_pooled_fraction: float = 0.25) -> None:
         self.device = device
         self._free: dict[int, list[Any]] = defaultdict(list)
         self._lock = threading.RLock()
