@@ -285,15 +285,17 @@ def binary(op: str, a: Any, b: Any):
     """``a op b`` with PyTorch type promotion and broadcasting (either side may be a scalar)."""
     Tensor = _Tensor or _tensor_cls()
     ta, tb = type(a), type(b)
-    if ta in BOUND or tb in BOUND:  # a Python int to promotion, an argument to the kernel
-        a, b = (x.arg() if type(x) in BOUND else x for x in (a, b))
-        ta, tb = type(a), type(b)
-    if ta is TracedScalar or tb is TracedScalar:  # a jitted function's number: an argument of its plan
-        a, b = _promotable(a), _promotable(b)
-        ta, tb = type(a), type(b)
-    if op is _DIV and tb is Tensor and (ta in _PY_SCALARS or ta is FloatArg or ta is IntArg):
-        # PyTorch computes ``s / x`` as ``x.reciprocal() * s`` (two roundings): so does zyx
-        return binary(_MUL, unary(_RECIPROCAL, b), a)
+    if ta is not Tensor or (tb is not Tensor and tb not in _PY_SCALARS):  # not tensor op tensor/number
+        if ta not in _PY_SCALARS or tb is not Tensor:  # nor number op tensor: a variable's or a jit's number?
+            if ta in BOUND or tb in BOUND:  # a Python int to promotion, an argument to the kernel
+                a, b = (x.arg() if type(x) in BOUND else x for x in (a, b))
+                ta, tb = type(a), type(b)
+            if ta is TracedScalar or tb is TracedScalar:  # a jitted function's number: an argument of its plan
+                a, b = _promotable(a), _promotable(b)
+                ta, tb = type(a), type(b)
+        if op is _DIV and tb is Tensor and (ta in _PY_SCALARS or ta is FloatArg or ta is IntArg):
+            # PyTorch computes ``s / x`` as ``x.reciprocal() * s`` (two roundings): so does zyx
+            return binary(_MUL, unary(_RECIPROCAL, b), a)
     # fast paths of result_type: equal tensor dtypes, or a float tensor with a Python number
     if ta is Tensor and tb is Tensor and a._dtype is b._dtype:
         dt = a._dtype
