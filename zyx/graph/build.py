@@ -22,7 +22,8 @@ MAX_PENDING_DEPTH = 160  # about 3 Python frames per fused op: ~500 frames, well
 
 
 def _made(node: LazyNode) -> LazyNode:
-    """``node``, its deepest pending sources realized first when its chain is too deep."""
+    """``node``, its deepest pending sources realized first when its chain is too deep; an open capture's
+    node log notes it."""
     if node.depth > MAX_PENDING_DEPTH:
         _shorten(node)
     if node_log.current is not None:  # a capture tells values made inside it from older ones
