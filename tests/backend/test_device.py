@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 import zyx
+from zyx.backend import cl_device
 from zyx.backend import device as device_module
 from zyx.dtype import ALL_DTYPES
 
@@ -53,11 +54,11 @@ def test_device_str_format(device: zyx.Device) -> None:
 def test_platform_label_parsing() -> None:
     info = dataclasses.replace(zyx.devices()[0].info, platform="Portable Computing Language",
                                platform_version="OpenCL 3.0 PoCL 3.0 Linux, Release, RELOC")
-    assert device_module._platform_label(info) == "PoCL 3.0"
+    assert cl_device._platform_label(info) == "PoCL 3.0"
     info = dataclasses.replace(info, platform="NVIDIA CUDA", platform_version="OpenCL 3.0 CUDA 12.4.89")
-    assert device_module._platform_label(info) == "CUDA 12.4.89"
+    assert cl_device._platform_label(info) == "CUDA 12.4.89"
     info = dataclasses.replace(info, platform="Odd", platform_version="weird")
-    assert device_module._platform_label(info) == "Odd"
+    assert cl_device._platform_label(info) == "Odd"
 
 
 def test_supports(device: zyx.Device) -> None:

@@ -100,7 +100,8 @@ def test_probe_child_process(device: zyx.Device) -> None:
     child = probe._start_child(device)
     assert probe._collect(child) == Verdict(True)
     assert child.stderr is not None
-    code = "import sys; from zyx.backend.probe import main; sys.exit(main(sys.argv[1:]))"
+    code = ("import sys; from zyx.backend.device import devices; from zyx.backend.probe import main; "
+            "sys.exit(main(sys.argv[1:], devices))")
     res = subprocess.run([sys.executable, "-c", code, "0", "0", "no|such|device"],
                          capture_output=True, text=True, timeout=300)
     assert '"usable": false' in res.stdout and "does not see this device" in res.stdout

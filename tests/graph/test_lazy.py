@@ -388,7 +388,7 @@ def test_integer_scalars_are_arguments_and_wrap_like_literals(dt):
 
 def test_thousands_of_lazy_ops_run_in_kernels_of_bounded_depth():
     # a pending chain deeper than Python's recursion limit allows to walk is cut into realized pieces
-    from zyx.graph.node import MAX_PENDING_DEPTH
+    from zyx.graph.build import MAX_PENDING_DEPTH
 
     x, want = zyx.ones(5), np.ones(5, np.float32)
     before = zyx.kernel_count()

@@ -32,7 +32,7 @@ except ImportError:  # pragma: no cover - Windows: no flock; builds are not seri
     fcntl = None  # type: ignore[assignment]
 
 if TYPE_CHECKING:
-    from zyx.backend.device import Device
+    from zyx.backend.cl_device import ClDevice
 
 LOCK_NAME = "zyx-build.lock"
 #: seconds of waiting for another process's build before saying so on stderr
@@ -42,7 +42,7 @@ GIVE_UP_AFTER_S = 120.0
 _POLL_S = 0.01  # first retry interval; it doubles up to 0.2 s
 
 
-def uses_pocl_cache(device: Device) -> bool:
+def uses_pocl_cache(device: ClDevice) -> bool:
     """Whether ``device``'s driver is PoCL with its on-disk kernel cache on (``POCL_KERNEL_CACHE=0`` turns it off)."""
     return "pocl" in device.info.platform_version.lower() and os.environ.get("POCL_KERNEL_CACHE", "1") != "0"
 
@@ -57,7 +57,7 @@ def pocl_cache_dir() -> Path:
 
 
 @contextlib.contextmanager
-def build_lock(device: Device) -> Iterator[None]:
+def build_lock(device: ClDevice) -> Iterator[None]:
     """Hold the cross-process build lock of ``device``'s driver cache (nothing to hold for drivers
     without a shared cache, or where the lock file cannot be made: the build then runs unlocked)."""
     if fcntl is None or not uses_pocl_cache(device):

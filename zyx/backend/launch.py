@@ -15,7 +15,7 @@ from zyx.backend.timing import event_seconds
 from zyx.errors import AllocationError, ZyxError
 
 if TYPE_CHECKING:
-    from zyx.backend.device import Device
+    from zyx.backend.cl_device import ClDevice
 
 _launches = 0
 _cl: Any = None  # pyopencl, imported on the first prepared launch (an import statement costs per call)
@@ -70,7 +70,7 @@ def is_recording() -> bool:
 class CompiledKernel:
     """A built kernel ready to launch on one device."""
 
-    device: Device
+    device: ClDevice
     name: str
     cl_kernel: Any
     source: str
@@ -95,9 +95,9 @@ class CompiledKernel:
 _kernels: dict[tuple[str, str, str, str, Any], CompiledKernel] = {}
 
 
-def compile_kernel(device: Device, source: str, name: str, options: str = "") -> CompiledKernel:
+def compile_kernel(device: ClDevice, source: str, name: str, options: str = "") -> CompiledKernel:
     """The kernel ``name`` of ``source`` built for ``device`` (cached)."""
-    key = (device.id, source, options, name, device)  # the Device object too: kernels belong to its context
+    key = (device.id, source, options, name, device)  # the device object too: kernels belong to its context
     ck = _kernels.get(key)
     if ck is None:
         with runtime_lock:  # one kernel object per (device, source, name), even across threads

@@ -17,7 +17,7 @@ from zyx.backend import journal
 from zyx.errors import AllocationError
 
 if TYPE_CHECKING:
-    from zyx.backend.device import Device
+    from zyx.backend.cl_device import ClDevice
 
 _MIN_CLASS = 256
 
@@ -75,7 +75,7 @@ class Buffer:
         self.pool = pool
 
     @property
-    def device(self) -> Device:
+    def device(self) -> ClDevice:
         return self.pool.device
 
     def __del__(self) -> None:
@@ -91,7 +91,7 @@ class Buffer:
 class BufferPool:
     """Allocates device buffers for one device and keeps freed ones for reuse."""
 
-    def __init__(self, device: Device, max_pooled_fraction: float = 0.25) -> None:
+    def __init__(self, device: ClDevice, max_pooled_fraction: float = 0.25) -> None:
         self.device = device
         self._free: dict[int, list[Any]] = defaultdict(list)
         self._lock = threading.RLock()
@@ -145,7 +145,7 @@ class BufferPool:
             self.allocations += 1
             self._account(cap)
         buf = Buffer(cl_buf, nbytes, cap, self)
-        if journal._open is not None:  # a capture names this buffer's uses (backend.journal)
+        if journal.is_recording():  # a capture names this buffer's uses (backend.journal)
             journal.note_alloc(buf)
         if POISON_BYTE is not None and not self._exact:
             self._poison(cl_buf, nbytes)
@@ -184,7 +184,7 @@ class BufferPool:
         self.reuses += 1
         self._account(cap)
         buf = Buffer(cl_buf, nbytes, cap, self)
-        if journal._open is not None:
+        if journal.is_recording():
             journal.note_alloc(buf)
         if POISON_BYTE is not None:
             self._poison(cl_buf, nbytes)

@@ -9,8 +9,9 @@ kernel and such a vector kernel on it and read the right values back. The probe 
 child process, so a driver that crashes takes only the child with
 it, and its verdict is cached on disk per device + driver (a second process starts nothing).
 
-The child runs ``main([P, D, signature])``: it probes device ``D`` of platform ``P`` (checked
-against the device's signature) and prints the verdict as one JSON line.
+The child runs ``main([P, D, signature], devices)``: it probes device ``D`` of platform ``P``
+(checked against the device's signature, among ``backend.device.devices()``) and prints the verdict
+as one JSON line.
 """
 from __future__ import annotations
 
@@ -20,12 +21,13 @@ import os
 import subprocess
 import sys
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from zyx.backend.device import Device
+    from zyx.backend.cl_device import ClDevice
 
 # Bumped when the probe kernel or the verdict format changes: old verdicts are then ignored.
 PROBE_VERSION = "2"
@@ -140,7 +142,7 @@ def run_probe(platform_index: int, device_index: int) -> Verdict:
     return Verdict(True)
 
 
-def _cache_path(device: Device) -> Path:
+def _cache_path(device: ClDevice) -> Path:
     from zyx import settings
     from zyx.backend.program import ZYX_VERSION
 
@@ -148,7 +150,7 @@ def _cache_path(device: Device) -> Path:
     return settings.cache_dir() / "probes" / f"{key[:32]}.json"
 
 
-def _read_cached(device: Device) -> Verdict | None:
+def _read_cached(device: ClDevice) -> Verdict | None:
     """A stored verdict, or None when absent or unreadable (a bad entry is never fatal)."""
     try:
         data = json.loads(_cache_path(device).read_text())
@@ -157,7 +159,7 @@ def _read_cached(device: Device) -> Verdict | None:
         return None
 
 
-def _store(device: Device, verdict: Verdict) -> None:
+def _store(device: ClDevice, verdict: Verdict) -> None:
     path = _cache_path(device)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -169,13 +171,14 @@ def _store(device: Device, verdict: Verdict) -> None:
         pass  # an unwritable cache only means probing again next time
 
 
-def _start_child(device: Device) -> subprocess.Popen:
+def _start_child(device: ClDevice) -> subprocess.Popen:
     # PoCL's own kernel cache off: an entry left by a compiler that aborted makes the next probe
     # abort elsewhere, without the compiler's reason
     env = {**os.environ, "POCL_KERNEL_CACHE": "0"}
     return subprocess.Popen(
         # -c, not -m: runpy warns when the package (which imports this module) is loaded first
-        [sys.executable, "-c", "import sys; from zyx.backend.probe import main; sys.exit(main(sys.argv[1:]))",
+        [sys.executable, "-c", "import sys; from zyx.backend.device import devices; "
+         "from zyx.backend.probe import main; sys.exit(main(sys.argv[1:], devices))",
          str(device.platform_index), str(device.device_index), device.info.signature],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
 
@@ -199,13 +202,13 @@ def _collect(child: subprocess.Popen) -> Verdict:
     return Verdict(False, f"the probe process {how} ({detail})")
 
 
-def probe_devices(devices: list[Device], fresh: bool = False) -> dict[str, Verdict]:
+def probe_devices(devices: list[ClDevice], fresh: bool = False) -> dict[str, Verdict]:
     """Verdicts for ``devices`` by id: from the disk cache, else probed in parallel children.
 
     ``fresh=True`` ignores (and replaces) stored verdicts.
     """
     verdicts: dict[str, Verdict] = {}
-    children: dict[str, tuple[Device, subprocess.Popen]] = {}
+    children: dict[str, tuple[ClDevice, subprocess.Popen]] = {}
     for dev in devices:
         cached = None if fresh else _read_cached(dev)
         if cached is not None:
@@ -221,10 +224,10 @@ def probe_devices(devices: list[Device], fresh: bool = False) -> dict[str, Verdi
     return verdicts
 
 
-def main(argv: list[str]) -> int:
-    """Probe the device given as ``P D signature``; print the verdict as one JSON line."""
+def main(argv: list[str], devices: Callable[[], list[ClDevice]]) -> int:
+    """Probe the device given as ``P D signature``, found among ``devices()`` (discovery sits above this
+    module); print the verdict as one JSON line."""
     platform_index, device_index, signature = int(argv[0]), int(argv[1]), argv[2]
-    from zyx.backend.device import devices
 
     # The same device by its signature: the indices are only a hint (a loader that ran before
     # zyx registered pip runtimes numbers platforms differently).

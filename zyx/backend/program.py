@@ -25,7 +25,7 @@ from zyx.errors import CompileError
 from zyx.version import __version__
 
 if TYPE_CHECKING:
-    from zyx.backend.device import Device
+    from zyx.backend.cl_device import ClDevice
 
 ZYX_VERSION = __version__  # part of every cache key: a new zyx never loads an old binary
 
@@ -47,7 +47,7 @@ _programs: dict[tuple[str, str, str], Any] = {}
 _lock = threading.Lock()
 
 
-def binary_cache_key(device: Device, source: str, options: str) -> str:
+def binary_cache_key(device: ClDevice, source: str, options: str) -> str:
     """The one place the binary cache key is made: source, options, device, driver, zyx."""
     h = hashlib.sha256()
     for part in (source, options, device.info.signature, ZYX_VERSION):
@@ -77,7 +77,7 @@ def _unwrap(data: bytes) -> bytes | None:
     return binary if hashlib.sha256(binary).digest() == data[len(_MAGIC):head] else None
 
 
-def _load_binary(device: Device, key: str) -> Any | None:
+def _load_binary(device: ClDevice, key: str) -> Any | None:
     """The program stored under ``key``, or None; a bad entry is deleted, never fatal."""
     import pyopencl as cl
 
@@ -129,9 +129,9 @@ def _quiet_build_log() -> Iterator[None]:
         yield
 
 
-def build_program(device: Device, source: str, options: str = "", name: str = "") -> Any:
+def build_program(device: ClDevice, source: str, options: str = "", name: str = "") -> Any:
     """A built ``pyopencl.Program`` for ``source`` on ``device``, from the fastest cache."""
-    mem_key = (device.id, source, options, device)  # the Device object too: each has its own context
+    mem_key = (device.id, source, options, device)  # the device object too: each has its own context
     prg = _programs.get(mem_key)
     if prg is not None:
         BuildStats.memory_hits += 1
@@ -157,7 +157,7 @@ def build_program(device: Device, source: str, options: str = "", name: str = ""
     return prg
 
 
-def _build_from_source(device: Device, source: str, options: str, name: str) -> Any:
+def _build_from_source(device: ClDevice, source: str, options: str, name: str) -> Any:
     import pyopencl as cl
 
     prg = cl.Program(device.context, source)

@@ -28,7 +28,7 @@ def write(buf: Buffer, host: np.ndarray, byte_offset: int = 0) -> None:
 
     if host.nbytes == 0:
         return
-    if journal._open is not None:
+    if journal.is_recording():
         journal.note_write(buf)
     try:
         cl.enqueue_copy(buf.device.queue, buf.cl, np.ascontiguousarray(host).view(np.uint8).reshape(-1),
@@ -64,7 +64,7 @@ def read_into(buf: Buffer, out: np.ndarray, byte_offset: int = 0) -> None:
         # the binding enqueue_copy dispatches to, called directly: enqueue_copy's argument sorting cost
         # ~15 us per read of a small result on the loaded 2-core VM (public enqueue_copy as a fallback)
         _read_buffer = getattr(getattr(cl, "_cl", None), "_enqueue_read_buffer", None) or _public_read
-    if journal._open is not None:
+    if journal.is_recording():
         journal.note_read()
     try:
         try:
@@ -84,7 +84,7 @@ def copy_buffer(src: Buffer, dst: Buffer, nbytes: int, src_offset: int = 0, dst_
 
     if nbytes == 0:
         return None
-    if journal._open is not None:
+    if journal.is_recording():
         journal.unreplayable("a buffer-to-buffer copy (not a launch) ran")
     if src.device is dst.device:
         return cl.enqueue_copy(src.device.queue, dst.cl, src.cl, byte_count=nbytes,

@@ -7,18 +7,7 @@
     c = lookup("CumSum", "bfloat16")                              # -> cumsum_bf16
     params = validate(c, [Operand(zyx.bfloat16, (4, 8))], {"dim": -1})  # {"dim": 1}
 """
-from zyx.contracts.spec.cost import (
-    DERIVED_SYMBOLS,
-    Calibration,
-    Cost,
-    Fit,
-    compile_expr,
-    cost_of_call,
-    evaluate,
-    expr_names,
-    predict_seconds,
-    symbols_for,
-)
+from zyx.contracts.spec.cost import Calibration, Cost, Fit, compile_expr, evaluate, expr_names, predict_seconds
 from zyx.contracts.spec.model import (
     Caps,
     Contract,
@@ -34,6 +23,7 @@ from zyx.contracts.spec.model import (
 )
 from zyx.contracts.spec.parse import parse_document, parse_file
 from zyx.contracts.spec.registry import Registry, all_contracts, default_registry, get, lookup, reset
+from zyx.contracts.spec.symbols import DERIVED_SYMBOLS, cost_of_call, symbols_for
 from zyx.contracts.spec.validate import layout_violations, missing_checks, needs_contiguize, validate
 
 __all__ = [

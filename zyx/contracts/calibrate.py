@@ -31,10 +31,10 @@ from zyx.backend.device import Device, default_device, resolve
 from zyx.backend.timing import Stopwatch, event_seconds
 from zyx.contracts import kernels
 from zyx.contracts.kernels.workload import events
-from zyx.contracts.spec import cost as costexpr
 from zyx.contracts.spec.cost import Cost, Fit
 from zyx.contracts.spec.model import Contract
 from zyx.contracts.spec.registry import all_contracts, get
+from zyx.contracts.spec.symbols import symbols_for
 from zyx.dtype import DType, float32, float64
 
 FORMAT_VERSION = 1
@@ -80,7 +80,7 @@ def workload(device: Device, name: str, nbytes: int, dtype: DType | None = None)
         case = module.calibration(device, dt, n, name)
     else:
         case = module.calibration(device, dt, n)
-    symbols = costexpr.symbols_for(contract, case.ops, case.params)  # the FKC symbols this contract's cost takes
+    symbols = symbols_for(contract, case.ops, case.params)  # the FKC symbols this contract's cost takes
     c = contract.cost(calibration=Fit(0.0, 1.0), **symbols)
     run = case.run
     return Workload(name, dt, tuple(case.ops[0].shape), case.describe, symbols, c.bytes_moved, c.flops,

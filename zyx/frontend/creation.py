@@ -11,11 +11,12 @@ import numpy as np
 
 from zyx import dtype as dtypes
 from zyx import graph
-from zyx.backend import journal, transfer
+from zyx.backend import transfer
 from zyx.backend.device import Device, resolve
 from zyx.codegen import random_bits as philox
 from zyx.dtype import DType, to_dtype
 from zyx.errors import DTypeError, OpDTypeError, ShapeError
+from zyx.frontend import capture
 from zyx.frontend.args import shape_arg
 from zyx.frontend.base import TensorBase, tensor_class
 from zyx.ir.variable import BOUND
@@ -280,13 +281,13 @@ def _random(shape: tuple[int, ...], dtype: DType, device: Any, distribution: str
     n = math.prod(shape)
     seed, counter = _generator.take(n)
     replayed = None
-    if n and journal.active() is not None:  # a replay draws the next values, as a call would
+    if n and capture.active() is not None:  # a replay draws the next values, as a call would
         replayed = [seed, counter]
 
         def redraw(cell: list[int] = replayed) -> None:
             cell[0], cell[1] = _generator.take(n)
 
-        journal.note_replay_hook(redraw)
+        capture.note_replay_hook(redraw)
 
     def run(inputs: list) -> Any:
         return philox.random_bits(dev, dtype, n, distribution, seed, counter, low, high, replayed=replayed)

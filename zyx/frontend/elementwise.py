@@ -38,7 +38,7 @@ from zyx.op import COMPARISON, Op
 Scalar = (bool, int, float, np.bool_, np.integer, np.floating)
 _OPERAND: tuple = Scalar  # (Tensor, *Scalar) once the tensor class is known
 _contiguous = View.contiguous
-_LazyNode = graph.LazyNode
+_alu = graph.alu
 _LSrc = graph.Src
 
 
@@ -227,7 +227,7 @@ def _node(op: str, xs: Sequence[Any], compute: DType, result: DType | None = Non
             operands.append(value)
     # the result dtype of an ALU op on operands all cast to ``compute``
     out = result or (dtypes.bool_ if op in COMPARISON else compute)
-    t = Tensor(_LazyNode(op, None, tuple(srcs), out, shape, device), _contiguous(shape), out, device)
+    t = Tensor(_alu(op, srcs, out, shape, device), _contiguous(shape), out, device)
     if grads and is_grad_enabled():
         from zyx.frontend.gradients import record_alu
 
@@ -285,15 +285,17 @@ def binary(op: str, a: Any, b: Any):
     """``a op b`` with PyTorch type promotion and broadcasting (either side may be a scalar)."""
     Tensor = _Tensor or _tensor_cls()
     ta, tb = type(a), type(b)
-    if ta in BOUND or tb in BOUND:  # a Python int to promotion, an argument to the kernel
-        a, b = (x.arg() if type(x) in BOUND else x for x in (a, b))
-        ta, tb = type(a), type(b)
-    if ta is TracedScalar or tb is TracedScalar:  # a jitted function's number: an argument of its plan
-        a, b = _promotable(a), _promotable(b)
-        ta, tb = type(a), type(b)
-    if op is _DIV and tb is Tensor and (ta in _PY_SCALARS or ta is FloatArg or ta is IntArg):
-        # PyTorch computes ``s / x`` as ``x.reciprocal() * s`` (two roundings): so does zyx
-        return binary(_MUL, unary(_RECIPROCAL, b), a)
+    if ta is not Tensor or (tb is not Tensor and tb not in _PY_SCALARS):  # not tensor op tensor/number
+        if ta not in _PY_SCALARS or tb is not Tensor:  # nor number op tensor: a variable's or a jit's number?
+            if ta in BOUND or tb in BOUND:  # a Python int to promotion, an argument to the kernel
+                a, b = (x.arg() if type(x) in BOUND else x for x in (a, b))
+                ta, tb = type(a), type(b)
+            if ta is TracedScalar or tb is TracedScalar:  # a jitted function's number: an argument of its plan
+                a, b = _promotable(a), _promotable(b)
+                ta, tb = type(a), type(b)
+        if op is _DIV and tb is Tensor and (ta in _PY_SCALARS or ta is FloatArg or ta is IntArg):
+            # PyTorch computes ``s / x`` as ``x.reciprocal() * s`` (two roundings): so does zyx
+            return binary(_MUL, unary(_RECIPROCAL, b), a)
     # fast paths of result_type: equal tensor dtypes, or a float tensor with a Python number
     if ta is Tensor and tb is Tensor and a._dtype is b._dtype:
         dt = a._dtype

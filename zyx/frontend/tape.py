@@ -1,15 +1,16 @@
 """Capture and replay (API.md "Tapes and variables"): ``Tape``, ``jit`` and ``Variable``.
 
 ``jit(fn)``: the first call with a given signature (tensor shapes, dtypes, devices and views;
-bools and other Python values; which variables) runs ``fn`` under a capture journal
-(``backend.journal``) and builds a plan (``graph.plan``) from its launches; later calls with that
+bools and other Python values; which variables) runs ``fn`` under a capture
+(``frontend.capture``) and builds a plan (``graph.plan``) from its launches; later calls with that
 signature skip the Python function altogether and replay the plan on the new tensors' buffers,
 the new variables' values and the new call's floats and ints (``frontend.traced_scalar``: plan
 arguments unless Python code read them, which keys the plan by their values). A function whose
 launches cannot stand for it (it read values back to the host, ...) runs eagerly on every call
 instead. Python bookkeeping that a call must redo (an optimizer's step counts, the random
 generator's counter) is registered during the capture as
-replay hooks whose results the launches take (``journal.note_replay_hook``/``note_host_param``).
+replay hooks whose results the launches take (``capture.note_replay_hook``,
+``journal.note_host_param``).
 
 What a replay reproduces: the results (fresh tensors), in-place writes into argument tensors'
 buffers, and ``Tensor._assign`` rebindings (the optimizers' update) of argument tensors and of
@@ -40,20 +41,16 @@ from typing import Any
 import numpy as np
 
 from zyx import graph
-from zyx.backend import journal
 from zyx.backend.launch import runtime_lock
 from zyx.errors import ShapeError
-from zyx.frontend import traced_scalar
+from zyx.frontend import capture, traced_scalar
 from zyx.frontend.autograd import is_grad_enabled
 from zyx.frontend.base import TensorBase, tensor_class
 from zyx.graph import plan as plans
 from zyx.graph import schedule
-from zyx.ir import variable
 from zyx.ir.variable import BOUND, Variable
 
 __all__ = ["Tape", "Variable", "jit", "plan_stats"]
-
-variable.taint_hook = journal.note_taint  # a bound value read by Python code keys the capture by it
 
 #: captures (plans built or eager fallbacks recorded) and replays, for tests and benchmarks
 plan_stats = {"captures": 0, "replays": 0, "eager": 0}
@@ -195,7 +192,7 @@ class _Jitted:
         global _tensor_type
         if _tensor_type is None:
             _tensor_type = tensor_class()
-        if journal._open is not None and journal.active() is not None:
+        if capture.active() is not None:
             return self.fn(*args, **kwargs)  # called inside another capture: that one records this call
         leaves: list = []
         bindings: dict[Variable, int] = {}
@@ -247,7 +244,7 @@ class _Jitted:
         versions = [d.version for d in before]
         leaf_bufs = [d.buffer for d in before]
         e = _Entry()
-        with journal.capture() as j:
+        with capture.capture() as c:
             if scalars:  # the numbers reach the function traced (traced_scalar)
                 e.scalars, traced = traced_scalar.begin(scalars)
                 it = iter(traced)
@@ -266,7 +263,7 @@ class _Jitted:
                     leaves[i]._realized()
                 assigned = []
                 seen = {id(t) for t in leaves}
-                for t, old, old_view in j.assigned:
+                for t, old, old_view in c.assigned:
                     if id(t) not in seen:
                         seen.add(id(t))
                         assigned.append((t, old, old_view))
@@ -277,6 +274,7 @@ class _Jitted:
         plan_stats["captures"] += 1
         # tensors the function rebound in place that it did not get as arguments: read through
         # their current buffer at each replay (when their value came from before the capture)
+        j = c.journal
         implicit = [(t, old, v) for t, old, v in assigned
                     if old.buffer is not None and id(old.buffer.cl) not in j.allocs]
         inputs = leaf_bufs + [old.buffer for _, old, _ in implicit]
@@ -289,13 +287,13 @@ class _Jitted:
             e.rebinds.append((weakref.ref(t), len(results), t._view))
             results.append(t._data.buffer)
         e.implicit = [(weakref.ref(t), old_view) for t, _, old_view in implicit]
-        e.guards = tuple((var, bindings[var]) for var in j.tainted if var in bindings)
-        e.checks = tuple(j.checks)
+        e.guards = tuple((var, bindings[var]) for var in c.tainted if var in bindings)
+        e.checks = tuple(c.checks)
         if e.scalars is not None:
             e.sguards = tuple((i, traced_scalar.exact(scalars[i])) for i in sorted(e.scalars.tainted))
             result = _rebuild(e.out_tree, tensors) if _has_number(e.out_tree) else result
         devices = {t._device for t in leaves} | {t._device for t in tensors}
-        if j.prior_realized or j.again:
+        if c.nodes.prior_realized or c.again:
             # it computed values that were pending before the call: they are realized now, so the
             # next call captures again (API.md: "the first call(s) capture")
             self.retries += 1
@@ -309,7 +307,7 @@ class _Jitted:
         elif None in results:
             e.reason = "a result is not a realized buffer"
         else:
-            built = plans.build(j, devices.pop(), inputs, results, None, bindings)
+            built = plans.build(j, devices.pop(), inputs, results, None, bindings, c.hooks)
             if isinstance(built, str):
                 e.reason = built
             else:
@@ -485,7 +483,7 @@ def _realize_roots(roots: list, tape: Tape) -> None:
     with runtime_lock:
         gk = schedule.graph_key_of(roots, graph.realize)
         roots = [r for r in roots if r.buffer is None]  # an EXTERN root ran while keying
-        if gk is None or not roots or journal.active() is not None:  # (inside a capture: it records this)
+        if gk is None or not roots or capture.active() is not None:  # (inside a capture: it records this)
             for r in roots:
                 graph.realize(r)
             return
@@ -502,12 +500,12 @@ def _realize_roots(roots: list, tape: Tape) -> None:
             for r in roots:
                 graph.realize(r)
             return
-        with journal.capture() as j:
+        with capture.capture() as c:
             for r in roots:
                 graph.realize(r)
         plan_stats["captures"] += 1
-        built = plans.build(j, roots[0].device, gk.bufs, [r.buffer for r in roots],
-                            {id(c): i for i, c in enumerate(gk.consts)}, {})
+        built = plans.build(c.journal, roots[0].device, gk.bufs, [r.buffer for r in roots],
+                            {id(k): i for i, k in enumerate(gk.consts)}, {}, c.hooks)
         if len(_tape_plans) >= TAPE_PLANS:
             del _tape_plans[next(iter(_tape_plans))]
         _tape_plans[key] = built

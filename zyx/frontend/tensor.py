@@ -16,12 +16,12 @@ import numpy as np
 
 from zyx import dtype as dtypes
 from zyx import graph
-from zyx.backend import journal, sync_hooks, transfer
+from zyx.backend import sync_hooks, transfer
 from zyx.backend.device import Device, resolve
 from zyx.backend.pool import Buffer
 from zyx.dtype import DType, to_dtype
 from zyx.errors import DeviceError, DTypeError, ShapeError
-from zyx.frontend import autograd
+from zyx.frontend import autograd, capture
 from zyx.frontend.autograd import AutogradMixin
 from zyx.frontend.composites import CompositesMixin
 from zyx.frontend.contract_ops import ContractOpsMixin, contiguize
@@ -322,8 +322,8 @@ class Tensor(IndexingMixin, CompositesMixin, ElementwiseMixin, ReduceMixin, Move
                              f"into a {self._dtype.name}{list(self.shape)} tensor on {self._device}: expected "
                              "the same shape, dtype and device")
         version = max(self._data.version + 1, value._data.version)
-        if journal._open is not None:  # a capture replays the rebinding (zyx.jit)
-            journal.note_assign(self, self._data, self._view)
+        if capture.is_open():  # a capture replays the rebinding (zyx.jit)
+            capture.note_assign(self, self._data, self._view)
         self._data, self._view = value._data, value._view
         self._data.version = version
 

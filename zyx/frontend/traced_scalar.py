@@ -36,7 +36,7 @@ stored it in (an optimizer's ``group['lr']``) keeps that value between calls, li
 Python side effects a replay does not redo. A replay sets its scalars' new values for the time of
 its launches only, so the Python hooks it runs (an optimizer's step recomputing its numbers from
 ``group['lr']``) see them. A traced scalar of another capture read inside a capture counts as a
-Python value the plan holds, guarded by a check (``journal.note_check``).
+Python value the plan holds, guarded by a check (``capture.note_check``).
 """
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ from typing import Any
 
 import numpy as np
 
-from zyx.backend import journal
+from zyx.frontend import capture
 from zyx.ir import expr
 
 __all__ = ["TracedScalar", "FloatArg", "IntArg", "ScalarCapture", "begin", "end", "peek", "operand", "kernel_arg",
@@ -109,7 +109,7 @@ def end(cap: ScalarCapture) -> None:
 
 def _tracing(cap: ScalarCapture) -> bool:
     """Whether ``cap``'s scalars trace now: it is the open capture, on the calling thread."""
-    return cap is _current and journal.active() is not None
+    return cap is _current and capture.active() is not None
 
 
 def exact(v: Any) -> Any:
@@ -122,6 +122,28 @@ def _now(ts: TracedScalar) -> Any:
 
 
 _NUMBERS = frozenset((int, float, bool))
+
+
+def _make(name: str, op: Callable, reverse: bool) -> Callable:
+    def method(self: TracedScalar, other: Any) -> Any:
+        return self._binary(other, op, reverse)
+
+    method.__name__ = name
+    return method
+
+
+def _reading(name: str) -> Callable:
+    def method(self: TracedScalar, *args: Any) -> Any:
+        if args and getattr(type(args[0]), "__zyx_tensor__", False):
+            return NotImplemented  # ``lr < x``: the tensor's reflected operator takes the number as an operand
+        v = self._read()
+        fn = getattr(v, name, None)
+        if fn is None:  # e.g. ``<<`` of a float: Python's own TypeError
+            return NotImplemented
+        return fn(*(a._read() if type(a) is TracedScalar else a for a in args))
+
+    method.__name__ = name
+    return method
 
 
 class TracedScalar:
@@ -139,11 +161,11 @@ class TracedScalar:
         """The value, for a use the capture cannot trace: the plan is keyed by it."""
         cap = self._cap
         v = self._fn(cap.cell)
-        if journal.active() is not None:
+        if capture.active() is not None:
             if cap is _current:
                 cap.tainted |= self._deps
             else:  # a number of another capture held by Python state: the plan holds it while it stays
-                journal.note_check(functools.partial(_now, self), exact(v))
+                capture.note_check(functools.partial(_now, self), exact(v))
         return v
 
     @property  # type: ignore[misc]
@@ -219,6 +241,59 @@ class TracedScalar:
     def __abs__(self) -> Any:
         return self._unary(operator.abs)
 
+    # -- traced arithmetic: another TracedScalar (``_binary``) ----------------------
+    __add__ = _make("__add__", operator.add, False)
+    __radd__ = _make("__radd__", operator.add, True)
+    __sub__ = _make("__sub__", operator.sub, False)
+    __rsub__ = _make("__rsub__", operator.sub, True)
+    __mul__ = _make("__mul__", operator.mul, False)
+    __rmul__ = _make("__rmul__", operator.mul, True)
+    __truediv__ = _make("__truediv__", operator.truediv, False)
+    __rtruediv__ = _make("__rtruediv__", operator.truediv, True)
+    __floordiv__ = _make("__floordiv__", operator.floordiv, False)
+    __rfloordiv__ = _make("__rfloordiv__", operator.floordiv, True)
+    __mod__ = _make("__mod__", operator.mod, False)
+    __rmod__ = _make("__rmod__", operator.mod, True)
+    __pow__ = _make("__pow__", operator.pow, False)
+    __rpow__ = _make("__rpow__", operator.pow, True)
+
+    # -- every other use reads the value (``__bool__`` of 0.5 included) ----------------
+    __bool__ = _reading("__bool__")
+    __hash__ = _reading("__hash__")
+    __format__ = _reading("__format__")
+    __round__ = _reading("__round__")
+    __trunc__ = _reading("__trunc__")
+    __floor__ = _reading("__floor__")
+    __ceil__ = _reading("__ceil__")
+    __eq__ = _reading("__eq__")
+    __ne__ = _reading("__ne__")
+    __lt__ = _reading("__lt__")
+    __le__ = _reading("__le__")
+    __gt__ = _reading("__gt__")
+    __ge__ = _reading("__ge__")
+    __divmod__ = _reading("__divmod__")
+    __rdivmod__ = _reading("__rdivmod__")
+    __lshift__ = _reading("__lshift__")
+    __rlshift__ = _reading("__rlshift__")
+    __rshift__ = _reading("__rshift__")
+    __rrshift__ = _reading("__rrshift__")
+    __and__ = _reading("__and__")
+    __rand__ = _reading("__rand__")
+    __or__ = _reading("__or__")
+    __ror__ = _reading("__ror__")
+    __xor__ = _reading("__xor__")
+    __rxor__ = _reading("__rxor__")
+    __invert__ = _reading("__invert__")
+
+    def __int__(self) -> int:
+        return int(self._read())
+
+    def __float__(self) -> float:  # int has no __float__ of its own name
+        return float(self._read())
+
+    def __complex__(self) -> complex:
+        return complex(self._read())
+
 
 _RAISING = frozenset((operator.truediv, operator.floordiv, operator.mod, operator.pow))
 
@@ -254,71 +329,27 @@ def _result_kind(op: Callable, kl: type, kr: type, const: Any, const_left: bool)
     return None
 
 
-def _make(name: str, op: Callable, reverse: bool) -> Callable:
-    def method(self: TracedScalar, other: Any) -> Any:
-        return self._binary(other, op, reverse)
-
-    method.__name__ = name
-    return method
-
-
-for _name, _op in (("add", operator.add), ("sub", operator.sub), ("mul", operator.mul),
-                   ("truediv", operator.truediv), ("floordiv", operator.floordiv), ("mod", operator.mod),
-                   ("pow", operator.pow)):
-    setattr(TracedScalar, f"__{_name}__", _make(f"__{_name}__", _op, False))
-    setattr(TracedScalar, f"__r{_name}__", _make(f"__r{_name}__", _op, True))
-
-
-def _reading(name: str) -> Callable:
-    def method(self: TracedScalar, *args: Any) -> Any:
-        if args and getattr(type(args[0]), "__zyx_tensor__", False):
-            return NotImplemented  # ``lr < x``: the tensor's reflected operator takes the number as an operand
-        v = self._read()
-        fn = getattr(v, name, None)
-        if fn is None:  # e.g. ``<<`` of a float: Python's own TypeError
-            return NotImplemented
-        return fn(*(a._read() if type(a) is TracedScalar else a for a in args))
-
-    method.__name__ = name
-    return method
-
-
-# every other use reads the value (``__bool__`` of 0.5 and ``__int__`` of 3.7 included)
-for _name in ("__int__", "__float__", "__bool__", "__hash__", "__format__", "__round__", "__trunc__",
-              "__floor__", "__ceil__", "__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__divmod__",
-              "__rdivmod__", "__lshift__", "__rlshift__", "__rshift__", "__rrshift__", "__and__", "__rand__",
-              "__or__", "__ror__", "__xor__", "__rxor__", "__invert__"):
-    setattr(TracedScalar, _name, _reading(_name))
-
-
-def _float_dunder(self: TracedScalar) -> float:
-    return float(self._read())
-
-
-TracedScalar.__float__ = _float_dunder  # type: ignore[method-assign]  # int has no __float__ of its own name
-
-
-def _int_dunder(self: TracedScalar) -> int:
-    return int(self._read())
-
-
-TracedScalar.__int__ = _int_dunder  # type: ignore[method-assign]
-
-
-def _complex_dunder(self: TracedScalar) -> complex:
-    return complex(self._read())
-
-
-TracedScalar.__complex__ = _complex_dunder  # type: ignore[attr-defined]
-
-
 def peek(x: Any) -> Any:
     """``x``'s value without a read: for zyx code that registers how a replay recomputes it
     (``journal.note_host_param``); any other number as it is."""
     return x._fn(x._cap.cell) if type(x) is TracedScalar else x
 
 
-class FloatArg(float):
+class _ReplayArg:
+    """What ``FloatArg`` and ``IntArg`` share: the capture (``_cap``) and the getter (``_getter``) that
+    ``kernel_arg`` gives them."""
+
+    _cap: ScalarCapture | None
+    _getter: Callable[[], Any]
+
+    @property
+    def replay_getter(self) -> Callable[[], Any] | None:
+        """The replay's value of this argument when its capture is the open one (else None: a constant)."""
+        cap = self._cap
+        return self._getter if cap is not None and cap is _current else None
+
+
+class FloatArg(_ReplayArg, float):
     """A traced scalar as a float kernel argument inside zyx (a graph constant's value): a capture
     makes the launch argument a host parameter that the replay computes (``journal.note_param``)."""
 
@@ -326,21 +357,11 @@ class FloatArg(float):
         return float, (float(self),)
 
 
-class IntArg(int):
+class IntArg(_ReplayArg, int):
     """The integer kind of ``FloatArg``."""
 
     def __reduce__(self) -> Any:
         return int, (int(self),)
-
-
-def _arg_getter(self: Any) -> Any:
-    """The replay's value of this argument when its capture is the open one (else None: a constant)."""
-    cap = self._cap
-    return self._getter if cap is not None and cap is _current else None
-
-
-FloatArg.replay_getter = property(_arg_getter)  # type: ignore[attr-defined]
-IntArg.replay_getter = property(_arg_getter)  # type: ignore[attr-defined]
 
 
 def operand(x: Any) -> Any:

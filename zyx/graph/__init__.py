@@ -1,11 +1,7 @@
-"""The lazy graph: nodes (``node``), fusion into kernels (``fusion``), the schedule cache
+"""The lazy graph: nodes (``node``, built by ``build``), fusion into kernels (``fusion``), the schedule cache
 (``schedule``) and realization (``realize``). The frontend builds nodes with the functions
 re-exported here; nothing in this package knows about ``Tensor``."""
-from zyx.graph.node import (
-    Extern,
-    GatherSpec,
-    LazyNode,
-    Src,
+from zyx.graph.build import (
     alu,
     cast,
     choose_device,
@@ -17,6 +13,7 @@ from zyx.graph.node import (
     pad,
     reduce,
 )
+from zyx.graph.node import Extern, GatherSpec, LazyNode, Src
 from zyx.graph.realization import flush_readers, realize, set_buffer
 from zyx.graph.schedule import schedule_stats
 

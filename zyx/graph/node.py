@@ -23,10 +23,8 @@ in-place write into a buffer can first run everything still waiting to read it.
 
 Depth: realizing walks the pending graph recursively (fusion, the schedule key), so each node
 keeps the weighted length of its longest pending chain (``depth``: a kernel boundary counts
-``BOUNDARY_DEPTH``, as its realization nests several calls). A node that would exceed
-``MAX_PENDING_DEPTH`` first realizes its deepest pending sources, so a loop of thousands of
-lazy ops (an unrolled recurrence, its gradient) runs in kernels of at most that depth instead of
-exhausting Python's recursion limit.
+``BOUNDARY_DEPTH``, as its realization nests several calls); ``graph.build`` cuts a chain that
+grows too deep. This module holds data only: building a node runs nothing.
 """
 from __future__ import annotations
 
@@ -35,7 +33,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from zyx.backend import journal
 from zyx.backend.pool import Buffer
 from zyx.dtype import DType
 from zyx.ir.view import View
@@ -43,9 +40,8 @@ from zyx.op import ALU, REDUCE, Op
 
 _ref = weakref.ref
 
-MAX_PENDING_DEPTH = 160  # about 3 Python frames per fused op: ~500 frames, well inside the default 1000
 BOUNDARY_DEPTH = 4  # a reduce, copy or extern node: a kernel of its own, realized ~10 frames deeper
-_BOUNDARIES = frozenset(REDUCE) | {Op.COPY, Op.EXTERN}
+BOUNDARIES = frozenset(REDUCE) | {Op.COPY, Op.EXTERN}
 
 
 @dataclass(frozen=True, eq=False)
@@ -120,13 +116,9 @@ class LazyNode:
                 _add_reader(b, self)
         self.cost = cost
         self.has_reduce = has_reduce
-        self.depth = depth + (BOUNDARY_DEPTH if op in _BOUNDARIES else 1) if srcs else 0
-        if self.depth > MAX_PENDING_DEPTH:
-            _shorten(self)
+        self.depth = depth + (BOUNDARY_DEPTH if op in BOUNDARIES else 1) if srcs else 0
         self.pinned = pinned
         self.version = 0  # in-place writes into this node's buffer so far (autograd checks saved values)
-        if journal._open is not None:  # a capture tells values made inside it from older ones
-            journal.note_node(self)
 
     @property
     def realized(self) -> bool:
@@ -136,27 +128,6 @@ class LazyNode:
         state = ("realized" if self.buffer is not None
                  else f"pending {self.op}{'' if self.arg is None else ' ' + str(self.arg)}")
         return f"<LazyNode {state} {self.dtype.name}{list(self.shape)}>"
-
-
-def _shorten(node: LazyNode) -> None:
-    """Realize the pending sources of ``node`` deeper than half ``MAX_PENDING_DEPTH`` (so the next
-    cut is at least that far away) and recount what ``node`` holds pending. A source that broadcasts
-    its inputs (the product inside a matmul, before its reduce) is not stored: its own deep sources
-    are, as storing it could take far more memory than anything the graph stores otherwise."""
-    from zyx.graph.realization import realize  # realization builds on this module
-
-    for s in node.srcs:
-        b = s.base
-        if b is None or b.buffer is not None or b.depth <= MAX_PENDING_DEPTH // 2:
-            continue
-        if any(t.base is not None and t.view.has_broadcast for t in b.srcs):
-            _shorten(b)
-        else:
-            realize(b)
-    pending = [s.base for s in node.srcs if s.base is not None and s.base.buffer is None]
-    node.cost = (1 if node.op in ALU else 0) + sum(b.cost for b in pending)
-    node.has_reduce = node.op in REDUCE or any(b.has_reduce for b in pending)
-    node.depth = max((b.depth for b in pending), default=0) + (BOUNDARY_DEPTH if node.op in _BOUNDARIES else 1)
 
 
 def _add_reader(node: LazyNode, reader: LazyNode) -> None:
@@ -181,50 +152,6 @@ def pending_readers(node: LazyNode) -> list[LazyNode]:
     return [m for r in readers if (m := r()) is not None and m.buffer is None]
 
 
-# ------------------------------------------------------------------ building
-
-def from_buffer(buf: Buffer, dtype: DType, device: Any) -> LazyNode:
-    """A realized node over a fresh buffer (its elements indexed flat); one node per buffer, so the
-    node's readers are every pending reader of the buffer."""
-    n = buf.nbytes // dtype.itemsize if dtype.itemsize else 0
-    return LazyNode(Op.BUFFER, None, (), dtype, (n,), device, buf)
-
-
-def alu(op: Op, srcs: list[Src], dtype: DType, shape: tuple[int, ...], device: Any) -> LazyNode:
-    """``op`` (an ALU op) on ``srcs``, each already read at ``shape``."""
-    return LazyNode(op, None, tuple(srcs), dtype, shape, device)
-
-
-def cast(src: Src, dtype: DType, shape: tuple[int, ...], device: Any) -> LazyNode:
-    """``src`` converted to ``dtype``."""
-    return LazyNode(Op.CAST, None, (src,), dtype, shape, device)
-
-
-def copy(src: Src, shape: tuple[int, ...], device: Any, store: bool = False) -> LazyNode:
-    """The values of ``src`` as a new dense value; ``store`` forces a buffer (clone/contiguous)."""
-    return LazyNode(Op.COPY, store, (src,), src.dtype, shape, device)
-
-
-def reduce(op: Op, src: Src, axes: tuple[int, ...], dtype: DType, device: Any,
-           shape: tuple[int, ...] | None = None) -> LazyNode:
-    """``op`` over ``axes`` of ``src`` (result keeps the axes as size 1: ``shape``, worked out when not
-    given); ``dtype`` is the accumulator's."""
-    if shape is None:
-        shape = tuple(1 if i in axes else d for i, d in enumerate(src.view.shape))
-    return LazyNode(op, tuple(axes), (src,), dtype, shape, device)
-
-
-def pad(src: Src, pads: tuple[tuple[int, int], ...], value: Any, device: Any) -> LazyNode:
-    """``src`` with ``pads[i] = (before, after)`` elements of ``value`` on each dim (non-negative)."""
-    shape = tuple(d + lo + hi for d, (lo, hi) in zip(src.view.shape, pads))
-    return LazyNode(Op.PAD, (tuple(pads), value), (src,), src.dtype, shape, device)
-
-
-def const(value: Any, dtype: DType, shape: tuple[int, ...], device: Any) -> LazyNode:
-    """``value`` (exactly representable in ``dtype``) at every element of ``shape``."""
-    return LazyNode(Op.CONST, Src(None, None, dtype, value, param=not dtype.is_bool), (), dtype, shape, device)
-
-
 @dataclass(frozen=True)
 class GatherSpec:
     """How a gather's output coordinates ``o`` pick the table element it reads.
@@ -237,32 +164,3 @@ class GatherSpec:
     axes: tuple[int, ...]
     reads: tuple[tuple[int, ...], ...]
     wrap: tuple[bool, ...]
-
-
-def gather(table: Src, indices: tuple[Src, ...], spec: GatherSpec, shape: tuple[int, ...], device: Any) -> LazyNode:
-    """The indexed load ``out[o] = table[t(o)]`` of ``spec`` (``GatherSpec``) over the integer ``indices``;
-    an index outside its table axis raises the device error flag (``IndexOutOfRange`` at readback)."""
-    return LazyNode(Op.GATHER, spec, (table, *indices), table.dtype, shape, device)
-
-
-def extern(name: str, run: Callable[[list[Buffer]], Buffer], srcs: list[Src], dtype: DType,
-           shape: tuple[int, ...], device: Any) -> LazyNode:
-    """A value computed by a kernel that is not IR (see ``Extern``) from the realized ``srcs``."""
-    return LazyNode(Op.EXTERN, Extern(name, run), tuple(srcs), dtype, shape, device)
-
-
-def choose_device(inputs: list[tuple[Any, int]], out_bytes: int) -> Any:
-    """The device a kernel runs on, given its ``(device, bytes read)`` inputs (DESIGN.md).
-
-    The device holding most of the input bytes that has room for the output (ties: the
-    first operand's); inputs elsewhere are copied over when the kernel is built. (A pinned
-    operand overrides this before it is called: ``frontend.args.device_of``.)
-    """
-    held: dict[Any, int] = {}
-    for dev, nbytes in inputs:
-        held[dev] = held.get(dev, 0) + nbytes
-    ranked = sorted(held, key=lambda d: -held[d])  # stable: first operand first among equals
-    for dev in ranked:
-        if dev.global_mem_bytes - dev.pool.bytes_in_use >= out_bytes:
-            return dev
-    return ranked[0]

@@ -1,8 +1,8 @@
 """Plans: the launches of one captured call, replayed on new inputs without graph work.
 
 ``build`` turns a capture journal (``backend.journal``: the launches, the buffers allocated and
-the scalar arguments noted during the capture) into a ``Plan``. Each launch argument is named
-by where it comes from at replay:
+the scalar arguments noted during the capture) and the capture's replay hooks into a ``Plan``.
+Each launch argument is named by where it comes from at replay:
 
 * an input, by position (the buffers a replay is given: a jitted function's tensor arguments,
   a tape graph's realized buffers);
@@ -23,7 +23,7 @@ few positions that change. Nothing is fused, keyed, simplified or compiled.
 from __future__ import annotations
 
 import gc
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -59,7 +59,7 @@ class Plan:
         # buffers from before the capture that it read without getting them as inputs (a closed-over
         # weight): inputs after the given ones; the caller passes them or what replaced them
         self.externals = externals
-        self.hooks: tuple[Any, ...] = ()  # Python bookkeeping run before the launches (journal.note_replay_hook)
+        self.hooks: tuple[Any, ...] = ()  # Python bookkeeping run before the launches (capture.note_replay_hook)
         self.slot_caps = [device.pool.capacity_of(n) for n in slot_sizes]  # their pool size classes
 
     def replay(self, inputs: Sequence[Buffer], consts: Sequence[Src] | None = None,
@@ -148,12 +148,13 @@ def nodes_holding(buffers: list[Buffer]) -> list[list[LazyNode]]:
 
 def build(journal: Journal, device: Any, inputs: Sequence[Buffer], results: Sequence[Buffer],
           const_positions: dict[int, int] | None = None,
-          bindings: dict[Variable, int] | None = None) -> Plan | str:
+          bindings: dict[Variable, int] | None = None, hooks: Sequence[Callable[[], Any]] = ()) -> Plan | str:
     """The plan of a finished capture, or the reason there is none.
 
     ``inputs``: the buffers a replay is given, by position; ``results``: the buffers a replay
     returns; ``const_positions``: id of a graph constant -> its position among a tape graph's
-    constants; ``bindings``: the variables a replay will bind (others' values are constants)."""
+    constants; ``bindings``: the variables a replay will bind (others' values are constants); ``hooks``:
+    the Python bookkeeping a replay runs before its launches."""
     if journal.unreplayable is not None:
         return journal.unreplayable
     flag = errorflags.buffer_of(device)
@@ -253,5 +254,5 @@ def build(journal: Journal, device: Any, inputs: Sequence[Buffer], results: Sequ
             frees[la].append(k)
     steps = [(*s, tuple(n), tuple(f)) for s, n, f in zip(raw_steps, news, frees)]
     plan = Plan(device, steps, slot_sizes, out, has_flag, keep, variables, externals)
-    plan.hooks = tuple(journal.hooks)
+    plan.hooks = tuple(hooks)
     return plan

@@ -19,7 +19,7 @@ from zyx.backend import launch as launch_mod
 from zyx.backend.launch import runtime_lock
 from zyx.backend.pool import Buffer
 from zyx.codegen.ir_source import launch_kernel
-from zyx.graph import schedule
+from zyx.graph import node_log, schedule
 from zyx.graph.fusion import KernelBuilder, count_parents
 from zyx.graph.node import LazyNode, Src, pending_readers
 from zyx.ir import expr
@@ -96,7 +96,7 @@ def _realize_one(node: LazyNode, build: _Build) -> None:
         for c in kb.params:
             value = expr.param_value(c.value, c.dtype)
             build.param_objs[id(value)] = c
-            if journal._open is not None:  # a capture binds this argument at replay (graph.plan)
+            if journal.is_recording():  # a capture binds this argument at replay (graph.plan)
                 journal.note_param(value, c)
             args.append(value)
         opts = choose_opts(kernel, device, args)
@@ -114,8 +114,8 @@ def _run_extern(node: LazyNode) -> Buffer:
 
 def set_buffer(node: LazyNode, buf: Buffer) -> None:
     """Finish ``node``: it now holds ``buf`` and drops its sources (a replayed plan's result)."""
-    if journal._open is not None:
-        journal.note_realized(node)
+    if node_log.current is not None:
+        node_log.note_realized(node)
     node.buffer = buf
     node.op = _BUFFER
     node.srcs = ()

@@ -196,7 +196,7 @@ def replay(schedule: tuple, gk: GraphKey, device: Any, set_buffer: Callable[[Laz
             elif kind == 3:
                 c = consts[i]
                 value = expr.param_value(c.value, c.dtype)
-                if journal._open is not None:
+                if journal.is_recording():
                     journal.note_param(value, c)
                 args.append(value)
             else:

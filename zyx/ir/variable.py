@@ -70,6 +70,7 @@ def _operator(name: str) -> Callable | None:
 
 def _tainting(name: str) -> Callable:
     base = getattr(int, name)
+    op = _operator(name)  # for an operand ``int`` does not take (a float: ``t + 0.5``)
 
     def method(self: BoundVariable | BoundExpr, *args: Any) -> Any:
         hook = taint_hook
@@ -81,7 +82,6 @@ def _tainting(name: str) -> Callable:
             args = (args[0]._value, *args[1:])
         out = base(self._value, *args)
         if out is NotImplemented and len(args) == 1:  # another kind of operand (a float): its own operator
-            op = _OPERATOR.get(name)
             if op is not None:
                 return op(args[0], self._value) if name.startswith("__r") else op(self._value, args[0])
         return out
@@ -90,7 +90,87 @@ def _tainting(name: str) -> Callable:
     return method
 
 
-class BoundVariable:
+def _affine(bound: BoundVariable, scale: int, offset: int) -> BoundVariable | BoundExpr | int:
+    if scale == 0:
+        return offset  # does not depend on the value: nothing is read
+    if scale == 1 and offset == 0:
+        return bound
+    return BoundExpr(bound, scale, offset)
+
+
+def _affine_op(name: str) -> Callable:
+    """``+``, ``-``, ``*`` (and reflected) with a Python int: a ``BoundExpr``; any other operand: a read."""
+    read = _tainting(name)
+
+    def method(self: BoundVariable | BoundExpr, *args: Any) -> Any:
+        if not args:  # unary
+            if name == "__neg__":
+                return _affine(self.bound, -self.scale, -self.offset)
+            return self  # __pos__
+        o = args[0]
+        if type(o) is not int:
+            return read(self, *args)
+        if name in ("__add__", "__radd__"):
+            return _affine(self.bound, self.scale, self.offset + o)
+        if name == "__sub__":
+            return _affine(self.bound, self.scale, self.offset - o)
+        if name == "__rsub__":
+            return _affine(self.bound, -self.scale, o - self.offset)
+        return _affine(self.bound, self.scale * o, self.offset * o)  # __mul__, __rmul__
+
+    method.__name__ = name
+    return method
+
+
+class _BoundValue:
+    """The operators of a bound value (``BoundVariable``, ``BoundExpr``): ``+``, ``-``, ``*`` (and reflected)
+    with a Python int give a ``BoundExpr``; every other use reads the value and reports the variable."""
+
+    __slots__ = ()
+
+    __int__ = _tainting("__int__")
+    __index__ = _tainting("__index__")
+    __float__ = _tainting("__float__")
+    __bool__ = _tainting("__bool__")
+    __add__ = _affine_op("__add__")
+    __radd__ = _affine_op("__radd__")
+    __sub__ = _affine_op("__sub__")
+    __rsub__ = _affine_op("__rsub__")
+    __mul__ = _affine_op("__mul__")
+    __rmul__ = _affine_op("__rmul__")
+    __floordiv__ = _tainting("__floordiv__")
+    __rfloordiv__ = _tainting("__rfloordiv__")
+    __mod__ = _tainting("__mod__")
+    __rmod__ = _tainting("__rmod__")
+    __truediv__ = _tainting("__truediv__")
+    __rtruediv__ = _tainting("__rtruediv__")
+    __pow__ = _tainting("__pow__")
+    __rpow__ = _tainting("__rpow__")
+    __neg__ = _affine_op("__neg__")
+    __pos__ = _affine_op("__pos__")
+    __abs__ = _tainting("__abs__")
+    __lshift__ = _tainting("__lshift__")
+    __rshift__ = _tainting("__rshift__")
+    __and__ = _tainting("__and__")
+    __or__ = _tainting("__or__")
+    __xor__ = _tainting("__xor__")
+    __invert__ = _tainting("__invert__")
+    __eq__ = _tainting("__eq__")
+    __ne__ = _tainting("__ne__")
+    __lt__ = _tainting("__lt__")
+    __le__ = _tainting("__le__")
+    __gt__ = _tainting("__gt__")
+    __ge__ = _tainting("__ge__")
+    __divmod__ = _tainting("__divmod__")
+    __rdivmod__ = _tainting("__rdivmod__")
+    __format__ = _tainting("__format__")
+    __round__ = _tainting("__round__")
+    __trunc__ = _tainting("__trunc__")
+    __floor__ = _tainting("__floor__")
+    __ceil__ = _tainting("__ceil__")
+
+
+class BoundVariable(_BoundValue):
     """A ``Variable`` bound to a value (see the module docstring). Not an ``int`` on purpose:
     C code reads an int subclass's value without calling any method, so a use as a size could
     not be seen; every read of this one goes through a method (``__index__``, ``__int__``,
@@ -143,7 +223,7 @@ class BoundVariable:
         return VariableArg(self)
 
 
-class BoundExpr:
+class BoundExpr(_BoundValue):
     """``scale * t + offset`` of a bound variable ``t`` (``t + 1``, ``2 * t``, ``t - 1``; ``scale != 0``):
     a size or start with the derived range ``[min, max]``, or an elementwise operand (a kernel
     argument). Like ``BoundVariable``, not an ``int``: every other read reports ``t``."""
@@ -193,54 +273,6 @@ class BoundExpr:
 
 #: the types of bound values zyx takes as a variable size, start or kernel argument
 BOUND = (BoundVariable, BoundExpr)
-
-
-def _affine(bound: BoundVariable, scale: int, offset: int) -> BoundVariable | BoundExpr | int:
-    if scale == 0:
-        return offset  # does not depend on the value: nothing is read
-    if scale == 1 and offset == 0:
-        return bound
-    return BoundExpr(bound, scale, offset)
-
-
-def _affine_op(name: str) -> Callable:
-    """``+``, ``-``, ``*`` (and reflected) with a Python int: a ``BoundExpr``; any other operand: a read."""
-    read = _tainting(name)
-
-    def method(self: BoundVariable | BoundExpr, *args: Any) -> Any:
-        if not args:  # unary
-            if name == "__neg__":
-                return _affine(self.bound, -self.scale, -self.offset)
-            return self  # __pos__
-        o = args[0]
-        if type(o) is not int:
-            return read(self, *args)
-        if name in ("__add__", "__radd__"):
-            return _affine(self.bound, self.scale, self.offset + o)
-        if name == "__sub__":
-            return _affine(self.bound, self.scale, self.offset - o)
-        if name == "__rsub__":
-            return _affine(self.bound, -self.scale, o - self.offset)
-        return _affine(self.bound, self.scale * o, self.offset * o)  # __mul__, __rmul__
-
-    method.__name__ = name
-    return method
-
-
-_NAMES = ("__int__", "__index__", "__float__", "__bool__", "__add__", "__radd__", "__sub__", "__rsub__",
-          "__mul__", "__rmul__", "__floordiv__", "__rfloordiv__", "__mod__", "__rmod__", "__truediv__",
-          "__rtruediv__", "__pow__", "__rpow__", "__neg__", "__pos__", "__abs__", "__lshift__", "__rshift__",
-          "__and__", "__or__", "__xor__", "__invert__", "__eq__", "__ne__", "__lt__", "__le__", "__gt__",
-          "__ge__", "__divmod__", "__rdivmod__", "__format__", "__round__", "__trunc__", "__floor__",
-          "__ceil__")
-#: the operator of each name (for an operand ``int`` does not take, a float: ``t + 0.5``)
-_OPERATOR = {n: _operator(n) for n in _NAMES}
-for _name in _NAMES:
-    setattr(BoundVariable, _name, _tainting(_name))
-    setattr(BoundExpr, _name, _tainting(_name))
-for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__neg__", "__pos__"):
-    setattr(BoundVariable, _name, _affine_op(_name))
-    setattr(BoundExpr, _name, _affine_op(_name))
 
 
 def _identity(value: int) -> int:

@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from zyx.backend import journal
 from zyx.errors import ShapeError
+from zyx.frontend import capture
 from zyx.frontend.autograd import enable_grad, no_grad
 from zyx.frontend.base import check_writable
 from zyx.frontend.creation import from_numpy, zeros_like
@@ -82,10 +82,10 @@ class Optimizer:
         if closure is not None:
             with enable_grad():
                 loss = closure()
-        capturing = journal.active() is not None
+        capturing = capture.active() is not None
         if capturing:  # a replay holds the options' numbers: valid while they stay
             ref = weakref.ref(self)
-            journal.note_check(lambda: (o := ref()) is not None and o._options(), self._options())
+            capture.note_check(lambda: (o := ref()) is not None and o._options(), self._options())
         stepped: list[tuple[Any, dict[str, Any]]] = []  # (weak parameter, group) of each update, in order
         latest: list[Any] = []  # each update's numbers at a replay (filled by the replay hook)
         with no_grad():
@@ -99,7 +99,7 @@ class Optimizer:
                     if state:
                         self.state[p] = state
                         if fresh:  # state made by this step: later calls' steps differ (zyx.jit)
-                            journal.capture_again()
+                            capture.capture_again()
                     replayed = None
                     if capturing:
                         replayed = functools.partial(_latest_scalar, latest, len(stepped))
@@ -108,7 +108,7 @@ class Optimizer:
                     step_in_place(update.algo, p, p.grad.detach(), {k: state[k] for k in update.state},
                                   frozenset(flags), update.scalars, replayed)
         if capturing:
-            journal.note_replay_hook(self._replay_hook(stepped, latest))
+            capture.note_replay_hook(self._replay_hook(stepped, latest))
         return loss
 
     def _kernel(self, p: Tensor, group: dict[str, Any], state: dict[str, Any]) -> Update:

@@ -18,16 +18,12 @@ node is checked against a whitelist.
 from __future__ import annotations
 
 import ast
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Protocol
+from typing import Any, Callable, NamedTuple, Protocol
 
 from zyx.errors import ContractError
-
-if TYPE_CHECKING:  # model.py imports this module (Contract.cost); the types only annotate here
-    from zyx.contracts.spec.model import Contract, Operand
 
 _BINOPS: dict[type, Callable[[Any, Any], Any]] = {
     ast.Add: lambda a, b: a + b,
@@ -52,7 +48,8 @@ class ExpressionError(ContractError):
     """A cost expression outside the grammar (parse.py adds file/block/field context)."""
 
 
-def _is_number(value: Any) -> bool:
+def is_number(value: Any) -> bool:
+    """An int or float that is not a bool (what a cost symbol's value must be)."""
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
@@ -152,7 +149,7 @@ def _eval(node: ast.AST, values: Mapping[str, Any], text: str, where: str) -> An
         value = _lookup(name, values, text, where)
         if isinstance(value, (list, tuple)):
             raise ContractError(f"{where} {text!r}: {name} = {value!r} is a list; only sum({name}) may use it")
-        if not _is_number(value):
+        if not is_number(value):
             raise ContractError(f"{where} {text!r}: {name} = {value!r} is not a number")
         return value
     if isinstance(node, ast.UnaryOp):
@@ -170,7 +167,7 @@ def _eval(node: ast.AST, values: Mapping[str, Any], text: str, where: str) -> An
         if fname in _LIST_FUNCS:
             name = node.args[0].id  # type: ignore[attr-defined]
             items = _lookup(name, values, text, where)
-            if not isinstance(items, (list, tuple)) or not all(_is_number(v) for v in items):
+            if not isinstance(items, (list, tuple)) or not all(is_number(v) for v in items):
                 raise ContractError(f"{where} {text!r}: {name} = {items!r} is not a list of numbers")
             return _LIST_FUNCS[fname](items)
         args = [_eval(a, values, text, where) for a in node.args]
@@ -224,132 +221,3 @@ def predict_seconds(bytes_moved: float, flops: float, calibration: Calibration) 
     if rate and flops:
         seconds += flops / rate
     return seconds
-
-
-def _takes(contract: Contract) -> str:
-    """``outer, dim_size, inner, dtype_size`` (plus what may be given besides) for error messages."""
-    spec = contract.cost_spec
-    used = [s for s in spec.symbols if s not in spec.optional]
-    text = ", ".join(used) or "no symbols"
-    return text + (f" (optional: {', '.join(spec.optional)})" if spec.optional else "")
-
-
-def check_symbols(contract: Contract, params: Mapping[str, Any], needed: Sequence[str]) -> None:
-    """Refuse cost params that ``contract`` does not take, and any of ``needed`` left out.
-
-    A ``dtype_size`` (``dtype_bytes``) must be the width of a dtype the contract accepts,
-    so a fixed-width kernel (cumsum_f32: 4) cannot be priced for another width.
-    """
-    name = contract.name
-    takes = contract.cost_spec.symbols
-    unknown = [k for k in params if k not in takes]
-    if unknown:
-        raise ContractError(f"{name}: unknown cost symbol {unknown[0]!r}; {name}'s cost takes {_takes(contract)}")
-    missing = [k for k in needed if k not in params]
-    if missing:
-        given = ", ".join(params) or "nothing"
-        raise ContractError(f"{name}: missing cost symbol {missing[0]!r}; {name}'s cost takes {_takes(contract)}; "
-                            f"given: {given}")
-    for key in ("dtype_size", "dtype_bytes"):
-        if key in params:
-            widths = sorted({d.itemsize for d in contract.dtypes})
-            value = params[key]
-            if not _is_number(value) or value not in widths:
-                raise ContractError(f"{name}: cost symbol {key} = {value!r} is not the width of a dtype {name} "
-                                    f"accepts ({', '.join(map(str, widths))})")
-
-
-def evaluate_cost(contract: Contract, params: Mapping[str, Any], calibration: Calibration | None = None) -> Cost:
-    """``Cost(bytes_moved, flops, predicted_s)`` of ``contract`` for cost symbols ``params``."""
-    spec = contract.cost_spec
-    check_symbols(contract, params, expr_symbols(spec.bytes_moved) + expr_symbols(spec.flops))
-    bytes_moved = evaluate(spec.bytes_moved, params, f"{contract.name}: cost.bytes_moved")
-    flops = evaluate(spec.flops, params, f"{contract.name}: cost.flops")
-    predicted = predict_seconds(bytes_moved, flops, calibration) if calibration is not None else None
-    return Cost(bytes_moved, flops, predicted)
-
-
-def evaluate_memory(contract: Contract, params: Mapping[str, Any]) -> dict[str, float]:
-    """Each ``memory`` tier of ``contract`` evaluated for cost symbols ``params``."""
-    check_symbols(contract, params, [s for _, expr in contract.cost_spec.memory for s in expr_symbols(expr)])
-    return {
-        tier: evaluate(expr, params, f"{contract.name}: cost.memory.{tier}")
-        for tier, expr in contract.cost_spec.memory
-    }
-
-
-# ---------------------------------------------------------------- cost symbols
-
-
-def _prod(xs: Sequence[int]) -> int:
-    return math.prod(xs) if xs else 1
-
-
-def _axis_split(shape: tuple[int, ...], axis: int) -> tuple[int, int, int]:
-    if not shape:
-        return 1, 1, 1
-    axis = axis % len(shape)
-    return _prod(shape[:axis]), shape[axis], _prod(shape[axis + 1:])
-
-
-#: The cost symbols zyx derives from a call's operands and params (and ``<input>_n``
-#: for each input, the document's ``<input>.n``); the names are the FKC reference's.
-DERIVED_SYMBOLS: tuple[str, ...] = (
-    "outer", "dim_size", "inner", "dtype_size", "dtype_bytes", "n",
-    "batch_count", "rows", "cols", "outer_count", "input_dim_sizes", "inner_count",
-)
-
-
-def _fold(shape: tuple[int, ...], params: Mapping[str, Any]) -> tuple[int, int, int] | None:
-    """``(outer, dim_size, inner)`` around ``dim``, ``axis`` or the first of flip's ``dims``
-    (an empty ``dims``: ``(1, n, 1)``); None when the call names no axis."""
-    dims = params.get("dims")
-    if isinstance(dims, (tuple, list)):
-        return _axis_split(shape, dims[0]) if dims else (1, _prod(shape), 1)
-    axis = params.get("dim", params.get("axis"))
-    return _axis_split(shape, axis) if isinstance(axis, int) and not isinstance(axis, bool) else None
-
-
-def symbols_for(contract: Contract, inputs: Sequence[Operand], params: Mapping[str, Any]) -> dict[str, Any]:
-    """The cost symbols ``contract`` takes, for one call with operands ``inputs`` and
-    (validated) op params ``params``; op params that are cost symbols (roll's ``outer``,
-    ``dim_size``, ``inner``) are taken as given.
-
-    ``n`` is the element count of the output (the first input's), ``<input>_n`` that of
-    each input, ``dtype_size`` (contiguize: ``dtype_bytes``) the first input's width;
-    ``outer/dim_size/inner`` fold the first input at ``dim``, ``axis`` or the first of
-    ``dims`` (no axis: ``outer = inner = 1``); concat's ``outer_count/inner_count`` fold it
-    at ``dim`` and ``input_dim_sizes`` lists each input's extent there;
-    ``batch_count/rows/cols`` split it at its last two axes.
-    """
-    first = inputs[0]
-    variadic = bool(contract.inputs) and contract.inputs[0].variadic
-    out: dict[str, Any] = {"n": first.numel, "dtype_size": first.dtype.itemsize, "dtype_bytes": first.dtype.itemsize}
-    if variadic:
-        out[count_symbol(contract.inputs[0].name)] = sum(op.numel for op in inputs)
-    else:
-        out.update((count_symbol(spec.name), op.numel) for spec, op in zip(contract.inputs, inputs))
-    fold = _fold(first.shape, params)
-    if fold is not None:
-        out["outer"], out["dim_size"], out["inner"] = fold
-    dim = params.get("dim")
-    if variadic and first.shape and isinstance(dim, int) and not isinstance(dim, bool):
-        a = dim % first.rank
-        out["outer_count"], out["inner_count"] = _prod(first.shape[:a]), _prod(first.shape[a + 1:])
-        out["input_dim_sizes"] = [op.shape[a] for op in inputs]
-    if first.rank >= 2:
-        out["rows"], out["cols"] = first.shape[-2], first.shape[-1]
-        out["batch_count"] = _prod(first.shape[:-2])
-    takes = contract.cost_spec.symbols
-    for key, value in params.items():
-        if key in takes and _is_number(value):
-            out[key] = value
-    return {k: out[k] for k in takes if k in out}
-
-
-def cost_of_call(
-    contract: Contract, inputs: Sequence[Operand], params: Mapping[str, Any],
-    calibration: Calibration | None = None,
-) -> Cost:
-    """The cost of one concrete call (``symbols_for`` then ``Contract.cost``)."""
-    return evaluate_cost(contract, symbols_for(contract, inputs, params), calibration)

@@ -1,18 +1,20 @@
 """Typed, immutable values for FKC kernel contracts (DESIGN.md, "Contracts (FKC)").
 
 ``parse.py`` builds these from a contract document; ``validate.py`` checks concrete
-arguments against them; ``cost.py`` evaluates their cost expressions (and owns ``Cost``,
-``Calibration`` and ``Fit``).
+arguments against them; ``cost.py`` is the cost expression language (and owns ``Cost``,
+``Calibration`` and ``Fit``), which ``Contract.cost`` evaluates; ``symbols.py`` derives a call's
+cost symbols.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Optional
 
-from zyx.contracts.spec.cost import Calibration, Cost, evaluate_cost, evaluate_memory
+from zyx.contracts.spec.cost import Calibration, Cost, evaluate, expr_symbols, is_number, predict_seconds
 from zyx.dtype import DType
+from zyx.errors import ContractError
 
 # Vocabularies (the values a document may use; parse.py rejects anything else).
 LAYOUT_FACTS: tuple[str, ...] = ("contiguous", "strided", "broadcast_stride0", "start_offset", "reverse_strides")
@@ -210,11 +212,51 @@ class Contract:
         ``predicted_s`` comes from the device fit ``calibration`` and is None without one
         (``zyx.contracts.calibrate.cost`` looks up the stored fit of a device).
         """
-        return evaluate_cost(self, params, calibration)
+        spec = self.cost_spec
+        self.check_cost_symbols(params, expr_symbols(spec.bytes_moved) + expr_symbols(spec.flops))
+        bytes_moved = evaluate(spec.bytes_moved, params, f"{self.name}: cost.bytes_moved")
+        flops = evaluate(spec.flops, params, f"{self.name}: cost.flops")
+        predicted = predict_seconds(bytes_moved, flops, calibration) if calibration is not None else None
+        return Cost(bytes_moved, flops, predicted)
 
     def memory(self, **params: Any) -> dict[str, float]:
         """Evaluate each ``memory`` tier expression for cost symbols ``params``."""
-        return evaluate_memory(self, params)
+        self.check_cost_symbols(params, [s for _, expr in self.cost_spec.memory for s in expr_symbols(expr)])
+        return {
+            tier: evaluate(expr, params, f"{self.name}: cost.memory.{tier}")
+            for tier, expr in self.cost_spec.memory
+        }
+
+    def check_cost_symbols(self, params: Mapping[str, Any], needed: Sequence[str]) -> None:
+        """Refuse cost params that this contract does not take, and any of ``needed`` left out.
+
+        A ``dtype_size`` (``dtype_bytes``) must be the width of a dtype the contract accepts,
+        so a fixed-width kernel (cumsum_f32: 4) cannot be priced for another width.
+        """
+        name = self.name
+        takes = self.cost_spec.symbols
+        unknown = [k for k in params if k not in takes]
+        if unknown:
+            raise ContractError(f"{name}: unknown cost symbol {unknown[0]!r}; {name}'s cost takes {self._takes()}")
+        missing = [k for k in needed if k not in params]
+        if missing:
+            given = ", ".join(params) or "nothing"
+            raise ContractError(f"{name}: missing cost symbol {missing[0]!r}; {name}'s cost takes {self._takes()}; "
+                                f"given: {given}")
+        for key in ("dtype_size", "dtype_bytes"):
+            if key in params:
+                widths = sorted({d.itemsize for d in self.dtypes})
+                value = params[key]
+                if not is_number(value) or value not in widths:
+                    raise ContractError(f"{name}: cost symbol {key} = {value!r} is not the width of a dtype {name} "
+                                        f"accepts ({', '.join(map(str, widths))})")
+
+    def _takes(self) -> str:
+        """``outer, dim_size, inner, dtype_size`` (plus what may be given besides) for error messages."""
+        spec = self.cost_spec
+        used = [s for s in spec.symbols if s not in spec.optional]
+        text = ", ".join(used) or "no symbols"
+        return text + (f" (optional: {', '.join(spec.optional)})" if spec.optional else "")
 
     def __repr__(self) -> str:
         names = ",".join(d.name for d in self.dtypes)
