@@ -44,7 +44,7 @@ from zyx.backend import journal
 from zyx.backend.launch import runtime_lock
 from zyx.errors import ShapeError
 from zyx.frontend import traced_scalar
-from zyx.frontend.autograd import is_grad_enabled
+from zyx.frontend.autograd.engine import is_grad_enabled
 from zyx.frontend.base import TensorBase, tensor_class
 from zyx.graph import plan as plans
 from zyx.graph import schedule

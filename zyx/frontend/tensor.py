@@ -21,11 +21,14 @@ from zyx.backend.device import Device, resolve
 from zyx.backend.pool import Buffer
 from zyx.dtype import DType, to_dtype
 from zyx.errors import DeviceError, DTypeError, ShapeError
-from zyx.frontend import autograd
-from zyx.frontend.autograd import AutogradMixin
+from zyx.frontend.autograd import engine as autograd
+from zyx.frontend.autograd.engine import AutogradMixin
+from zyx.frontend.autograd.rules import record_cast
 from zyx.frontend.composites import CompositesMixin
 from zyx.frontend.contract_ops import ContractOpsMixin, contiguize
+from zyx.frontend.einsum import EinsumMixin
 from zyx.frontend.elementwise import ElementwiseMixin
+from zyx.frontend.elementwise_math import ElementwiseMathMixin
 from zyx.frontend.indexing import IndexingMixin
 from zyx.frontend.inplace import InplaceMixin
 from zyx.frontend.movement import MovementMixin
@@ -36,8 +39,9 @@ from zyx.frontend.sorting import SortingMixin
 from zyx.ir.view import View, normalize_dim
 
 
-class Tensor(IndexingMixin, CompositesMixin, ElementwiseMixin, ReduceMixin, MovementMixin, ContractOpsMixin,
-             SoftmaxMixin, SortingMixin, ShapeOpsMixin, InplaceMixin, AutogradMixin, concrete=True):
+class Tensor(IndexingMixin, CompositesMixin, ElementwiseMixin, ElementwiseMathMixin, ReduceMixin, MovementMixin,
+             ContractOpsMixin, SoftmaxMixin, SortingMixin, ShapeOpsMixin, EinsumMixin, InplaceMixin, AutogradMixin,
+             concrete=True):
     """An n-dimensional array on an OpenCL device (see API.md)."""
 
     __slots__ = ("_data", "_view", "_dtype", "_device", "_ag", "__weakref__")
@@ -233,8 +237,6 @@ class Tensor(IndexingMixin, CompositesMixin, ElementwiseMixin, ReduceMixin, Move
         node = graph.cast(graph.Src(self._data, self._view, self._dtype), dtype, self.shape, self._device)
         out = Tensor(node, View.contiguous(self.shape), dtype, self._device)
         if self._ag is not None and autograd.is_grad_enabled():
-            from zyx.frontend.gradients import record_cast
-
             record_cast(self, out)
         return out
 

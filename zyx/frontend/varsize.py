@@ -47,7 +47,7 @@ import numpy as np
 
 from zyx import dtype as dtypes
 from zyx.errors import ShapeError
-from zyx.frontend.autograd import is_grad_enabled
+from zyx.frontend.autograd.engine import is_grad_enabled
 from zyx.frontend.base import VARSIZE, check_writable, tensor_class
 from zyx.ir import variable
 from zyx.ir.variable import BOUND, BoundExpr, BoundVariable, Linear, Variable, VariableArg
