@@ -362,9 +362,7 @@ def check_int_scalar(op: str, b: Any) -> None:
 def where(cond: Any, a: Any, b: Any):
     """``a`` where ``cond`` else ``b`` (broadcast; a/b promoted together)."""
     if type(cond) in VARSIZE or type(a) in VARSIZE or type(b) in VARSIZE:  # a variable size (frontend.varsize)
-        from zyx.frontend import varsize_compute
-
-        return varsize_compute.where(cond, a, b)
+        return next(x for x in (cond, a, b) if type(x) in VARSIZE)._variable_where(cond, a, b)
     Tensor = _tensor_cls()
     if not isinstance(cond, Tensor) or not cond.dtype.is_bool:
         got = cond.dtype.name if isinstance(cond, Tensor) else type(cond).__name__

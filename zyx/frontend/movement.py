@@ -25,21 +25,6 @@ from zyx.ir.variable import BOUND
 from zyx.ir.view import View, normalize_dim
 
 
-def _bound_in(shape: Sequence[Any]) -> bool:
-    """Whether a shape argument holds a bound ``zyx.Variable`` (``frontend.varsize`` takes it)."""
-    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
-        shape = shape[0]
-    return any(type(s) in BOUND for s in shape)
-
-
-def _bound_slice(index: Any) -> bool:
-    """Whether a basic index slices by a bound ``zyx.Variable``."""
-    if type(index) is slice:
-        return type(index.start) in BOUND or type(index.stop) in BOUND
-    return any(type(i) is slice and (type(i.start) in BOUND or type(i.stop) in BOUND)
-               for i in index)
-
-
 def pad(x: Any, pads: Sequence[int], mode: Any = "constant", value: Any = None):
     """Pad; ``pads`` in ``F.pad`` order (last dim first: before, after, ...). ``mode``: ``"constant"``
     (``value``, default 0), ``"reflect"``, ``"replicate"`` or ``"circular"`` (``zyx.frontend.padding``);
@@ -53,9 +38,7 @@ def pad(x: Any, pads: Sequence[int], mode: Any = "constant", value: Any = None):
         raise ShapeError(f"pad: a padding value {value!r} only applies to mode 'constant', not {mode!r}")
     value = 0 if value is None else value
     if mode == "constant" and any(type(p) in BOUND for p in pads):
-        from zyx.frontend import varsize_shapes  # a bound zyx.Variable as an amount: one kernel for its range
-
-        return varsize_shapes.pad(x, tuple(pads), value)
+        return x._variable_pad(tuple(pads), value)  # a bound zyx.Variable as an amount (``VarEntryMixin``)
     pads = tuple(int(p) for p in pads)
     if len(pads) % 2 or len(pads) // 2 > x.ndim:
         raise ShapeError(f"pad: expected an even number of pad amounts for at most {x.ndim} dims, got {pads}")
@@ -148,14 +131,7 @@ class MovementMixin(TensorBase):
 
     def reshape(self, *shape: Any) -> Any:
         """The same values in another shape (one ``-1`` allowed); a view when strides allow."""
-        try:
-            shape = infer_shape(shape_arg(shape, variables=True), self.numel(), self.shape)
-        except ShapeError:
-            if not _bound_in(shape):
-                raise
-            from zyx.frontend import varsize_shapes  # a bound zyx.Variable as a size
-
-            return varsize_shapes.reshape(self, shape)
+        shape = infer_shape(shape_arg(shape, variables=True), self.numel(), self.shape)
         view = self._view.reshape(shape)
         if view is not None:
             out = self._with_view(view)
@@ -173,15 +149,7 @@ class MovementMixin(TensorBase):
 
     def expand(self, *shape: Any) -> Any:
         """Broadcast size-1 dims to ``shape`` (``-1`` keeps a dim) without copying."""
-        try:
-            target = shape_arg(shape, variables=True)
-        except ShapeError:
-            if not _bound_in(shape):
-                raise
-            from zyx.frontend import varsize_shapes  # a bound zyx.Variable as a size
-
-            return varsize_shapes.expand(
-                self, tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape)
+        target = shape_arg(shape, variables=True)
         out = self._with_view(self._view.expand(target))
         if self._ag is None:
             return out
@@ -248,10 +216,6 @@ class MovementMixin(TensorBase):
 
     def narrow(self, dim: int, start: int, length: int) -> Any:
         """Elements ``start .. start+length`` of ``dim`` (a view)."""
-        if type(start) in BOUND or type(length) in BOUND:
-            from zyx.frontend import varsize_shapes  # a bound zyx.Variable: one kernel for its range
-
-            return varsize_shapes.narrow(self, dim, start, length)
         d = normalize_dim(dim, self.ndim)
         size = self.shape[d]
         if start < 0:
@@ -287,10 +251,6 @@ class MovementMixin(TensorBase):
         return record("unfold", out, [self], lambda g: (_unfold_backward(g, d, length, size, step),))
 
     def __getitem__(self, index: Any) -> Any:
-        if (type(index) is slice or type(index) is tuple) and _bound_slice(index):
-            from zyx.frontend import varsize_shapes  # x[:t] with a bound zyx.Variable: one kernel for its range
-
-            return varsize_shapes.getitem(self, index)
         out = self._with_view(basic_index(self._view, index))
         if self._ag is None:
             return out

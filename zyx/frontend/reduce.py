@@ -331,9 +331,7 @@ LEFT_IN_PLACE_COLUMNS = (32, 64)
 def matmul(a: Any, b: Any):
     """Batched, broadcasting matrix product: one fused multiply-reduce kernel."""
     if type(a) in VARSIZE or type(b) in VARSIZE:  # a variable size (frontend.varsize): its masked form
-        from zyx.frontend import varsize_compute
-
-        return varsize_compute.matmul(a, b)
+        return (a if type(a) in VARSIZE else b)._variable_matmul(a, b)
     if not isinstance(a, TensorBase) or not isinstance(b, TensorBase):
         raise DTypeError("matmul expects two tensors")
     if a.ndim == 0 or b.ndim == 0:

@@ -418,7 +418,7 @@ def _view_spec(t: Any) -> Any:
         return t._view
     from zyx.frontend import varsize
 
-    return varsize.bind_spec(t) if type(t) is varsize.VarTensor else t._view
+    return varsize.bind_spec(t) if type(t) in varsize.VARSIZE else t._view
 
 
 def _variable_sized(data: Any, spec: tuple, dtype: Any, device: Any, bindings: dict) -> Any:

@@ -36,12 +36,13 @@ from zyx.frontend.reduce import ReduceMixin
 from zyx.frontend.shape_ops import ShapeOpsMixin
 from zyx.frontend.softmax import SoftmaxMixin
 from zyx.frontend.sorting import SortingMixin
+from zyx.frontend.varsize_shapes import VarEntryMixin
 from zyx.ir.view import View, normalize_dim
 
 
-class Tensor(IndexingMixin, CompositesMixin, ElementwiseMixin, ElementwiseMathMixin, ReduceMixin, MovementMixin,
-             ContractOpsMixin, SoftmaxMixin, SortingMixin, ShapeOpsMixin, EinsumMixin, InplaceMixin, AutogradMixin,
-             concrete=True):
+class Tensor(IndexingMixin, CompositesMixin, ElementwiseMixin, ElementwiseMathMixin, ReduceMixin, VarEntryMixin,
+             MovementMixin, ContractOpsMixin, SoftmaxMixin, SortingMixin, ShapeOpsMixin, EinsumMixin, InplaceMixin,
+             AutogradMixin, concrete=True):
     """An n-dimensional array on an OpenCL device (see API.md)."""
 
     __slots__ = ("_data", "_view", "_dtype", "_device", "_ag", "__weakref__")
