@@ -351,8 +351,13 @@ class VarMovementMixin(TensorBase):
 # ------------------------------------------------------------------ the entry points of Tensor
 
 def _bound_in(shape: tuple) -> bool:
-    """Whether a shape argument holds a bound ``zyx.Variable``."""
-    return any(type(s) in BOUND for s in _shape_args(shape))
+    """Whether a shape argument holds a bound ``zyx.Variable`` (a plain loop: every reshape asks)."""
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = shape[0]
+    for s in shape:
+        if type(s) in BOUND:
+            return True
+    return False
 
 
 def _bound_slice(index: Any) -> bool:
