@@ -2,7 +2,6 @@
 creation, and the module-level ops."""
 from __future__ import annotations
 
-from zyx.frontend.tensor import Tensor
-from zyx.frontend.var_tensor import VarTensor
+from zyx.frontend.tensor import Tensor, VarTensor
 
 __all__ = ["Tensor", "VarTensor"]

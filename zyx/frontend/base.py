@@ -34,9 +34,9 @@ class TensorBase:
             VARSIZE.add(cls)
 
 
-#: tensor classes of variable size (``frontend.var_tensor``, declared with ``varsize=True``): module functions
-#: that have a variable form (``where``, ``softmax``, ``matmul``) hand such operands to their methods; a set
-#: lookup keeps that test cheap
+#: tensor classes of variable size (``VarTensor`` in ``frontend.tensor``, declared with ``varsize=True``):
+#: module functions that have a variable form (``where``, ``softmax``, ``matmul``) hand such operands to
+#: their methods; a set lookup keeps that test cheap
 VARSIZE: set[type] = set()
 
 
@@ -98,7 +98,7 @@ def extern_tensor(name: str, run: Callable[[list[Any]], Any], inputs: Sequence[A
 
 
 def varsize_class() -> Any:
-    """The tensor class of variable size (``zyx.frontend.var_tensor``, defined with ``zyx.frontend``)."""
+    """The tensor class of variable size (``VarTensor``, defined with ``Tensor`` in ``zyx.frontend.tensor``)."""
     return TensorBase._varsize
 
 

@@ -35,8 +35,8 @@ This module holds the variable sizes (``VDim``), ``make`` and the masks and gath
 variable as a kernel argument; ``varsize_compute`` the compute ops (elementwise, masked reductions,
 softmax, matmul) and their methods (``VarComputeMixin``); ``varsize_shapes`` the entry points (slices,
 ``narrow``, ``expand``, ``reshape``, ``pad``, ``arange``: ``VarEntryMixin``, ahead of the movement
-methods in ``Tensor``) and the movement methods (``VarMovementMixin``); ``var_tensor`` the ``VarTensor``
-class, composed from them and ``Tensor``.
+methods in ``Tensor``) and the movement methods (``VarMovementMixin``); ``frontend.tensor`` composes the
+``VarTensor`` class from them and ``Tensor``.
 """
 from __future__ import annotations
 
