@@ -40,8 +40,9 @@ from zyx.errors import (
     ShapeError,
     ZyxError,
 )
-from zyx.frontend.autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
-from zyx.frontend.contract_ops import cat, concat, write_slice, write_slice_doff, write_slice_rotating
+from zyx.frontend.advanced_index import index_put
+from zyx.frontend.autograd.engine import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
+from zyx.frontend.contract_ops import cat, concat, stack, write_slice, write_slice_doff, write_slice_rotating
 from zyx.frontend.creation import (
     arange,
     eye,
@@ -62,6 +63,41 @@ from zyx.frontend.creation import (
 from zyx.frontend.einsum import bmm, dot, einsum, outer, tensordot
 from zyx.frontend.elementwise import (
     abs,  # noqa: A004 - the API names it zyx.abs
+    broadcast_shapes,
+    ceil,
+    clamp,
+    clip,
+    cos,
+    erf,
+    exp,
+    exp2,
+    floor,
+    gelu,
+    isinf,
+    isnan,
+    log,
+    log2,
+    logical_not,
+    maximum,
+    minimum,
+    neg,
+    pow,  # noqa: A004 - the API names it zyx.pow
+    reciprocal,
+    relu,
+    round,  # noqa: A004 - the API names it zyx.round
+    rsqrt,
+    sigmoid,
+    sign,
+    silu,
+    sin,
+    sqrt,
+    square,
+    tan,
+    tanh,
+    trunc,
+    where,
+)
+from zyx.frontend.elementwise_math import (
     acos,
     acosh,
     allclose,
@@ -70,60 +106,25 @@ from zyx.frontend.elementwise import (
     atan,
     atan2,
     atanh,
-    broadcast_shapes,
-    ceil,
-    clamp,
-    clip,
     copysign,
-    cos,
     cosh,
-    erf,
-    exp,
-    exp2,
     expm1,
-    floor,
     fmod,
-    gelu,
     hypot,
     isclose,
     isfinite,
-    isinf,
-    isnan,
     lerp,
-    log,
     log1p,
-    log2,
     log10,
     logical_and,
-    logical_not,
     logical_or,
     logical_xor,
-    maximum,
-    minimum,
     nan_to_num,
-    neg,
-    pow,  # noqa: A004 - the API names it zyx.pow
-    reciprocal,
-    relu,
     remainder,
-    round,  # noqa: A004 - the API names it zyx.round
-    rsqrt,
-    sigmoid,
-    sign,
-    silu,
-    sin,
     sinh,
-    sqrt,
-    square,
-    tan,
-    tanh,
-    trunc,
-    where,
 )
-from zyx.frontend.indexing import (
-    are_deterministic_algorithms_enabled,
+from zyx.frontend.gather_scatter import (
     gather,
-    index_put,
     index_select,
     masked_select,
     nonzero,
@@ -131,9 +132,9 @@ from zyx.frontend.indexing import (
     scatter_add,
     scatter_reduce,
     take_along_dim,
-    use_deterministic_algorithms,
 )
-from zyx.frontend.movement import chunk, pad, split, stack
+from zyx.frontend.index_access import are_deterministic_algorithms_enabled, use_deterministic_algorithms
+from zyx.frontend.movement import chunk, pad, split
 from zyx.frontend.reduce import (
     all,  # noqa: A004 - the API's reduction, as torch.all
     any,  # noqa: A004 - the API's reduction, as torch.any

@@ -1,6 +1,6 @@
 """``zyx.autograd``: gradients of tensors (PyTorch's ``torch.autograd`` names); the engine and the
-gradient rules live in ``zyx/frontend/autograd.py`` and ``zyx/frontend/gradients.py``."""
-from zyx.frontend.autograd import (
+gradient rules live in ``zyx/frontend/autograd/`` (``engine.py`` and ``rules.py``)."""
+from zyx.frontend.autograd.engine import (
     backward,
     enable_grad,
     grad,

@@ -80,7 +80,7 @@ def test_two_views_of_one_gather_fuse_and_the_pad_border_is_not_checked(monkeypa
     declared where it is used, and the pad's border (where the index source reads as 0, so ``i - 1`` is
     -1) reads nothing and raises nothing; a bad index inside the pad still raises."""
     import zyx.graph.realization as realization
-    from zyx.frontend.movement import take_rows
+    from zyx.frontend.index_access import take_rows
 
     seen = []
     real = realization.launch_kernel

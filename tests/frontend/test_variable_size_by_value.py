@@ -11,7 +11,7 @@ import pytest
 
 import zyx
 import zyx.nn.functional as F
-from zyx.frontend.varsize import VarTensor
+from zyx.frontend.tensor import VarTensor
 from zyx.ir.variable import BoundExpr, BoundVariable
 
 pytestmark = pytest.mark.needs_device

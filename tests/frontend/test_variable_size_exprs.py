@@ -11,7 +11,7 @@ import zyx
 import zyx.nn.functional as F
 from zyx.backend.program import BuildStats
 from zyx.frontend.tape import plan_stats
-from zyx.frontend.varsize import VarTensor
+from zyx.frontend.tensor import VarTensor
 from zyx.ir.variable import BoundExpr
 
 pytestmark = pytest.mark.needs_device

@@ -9,7 +9,7 @@ import pytest
 
 import zyx
 import zyx.nn.init as init
-from zyx.frontend.varsize import VarTensor
+from zyx.frontend.tensor import VarTensor
 
 pytestmark = pytest.mark.needs_device
 

@@ -9,7 +9,7 @@ from varsize_checks import close, flat_compiles, np_softmax
 import zyx
 from zyx.backend.program import BuildStats
 from zyx.frontend.tape import plan_stats
-from zyx.frontend.varsize import VarTensor
+from zyx.frontend.tensor import VarTensor
 
 pytestmark = pytest.mark.needs_device
 

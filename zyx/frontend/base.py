@@ -23,15 +23,20 @@ class TensorBase:
     __slots__ = ()
     __zyx_tensor__ = True  # the protocol ``dtype.result_type`` recognizes tensors by
     _concrete: Any = None  # the concrete tensor class (set when it is defined)
+    _varsize: Any = None  # the tensor class of variable size (set when it is defined)
 
-    def __init_subclass__(cls, concrete: bool = False, **kwargs: Any) -> None:
+    def __init_subclass__(cls, concrete: bool = False, varsize: bool = False, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         if concrete:
             TensorBase._concrete = cls
+        if varsize:
+            TensorBase._varsize = cls
+            VARSIZE.add(cls)
 
 
-#: tensor classes of variable size (``frontend.varsize``): module functions that have a variable form
-#: (``where``, ``softmax``, ``matmul``) hand such operands to it; a set lookup keeps that test cheap
+#: tensor classes of variable size (``VarTensor`` in ``frontend.tensor``, declared with ``varsize=True``):
+#: module functions that have a variable form (``where``, ``softmax``, ``matmul``) hand such operands to
+#: their methods; a set lookup keeps that test cheap
 VARSIZE: set[type] = set()
 
 
@@ -90,6 +95,11 @@ def extern_tensor(name: str, run: Callable[[list[Any]], Any], inputs: Sequence[A
     node = graph.extern(name, run, [graph.Src(t._data, t._view, t.dtype) for t in inputs], dtype, shape, device)
     node.pinned = any(t.pinned for t in inputs) if pinned is None else pinned
     return tensor_class()(node, View.contiguous(shape), dtype, device)
+
+
+def varsize_class() -> Any:
+    """The tensor class of variable size (``VarTensor``, defined with ``Tensor`` in ``zyx.frontend.tensor``)."""
+    return TensorBase._varsize
 
 
 def tensor_class() -> Any:

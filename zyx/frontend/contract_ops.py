@@ -27,14 +27,17 @@ from zyx.contracts.spec.validate import needs_contiguize, validate
 from zyx.dtype import DType
 from zyx.errors import AutogradError, ContractError, ContractIndexError, ContractShapeError, DTypeError, ShapeError
 from zyx.frontend.args import device_of
-from zyx.frontend.autograd import check_not_view_of_leaf, needs_grad, no_grad, record
+from zyx.frontend.autograd.engine import check_not_view_of_leaf, needs_grad, no_grad, record
+from zyx.frontend.autograd.rules import record_write, unbroadcast
 from zyx.frontend.base import TensorBase, check_writable, concrete, extern_tensor, raise_unread_errors
-from zyx.frontend.creation import full
-from zyx.frontend.elementwise import broadcast_shapes
-from zyx.frontend.movement import basic_index
+from zyx.frontend.creation import arange, full, zeros
+from zyx.frontend.elementwise import binary, broadcast_shapes, where
+from zyx.frontend.index_access import take_rows
 from zyx.frontend.scan_backward import cumprod_grad, extremum_grad, logcumsumexp_grad
+from zyx.frontend.view_index import basic_index
 from zyx.ir.variable import BOUND, VariableArg
-from zyx.ir.view import View
+from zyx.ir.view import View, normalize_dim
+from zyx.op import Op
 
 Tensor = TensorBase  # annotations and isinstance checks: any tensor of the concrete class
 
@@ -259,6 +262,19 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     return _pending("concat", shape, result, device, ts, launch, sources)
 
 
+def stack(tensors: Sequence[Any], dim: int = 0):
+    """Join same-shaped tensors along a new dim ``dim``."""
+    tensors = list(tensors)
+    if not tensors:
+        raise ShapeError("stack expects a non-empty sequence of tensors")
+    shape = tensors[0].shape
+    for t in tensors[1:]:
+        if t.shape != shape:
+            raise ShapeError(f"stack expects each tensor to be equal size, got {shape} and {t.shape}")
+    d = normalize_dim(dim, len(shape) + 1)
+    return cat([t.unsqueeze(d) for t in tensors], d)
+
+
 concat = cat
 
 
@@ -266,8 +282,6 @@ def _cat_backward(shapes: list[tuple[int, ...]], dtypes_in: list[DType], dim: in
     """The rule of ``cat``: each input's slab of the gradient (legacy empty 1-D inputs get zeros)."""
 
     def fn(g: Any) -> tuple:
-        from zyx.frontend.creation import zeros
-
         axis = dim % g.ndim
         grads, start = [], 0
         for shape, dt in zip(shapes, dtypes_in):
@@ -472,8 +486,6 @@ def _box_base(dest: Tensor, starts: Sequence[int]) -> int:
 def write_slice(dest: Tensor, source: Tensor, ranges: Sequence[Sequence[int]]) -> Tensor:
     """Copy ``source`` into the half-open box ``ranges`` of ``dest``, in place; returns ``dest``."""
     if _write_grad(dest, source):
-        from zyx.frontend.gradients import record_write
-
         with no_grad():
             write_slice(dest, source, ranges)
         return record_write(dest, tuple(slice(int(a), int(b)) for a, b in ranges), source)
@@ -484,6 +496,45 @@ def write_slice(dest: Tensor, source: Tensor, ranges: Sequence[Sequence[int]]) -
     return dest
 
 
+def _record_rows_write(dest: Any, source: Any, axis: int, start: Any, modulus: int | None,
+                      ranges: Any) -> Any:
+    """``write_slice_rotating`` (``modulus``: rows land at ``(start + r) % modulus``) and
+    ``write_slice_doff`` (rows at ``start + r``, the box ``ranges`` off ``axis``) done in place, where
+    ``start`` may be a one-element tensor read on the device: the rows written are computed from it
+    lazily, so the rule needs no readback."""
+    n, size = source.shape[axis], dest.shape[axis]
+    src_shape, src_dtype = source.shape, source.dtype
+    box = [slice(None)] * dest.ndim
+    if ranges is not None:
+        box = [slice(None) if k == axis else slice(int(a), int(b)) for k, (a, b) in enumerate(ranges)]
+
+    def rows(device: Any) -> tuple[Any, Any]:
+        first = start.reshape(()).cast("int64") if isinstance(start, Tensor) else int(start)
+        r = arange(n, device=device)
+        at = arange(size, device=device)
+        if modulus is None:
+            return r + first, binary(Op.GE, at, first) & binary(Op.LT, at, first + n)
+        p = first % modulus
+        return (r + p) % modulus, binary(Op.LT, at, modulus) & binary(Op.LT, (at - p) % modulus, n)
+
+    def fn(g: Any) -> tuple:
+        index, written = rows(g.device)
+        inside = written.reshape(*[size if k == axis else 1 for k in range(g.ndim)])
+        for k, sl in enumerate(box):
+            if k != axis and sl != slice(None):
+                at = arange(g.shape[k], device=g.device)
+                span = binary(Op.GE, at, sl.start) & binary(Op.LT, at, sl.stop)
+                inside = inside & span.reshape(*[g.shape[k] if j == k else 1 for j in range(g.ndim)])
+        gd = where(inside, 0.0, g)
+        slab = g[tuple(box)]
+        front = slab.transpose(0, axis) if axis else slab
+        picked = take_rows(front.reshape(size, -1), index).reshape(n, *front.shape[1:])
+        gs = (picked.transpose(0, axis) if axis else picked).cast(src_dtype)
+        return gd, unbroadcast(gs, src_shape)
+
+    return record("copy_rows", dest, [dest, source], fn)
+
+
 @_locked
 def write_slice_rotating(dest: Tensor, source: Tensor, axis: int, position: Any,
                          modulus: int | None = None) -> Tensor:
@@ -492,12 +543,10 @@ def write_slice_rotating(dest: Tensor, source: Tensor, axis: int, position: Any,
     ``position`` is an int or a one-element uint32/int32 tensor read when the kernel runs.
     """
     if _write_grad(dest, source):
-        from zyx.frontend.gradients import record_rows_write
-
         with no_grad():
             write_slice_rotating(dest, source, axis, position, modulus)
         mod = dest.shape[axis % dest.ndim] if modulus is None else modulus
-        return record_rows_write(dest, source, axis % dest.ndim, position, mod, None)
+        return _record_rows_write(dest, source, axis % dest.ndim, position, mod, None)
     if type(position) in BOUND:  # zyx.Variable (or t + c): validated as the int it is bound to
         position = position.arg()
     dest, params, src = _prepare_write("write_slice_rotating", dest, source,
@@ -525,11 +574,9 @@ def write_slice_doff(dest: Tensor, source: Tensor, axis: int, offset: Tensor,
     nothing and raises ``ContractError`` at the latest when values are next read.
     """
     if _write_grad(dest, source):
-        from zyx.frontend.gradients import record_rows_write
-
         with no_grad():
             write_slice_doff(dest, source, axis, offset, ranges)
-        return record_rows_write(dest, source, axis % dest.ndim, offset, None, ranges)
+        return _record_rows_write(dest, source, axis % dest.ndim, offset, None, ranges)
     dest, params, src = _prepare_write("write_slice_doff", dest, source,
                                        {"axis": axis, "offset": offset, "ranges": ranges})
     if src.numel() == 0:
@@ -569,8 +616,6 @@ def setitem(x: Tensor, index: Any, value: Any) -> None:
     autograd (the written slab's gradient goes to ``value``, the rest to ``x``'s old values)."""
     check_writable(x, "x[...] = value")
     if _write_grad(x, value):
-        from zyx.frontend.gradients import record_write
-
         with no_grad():
             setitem(x, index, value)
         record_write(x, index, value)
@@ -649,8 +694,6 @@ class ContractOpsMixin(TensorBase):
             if not isinstance(mask, Tensor) or not mask.dtype.is_bool or value.numel() != 1:
                 raise ContractError(f"masked_fill: expected a bool mask and a one-element fill, got mask "
                                     f"{getattr(mask, 'dtype', type(mask).__name__)} and fill of shape {value.shape}")
-            from zyx.frontend.elementwise import where
-
             return where(mask, value.reshape(()).cast(x.dtype), x)
         return masked_fill(x, mask, value)
 

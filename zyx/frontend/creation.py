@@ -18,7 +18,7 @@ from zyx.dtype import DType, to_dtype
 from zyx.errors import DTypeError, OpDTypeError, ShapeError
 from zyx.frontend import capture
 from zyx.frontend.args import shape_arg
-from zyx.frontend.base import TensorBase, tensor_class
+from zyx.frontend.base import TensorBase, tensor_class, varsize_class
 from zyx.ir.variable import BOUND
 from zyx.ir.view import View
 
@@ -205,9 +205,8 @@ def arange(start: Any, stop: Any = None, step: Any = 1, dtype: Any = None, devic
     if stop is None:
         start, stop = 0, start
     if type(stop) in BOUND or type(start) in BOUND:
-        from zyx.frontend import varsize_shapes  # a bound zyx.Variable: a variable size, one upload for its range
-
-        return varsize_shapes.arange(start, stop, step, dtype, device)
+        # a bound zyx.Variable: a variable size, one upload for its range
+        return varsize_class()._variable_arange(start, stop, step, dtype, device)
     if step == 0:
         raise ShapeError("arange: step must be non-zero")
     if (stop - start) * step < 0:

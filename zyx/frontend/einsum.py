@@ -281,3 +281,21 @@ def tensordot(a: Any, b: Any, dims: Any = 2) -> Any:
         lb[j] = la[i]
     out = [lab for k, lab in enumerate(la) if k not in da] + [lab for k, lab in enumerate(lb) if k not in db]
     return einsum(f"{''.join(la)},{''.join(lb)}->{''.join(out)}", a, b)
+
+
+class EinsumMixin(TensorBase):
+    """The small contractions as methods (``zyx.dot``, ``zyx.outer``, ``zyx.bmm``)."""
+
+    __slots__ = ()
+
+    def dot(self, other: Any) -> Any:
+        """Inner product of two 1-D tensors (``zyx.dot``)."""
+        return dot(self, other)
+
+    def outer(self, other: Any) -> Any:
+        """Outer product of two 1-D tensors (``zyx.outer``)."""
+        return outer(self, other)
+
+    def bmm(self, other: Any) -> Any:
+        """Batched matrix product of 3-D tensors (``zyx.bmm``)."""
+        return bmm(self, other)

@@ -24,7 +24,7 @@ import numpy as np
 from zyx import dtype as dtypes
 from zyx import graph
 from zyx.dtype import DType
-from zyx.frontend.autograd import needs_grad, no_grad, record
+from zyx.frontend.autograd.engine import needs_grad, no_grad, record
 from zyx.frontend.creation import from_host, pinned_as
 from zyx.frontend.elementwise import from_node, where
 from zyx.ir.view import View

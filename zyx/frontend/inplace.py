@@ -18,7 +18,7 @@ from typing import Any
 
 from zyx.dtype import DType
 from zyx.errors import DTypeError, ShapeError
-from zyx.frontend.autograd import needs_grad
+from zyx.frontend.autograd.engine import needs_grad
 from zyx.frontend.base import TensorBase
 
 

@@ -23,7 +23,7 @@ from zyx import graph
 from zyx.backend.pool import Buffer
 from zyx.codegen import pad as kernel
 from zyx.errors import ShapeError
-from zyx.frontend.autograd import needs_grad, no_grad, record
+from zyx.frontend.autograd.engine import needs_grad, no_grad, record
 from zyx.frontend.base import concrete, extern_tensor
 from zyx.frontend.elementwise import from_node
 from zyx.frontend.index_map import DimMap, apply_maps

@@ -16,7 +16,8 @@ from zyx import dtype as dtypes
 from zyx import graph
 from zyx.dtype import DType
 from zyx.errors import DTypeError, ShapeError
-from zyx.frontend.autograd import is_grad_enabled, needs_grad, no_grad
+from zyx.frontend.autograd.engine import is_grad_enabled, needs_grad, no_grad
+from zyx.frontend.autograd.rules import record_matmul, record_reduce
 from zyx.frontend.base import VARSIZE, TensorBase
 from zyx.frontend.elementwise import binary, broadcast_shapes, from_node, unary, where
 from zyx.ir.view import View, normalize_dim
@@ -59,8 +60,6 @@ def _finish(node: graph.LazyNode, x: Any, dims: tuple[int, ...], keepdim: bool):
 def reduce(x: Any, op: str, dim: Any = None, keepdim: bool = False, acc: DType | None = None):
     """``op`` (sum/prod/max/min) over ``dim``; returns the accumulator dtype (callers cast)."""
     if x._ag is not None and is_grad_enabled():
-        from zyx.frontend.gradients import record_reduce
-
         with no_grad():
             out = reduce(x, op, dim, keepdim, acc)
         record_reduce(op, x, _dims(x, dim) if x.ndim else (), keepdim, out)
@@ -332,16 +331,12 @@ LEFT_IN_PLACE_COLUMNS = (32, 64)
 def matmul(a: Any, b: Any):
     """Batched, broadcasting matrix product: one fused multiply-reduce kernel."""
     if type(a) in VARSIZE or type(b) in VARSIZE:  # a variable size (frontend.varsize): its masked form
-        from zyx.frontend import varsize_compute
-
-        return varsize_compute.matmul(a, b)
+        return (a if type(a) in VARSIZE else b)._variable_matmul(a, b)
     if not isinstance(a, TensorBase) or not isinstance(b, TensorBase):
         raise DTypeError("matmul expects two tensors")
     if a.ndim == 0 or b.ndim == 0:
         raise ShapeError(f"matmul: both arguments need at least 1 dimension, got shapes {a.shape} and {b.shape}")
     if needs_grad(a, b):
-        from zyx.frontend.gradients import record_matmul
-
         with no_grad():
             out = matmul(a, b)
         record_matmul(a, b, out)

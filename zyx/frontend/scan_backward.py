@@ -9,6 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from zyx.frontend.creation import arange
+from zyx.frontend.elementwise import where
+from zyx.frontend.index_access import take_rows
+
 
 def _reverse_cumsum(t: Any, dim: int) -> Any:
     return t.flip(dim).cumsum(dim).flip(dim)
@@ -21,8 +25,6 @@ def cumprod_grad(g: Any, x: Any, out: Any, dim: int) -> Any:
     over j >= k (later terms vanish with out_j); at z, the products skip x_z, which is
     cumprod of x with that zero replaced by 1; after z every product holds x_z = 0.
     """
-    from zyx.frontend.elementwise import where
-
     zero = x == 0
     seen = zero.cast(x.dtype).cumsum(dim)  # zeros up to and including k (exact small counts)
     before = seen == 0
@@ -38,8 +40,6 @@ def logcumsumexp_grad(g: Any, x: Any, out: Any, dim: int) -> Any:
     """d(sum g * logcumsumexp(x)) / dx = exp(x_k) * sum_{j >= k} g_j exp(-out_j), taken in the log
     domain for the positive and the negative parts of g separately (no overflow)."""
     import ml_dtypes
-
-    from zyx.frontend.elementwise import where
 
     lowest = float(ml_dtypes.finfo(x.dtype.numpy).min)
     log_abs = g.abs().log()
@@ -57,10 +57,6 @@ def extremum_grad(g: Any, indices: Any, dim: int) -> Any:
     indices_k == k, a "mark") to just before the next mark, so position k receives
     T_k - T_{k+1} with T_k the reverse cumsum of g at the first mark at or after k.
     """
-    from zyx.frontend.creation import arange
-    from zyx.frontend.elementwise import where
-    from zyx.frontend.movement import take_rows
-
     n = g.shape[dim]
     last = g.ndim - 1
     gl, il = g.transpose(dim, last), indices.transpose(dim, last)

@@ -16,6 +16,8 @@ from zyx import dtype as dtypes
 from zyx.dtype import to_dtype
 from zyx.errors import DTypeError, IndexOutOfRange, ShapeError
 from zyx.frontend.args import shape_arg
+from zyx.frontend.autograd.engine import needs_grad, record
+from zyx.frontend.autograd.rules import place
 from zyx.frontend.base import TensorBase
 from zyx.frontend.creation import from_host, pinned_as, zeros
 from zyx.frontend.index_map import take_along
@@ -158,15 +160,15 @@ def diagonal(x: Any, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Any:
     out = x._with_view(view)
     if x._ag is None:
         return out
+    if not needs_grad(x):
+        return out
     shape = x.shape
-    return x._recorded(out, "diagonal", lambda g: _diagonal_backward(g, shape, int(offset), a, b))
+    return record("diagonal", out, [x], lambda g: (_diagonal_backward(g, shape, int(offset), a, b),))
 
 
 def _embed_diagonal(g: Any, s1: int, s2: int, offset: int) -> Any:
     """``g`` (..., L) placed on diagonal ``offset`` of zero ``s1 x s2`` matrices: (..., s1, s2). The
     diagonal is a stride ``s2 + 1`` line through the flattened matrix, so this is lazy pads (no scatter)."""
-    from zyx.frontend.gradients import place
-
     length, r0, c0 = _diag_geometry(s1, s2, offset)
     lead = tuple(g.shape[:-1])
     if length == 0 or s1 * s2 == 0:
@@ -311,22 +313,3 @@ class ShapeOpsMixin(TensorBase):
     def diag(self, diagonal: int = 0) -> Any:
         """Vector to diagonal matrix, or a matrix's diagonal (a copy)."""
         return diag(self, diagonal)
-
-    # the small contractions live with einsum, which builds on this module
-    def dot(self, other: Any) -> Any:
-        """Inner product of two 1-D tensors (``zyx.dot``)."""
-        from zyx.frontend.einsum import dot
-
-        return dot(self, other)
-
-    def outer(self, other: Any) -> Any:
-        """Outer product of two 1-D tensors (``zyx.outer``)."""
-        from zyx.frontend.einsum import outer
-
-        return outer(self, other)
-
-    def bmm(self, other: Any) -> Any:
-        """Batched matrix product of 3-D tensors (``zyx.bmm``)."""
-        from zyx.frontend.einsum import bmm
-
-        return bmm(self, other)

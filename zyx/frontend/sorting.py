@@ -30,7 +30,7 @@ from zyx.backend.pool import Buffer
 from zyx.codegen import sorting as kernels
 from zyx.dtype import DType
 from zyx.errors import DTypeError, IndexOutOfRange, ShapeError
-from zyx.frontend.autograd import needs_grad, no_grad, record
+from zyx.frontend.autograd.engine import needs_grad, no_grad, record
 from zyx.frontend.base import TensorBase, concrete, extern_tensor, tensor_class
 from zyx.frontend.creation import full, zeros
 from zyx.frontend.elementwise import where

@@ -22,7 +22,7 @@ from zyx import dtype as dtypes
 from zyx.backend.pool import Buffer
 from zyx.codegen.svd import svd_batch
 from zyx.errors import DTypeError, ShapeError
-from zyx.frontend.autograd import is_grad_enabled, needs_grad, no_grad, record
+from zyx.frontend.autograd.engine import is_grad_enabled, needs_grad, no_grad, record
 from zyx.frontend.base import TensorBase, extern_tensor
 from zyx.frontend.creation import eye, zeros
 

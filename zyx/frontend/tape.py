@@ -44,7 +44,7 @@ from zyx import graph
 from zyx.backend.launch import runtime_lock
 from zyx.errors import ShapeError
 from zyx.frontend import capture, traced_scalar
-from zyx.frontend.autograd import is_grad_enabled
+from zyx.frontend.autograd.engine import is_grad_enabled
 from zyx.frontend.base import TensorBase, tensor_class
 from zyx.graph import plan as plans
 from zyx.graph import schedule
@@ -416,7 +416,7 @@ def _view_spec(t: Any) -> Any:
         return t._view
     from zyx.frontend import varsize
 
-    return varsize.bind_spec(t) if type(t) is varsize.VarTensor else t._view
+    return varsize.bind_spec(t) if type(t) in varsize.VARSIZE else t._view
 
 
 def _variable_sized(data: Any, spec: tuple, dtype: Any, device: Any, bindings: dict) -> Any:

@@ -7,6 +7,10 @@ Movement ops (permute, expand, slicing, view-compatible reshape, squeeze/unsquee
 flatten) only make a new View over the same buffer; ``contiguous()``, casts and
 transfers run generated kernels. No OpenCL code lives here: kernels come from
 ``zyx.codegen`` and memory from ``zyx.backend``.
+
+``VarTensor``, a tensor of variable size (``frontend.varsize``), is composed here too: ``Tensor`` with
+its movement, elementwise and compute methods replaced by their variable forms (``varsize_shapes``,
+``varsize_compute``) and its shape read at the bound values.
 """
 from __future__ import annotations
 
@@ -20,12 +24,17 @@ from zyx.backend import sync_hooks, transfer
 from zyx.backend.device import Device, resolve
 from zyx.backend.pool import Buffer
 from zyx.dtype import DType, to_dtype
-from zyx.errors import DeviceError, DTypeError, ShapeError
-from zyx.frontend import autograd, capture
-from zyx.frontend.autograd import AutogradMixin
+from zyx.errors import AutogradError, DeviceError, DTypeError, ShapeError
+from zyx.frontend import capture
+from zyx.frontend.autograd import engine as autograd
+from zyx.frontend.autograd.engine import AutogradMixin
+from zyx.frontend.autograd.rules import record_cast
+from zyx.frontend.base import check_writable
 from zyx.frontend.composites import CompositesMixin
 from zyx.frontend.contract_ops import ContractOpsMixin, contiguize
+from zyx.frontend.einsum import EinsumMixin
 from zyx.frontend.elementwise import ElementwiseMixin
+from zyx.frontend.elementwise_math import ElementwiseMathMixin
 from zyx.frontend.indexing import IndexingMixin
 from zyx.frontend.inplace import InplaceMixin
 from zyx.frontend.movement import MovementMixin
@@ -33,11 +42,15 @@ from zyx.frontend.reduce import ReduceMixin
 from zyx.frontend.shape_ops import ShapeOpsMixin
 from zyx.frontend.softmax import SoftmaxMixin
 from zyx.frontend.sorting import SortingMixin
+from zyx.frontend.varsize import _taint
+from zyx.frontend.varsize_compute import VarComputeMixin, VarElementwiseMixin
+from zyx.frontend.varsize_shapes import VarEntryMixin, VarMovementMixin
 from zyx.ir.view import View, normalize_dim
 
 
-class Tensor(IndexingMixin, CompositesMixin, ElementwiseMixin, ReduceMixin, MovementMixin, ContractOpsMixin,
-             SoftmaxMixin, SortingMixin, ShapeOpsMixin, InplaceMixin, AutogradMixin, concrete=True):
+class Tensor(IndexingMixin, CompositesMixin, ElementwiseMixin, ElementwiseMathMixin, ReduceMixin, VarEntryMixin,
+             MovementMixin, ContractOpsMixin, SoftmaxMixin, SortingMixin, ShapeOpsMixin, EinsumMixin, InplaceMixin,
+             AutogradMixin, concrete=True):
     """An n-dimensional array on an OpenCL device (see API.md)."""
 
     __slots__ = ("_data", "_view", "_dtype", "_device", "_ag", "__weakref__")
@@ -233,8 +246,6 @@ class Tensor(IndexingMixin, CompositesMixin, ElementwiseMixin, ReduceMixin, Move
         node = graph.cast(graph.Src(self._data, self._view, self._dtype), dtype, self.shape, self._device)
         out = Tensor(node, View.contiguous(self.shape), dtype, self._device)
         if self._ag is not None and autograd.is_grad_enabled():
-            from zyx.frontend.gradients import record_cast
-
             record_cast(self, out)
         return out
 
@@ -330,3 +341,82 @@ class Tensor(IndexingMixin, CompositesMixin, ElementwiseMixin, ReduceMixin, Move
     def _with_view(self, view: View) -> Tensor:
         """This tensor's data seen through another view (the movement mixin's primitive)."""
         return Tensor(self._data, view, self._dtype, self._device)
+
+
+class VarTensor(VarMovementMixin, VarElementwiseMixin, VarComputeMixin, Tensor, varsize=True):
+    """A tensor with variable-size axes (``frontend.varsize``): ``_data`` is computed at the
+    static extents of ``_pview``; ``_vax[d]`` is the ``VDim`` of axis ``d`` (None: static)."""
+
+    __slots__ = ("_pview", "_vax")
+
+    @property  # type: ignore[override]
+    def _view(self) -> View:
+        """The view at the bound values (a read of them: reported, so a capture keys by the values)."""
+        v = self._pview
+        for d, vd in enumerate(self._vax):
+            if vd is not None:
+                for var, _ in vd.terms:
+                    _taint(var)
+                v = v.slice(d, 0, vd.value, 1)
+        return v
+
+    @_view.setter
+    def _view(self, v: View) -> None:
+        check_writable(self, "rebinding its view")
+
+    @property
+    def requires_grad(self) -> bool:
+        return self._ag is not None
+
+    @requires_grad.setter
+    def requires_grad(self, flag: bool) -> None:  # ``x.requires_grad = True`` as ``requires_grad_``
+        self.requires_grad_(flag)
+
+    def requires_grad_(self, requires_grad: bool = True) -> VarTensor:
+        if requires_grad:
+            raise AutogradError("a tensor of variable size cannot require grad (expected a static tensor: "
+                                "slice a leaf that requires grad instead; that slice is taken by value)")
+        return self
+
+    def _assign(self, value: Tensor) -> None:
+        check_writable(self, "_assign")
+
+    @property
+    def shape(self) -> tuple:
+        ps = self._pview.shape
+        return tuple(ps[d] if vd is None else vd.public() for d, vd in enumerate(self._vax))
+
+    @property
+    def ndim(self) -> int:
+        return len(self._vax)
+
+    def dim(self) -> int:
+        return len(self._vax)
+
+    def __len__(self) -> int:
+        if not self._vax:
+            raise TypeError("len() of a 0-d tensor")
+        return int(self.shape[0])
+
+    def realize(self) -> VarTensor:
+        """Run the pending work (at the static extents) and return this tensor."""
+        graph.realize(self._data)
+        return self
+
+    def numpy(self) -> Any:
+        """A NumPy copy of the values at the bound sizes (read at the static extents, then cut on the
+        host: one readback kernel serves every value)."""
+        arr = Tensor.numpy(self.phys())
+        cut = []
+        for vd in self._vax:
+            if vd is None:
+                cut.append(slice(None))
+            else:
+                for var, _ in vd.terms:
+                    _taint(var)
+                cut.append(slice(0, vd.value))
+        return np.ascontiguousarray(arr[tuple(cut)])
+
+    def phys(self) -> Tensor:
+        """The data at the static extents (a plain tensor; elements past a size are unspecified)."""
+        return Tensor(self._data, self._pview, self._dtype, self._device)

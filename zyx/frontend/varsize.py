@@ -31,11 +31,12 @@ ops, sorts, indexed accesses, ``clone``): their results are plain tensors whose 
 Not covered: autograd through variable sizes (an input that requires grad goes by value),
 in-place writes into a variable size (they raise).
 
-This module holds the ``VarTensor`` class, its variable sizes (``VDim``) and the masks and gathers
-that take a variable as a kernel argument; ``varsize_shapes`` the entry points (slices, ``narrow``,
-``expand``, ``reshape``, ``pad``, ``arange``) and movement methods, ``varsize_compute`` the compute
-ops (elementwise, masked reductions, softmax, matmul); each registers its ``VarTensor``
-methods, and every ``VarTensor`` is made through ``varsize_shapes``, which imports ``varsize_compute``.
+This module holds the variable sizes (``VDim``), ``make`` and the masks and gathers that take a
+variable as a kernel argument; ``varsize_compute`` the compute ops (elementwise, masked reductions,
+softmax, matmul) and their methods (``VarComputeMixin``); ``varsize_shapes`` the entry points (slices,
+``narrow``, ``expand``, ``reshape``, ``pad``, ``arange``: ``VarEntryMixin``, ahead of the movement
+methods in ``Tensor``) and the movement methods (``VarMovementMixin``); ``frontend.tensor`` composes the
+``VarTensor`` class from them and ``Tensor``.
 """
 from __future__ import annotations
 
@@ -47,16 +48,16 @@ import numpy as np
 
 from zyx import dtype as dtypes
 from zyx.errors import ShapeError
-from zyx.frontend.autograd import is_grad_enabled
-from zyx.frontend.base import VARSIZE, check_writable, tensor_class
+from zyx.frontend.autograd.engine import is_grad_enabled
+from zyx.frontend.base import VARSIZE, TensorBase, tensor_class, varsize_class
+from zyx.frontend.creation import from_host
+from zyx.frontend.elementwise import where
 from zyx.ir import variable
 from zyx.ir.variable import BOUND, BoundExpr, BoundVariable, Linear, Variable, VariableArg
 from zyx.ir.view import View
 
 BV = BoundVariable
-# the concrete tensor class (this module is imported after it is defined: the ``zyx`` package
-# imports ``frontend.tensor`` first, and frontend code imports this module inside functions)
-Tensor: Any = tensor_class()
+Tensor = TensorBase  # annotations and isinstance checks; results are built by ``tensor_class()``
 
 
 _Lin = Linear  # a variable argument's function
@@ -161,101 +162,13 @@ def _lo_hi(e: tuple) -> tuple[int, int]:
     return d.lo, d.hi
 
 
-# ------------------------------------------------------------------ the tensor
-
-class VarTensor(Tensor):
-    """A tensor with variable-size axes (see the module docstring): ``_data`` is computed at the
-    static extents of ``_pview``; ``_vax[d]`` is the ``VDim`` of axis ``d`` (None: static)."""
-
-    __slots__ = ("_pview", "_vax")
-
-    @property  # type: ignore[override]
-    def _view(self) -> View:
-        """The view at the bound values (a read of them: reported, so a capture keys by the values)."""
-        v = self._pview
-        for d, vd in enumerate(self._vax):
-            if vd is not None:
-                for var, _ in vd.terms:
-                    _taint(var)
-                v = v.slice(d, 0, vd.value, 1)
-        return v
-
-    @_view.setter
-    def _view(self, v: View) -> None:
-        check_writable(self, "rebinding its view")
-
-    @property
-    def requires_grad(self) -> bool:
-        return self._ag is not None
-
-    @requires_grad.setter
-    def requires_grad(self, flag: bool) -> None:  # ``x.requires_grad = True`` as ``requires_grad_``
-        self.requires_grad_(flag)
-
-    def requires_grad_(self, requires_grad: bool = True) -> VarTensor:
-        if requires_grad:
-            from zyx.errors import AutogradError
-
-            raise AutogradError("a tensor of variable size cannot require grad (expected a static tensor: "
-                                "slice a leaf that requires grad instead; that slice is taken by value)")
-        return self
-
-    def _assign(self, value: Tensor) -> None:
-        check_writable(self, "_assign")
-
-    @property
-    def shape(self) -> tuple:
-        ps = self._pview.shape
-        return tuple(ps[d] if vd is None else vd.public() for d, vd in enumerate(self._vax))
-
-    @property
-    def ndim(self) -> int:
-        return len(self._vax)
-
-    def dim(self) -> int:
-        return len(self._vax)
-
-    def __len__(self) -> int:
-        if not self._vax:
-            raise TypeError("len() of a 0-d tensor")
-        return int(self.shape[0])
-
-    def realize(self) -> VarTensor:
-        """Run the pending work (at the static extents) and return this tensor."""
-        from zyx import graph
-
-        graph.realize(self._data)
-        return self
-
-    def numpy(self) -> Any:
-        """A NumPy copy of the values at the bound sizes (read at the static extents, then cut on the
-        host: one readback kernel serves every value)."""
-        arr = Tensor.numpy(self.phys())
-        cut = []
-        for vd in self._vax:
-            if vd is None:
-                cut.append(slice(None))
-            else:
-                for var, _ in vd.terms:
-                    _taint(var)
-                cut.append(slice(0, vd.value))
-        return np.ascontiguousarray(arr[tuple(cut)])
-
-    def phys(self) -> Tensor:
-        """The data at the static extents (a plain tensor; elements past a size are unspecified)."""
-        return Tensor(self._data, self._pview, self._dtype, self._device)
-
-
-VARSIZE.add(VarTensor)
-
-
 def make(phys: Tensor, vax: list | tuple) -> Tensor:
     """``phys`` as a tensor with the variable axes ``vax`` (a plain tensor when there are none)."""
     if all(v is None for v in vax):
         return phys
     if phys._ag is not None:  # the entry points send tensors that record gradients by value
         raise ShapeError("internal: a variable-size result that records a gradient (expected the by-value path)")
-    out = object.__new__(VarTensor)
+    out = object.__new__(varsize_class())
     out._data = phys._data
     out._pview = phys._view
     out._vax = tuple(vax)
@@ -267,7 +180,7 @@ def make(phys: Tensor, vax: list | tuple) -> Tensor:
 
 def _parts(x: Any) -> tuple[Any, tuple]:
     """(physical tensor, variable axes) of a tensor (static ones: all None)."""
-    if type(x) is VarTensor:
+    if type(x) in VARSIZE:
         return x.phys(), x._vax
     return x, (None,) * x.ndim
 
@@ -312,15 +225,13 @@ _IOTAS: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 
 def _iota(n: int, axis: int, ndim: int, device: Any) -> Tensor:
     """``arange(n)`` along ``axis`` of a rank-``ndim`` shape of ones."""
-    from zyx.frontend.creation import from_host
-
     key = (n, id(device))
     node = _IOTAS.get(key)
     if node is None or node.device is not device:
         t = from_host(np.arange(n, dtype=np.int64), dtypes.int64, device)  # not pinned: its readers are not
         _IOTAS[key] = t._data
     else:
-        t = Tensor(node, View.contiguous((n,)), dtypes.int64, device)
+        t = tensor_class()(node, View.contiguous((n,)), dtypes.int64, device)
     return t.reshape(tuple(n if i == axis else 1 for i in range(ndim)))
 
 
@@ -341,8 +252,6 @@ def _below(iota: Tensor, vd: VDim) -> Tensor:
 
 def mask(x: Tensor, axis: int, vd: VDim, fill: Any) -> Tensor:
     """``x`` (physical) with the elements of ``axis`` at or past ``vd`` replaced by ``fill``."""
-    from zyx.frontend.elementwise import where
-
     # compared at the full shape: a comparison broadcast after it would be stored, not fused
     keep = _below(_iota(x.shape[axis], axis, x.ndim, x.device).expand(x.shape), vd)
     return where(keep, x, fill)
@@ -362,14 +271,12 @@ def _shifted_index(n: int, start: tuple, size: int, device: Any) -> Tensor:
 
 
 
-def bind_spec(x: VarTensor) -> tuple:
+def bind_spec(x: Any) -> tuple:
     """What a plan keeps to rebuild ``x`` at replay (``rebuild``): its static view and variable axes."""
     return (x._pview, x._vax)
 
 
 def rebuild(data: Any, spec: tuple, dtype: Any, device: Any, bindings: dict) -> Tensor:
     """A result of a replayed plan with the variable axes bound to the call's values."""
-    from zyx.frontend import varsize_shapes  # noqa: F401 - VarTensor's methods (a replay may come first)
-
     view, vax = spec
-    return make(Tensor(data, view, dtype, device), [None if v is None else v.rebound(bindings) for v in vax])
+    return make(tensor_class()(data, view, dtype, device), [None if v is None else v.rebound(bindings) for v in vax])

@@ -1,7 +1,8 @@
 """The compute ops of variable sizes (``frontend.varsize``): elementwise ops and ``where`` over
 variable axes, reductions masked by the reduce's identity past the bound, ``softmax``/``log_softmax``
 and ``@``/``matmul`` with a variable contraction; the bound reaches each kernel as an argument. A case
-without a variable form goes by value."""
+without a variable form goes by value. ``VarElementwiseMixin`` and ``VarComputeMixin`` are their
+methods of ``VarTensor``."""
 from __future__ import annotations
 
 import math
@@ -10,11 +11,12 @@ from typing import Any
 import numpy as np
 
 from zyx import dtype as dtypes
-from zyx.frontend.base import concrete
+from zyx.frontend.base import TensorBase, concrete, tensor_class
+from zyx.frontend.elementwise import where as _where
+from zyx.frontend.reduce import matmul as _mm
 from zyx.frontend.varsize import (
     BV,
     Tensor,
-    VarTensor,
     VDim,
     _below,
     _iota,
@@ -102,25 +104,23 @@ _UNARY = ("__neg__", "__abs__", "__invert__", "__pos__", "abs", "neg", "exp", "e
 
 
 def _wrap(name: str) -> Any:
-    base = getattr(Tensor, name)
-
     def method(self: Any, *args: Any, **kw: Any) -> Any:
-        return elementwise(base, self, *args, **kw)
+        return elementwise(getattr(tensor_class(), name), self, *args, **kw)
 
     method.__name__ = name
-    method.__doc__ = base.__doc__
     return method
 
 
-for _n in _BINARY + _UNARY:
-    if hasattr(Tensor, _n) and callable(getattr(Tensor, _n)):
-        setattr(VarTensor, _n, _wrap(_n))
+#: the elementwise methods of ``VarTensor``: each runs ``Tensor``'s own on the physical operands. Built
+#: from the name lists (``__hash__`` kept: a class defining ``__eq__`` would otherwise lose it).
+VarElementwiseMixin = type("VarElementwiseMixin", (TensorBase,), {
+    "__slots__": (), "__hash__": object.__hash__, "__module__": __name__,
+    "__doc__": "The elementwise methods of a tensor of variable size (``elementwise``).",
+    **{n: _wrap(n) for n in _BINARY + _UNARY}})
 
 
 def where(cond: Any, a: Any, b: Any) -> Any:
     """``zyx.where`` over operands with variable axes."""
-    from zyx.frontend.elementwise import where as _where
-
     return elementwise(_where, cond, a, b)
 
 
@@ -154,7 +154,7 @@ def _reduce_dims(x: Any, dim: Any) -> tuple[int, ...]:
 def reduction(name: str, x: Any, dim: Any = None, keepdim: bool = False, **kw: Any) -> Any:
     """``x.<name>(dim, keepdim)`` (sum, mean, prod, max, min, amax, amin, argmax, argmin, any, all,
     logsumexp) with the elements past each variable size masked by the reduce's identity."""
-    base = getattr(Tensor, name)
+    base = getattr(tensor_class(), name)
     if x._ag is not None or x.ndim == 0:
         return base(concrete(x), dim, keepdim, **kw)
     phys, vax = _parts(x)
@@ -172,7 +172,7 @@ def reduction(name: str, x: Any, dim: Any = None, keepdim: bool = False, **kw: A
         work = mask(work, d, vax[d], fill)
     if name == "mean":
         wide = dtypes.float32 if phys.dtype.itemsize < 4 else phys.dtype  # one rounding, as PyTorch
-        out = Tensor.sum(work, dim, keepdim, dtype=wide)
+        out = tensor_class().sum(work, dim, keepdim, dtype=wide)
         static = math.prod(phys.shape[d] for d in dims if vax[d] is None)
         if len(var_dims) == 1 and len(vax[var_dims[0]].terms) == 1:  # one division by the count, as PyTorch
             vd = vax[var_dims[0]]
@@ -200,7 +200,7 @@ def _count(phys: Tensor, d: int, vd: VDim) -> Tensor:
 
 def softmax(name: str, x: Any, dim: int = -1) -> Any:
     """``softmax``/``log_softmax`` along ``dim``; a variable axis is masked with -inf first."""
-    base = getattr(Tensor, name)
+    base = getattr(tensor_class(), name)
     if x._ag is not None or x.ndim == 0:
         return base(concrete(x), dim)
     phys, vax = _parts(x)
@@ -217,8 +217,6 @@ def softmax(name: str, x: Any, dim: int = -1) -> Any:
 def matmul(a: Any, b: Any) -> Any:
     """``a @ b`` where either has variable axes; a variable contraction length masks both operands
     with 0 along it (the attention case ``softmax(q @ k[:t].T) @ v[:t]``)."""
-    from zyx.frontend.reduce import matmul as _mm
-
     if not (_tensor(a) and _tensor(b)) or a._ag is not None or b._ag is not None or a.ndim == 0 or b.ndim == 0:
         return _mm(concrete(a), concrete(b))
     pa, va = _parts(a)
@@ -267,11 +265,9 @@ def _masked_product(pa: Tensor, pb: Tensor, vd: VDim) -> Tensor:
     """``pa @ pb`` (physical, float32/64) with the products past the contraction length ``vd`` zeroed
     inside the multiply-reduce: one fused kernel, as ``matmul``'s own, with the bound as an argument
     (masking each operand instead would store a masked copy of a broadcast operand first)."""
-    from zyx.frontend.elementwise import where
-
     prod = pa.unsqueeze(-2) * pb.transpose(-1, -2).unsqueeze(-3)  # (..., n, m, k)
     keep = _below(_iota(prod.shape[-1], prod.ndim - 1, prod.ndim, prod.device).expand(prod.shape), vd)
-    return where(keep, prod, 0.0).sum(-1)
+    return _where(keep, prod, 0.0).sum(-1)
 
 
 class _Shape:
@@ -287,18 +283,67 @@ class _Shape:
 
 # ------------------------------------------------------------------ the methods of VarTensor
 
-for _n in ("sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "any", "all", "logsumexp"):
-    def _red(self: VarTensor, dim: Any = None, keepdim: bool = False, _name: str = _n, **kw: Any) -> Any:
-        return reduction(_name, self, dim, keepdim, **kw)
-    _red.__name__ = _n
-    setattr(VarTensor, _n, _red)
-for _n in ("softmax", "log_softmax"):
-    def _sm(self: VarTensor, dim: int = -1, _name: str = _n) -> Any:
-        return softmax(_name, self, dim)
-    _sm.__name__ = _n
-    setattr(VarTensor, _n, _sm)
+class VarComputeMixin(TensorBase):
+    """The reductions, softmax and matmul of a tensor of variable size (masked past each bound); the
+    staticmethods are the variable forms that ``zyx.where`` and ``zyx.matmul`` hand such operands to."""
 
-for _n, _f in (("matmul", lambda x, o: matmul(x, o)), ("__matmul__", lambda x, o: matmul(x, o)),
-               ("__rmatmul__", lambda x, o: matmul(o, x))):
-    _f.__name__ = _n
-    setattr(VarTensor, _n, _f)
+    __slots__ = ()
+
+    def sum(self, dim: Any = None, keepdim: bool = False, **kw: Any) -> Any:
+        return reduction("sum", self, dim, keepdim, **kw)
+
+    def mean(self, dim: Any = None, keepdim: bool = False, **kw: Any) -> Any:
+        return reduction("mean", self, dim, keepdim, **kw)
+
+    def prod(self, dim: Any = None, keepdim: bool = False, **kw: Any) -> Any:
+        return reduction("prod", self, dim, keepdim, **kw)
+
+    def max(self, dim: Any = None, keepdim: bool = False, **kw: Any) -> Any:
+        return reduction("max", self, dim, keepdim, **kw)
+
+    def min(self, dim: Any = None, keepdim: bool = False, **kw: Any) -> Any:
+        return reduction("min", self, dim, keepdim, **kw)
+
+    def amax(self, dim: Any = None, keepdim: bool = False, **kw: Any) -> Any:
+        return reduction("amax", self, dim, keepdim, **kw)
+
+    def amin(self, dim: Any = None, keepdim: bool = False, **kw: Any) -> Any:
+        return reduction("amin", self, dim, keepdim, **kw)
+
+    def argmax(self, dim: Any = None, keepdim: bool = False, **kw: Any) -> Any:
+        return reduction("argmax", self, dim, keepdim, **kw)
+
+    def argmin(self, dim: Any = None, keepdim: bool = False, **kw: Any) -> Any:
+        return reduction("argmin", self, dim, keepdim, **kw)
+
+    def any(self, dim: Any = None, keepdim: bool = False, **kw: Any) -> Any:
+        return reduction("any", self, dim, keepdim, **kw)
+
+    def all(self, dim: Any = None, keepdim: bool = False, **kw: Any) -> Any:
+        return reduction("all", self, dim, keepdim, **kw)
+
+    def logsumexp(self, dim: Any = None, keepdim: bool = False, **kw: Any) -> Any:
+        return reduction("logsumexp", self, dim, keepdim, **kw)
+
+    def softmax(self, dim: int = -1) -> Any:
+        return softmax("softmax", self, dim)
+
+    def log_softmax(self, dim: int = -1) -> Any:
+        return softmax("log_softmax", self, dim)
+
+    def matmul(self, other: Any) -> Any:
+        return matmul(self, other)
+
+    def __matmul__(self, other: Any) -> Any:
+        return matmul(self, other)
+
+    def __rmatmul__(self, other: Any) -> Any:
+        return matmul(other, self)
+
+    @staticmethod
+    def _variable_where(cond: Any, a: Any, b: Any) -> Any:
+        return where(cond, a, b)
+
+    @staticmethod
+    def _variable_matmul(a: Any, b: Any) -> Any:
+        return matmul(a, b)

@@ -1,19 +1,21 @@
 """The entry points of variable sizes (``frontend.varsize``): slices, ``narrow``, ``expand``,
-``reshape``, ``pad`` and ``arange`` with a bound variable as a size or start, and the movement methods
-of ``VarTensor`` (permute, transpose, squeeze, ...). A case without a variable form goes by value."""
+``reshape``, ``pad`` and ``arange`` with a bound variable as a size or start (``VarEntryMixin``, the
+methods of ``Tensor`` that take them before its movement methods do), and the movement methods of
+``VarTensor`` (``VarMovementMixin``: permute, transpose, squeeze, ...). A case without a variable form
+goes by value."""
 from __future__ import annotations
 
 import math
 from typing import Any
 
 from zyx.errors import ShapeError
-from zyx.frontend import varsize_compute  # noqa: F401 - VarTensor's compute methods: every VarTensor starts here
-from zyx.frontend.base import GATHERED_VIEWS, concrete
+from zyx.frontend.args import shape_arg
+from zyx.frontend.base import GATHERED_VIEWS, TensorBase, concrete, tensor_class
+from zyx.frontend.creation import arange as _arange
+from zyx.frontend.elementwise import where
 from zyx.frontend.varsize import (
     BOUND,
     BV,
-    Tensor,
-    VarTensor,
     VDim,
     _add,
     _below,
@@ -29,6 +31,7 @@ from zyx.frontend.varsize import (
     _too_big,
     make,
 )
+from zyx.frontend.view_index import infer_shape
 from zyx.ir.variable import VariableArg
 from zyx.ir.view import normalize_dim
 
@@ -74,7 +77,7 @@ def narrow(x: Any, dim: int, start: Any, length: Any) -> Any:
     phys, vax = _parts(x)
     size = phys.shape[d]
     if vax[d] is None and type(start) not in BOUND and type(length) not in BOUND and not _grad(x):
-        return make(Tensor.narrow(phys, d, start, length), vax)  # a static narrow of a static axis
+        return make(tensor_class().narrow(phys, d, start, length), vax)  # a static narrow of a static axis
     if vax[d] is None and not _grad(x):
         s, n = VDim.of(start), VDim.of(length)
         if not s[0] and s[1] < 0:
@@ -88,18 +91,18 @@ def narrow(x: Any, dim: int, start: Any, length: Any) -> Any:
                 return make(out, vax)
             st = start if type(start) in BOUND else s[1]
             return _slice_axis(x, d, st, _EndExpr(st, length))
-    return Tensor.narrow(concrete(x), dim, _plain(start), _plain(length))
+    return tensor_class().narrow(concrete(x), dim, _plain(start), _plain(length))
 
 
 def getitem(x: Any, index: Any) -> Any:
     """``x[index]`` for a basic index (slices, ints, None, ``...``) on a tensor that has variable
     axes or is sliced by bound variables."""
     if _grad(x):
-        return Tensor.__getitem__(concrete(x), _plain(index))
+        return tensor_class().__getitem__(concrete(x), _plain(index))
     items = list(index) if type(index) is tuple else [index]
     n_axes = sum(1 for i in items if i is not None and i is not Ellipsis)
     if sum(1 for i in items if i is Ellipsis) > 1 or n_axes > x.ndim:
-        return Tensor.__getitem__(concrete(x), _plain(index))
+        return tensor_class().__getitem__(concrete(x), _plain(index))
     if Ellipsis in items:
         k = items.index(Ellipsis)
         items[k:k + 1] = [slice(None)] * (x.ndim - n_axes)
@@ -116,14 +119,14 @@ def getitem(x: Any, index: Any) -> Any:
             continue
         if type(it) is slice:
             if it.step not in (None, 1) and (type(it.step) in BOUND or vax[axis] is not None):
-                return Tensor.__getitem__(concrete(x), _plain(index))
+                return tensor_class().__getitem__(concrete(x), _plain(index))
             if type(it.start) in BOUND or type(it.stop) in BOUND:
                 if vax[axis] is not None or it.step not in (None, 1):
-                    return Tensor.__getitem__(concrete(x), _plain(index))
+                    return tensor_class().__getitem__(concrete(x), _plain(index))
                 later.append((out_axis, it.start, it.stop))
                 static_items.append(slice(None))
             elif vax[axis] is not None and it != slice(None):
-                return Tensor.__getitem__(concrete(x), _plain(index))
+                return tensor_class().__getitem__(concrete(x), _plain(index))
             else:
                 static_items.append(it)
             out_vax.append(vax[axis])
@@ -131,13 +134,13 @@ def getitem(x: Any, index: Any) -> Any:
         elif isinstance(it, int) and not isinstance(it, bool) and vax[axis] is None:
             static_items.append(it)
         else:
-            return Tensor.__getitem__(concrete(x), _plain(index))
+            return tensor_class().__getitem__(concrete(x), _plain(index))
         axis += 1
-    out: Any = make(Tensor.__getitem__(phys, tuple(static_items)), out_vax)
+    out: Any = make(tensor_class().__getitem__(phys, tuple(static_items)), out_vax)
     for d, start, stop in later:
         got = _slice_axis(out, d, start, stop)
         if got is None:
-            return Tensor.__getitem__(concrete(x), _plain(index))
+            return tensor_class().__getitem__(concrete(x), _plain(index))
         out = got
     return out
 
@@ -149,7 +152,7 @@ def expand(x: Any, shape: tuple) -> Any:
     phys, vax = _parts(x)
     lead = len(shape) - phys.ndim
     if lead < 0 or _grad(x):
-        return Tensor.expand(concrete(x), *_plain(shape))
+        return tensor_class().expand(concrete(x), *_plain(shape))
     target, out_vax = [], []
     for i, want in enumerate(shape):
         j = i - lead
@@ -159,7 +162,7 @@ def expand(x: Any, shape: tuple) -> Any:
             vd = _dim_of(want, max(want.max, 0))
             if cur is not None:
                 if not cur.same(vd):
-                    return Tensor.expand(concrete(x), *_plain(shape))
+                    return tensor_class().expand(concrete(x), *_plain(shape))
                 target.append(have)
                 out_vax.append(cur)
             elif have == 1 and want.min >= 0 and not _too_big((vd.phys, *phys.shape), max(vd.value, 1) *
@@ -167,16 +170,16 @@ def expand(x: Any, shape: tuple) -> Any:
                 target.append(vd.phys)
                 out_vax.append(vd)
             else:
-                return Tensor.expand(concrete(x), *_plain(shape))
+                return tensor_class().expand(concrete(x), *_plain(shape))
         elif cur is not None:
             if want != -1:
-                return Tensor.expand(concrete(x), *_plain(shape))
+                return tensor_class().expand(concrete(x), *_plain(shape))
             target.append(have)
             out_vax.append(cur)
         else:
             target.append(want)
             out_vax.append(None)
-    return make(Tensor.expand(phys, *target), out_vax)
+    return make(tensor_class().expand(phys, *target), out_vax)
 
 
 def reshape(x: Any, shape: tuple) -> Any:
@@ -186,32 +189,30 @@ def reshape(x: Any, shape: tuple) -> Any:
         shape = tuple(shape[0])
     phys, vax = _parts(x)
     if any(v is not None for v in vax[1:]) or vax[0] is None or not shape or _grad(x):
-        return Tensor.reshape(concrete(x), *_plain(shape))
+        return tensor_class().reshape(concrete(x), *_plain(shape))
     vd = vax[0]
     inner = math.prod(phys.shape[1:])
     rest = shape[1:]
     if any(type(s) in BOUND or not isinstance(s, int) or s < 0 for s in rest):
-        return Tensor.reshape(concrete(x), *_plain(shape))
+        return tensor_class().reshape(concrete(x), *_plain(shape))
     k = math.prod(rest)
     first = shape[0]
     if type(first) in BOUND:
         if not vd.same(_dim_of(first, 0)) or k != inner:
-            return Tensor.reshape(concrete(x), *_plain(shape))
+            return tensor_class().reshape(concrete(x), *_plain(shape))
         return make(phys.reshape(phys.shape[0], *rest), [vd] + [None] * len(rest))
     if first == -1 and k and inner % k == 0:
         m = inner // k
         return make(phys.reshape(phys.shape[0] * m, *rest), [vd.scaled(m)] + [None] * len(rest))
-    return Tensor.reshape(concrete(x), *_plain(shape))
+    return tensor_class().reshape(concrete(x), *_plain(shape))
 
 
 def pad(x: Any, pads: tuple, value: Any) -> Any:
     """Constant ``pad`` where amounts may be bound variables (non-negative) or ``x`` has variable axes."""
-    from zyx.frontend.elementwise import where
-
     if len(pads) % 2 or len(pads) // 2 > x.ndim:
         raise ShapeError(f"pad: expected an even number of pad amounts for at most {x.ndim} dims, got {pads}")
     if _grad(x):
-        return Tensor.pad(concrete(x), _plain(tuple(pads)), "constant", value)
+        return tensor_class().pad(concrete(x), _plain(tuple(pads)), "constant", value)
     phys, vax = _parts(x)
     vax = list(vax)
     per_dim = [(0, 0)] * phys.ndim
@@ -220,11 +221,11 @@ def pad(x: Any, pads: tuple, value: Any) -> Any:
     for d, (lo, hi) in enumerate(per_dim):
         lo_e, hi_e = VDim.of(lo), VDim.of(hi)
         if _lo_hi(lo_e)[0] < 0 or _lo_hi(hi_e)[0] < 0:
-            return Tensor.pad(concrete(x), _plain(tuple(pads)), "constant", value)
+            return tensor_class().pad(concrete(x), _plain(tuple(pads)), "constant", value)
         if not lo_e[0] and not hi_e[0] and vax[d] is None:
             if lo_e[1] or hi_e[1]:
                 widths = [0, 0] * (phys.ndim - 1 - d) + [lo_e[1], hi_e[1]]
-                phys = Tensor.pad(phys, tuple(widths), "constant", value)
+                phys = tensor_class().pad(phys, tuple(widths), "constant", value)
             continue
         cur = vax[d]
         size = phys.shape[d]
@@ -233,7 +234,7 @@ def pad(x: Any, pads: tuple, value: Any) -> Any:
         p_out = max(_lo_hi(total)[1], 0)
         rows = phys.numel() // max(size, 1)
         if _too_big((p_out * rows,), VDim(total[0], total[1], p_out, total[2]).value * rows):
-            return Tensor.pad(concrete(x), _plain(tuple(pads)), "constant", value)
+            return tensor_class().pad(concrete(x), _plain(tuple(pads)), "constant", value)
         # out[i] = x[i - lo] where 0 <= i - lo < n_in, else value
         neg_lo = ((tuple((v, -c) for v, c in lo_e[0])), -lo_e[1], lo_e[2])
         src = _shifted_index(p_out, neg_lo, size, phys.device)
@@ -251,8 +252,6 @@ def pad(x: Any, pads: tuple, value: Any) -> Any:
 
 def arange(start: Any, stop: Any, step: Any, dtype: Any, device: Any) -> Any:
     """``arange`` with a bound-variable start and/or stop (step 1)."""
-    from zyx.frontend.creation import arange as _arange
-
     s, e = VDim.of(start), VDim.of(stop)
     n = _add(e, s, -1)
     lo, hi = _lo_hi(n)
@@ -275,56 +274,138 @@ def concrete_int(x: Any) -> Any:
 
 # ------------------------------------------------------------------ the methods of VarTensor
 
-def _movement(name: str) -> Any:
-    def method(self: VarTensor, *args: Any, **kw: Any) -> Any:
-        return _MOVES[name](self, *args, **kw)
-    method.__name__ = name
-    return method
-
-
-def _permute(x: VarTensor, *dims: Any) -> Any:
+def _permute(x: Any, *dims: Any) -> Any:
     order = tuple(dims[0]) if len(dims) == 1 and isinstance(dims[0], (tuple, list)) else dims
     phys = x.phys().permute(*order)
     return make(phys, [x._vax[normalize_dim(d, x.ndim)] for d in order])
 
 
-def _transpose(x: VarTensor, d0: int, d1: int) -> Any:
+def _transpose(x: Any, d0: int, d1: int) -> Any:
     a, b = normalize_dim(d0, x.ndim), normalize_dim(d1, x.ndim)
     order = list(range(x.ndim))
     order[a], order[b] = order[b], order[a]
     return _permute(x, *order)
 
 
-def _unsqueeze(x: VarTensor, dim: int) -> Any:
-    d = normalize_dim(dim, x.ndim + 1)
-    vax = list(x._vax)
-    vax.insert(d, None)
-    return make(x.phys().unsqueeze(d), vax)
+def _shape_args(shape: tuple) -> tuple:
+    return tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
 
 
-def _squeeze(x: VarTensor, dim: Any = None) -> Any:
-    dims = range(x.ndim) if dim is None else ((dim,) if isinstance(dim, int) else dim)
-    dims = tuple(normalize_dim(d, x.ndim) for d in dims)
-    drop = tuple(d for d in dims if x._vax[d] is None and x._pview.shape[d] == 1)
-    if dim is not None and any(x._vax[d] is not None for d in dims):
-        return Tensor.squeeze(concrete(x), dim)  # a variable size that may be 1: by value
-    return make(x.phys().squeeze(drop), [v for d, v in enumerate(x._vax) if d not in drop])
+class VarMovementMixin(TensorBase):
+    """The movement methods of a tensor of variable size: its variable axes move with its physical ones."""
+
+    __slots__ = ()
+
+    def permute(self, *dims: Any) -> Any:
+        return _permute(self, *dims)
+
+    def transpose(self, dim0: int, dim1: int) -> Any:
+        return _transpose(self, dim0, dim1)
+
+    swapaxes = swapdims = transpose
+
+    @property
+    def T(self) -> Any:  # PyTorch's name
+        return _permute(self, *reversed(range(self.ndim)))
+
+    @property
+    def mT(self) -> Any:  # PyTorch's name
+        return _transpose(self, -1, -2)
+
+    def unsqueeze(self, dim: int) -> Any:
+        d = normalize_dim(dim, self.ndim + 1)
+        vax = list(self._vax)
+        vax.insert(d, None)
+        return make(self.phys().unsqueeze(d), vax)
+
+    def squeeze(self, dim: Any = None) -> Any:
+        dims = range(self.ndim) if dim is None else ((dim,) if isinstance(dim, int) else dim)
+        dims = tuple(normalize_dim(d, self.ndim) for d in dims)
+        drop = tuple(d for d in dims if self._vax[d] is None and self._pview.shape[d] == 1)
+        if dim is not None and any(self._vax[d] is not None for d in dims):
+            return tensor_class().squeeze(concrete(self), dim)  # a variable size that may be 1: by value
+        return make(self.phys().squeeze(drop), [v for d, v in enumerate(self._vax) if d not in drop])
+
+    def narrow(self, dim: int, start: Any, length: Any) -> Any:
+        return narrow(self, dim, start, length)
+
+    def expand(self, *shape: Any) -> Any:
+        return expand(self, _shape_args(shape))
+
+    broadcast_to = expand
+
+    def reshape(self, *shape: Any) -> Any:
+        return reshape(self, shape)
+
+    view = reshape
+
+    def pad(self, pads: Any, mode: Any = "constant", value: Any = None) -> Any:
+        if mode == "constant" and not isinstance(mode, float):
+            return pad(self, tuple(pads), 0 if value is None else value)
+        return tensor_class().pad(concrete(self), _plain(pads), mode, value)
+
+    def __getitem__(self, index: Any) -> Any:
+        return getitem(self, index)
 
 
-_MOVES = {
-    "permute": _permute, "transpose": _transpose, "swapaxes": _transpose, "swapdims": _transpose,
-    "unsqueeze": _unsqueeze, "squeeze": _squeeze,
-    "narrow": lambda x, dim, start, length: narrow(x, dim, start, length),
-    "expand": lambda x, *shape: expand(x, tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list))
-                                       else shape),
-    "broadcast_to": lambda x, *shape: _MOVES["expand"](x, *shape),
-    "reshape": lambda x, *shape: reshape(x, shape), "view": lambda x, *shape: reshape(x, shape),
-    "pad": lambda x, pads, mode="constant", value=None: (
-        pad(x, tuple(pads), 0 if value is None else value) if mode == "constant" and not isinstance(mode, float)
-        else Tensor.pad(concrete(x), _plain(pads), mode, value)),
-    "__getitem__": getitem,
-}
-for _n in _MOVES:
-    setattr(VarTensor, _n, _movement(_n))
-VarTensor.T = property(lambda self: _permute(self, *reversed(range(self.ndim))))  # type: ignore[assignment]
-VarTensor.mT = property(lambda self: _transpose(self, -1, -2))  # type: ignore[assignment]
+# ------------------------------------------------------------------ the entry points of Tensor
+
+def _bound_in(shape: tuple) -> bool:
+    """Whether a shape argument holds a bound ``zyx.Variable`` (a plain loop: every reshape asks)."""
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = shape[0]
+    for s in shape:
+        if type(s) in BOUND:
+            return True
+    return False
+
+
+def _bound_slice(index: Any) -> bool:
+    """Whether a basic index slices by a bound ``zyx.Variable``."""
+    if type(index) is slice:
+        return type(index.start) in BOUND or type(index.stop) in BOUND
+    return type(index) is tuple and any(type(i) is slice and (type(i.start) in BOUND or type(i.stop) in BOUND)
+                                        for i in index)
+
+
+class VarEntryMixin(TensorBase):
+    """Where a static tensor meets a bound ``zyx.Variable`` as a size or start: ``reshape``/``expand`` to
+    one, ``narrow`` and slices by one, ``pad`` by one give a tensor of variable size (one kernel for the
+    variable's range); every other call goes on to the movement methods (next in ``Tensor``'s bases)."""
+
+    __slots__ = ()
+
+    def reshape(self, *shape: Any) -> Any:
+        if _bound_in(shape):
+            try:
+                infer_shape(shape_arg(shape, variables=True), self.numel(), self.shape)
+            except ShapeError:
+                return reshape(self, shape)
+        return super().reshape(*shape)  # type: ignore[misc]
+
+    def expand(self, *shape: Any) -> Any:
+        if _bound_in(shape):
+            try:
+                shape_arg(shape, variables=True)
+            except ShapeError:
+                return expand(self, _shape_args(shape))
+        return super().expand(*shape)  # type: ignore[misc]
+
+    def narrow(self, dim: int, start: Any, length: Any) -> Any:
+        if type(start) in BOUND or type(length) in BOUND:
+            return narrow(self, dim, start, length)
+        return super().narrow(dim, start, length)  # type: ignore[misc]
+
+    def __getitem__(self, index: Any) -> Any:
+        if _bound_slice(index):
+            return getitem(self, index)
+        return super().__getitem__(index)  # type: ignore[misc]
+
+    def _variable_pad(self, pads: tuple, value: Any) -> Any:
+        """Constant ``pad`` by amounts holding a bound variable (``movement.pad`` hands them here)."""
+        return pad(self, pads, value)
+
+    @staticmethod
+    def _variable_arange(start: Any, stop: Any, step: Any, dtype: Any, device: Any) -> Any:
+        """``arange`` to a bound variable (``creation.arange`` hands it here)."""
+        return arange(start, stop, step, dtype, device)

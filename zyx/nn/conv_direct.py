@@ -27,7 +27,7 @@ from zyx import settings
 from zyx.backend.launch import compile_kernel, launch
 from zyx.backend.pool import Buffer
 from zyx.codegen.render import render
-from zyx.frontend.autograd import needs_grad, record
+from zyx.frontend.autograd.engine import needs_grad, record
 from zyx.frontend.base import extern_tensor
 from zyx.nn import conv_tuning
 
@@ -208,7 +208,7 @@ def _weight_grad_composed(gy: Any, x: Any, pad: list[tuple[int, int]], st: tuple
     offset's strided slice of the padded input, reduced over (N, OH, OW): a matmul ``(Og, Q) @ (Q, Cg)``
     (Q = N*OH*OW) on dense operands when a group has ``WGRAD_MATMUL_MIN_CHANNELS`` input channels or more,
     else a multiply-reduce over the slice in place."""
-    from zyx.frontend.movement import stack
+    from zyx.frontend.contract_ops import stack
 
     n = x.shape[0]
     o, cg, kh, kw = wshape

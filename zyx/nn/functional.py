@@ -15,7 +15,7 @@ import numpy as np
 from zyx.errors import DTypeError, IndexOutOfRange, ShapeError
 from zyx.frontend import reduce as R
 from zyx.frontend.elementwise import binary, unary, where
-from zyx.frontend.movement import take_rows
+from zyx.frontend.index_access import take_rows
 from zyx.frontend.softmax import float_work as _work
 from zyx.frontend.softmax import log_softmax, softmax, softmin  # noqa: F401 - log_softmax, softmin re-exported
 from zyx.op import Op

@@ -15,7 +15,8 @@ from typing import Any
 from zyx import dtype as dtypes
 from zyx.errors import DTypeError, ShapeError
 from zyx.frontend import reduce as R
-from zyx.frontend.elementwise import binary, expm1, log1p, unary, where
+from zyx.frontend.elementwise import binary, unary, where
+from zyx.frontend.elementwise_math import expm1, log1p
 from zyx.ir.view import normalize_dim
 from zyx.op import Op
 

@@ -29,7 +29,7 @@ import numpy as np
 
 from zyx import dtype as dtypes
 from zyx.errors import DTypeError, ShapeError
-from zyx.frontend.autograd import is_grad_enabled, no_grad, record
+from zyx.frontend.autograd.engine import is_grad_enabled, no_grad, record
 from zyx.frontend.base import raise_unread_errors
 from zyx.frontend.creation import arange, pinned_as, tensor, zeros
 from zyx.frontend.elementwise import where
@@ -228,7 +228,7 @@ def _conv_transpose(x: Any, weight: Any, bias: Any, stride: Any, padding: Any, o
                          f"size (use less padding)")
     for i, s in enumerate(st):
         if s > 1:
-            from zyx.frontend.gradients import place
+            from zyx.frontend.autograd.rules import place
 
             length = x.shape[2 + i]
             x = place(x, 2 + i, 0, (length - 1) * s + 1, s)
@@ -284,7 +284,7 @@ def unfold(input: Any, kernel_size: Any, dilation: Any = 1, padding: Any = 0, st
 def fold(input: Any, output_size: Any, kernel_size: Any, dilation: Any = 1, padding: Any = 0,  # noqa: A002
          stride: Any = 1) -> Any:
     """col2im, ``unfold``'s adjoint: (N, C*KH*KW, L) blocks summed back into (N, C, *output_size)."""
-    from zyx.frontend.gradients import place
+    from zyx.frontend.autograd.rules import place
 
     if input.ndim not in (2, 3):
         raise ShapeError(f"fold: expected a 2-D (unbatched) or 3-D (batched) input (N, C*KH*KW, L), got shape "

@@ -18,7 +18,9 @@ from typing import Any
 from zyx import dtype as dtypes
 from zyx.errors import DTypeError, ShapeError
 from zyx.frontend import reduce as R
-from zyx.frontend.elementwise import binary, log1p, unary, where, with_gradient
+from zyx.frontend.autograd.rules import with_gradient
+from zyx.frontend.elementwise import binary, unary, where
+from zyx.frontend.elementwise_math import log1p
 from zyx.frontend.softmax import log_softmax
 from zyx.nn.functional_activations import logsigmoid, vector_norm
 from zyx.op import Op
@@ -100,8 +102,8 @@ def _pick(x: Any, cdim: int, target: Any, valid: Any):
     ignored target reads class 0 (its loss is masked to 0 after). Its gradient puts ``g`` where the class
     number equals the target (elementwise, so it fuses with the log_softmax gradient; a gather's own rule
     would be a scatter into zeros, two more kernels)."""
-    from zyx.frontend import autograd
-    from zyx.frontend.indexing import gather
+    from zyx.frontend.autograd import engine as autograd
+    from zyx.frontend.gather_scatter import gather
 
     safe = where(valid, target, 0).unsqueeze(cdim)
     if not autograd.needs_grad(x):
@@ -125,7 +127,7 @@ def _pick(x: Any, cdim: int, target: Any, valid: Any):
 
 def _class_weight(weight: Any, x: Any, cdim: int, target: Any, valid: Any):
     """``weight[target]`` in ``x``'s dtype, shaped like ``target`` (a gather, as ``_pick``)."""
-    from zyx.frontend.indexing import gather
+    from zyx.frontend.gather_scatter import gather
 
     w = _along(weight, x, cdim).reshape(x.shape[cdim])
     flat = gather(w, 0, where(valid, target, 0).reshape(-1))

@@ -19,7 +19,7 @@ import numpy as np
 
 from zyx import dtype as dtypes
 from zyx.errors import DTypeError, ShapeError
-from zyx.frontend.autograd import needs_grad, no_grad, record
+from zyx.frontend.autograd.engine import needs_grad, no_grad, record
 from zyx.frontend.creation import from_host, host_cast, pinned_as
 from zyx.frontend.index_map import DimMap, apply_adjoint, apply_maps, nested_sum
 from zyx.frontend.padding import pad_mode

@@ -12,7 +12,7 @@ from typing import Any
 
 from zyx import dtype as dtypes
 from zyx.errors import DTypeError, ShapeError
-from zyx.frontend.autograd import no_grad
+from zyx.frontend.autograd.engine import no_grad
 from zyx.frontend.creation import rand, randn
 from zyx.frontend.elementwise import where
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from zyx.frontend.autograd import no_grad
+from zyx.frontend.autograd.engine import no_grad
 from zyx.frontend.creation import zeros
 from zyx.frontend.reduce import matmul
 from zyx.nn import functional as F

@@ -22,7 +22,7 @@ import numpy as np
 from zyx.backend.device import Device
 from zyx.dtype import DType, to_dtype
 from zyx.errors import DTypeError, ZyxError
-from zyx.frontend.autograd import no_grad
+from zyx.frontend.autograd.engine import no_grad
 from zyx.frontend.base import TensorBase
 from zyx.frontend.creation import from_numpy, zeros, zeros_like
 

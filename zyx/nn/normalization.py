@@ -8,7 +8,7 @@ from typing import Any
 
 from zyx import dtype as dtypes
 from zyx.errors import ShapeError
-from zyx.frontend.autograd import no_grad
+from zyx.frontend.autograd.engine import no_grad
 from zyx.frontend.creation import ones, tensor, zeros
 from zyx.nn import functional as F
 from zyx.nn.functional_conv import rms_norm_as

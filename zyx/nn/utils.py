@@ -9,10 +9,10 @@ import math
 from collections.abc import Iterable
 
 from zyx import dtype as dtypes
-from zyx.frontend.autograd import no_grad
+from zyx.frontend.autograd.engine import no_grad
+from zyx.frontend.contract_ops import stack
 from zyx.frontend.creation import tensor
 from zyx.frontend.elementwise import minimum
-from zyx.frontend.movement import stack
 from zyx.frontend.tensor import Tensor
 
 __all__ = ["clip_grad_norm_", "clip_grad_value_"]

@@ -18,7 +18,7 @@ import numpy as np
 
 from zyx.errors import ShapeError
 from zyx.frontend import capture
-from zyx.frontend.autograd import enable_grad, no_grad
+from zyx.frontend.autograd.engine import enable_grad, no_grad
 from zyx.frontend.base import check_writable
 from zyx.frontend.creation import from_numpy, zeros_like
 from zyx.frontend.tensor import Tensor

@@ -1,7 +1,9 @@
 """Gradient rules: one per primitive op, written with lazy tensor ops (so backward fuses).
 
 Each ``record_*`` function is called by the op that produced ``out`` when ``autograd.needs_grad``
-holds; it records a node whose rule maps the output's gradient to one gradient per input.
+holds; it records a node (``engine.record``) whose rule maps the output's gradient to one gradient
+per input. The rules are written against tensor methods (``g * b``, ``g.sum(dims)``, the elementwise
+primitive ``_alu``), so this module imports no op module: the ops import it.
 The rules follow PyTorch's formulas (``tools/autograd/derivatives.yaml`` there), including
 its choices at ties and zeros: ``maximum`` splits a tie's gradient in half, ``relu`` passes
 nothing at 0, ``amax``/``amin`` share the gradient evenly among tied extremes, ``prod`` is
@@ -10,11 +12,13 @@ exact with zeros in the input.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from zyx.frontend import autograd
-from zyx.frontend.elementwise import binary, unary, where
+from zyx.frontend.autograd import engine as autograd
+from zyx.frontend.base import TensorBase
+from zyx.frontend.creation import ones, zeros, zeros_like
+from zyx.frontend.view_index import expand_index
 from zyx.op import VALUE_CHECKS, Op
 
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
@@ -37,13 +41,25 @@ def unbroadcast(g: Any, shape: tuple[int, ...]) -> Any:
 
 
 def _zeros(a: Any) -> Any:
-    from zyx.frontend.creation import zeros_like
-
     return zeros_like(a)
 
 
 def _is_tensor(x: Any) -> bool:
     return hasattr(x, "_data")
+
+
+# the elementwise primitive of the tensor (``ElementwiseMixin._alu``), spelled as the ops are
+
+def unary(op: Op, x: Any) -> Any:
+    return x._alu(op, x)
+
+
+def binary(op: Op, a: Any, b: Any) -> Any:
+    return (a if _is_tensor(a) else b)._alu(op, a, b)
+
+
+def where(cond: Any, a: Any, b: Any) -> Any:
+    return cond._alu(Op.WHERE, cond, a, b)
 
 
 # ------------------------------------------------------------------ elementwise
@@ -235,6 +251,26 @@ def record_clip(x: Any, low: Any, high: Any, out: Any) -> None:
                     saved)
 
 
+def with_gradient(name: str, inputs: Sequence[Any], forward: Callable[..., Any], backward: Callable[..., Any]):
+    """``forward(*inputs)`` as one differentiable node whose rule is ``backward(g, *inputs)`` (one gradient per
+    input, None for numbers): for compositions whose own chain rule would be inexact, or NaN through a ``where``
+    branch that overflows. ``inputs`` are tensors of the result's float dtype or Python numbers."""
+    if not autograd.needs_grad(*inputs):
+        return forward(*inputs)
+    with autograd.no_grad():
+        out = forward(*inputs)
+    tensors = [x if isinstance(x, TensorBase) else None for x in inputs]
+
+    def fn(g: Any, *saved: Any) -> tuple:
+        it = iter(saved)
+        args = [next(it) if t is not None else x for t, x in zip(tensors, inputs)]
+        grads = backward(g, *args)
+        return tuple(None if t is None or d is None else unbroadcast(d, t.shape) for d, t in zip(grads, tensors))
+
+    autograd.record(name, out, tensors, fn, [t for t in tensors if t is not None])
+    return out
+
+
 def record_cast(x: Any, out: Any) -> None:
     """A cast between float dtypes: the gradient is cast back."""
     if not x._dtype.is_float:
@@ -276,8 +312,6 @@ def record_reduce(op: Op, x: Any, dims: tuple[int, ...], keepdim: bool, out: Any
 
 def record_matmul(a: Any, b: Any, out: Any) -> None:
     """``a @ b`` (batched, broadcasting, 1-D operands as PyTorch): ``g @ b^T`` and ``a^T @ g``."""
-    from zyx.frontend.reduce import matmul
-
     a_shape, b_shape = a.shape, b.shape
 
     def fn(g: Any, a: Any, b: Any) -> tuple:
@@ -290,10 +324,10 @@ def record_matmul(a: Any, b: Any, out: Any) -> None:
             g2 = g2.unsqueeze(-1)
         ga = gb = None
         if a_needs:
-            ga = matmul(g2, b2.transpose(-1, -2))
+            ga = g2.matmul(b2.transpose(-1, -2))
             ga = unbroadcast(ga, a2.shape).reshape(a_shape).cast(a.dtype)
         if b_needs:
-            gb = matmul(a2.transpose(-1, -2), g2)
+            gb = a2.transpose(-1, -2).matmul(g2)
             gb = unbroadcast(gb, b2.shape).reshape(b_shape).cast(b.dtype)
         return ga, gb
 
@@ -303,17 +337,9 @@ def record_matmul(a: Any, b: Any, out: Any) -> None:
 
 # ------------------------------------------------------------------ movement and contract ops
 
-def record_view(name: str, x: Any, out: Any, back: Any) -> None:
-    """A view or movement op whose gradient is ``back(g)`` (a tensor of ``x``'s shape)."""
-    autograd.record(name, out, [x], lambda g: (back(g),))
-
-
 def record_write(x: Any, index: Any, value: Any) -> Any:
     """``x[index] = value`` done in place: ``x`` now holds the gradient path of a new node whose rule
     sends the written slab's gradient to ``value`` and the rest to ``x``'s old values."""
-    from zyx.frontend.creation import ones
-    from zyx.frontend.movement import expand_index
-
     shape, items = x.shape, expand_index(x.ndim, index)
     value_shape = value.shape if _is_tensor(value) else None
     value_dtype = value.dtype if _is_tensor(value) else None
@@ -326,121 +352,6 @@ def record_write(x: Any, index: Any, value: Any) -> Any:
         return gx, gv
 
     return autograd.record("copy_slices", x, [x, value if value_shape is not None else None], fn)
-
-
-def _positions(base: Any, x: Any, what: str) -> Any:
-    """Where each element of ``x``, a view of ``base``, lies in ``base`` flattened (a NumPy int64 array of
-    ``x``'s shape); a base laid out other than contiguously is refused (an error, not a wrong gradient)."""
-    return _positions_in(base._view, x._view, what)
-
-
-def _positions_in(layout: Any, region: Any, what: str) -> Any:
-    """``_positions`` from the two views: ``layout``, the base's, and ``region``, the view's."""
-    import numpy as np
-
-    from zyx.ir.view import View
-
-    if not all(type(d) is int for d in (*layout.shape, *layout.strides, layout.offset, *region.shape,
-                                         *region.strides, region.offset)) \
-            or layout.strides != View.contiguous(layout.shape).strides:
-        raise autograd.AutogradError(f"{what} of a tensor whose storage is not contiguous is not supported for "
-                                     "autograd; write into a clone")
-    flat = np.full(region.shape, region.offset - layout.offset, dtype=np.int64)
-    for axis, (size, stride) in enumerate(zip(region.shape, region.strides)):
-        step = np.arange(size, dtype=np.int64) * stride
-        flat += step.reshape((1,) * axis + (size,) + (1,) * (len(region.shape) - axis - 1))
-    return flat
-
-
-def view_of_base(layout: Any, device: Any, x: Any) -> Any:
-    """The gradient rule of ``x`` as a view of a base laid out as ``layout`` on ``device``, for the base's
-    current values (PyTorch's AsStridedBackward, made when the base was written in place after ``x`` was
-    taken): ``x``'s gradient added at its positions of a zero gradient of the base (added: an expanded view
-    reads one position several times). Only the base's view is needed: the base may be gone by now."""
-    import math
-
-    from zyx.frontend.creation import from_numpy, zeros
-
-    flat = _positions_in(layout, x._view, "a view used after an in-place write")
-    shape = tuple(layout.shape)
-    n = math.prod(shape)
-
-    def fn(g: Any) -> tuple:
-        out = zeros(n, dtype=g.dtype, device=g.device)
-        if flat.size:
-            out = out.scatter_add(0, from_numpy(flat.reshape(-1), device), g.reshape(-1))
-        return (out.reshape(*shape),)
-
-    return fn
-
-
-def rebase_after_view_write(base: Any, x: Any) -> None:
-    """``x``, a view of ``base``, was just written in place (its new history recorded): ``base``'s
-    history gets the same write (PyTorch's CopySlices): the gradient of ``base`` where ``x`` lies goes
-    to ``x``'s new history (which routes it to the written values and ``x``'s old ones), the rest to
-    ``base``'s old history. A base laid out other than contiguously is refused (an error, not a wrong
-    gradient)."""
-    import numpy as np
-
-    from zyx.frontend.creation import from_numpy
-
-    if base._ag is None:
-        return
-    if base._ag.grad_fn is None:
-        raise autograd.AutogradError(autograd.VIEW_OF_LEAF_WRITTEN)
-    flat = _positions(base, x, "an in-place write through a view")
-    keep = np.ones(base.numel(), dtype=bool)
-    keep[flat.reshape(-1)] = False
-    shape, device = base.shape, base.device
-
-    def fn(g: Any) -> tuple:
-        g_flat = g.reshape(-1)
-        gb = where(from_numpy(keep, device), g_flat, 0.0).reshape(*shape)
-        return gb, g_flat[from_numpy(flat, device)]
-
-    autograd.record("copy_slices", base, [base, x], fn)
-
-
-def record_rows_write(dest: Any, source: Any, axis: int, start: Any, modulus: int | None,
-                      ranges: Any) -> Any:
-    """``write_slice_rotating`` (``modulus``: rows land at ``(start + r) % modulus``) and
-    ``write_slice_doff`` (rows at ``start + r``, the box ``ranges`` off ``axis``) done in place, where
-    ``start`` may be a one-element tensor read on the device: the rows written are computed from it
-    lazily, so the rule needs no readback."""
-    from zyx.frontend.creation import arange
-    from zyx.frontend.movement import take_rows
-
-    n, size = source.shape[axis], dest.shape[axis]
-    src_shape, src_dtype = source.shape, source.dtype
-    box = [slice(None)] * dest.ndim
-    if ranges is not None:
-        box = [slice(None) if k == axis else slice(int(a), int(b)) for k, (a, b) in enumerate(ranges)]
-
-    def rows(device: Any) -> tuple[Any, Any]:
-        first = start.reshape(()).cast(_INT64) if _is_tensor(start) else int(start)
-        r = arange(n, device=device)
-        at = arange(size, device=device)
-        if modulus is None:
-            return r + first, binary(Op.GE, at, first) & binary(Op.LT, at, first + n)
-        p = first % modulus
-        return (r + p) % modulus, binary(Op.LT, at, modulus) & binary(Op.LT, (at - p) % modulus, n)
-
-    def fn(g: Any) -> tuple:
-        index, written = rows(g.device)
-        inside = written.reshape(*[size if k == axis else 1 for k in range(g.ndim)])
-        for k, sl in enumerate(box):
-            if k != axis and sl != slice(None):
-                at = arange(g.shape[k], device=g.device)
-                span = binary(Op.GE, at, sl.start) & binary(Op.LT, at, sl.stop)
-                inside = inside & span.reshape(*[g.shape[k] if j == k else 1 for j in range(g.ndim)])
-        gd = where(inside, 0.0, g)
-        slab = g[tuple(box)]
-        front = slab.transpose(0, axis) if axis else slab
-        picked = take_rows(front.reshape(size, -1), index).reshape(n, *front.shape[1:])
-        gs = (picked.transpose(0, axis) if axis else picked).cast(src_dtype)
-        return gd, unbroadcast(gs, src_shape)
-
-    return autograd.record("copy_rows", dest, [dest, source], fn)
 
 
 def index_backward(g: Any, shape: tuple[int, ...], items: list[Any]) -> Any:
@@ -477,8 +388,6 @@ def place(g: Any, d: int, start: int, size: int, step: int) -> Any:
     """``g`` (n along ``d``) spread to positions ``start, start+step, ...`` of a zero axis of ``size``."""
     n = g.shape[d]
     if n == 0:
-        from zyx.frontend.creation import zeros
-
         shape = list(g.shape)
         shape[d] = size
         return zeros(*shape, dtype=g.dtype, device=g.device)
