@@ -10,7 +10,7 @@
 # Usage: ci/gpu.sh [report-path]      (default: ./gpu-report.md)
 #        ci/gpu.sh --wheels           (on a machine with internet: download into .whl/ the wheels of zyx's
 #                                      dependencies the GPU machine's Python 3.12 lacks; carry .whl there)
-# CPU dry run: ZYX_DEVICE=pthread ci/gpu.sh /tmp/gpu-report.md   (PoCL; the ICD registration is skipped
+# CPU dry run: ZYX_DEVICE=pthread-skylake ci/gpu.sh /tmp/gpu-report.md   (PoCL; the ICD registration is skipped
 #              when no NVIDIA library exists, and the report says so)
 # Environment: ZYX_DEVICE (default: nvidia), ZYX_PYTHON (default: .venv-test's, else python3),
 # GPU_SH_WORKERS (pytest-xdist workers for the tests, default 8); GPU_SH_TEST_TIMEOUT and GPU_SH_BENCH_TIMEOUT
