@@ -14,7 +14,7 @@
 #              when no NVIDIA library exists, and the report says so)
 # Environment: ZYX_DEVICE (default: nvidia), ZYX_PYTHON (default: .venv-test's, else python3),
 # GPU_SH_WORKERS (pytest-xdist workers for the tests, default 8); GPU_SH_TEST_TIMEOUT and GPU_SH_BENCH_TIMEOUT
-# (seconds, default 300 and 100: a dry run on a small CPU machine needs more).
+# (seconds, default 240 and 150: a dry run on a small CPU machine needs more).
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
@@ -108,13 +108,13 @@ tests=(tests/codegen tests/contracts/kernels tests/contracts/test_ops_api.py tes
        tests/test_dtype.py tests/frontend/test_random.py tests/frontend/test_creation.py)
 xdist=()
 "$py" -c "import xdist" 2>/dev/null && xdist=(-n "${GPU_SH_WORKERS:-8}")
-run tests "${GPU_SH_TEST_TIMEOUT:-300}" "$py" -m pytest "${tests[@]}" -q -rfE -p no:cacheprovider --devices=default "${xdist[@]}"
+run tests "${GPU_SH_TEST_TIMEOUT:-240}" "$py" -m pytest "${tests[@]}" -q -rfE -p no:cacheprovider --devices=default "${xdist[@]}"
 note ""
 note '```'
 { grep -E "^(FAILED|ERROR) " "$logs/gpu-tests.log" | head -n 40; tail -n 1 "$logs/gpu-tests.log"; } | tee -a "$report"
 note '```'
 
-run bench "${GPU_SH_BENCH_TIMEOUT:-100}" "$py" bench/run.py --quick
+run bench "${GPU_SH_BENCH_TIMEOUT:-150}" "$py" bench/run.py --quick
 note ""
 cat "$logs/gpu-bench.log" >>"$report"
 
