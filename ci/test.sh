@@ -19,12 +19,12 @@
 #   3. the kernel tests again with the GPU heuristics forced (ZYX_HEURISTICS=gpu): the files whose
 #      kernels take GPU-only choices (grouped reductions through local memory, row work-groups,
 #      GPU matmul tiles, elementwise upcasts, scatter's GPU kernels, the GPU variants of the
-#      contract kernels, tuning); not the codegen tests of CPU-only choices (vector widths,
-#      streamed stores, the matmul loop order: test_vector_kernels, test_math_wide_vectors,
-#      test_stream_stores, test_matmul_order, all with stand-in or CPU devices) nor
-#      test_heuristics_setting, which sets the kind itself (step 1 runs them all); not
-#      tests/contracts/spec, which needs no device;
-#   (steps 1-3 run side by side; step 1 on two pytest-xdist workers: it outlasts the others)
+#      contract kernels, tuning); not the codegen tests that fix their opts or device themselves
+#      (test_vector_kernels, test_math_wide_vectors, test_stream_stores: explicit vector widths
+#      and streamed stores, the same kernels whatever the heuristics; test_matmul_order: the CPU
+#      loop order on described devices; test_heuristics_setting: sets the kind per test), which
+#      step 1 runs; not tests/contracts/spec, which needs no device;
+#   (steps 1, 2, 2r and 3 run side by side; step 1 on two pytest-xdist workers: it outlasts the others)
 #   4. the kernel-heavy tests once more on the default device, warm: they run from the on-disk
 #      kernel caches (tests/backend/test_program.py checks that a second process builds nothing);
 #      not tests/examples (step 1 runs them): their graph kernels load from the same cache as
@@ -57,7 +57,7 @@ cd "$here"
 echo "== ruff (the rule set in pyproject.toml) =="
 python -m ruff check zyx tests bench examples
 export ZYX_CACHE_DIR="${ZYX_CACHE_DIR:-$(mktemp -d)}"
-# Steps 1-3 run side by side (a cold run is bound by single-threaded kernel compiles, so two
+# Steps 1-3 and 2r run side by side (a cold run is bound by single-threaded kernel compiles, so two
 # cores do about twice the work); each writes a log, printed in order when all have ended.
 # the files holding device-parametrized tests (test_elementwise.py and test_reduce.py hold none)
 other_device_tests=(tests/codegen tests/contracts/kernels tests/contracts/test_ops_api.py tests/backend
