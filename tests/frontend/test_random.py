@@ -56,6 +56,8 @@ CASES = [(zyx.float32, "uniform"), (zyx.float16, "uniform"), (zyx.bfloat16, "uni
 
 @pytest.mark.parametrize("dtype,dist", CASES, ids=[f"{d.name}-{k}" for d, k in CASES])
 def test_random_bits_independent_of_work_group_size(device: zyx.Device, bits_equal, dtype, dist) -> None:
+    if not device.supports(dtype):  # random_bits is below the API's dtype check
+        pytest.skip(f"{device} has no {dtype.name}")
     n = 1000  # not a multiple of any work-group size tried
     outs = []
     for local in (1, 7, 64, None):

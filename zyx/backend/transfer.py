@@ -61,8 +61,8 @@ def read_into(buf: Buffer, out: np.ndarray, byte_offset: int = 0) -> None:
     import pyopencl as cl
 
     if _read_buffer is None:
-        # the binding enqueue_copy dispatches to, called directly: enqueue_copy's argument sorting cost
-        # ~15 us per read of a small result on the loaded 2-core VM (public enqueue_copy as a fallback)
+        # the binding enqueue_copy dispatches to, called directly: enqueue_copy's argument sorting is a
+        # large share of a small result's read (public enqueue_copy as a fallback)
         _read_buffer = getattr(getattr(cl, "_cl", None), "_enqueue_read_buffer", None) or _public_read
     if journal.is_recording():
         journal.note_read()

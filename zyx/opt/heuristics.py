@@ -27,7 +27,7 @@ def default_opts(k: Kernel, max_local: int = 256, device: Any = None) -> Opts:
     if row_kernel(k):  # one row per work item; vector lanes along the row on a CPU
         items = k.numel // k.out_shape[-1]
         local = 1
-        if cpu:  # big groups (each costs ~1 us to start on PoCL), but >= 4 per core for balance
+        if cpu:  # big groups (PoCL pays a start-up cost per group), but >= 4 per core for balance
             while local * 2 <= min(max_local, CPU_ROW_LOCAL) and local * 2 * 4 * _cores(device) <= items:
                 local *= 2
         else:
@@ -46,10 +46,8 @@ def default_opts(k: Kernel, max_local: int = 256, device: Any = None) -> Opts:
     return _split_opts(k, opts, max_local, device)
 
 
-# CPU: an elementwise kernel this small runs as one work-group: PoCL starts each group on a core for
-# about a microsecond, and a few microseconds of work gain nothing from being spread over the cores
-# (bench/bench_tape.py's x * 2 + 1 on 1024 floats: 4 groups of 256 before, one of 1024 now; the
-# difference was within the noise of the loaded 2-core VM, see bench/RESULTS.md).
+# CPU: an elementwise kernel this small runs as one work-group: PoCL pays a start-up cost per group,
+# and a few microseconds of work gain nothing from being spread over the cores.
 CPU_TINY_NUMEL = 4096
 
 
@@ -59,21 +57,20 @@ def _one_group(k: Kernel, opts: Opts, max_local: int) -> Opts:
     return replace(opts, local=max(min(k.numel, max_local), opts.local, 1))
 
 
-# CPU row kernels (one row per work item): work-groups of up to this many rows. PoCL starts each
-# group for about a microsecond, so 4-row groups cost layer_norm 4096x1024 ~0.3-0.5 ms of its
-# ~1.3 ms on the 2-core EPYC; 64-row groups ran it in ~0.9 ms (device time, alternating runs).
+# CPU row kernels (one row per work item): work-groups of up to this many rows, so PoCL's start-up
+# cost per group stays small next to the rows' work (bench/RESULTS.md has the layer_norm timings).
 CPU_ROW_LOCAL = 64
 
 # CPU: elementwise outputs of this many bytes or more are stored whole vectors at a time, non-temporally
-# (templates/common/stream.mako): on the 2-core EPYC PoCL machine 16M float32 a*b+c went from ~30 to
-# ~35 GB/s; below a few MiB the output is better left in the caches for whoever reads it next.
+# (templates/common/stream.mako): they would not stay in the caches anyway; below a few MiB the output is
+# better left there for whoever reads it next.
 STREAM_MIN_BYTES = 4 << 20
 
 
-# CPU (PoCL, measured on 2 cores): a work-group runs on one core and PoCL vectorizes across its
-# work items, so ``split`` only pays when there are fewer outputs than cores: 16 items striding the
-# row (scalar loads) reach ~0.85x the copy ceiling on a 16M sum, 32+ are much slower. With many
-# outputs (softmax/layer_norm rows) the per-row vector loop is as fast or faster.
+# CPU (PoCL): a work-group runs on one core and PoCL vectorizes across its work items, so ``split``
+# only pays when there are fewer outputs than cores: 16 items striding the row come close to the copy
+# ceiling, more are slower. With many outputs (softmax/layer_norm rows) the per-row vector loop is as
+# fast or faster.
 CPU_SPLIT, CPU_SPLIT_MIN = 16, 1 << 15
 # GPU: few outputs and a long reduce leave the device idle unless work items share each reduce.
 GPU_SPLIT_MIN, GPU_FEW_OUTPUTS = 256, 1 << 14
@@ -124,9 +121,9 @@ def _vec_width(size: int, pref: int) -> int:
     return 2 if size % 2 == 0 else 1
 
 
-# CPU matmul register tile (PoCL, AVX2): MM_ROWS rows x 2 vectors of columns, unrolled twice along k.
-# Measured at 1024^3 (float8): 8x2 ~1.8x and 6x2 ~1.6x the 4x2 tile unrolled 4 times; 8x2 unrolled once
-# or 6x2 unrolled 4 times lose most of that. A last partial row tile is clamped (see ``linearize``).
+# CPU matmul register tile (PoCL, AVX2): MM_ROWS rows x 2 vectors of columns, unrolled twice along k:
+# the widest tile whose accumulators and loads stay in registers (bench/RESULTS.md compares the tiles).
+# A last partial row tile is clamped (see ``linearize``).
 MM_ROWS = 8
 # CPU matmul with 3-4 vectors of columns in all (N = 64 float32 at 16 lanes): a tile of MM_ROWS_WIDE rows x
 # every column (24 vector accumulators: they fit AVX-512's 32 registers with the loads), so the left operand
@@ -145,10 +142,8 @@ def rows_inner(k: Kernel, row: int, col: int, tile_rows: int, tile_cols: int, de
     time: rows ``K`` floats apart, a cache line per row, which only runs at speed when all of B stays
     in a quarter of the cache. Rows fastest, they share one column panel of B (it stays in the core's
     own cache) and each column tile streams the left operand A again, row after row, which the
-    prefetchers follow: it need only fit in half the cache. Same run, 2-core Zen 4, PoCL 3.1 (ms,
-    columns / rows fastest / PyTorch): (64x4096)@(4096x4096) 26.7 / 16.1 / 18.4, (512x4096)@(4096x1024)
-    70.6 / 30.1 / 22.9, 2048^3 175 / 127 / 120; with B cached the usual order is as fast or faster:
-    (25088x576)@(576x256) 50.6 / 60.4 / 54.4, 1024^3 15.4 / 15.4 / 12.4 (bench/RESULTS.md)."""
+    prefetchers follow: it need only fit in half the cache. With B cached the usual order is as fast
+    or faster (bench/RESULTS.md has the timings of both orders)."""
     cache = int(getattr(device, "global_mem_cache_bytes", 0) or DEFAULT_CACHE_BYTES)
     size = k.out_dtype.itemsize
     rows, cols, red = k.out_shape[row], k.out_shape[col], k.red_shape[-1]
@@ -179,7 +174,7 @@ def _cpu_opts(k: Kernel, max_local: int, device: Any) -> Opts:
         if v == 1 or (simple and not stream):  # PoCL vectorizes plain arithmetic across work items by itself
             return _generic_opts(k, max_local, cpu=True)
         items = k.numel // v
-        local = 1  # streamed: big groups, each ends with one fence (16 items: 25 GB/s, 256: 35 GB/s)
+        local = 1  # streamed: big groups, each ends with one fence, so fewer groups mean fewer fences
         while local * 2 <= min(max_local, 256 if stream else 16) and local * 2 <= items:
             local *= 2
         return Opts(local=local, upcast=tuple(upcast), vec=v, vec_axis=n - 1, stream=stream)
@@ -208,7 +203,6 @@ def _cpu_opts(k: Kernel, max_local: int, device: Any) -> Opts:
         v = _vec_width(k.out_shape[-1], pref) if n else 1
         if v > 1 and _unit_stride(k, out_var(n - 1, k.out_shape[-1])):  # e.g. a column reduce
             # up to 64 columns a work item: each row step reads whole cache lines, several of them
-            # (4096x4096 sum(0): 12.3 ms with 8 columns, 3.4 ms with 64; PyTorch 4.4 ms)
             up = 8
             while up > 1 and (k.out_shape[-1] % (v * up) or k.numel // (v * up) < 4 * _cores(device)):
                 up //= 2
@@ -217,7 +211,7 @@ def _cpu_opts(k: Kernel, max_local: int, device: Any) -> Opts:
             return Opts(local=local, upcast=tuple(upcast), vec=v, vec_axis=n - 1)
         return _generic_opts(k, max_local)
     unroll = 2 if k.red_shape[-1] >= v * 8 else 1  # a scalar tail loop takes what does not divide
-    # two outputs a work item on long reduces: two independent accumulator chains (16M sum: 2.28 -> 2.05 ms)
+    # two outputs a work item on long reduces: two independent accumulator chains hide the add latency
     pair = next((a for a in range(n - 1, -1, -1) if k.out_shape[a] > 1), None)
     if (pair is not None and k.out_shape[pair] % 2 == 0 and k.numel >= 16 * _cores(device)
             and k.red_shape[-1] >= 1024):
@@ -233,8 +227,7 @@ def _generic_opts(k: Kernel, max_local: int = 256, cpu: bool = False) -> Opts:
     """Heuristic opts: vectorizable upcast for elementwise, register tiles for matmul-like reduces.
 
     On a CPU an elementwise kernel keeps one element per work item: PoCL vectorizes across work items,
-    and several elements each made the float16/bfloat16 conversions spill (16M float16 a*b+c: 79 ms
-    with 4 a work item, 16 ms with 1; bfloat16 11 vs 6 ms; float32 and int32 the same)."""
+    and several elements each made the float16/bfloat16 conversions spill registers."""
     n = len(k.out_shape)
     upcast = [1] * n
     if n and not k.red_shape and not cpu:
