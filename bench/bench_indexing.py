@@ -54,7 +54,7 @@ def run(quick: bool = False) -> list[dict]:
             zyx.synchronize()
 
     def forced(method: str, f: Callable[[], Any]) -> Callable[[], Any]:
-        from zyx.codegen import scatter as kernels
+        from zyx.kernels import scatter as kernels
 
         def call() -> Any:
             kernels.force = method

@@ -41,10 +41,10 @@ export ZYX_CACHE_DIR="${ZYX_CACHE_DIR:-$(mktemp -d)}"
 # Steps 1-3 run side by side (a cold run is bound by single-threaded kernel compiles, so two
 # cores do about twice the work); each writes a log, printed in order when all have ended.
 # the files holding device-parametrized tests (test_elementwise.py and test_reduce.py hold none)
-other_device_tests=(tests/codegen tests/contracts/kernels tests/contracts/test_ops_api.py tests/backend
+other_device_tests=(tests/codegen tests/kernels/contracts tests/kernels/test_random_bits.py tests/kernels/test_scatter_*.py tests/contracts/test_ops_api.py tests/backend
                     tests/frontend/test_casts.py tests/test_dtype.py tests/frontend/test_random.py
                     tests/frontend/test_creation.py)
-gpu_heuristics_tests=(tests/codegen tests/contracts/kernels tests/contracts/test_ops_api.py tests/frontend/test_reduce.py
+gpu_heuristics_tests=(tests/codegen tests/kernels/contracts tests/kernels/test_random_bits.py tests/kernels/test_scatter_*.py tests/contracts/test_ops_api.py tests/frontend/test_reduce.py
                       tests/nn/test_functional.py tests/opt)
 python -m zyx doctor
 python -m zyx devices
@@ -70,4 +70,4 @@ for step in 1 2 3; do
 done
 [ "$status" = 0 ] || { echo "ci/test.sh: a test step failed (full logs in $logs)"; exit 1; }
 echo "== 4. second run (warm caches) =="
-python -m pytest tests/codegen tests/contracts tests/graph -q -p no:cacheprovider --devices=default
+python -m pytest tests/codegen tests/kernels/contracts tests/contracts tests/graph -q -p no:cacheprovider --devices=default

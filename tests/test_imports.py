@@ -32,7 +32,7 @@ LAYERS: list[dict[str, tuple[str, ...]]] = [
     {"backend": ("zyx.backend",), "ir": ("zyx.ir",), "contracts.spec": ("zyx.contracts.spec",)},
     {"codegen": ("zyx.codegen",)},  # linear IR -> OpenCL C, built and launched through backend
     {"opt": ("zyx.opt",)},  # heuristics, search and database; the tuner renders and times candidates
-    {"contracts.kernels": ("zyx.contracts.kernels",)},  # launchers, tuned through opt's search
+    {"kernels": ("zyx.kernels",)},  # hand-written kernel families and their launchers, tuned through opt
     {"contracts": ("zyx.contracts",)},  # listing, calibrate
     {"graph": ("zyx.graph",)},  # nodes, fusion, scheduling and realization of IR and contract kernels
     {"frontend": ("zyx.frontend",), "runtime": ("zyx.runtime",)},  # the user API

@@ -15,9 +15,10 @@ import pytest
 
 import zyx
 from zyx.codegen.render import templates_dir
-from zyx.contracts import calibrate, kernels
-from zyx.contracts.kernels import common
+from zyx.contracts import calibrate
 from zyx.contracts.spec.cost import Cost
+from zyx.kernels import contracts as kernels
+from zyx.kernels.contracts import common
 
 from contract_data import on_device, raw
 
@@ -204,7 +205,7 @@ def test_contracts_listing():
     import zyx.contracts as package  # still the package: submodules keep working
     import zyx.contracts.calibrate as cal
 
-    assert package.kernels.flip is not None and callable(package) and cal is calibrate
+    assert kernels.flip is not None and callable(package) and cal is calibrate
     assert package.get("flip") is zyx.contracts.get("flip") and "lookup" in dir(package)
     # composed, not patched: the package is a plain module, reached through .package
     assert type(sys.modules["zyx.contracts"]) is types.ModuleType

@@ -31,7 +31,6 @@ from zyx import graph
 from zyx.backend import errorflags, transfer
 from zyx.backend.launch import runtime_lock
 from zyx.backend.pool import Buffer
-from zyx.codegen import scatter as kernels
 from zyx.errors import AutogradError, DTypeError, IndexDTypeError, IndexOutOfRange, OpDTypeError, ShapeError
 from zyx.frontend import autograd
 from zyx.frontend.args import device_of
@@ -40,6 +39,7 @@ from zyx.frontend.base import TensorBase, check_writable, concrete, extern_tenso
 from zyx.frontend.elementwise import broadcast_shapes, from_node
 from zyx.frontend.movement import basic_index
 from zyx.ir.view import View, normalize_dim
+from zyx.kernels import scatter as kernels
 
 _deterministic = False
 REDUCE_NAMES = {"sum": "add", "prod": "mul", "mean": "add", "amax": "max", "amin": "min"}
