@@ -82,8 +82,8 @@ def _captured(monkeypatch):
     seen = []
     choose = realize_mod.choose_opts
 
-    def spy(k, device, args):
-        opts = choose(k, device, args)
+    def spy(k, device, args, launch):
+        opts = choose(k, device, args, launch)
         seen.append((k, opts))
         return opts
 

@@ -20,10 +20,11 @@ from typing import Any
 from zyx import dtype as dtypes
 from zyx import settings
 from zyx.backend.device import Device
-from zyx.backend.launch import compile_kernel, launch
+from zyx.backend.launch import compile_kernel
 from zyx.backend.pool import Buffer
 from zyx.codegen.render import render
 from zyx.kernels import conv_tuning
+from zyx.kernels.launch import launch_grid
 
 #: a kernel side up to this is unrolled into the kernel (the loop body grows as KH * KW)
 MAX_KERNEL_SIDE = 11
@@ -108,7 +109,7 @@ def conv2d(device: Device, bufs: list[Buffer], dtype: dtypes.DType, xshape: tupl
                                 args, nbytes, dtype, f"conv2d {'x'.join(map(str, xshape))} -> {o}")
     kernel, grid = build(cfg)
     out = device.pool.allocate(nbytes)
-    launch(kernel, grid, (1, 1, 1), [out.cl, *args])
+    launch_grid(kernel, grid, 1, [out.cl, *args])
     return out
 
 
@@ -142,7 +143,7 @@ def conv2d_wgrad(device: Device, bufs: list[Buffer], dtype: dtypes.DType, xshape
                             {"cb": cb}, build, args, nbytes, dtype, f"conv2d weight gradient {n}x{c}x{hp}x{wp} -> {o}")
     kernel, grid = build(cfg)
     out = device.pool.allocate(nbytes)
-    launch(kernel, grid, (1,), [out.cl, *args])
+    launch_grid(kernel, grid, 1, [out.cl, *args])
     return out
 
 

@@ -6,7 +6,7 @@ vectors of output channels and output rows a work item computes; the weight-grad
 ``ZYX_TUNE=0`` (the default) the heuristic choice runs, as for every other kernel; with ``ZYX_TUNE>=1``
 the choice comes from the tuning database (kernel key + size class + device signature) or, when none
 is stored, from a beam search in which each candidate is compiled, launched on the real input buffers
-into a scratch output, timed with profiling events, and must match the heuristic's output before it
+into a scratch output, timed with ``backend.launch.trial_seconds``, and must match the heuristic's output before it
 may win (``zyx.opt.search``: the heuristic is measured too, so the result is never slower than it).
 A database entry whose configuration is not in the current space (stale) is ignored.
 
@@ -22,9 +22,9 @@ import numpy as np
 
 from zyx import dtype as dtypes
 from zyx import settings
-from zyx.backend import launch as launch_mod
 from zyx.backend import transfer
-from zyx.backend.timing import event_seconds
+from zyx.backend.launch import trial_seconds
+from zyx.kernels.launch import launch_grid
 from zyx.opt.search import Param, Space
 from zyx.opt.tuner import choose
 
@@ -116,12 +116,7 @@ def tuned(device: Any, key: str, sizes: tuple[int, ...], space: Space, default: 
             held.append(device.pool.allocate(out_nbytes))
         scratch = held[0]
         kernel, grid = build(dict(cfg))
-        ones = (1,) * len(grid)
-        with launch_mod.not_recording():  # trial launches are no part of a recorded schedule
-            # the fastest of 5 after a warm-up: other processes only slow a run down, so the fastest is
-            # nearest the tile's own speed (medians on the loaded 2-core VM swung 1.5x between runs)
-            times = [event_seconds(launch_mod.launch(kernel, grid, ones, [scratch.cl, *args])) for _ in range(6)]
-        seconds = min(times[1:])
+        seconds = trial_seconds(lambda: launch_grid(kernel, grid, 1, [scratch.cl, *args]))
         return seconds, _read_output(scratch, out_nbytes)
 
     return {k: int(v) for k, v in choose(device, key, sizes, space, default, measure, _close(dtype),

@@ -13,11 +13,11 @@ from typing import Any
 
 from zyx.backend import errorflags
 from zyx.backend.device import Device
-from zyx.backend.launch import compile_kernel, launch_exact
 from zyx.backend.pool import Buffer
 from zyx.codegen.render import render
 from zyx.dtype import DType
 from zyx.ir.view import View
+from zyx.kernels.launch import run
 
 LOCAL_SIZE = 64
 
@@ -47,7 +47,6 @@ def step(device: Device, algo: str, dtype: DType, flags: frozenset[str], state: 
     values of ``scalars`` in the compute type of ``dtype``."""
     source = render("optim_step.cl.mako", algo=algo, dtype=dtype, flags=flags, state=tuple(state),
                     scalars=tuple(scalars), grad_index=strided_index(grad_view))
-    kernel = compile_kernel(device, source, f"zyx_optim_{algo}")
     args = [param.cl, grad.cl, *(b.cl for b in states), *numbers,
             errorflags.word_buffer(device)]  # set bits (a failed gather upstream): the step writes nothing
-    launch_exact(kernel, n, min(LOCAL_SIZE, kernel.work_group_size), args)
+    run(device, source, f"zyx_optim_{algo}", (n,), LOCAL_SIZE, args, exact=True)

@@ -11,10 +11,10 @@ from collections.abc import Sequence
 
 from zyx import settings
 from zyx.backend.device import Device
-from zyx.backend.launch import compile_kernel, launch
 from zyx.backend.pool import Buffer
 from zyx.codegen.render import render
 from zyx.dtype import UINT_OF_SIZE, index_np, index_type
+from zyx.kernels.launch import run
 
 CHUNK = 4096  # CPUs: output words a work item writes along a row (long rows split across work items)
 VEC = 16  # CPUs: words a step of the interior copy
@@ -51,7 +51,5 @@ def pad_rows(device: Device, out: Buffer, src: Buffer, offset: int, itemsize: in
     index_t = index_type(rows * row_words, offset + in_words, -(-items // group) * group)
     source = render("pad_rows.cl.mako", word=UINT_OF_SIZE[itemsize].cl_storage, mode=mode, chunk=chunk,
                     vec=GPU_CHUNK if kind == "gpu" else VEC, index_t=index_t, **layout)
-    kernel = compile_kernel(device, source, "zyx_pad")
-    group = max(1, min(group, kernel.work_group_size, device.info.max_work_group_size))
     ity = index_np(index_t)
-    launch(kernel, (-(-items // group) * group,), (group,), [out.cl, src.cl, ity(offset), ity(items)])
+    run(device, source, "zyx_pad", (items,), group, [out.cl, src.cl, ity(offset), ity(items)])

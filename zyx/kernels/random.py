@@ -11,20 +11,12 @@ import numpy as np
 
 from zyx.backend import journal
 from zyx.backend.device import Device
-from zyx.backend.launch import compile_kernel, launch
 from zyx.backend.pool import Buffer
 from zyx.codegen.render import render
 from zyx.dtype import DType
+from zyx.kernels.launch import run
 
 DEFAULT_LOCAL_SIZE = 256
-
-
-def launch_1d(device: Device, source: str, name: str, n: int, args: list, local: int | None = None) -> object:
-    """Launch a 1-D kernel over ``n`` work items, rounded up to whole work-groups."""
-    kernel = compile_kernel(device, source, name)
-    local = local or min(DEFAULT_LOCAL_SIZE, kernel.work_group_size, device.info.max_work_group_size)
-    global_size = -(-n // local) * local
-    return launch(kernel, (global_size,), (local,), args)
 
 
 def random_bits(device: Device, dtype: DType, n: int, distribution: str, seed: int, counter: int,
@@ -55,7 +47,7 @@ def random_bits(device: Device, dtype: DType, n: int, distribution: str, seed: i
     # enough blocks for any counter offset within a block, so a replay with another counter launches the
     # same grid (a block past the values writes nothing)
     blocks = (n + 2 * per_block - 2) // per_block
-    launch_1d(device, source, name, blocks, args, local=local)
+    run(device, source, name, (blocks,), local or DEFAULT_LOCAL_SIZE, args)
     return out
 
 

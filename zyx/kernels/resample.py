@@ -12,9 +12,9 @@ import numpy as np
 
 from zyx import settings
 from zyx.backend.device import Device
-from zyx.backend.launch import compile_kernel, launch
 from zyx.backend.pool import Buffer
 from zyx.codegen.render import render
+from zyx.kernels.launch import run
 
 LOCAL = 16  # work items a work-group: each writes a whole row or run, and PoCL starts every group anew
 RUN = 64  # outputs a work item in a pass over the last dim (a row's window stays in L1)
@@ -51,9 +51,7 @@ def uint8_pass(device: Device, source: str, bufs: list[Buffer], outer: int, o_si
     """Enqueue the pass ``source`` over the dense input (and the uploaded tables, when the program does not
     carry them) in ``bufs``; returns the (outer, o_size, inner) uint8 output."""
     items = pass_items(outer, o_size, inner > 1)
-    kernel = compile_kernel(device, source, "zyx_resample_u8")
-    group = max(1, min(LOCAL, kernel.work_group_size, device.info.max_work_group_size))
     out = device.pool.allocate(outer * o_size * inner)
-    launch(kernel, (-(-items // group) * group,), (group,),
-           [out.cl, *(b.cl for b in bufs), np.int64(items), np.int64(inner)])
+    run(device, source, "zyx_resample_u8", (items,), LOCAL, [out.cl, *(b.cl for b in bufs), np.int64(items),
+                                                             np.int64(inner)])
     return out

@@ -25,12 +25,10 @@ coordinate (the same ``axes`` convention as ``graph.GatherSpec``). ``choose`` pi
 
 Not deterministic and not a plain store: ``private`` on CPUs (``settings.heuristics_kind``) when
 the copies fit ``PRIVATE_MAX_BYTES`` and hold at most ``PRIVATE_DENSITY`` elements per point (each
-copy element costs a fill and a combine, streaming; into 1M float32 elements on the 2-core VM it
-measured 2x faster than the atomics at 4 copy elements per point, the two about equal at 16). Otherwise
-``atomic`` wherever the device has the atomics (on the loaded 2-core VM, partition measured
-1.5-3x slower than the atomics for 1M points: its two long work items stall on a descheduled
-core); deterministic mode, and dtypes without atomics (8-/16-bit, 64-bit without the int64 atomics)
-off CPUs, take ``owner`` when its loops are short against the points (``OWNER_WORK``), else
+copy element costs a fill and a combine, streaming, where an atomic costs a locked update per point).
+Otherwise ``atomic`` wherever the device has the atomics (partition's few long work items stall when
+a core is taken away from them); deterministic mode, and dtypes without atomics (8-/16-bit, 64-bit
+without the int64 atomics) off CPUs, take ``owner`` when its loops are short against the points (``OWNER_WORK``), else
 ``sorted`` on GPUs and CPUs of ``SORTED_PARTS`` or more compute units (``sorted_pays``), else
 ``partition``.
 """
@@ -50,7 +48,7 @@ from zyx.codegen.render import render
 from zyx.dtype import DType
 from zyx.errors import IndexOutOfRange
 from zyx.ir.view import View
-from zyx.kernels.random import launch_1d
+from zyx.kernels.launch import run
 
 REDUCES = ("assign", "add", "mul", "max", "min")
 METHODS = ("atomic", "partition", "owner", "private", "sorted")
@@ -58,14 +56,14 @@ OWNER_WORK = 32  # owner when its work (dest elements x loop) is at most this ma
 PRIVATE_MAX_BYTES = 64 << 20  # private: the most bytes of destination copies it may allocate
 PRIVATE_DENSITY = 4  # private: at most this many copy elements per point
 PRIVATE_SUM_SPAN = 64  # private: destination elements per work item of the combining launch
-# sorted: sorted positions per work item of the segmented reduce, and its work-group size. Into 1M
-# elements on the loaded 2-core VM: one position per item in groups of 256 took 7-12 ms (PoCL runs the
-# group's items side by side through loops of different lengths), 64 per item alone 6 ms, 1024 12-15 ms.
+# sorted: sorted positions per work item of the segmented reduce, and its work-group size (each item
+# alone: PoCL runs a group's items side by side, through loops of different lengths here)
 SEGMENT_SPAN, SEGMENT_LOCAL = 64, 1
 # sorted: from this many compute units (partition's work items, each reading every index) the sort +
 # segmented reduce replaces partition; GPUs always (a few serial walks leave them idle).
 SORTED_PARTS = 16
 CHECK_SPAN = 64  # points per work item of a guarded write's bounds-check launch
+LOCAL_SIZE = 256  # work items a work-group of the kernels with short, even work items
 force: str | None = None  # a method every write uses (tests run each kernel through PyTorch's cases)
 private_parts: int | None = None  # work items of the private kernel (tests); None: the compute units
 
@@ -140,8 +138,8 @@ def choose(device: Device, w: IndexedWrite, method: str) -> str:
 
 def sorted_pays(device: Device, parts: int | None = None) -> bool:
     """Whether the sort + segmented reduce beats partition on ``device`` (``parts``: its compute units):
-    a GPU, or a CPU with many cores (partition's walk of every index is serial per work item, and on the
-    2-core VM measured 4-5 ms for 1M points against ~20 ms for the sort, 6 ms for the segments)."""
+    a GPU, or a CPU with many cores (partition's walk of every index is serial per work item; on few
+    cores it is cheaper than the sort)."""
     if settings.heuristics_kind(device) == "gpu":
         return True
     return (parts or device.info.compute_units) >= SORTED_PARTS
@@ -220,7 +218,7 @@ def scatter(device: Device, w: IndexedWrite, method: str = "auto", guard: bool =
         cl.enqueue_fill_buffer(device.queue, flags[0], np.int64(0), 16 * flags[1], 16)
         items = -(-points // CHECK_SPAN)
         src = render("scatter.cl.mako", **_params(w, "check", False, items, CHECK_SPAN, device))
-        launch_1d(device, src, "zyx_scatter_check", items, _args(w, flags, device))
+        run(device, src, "zyx_scatter_check", (items,), LOCAL_SIZE, _args(w, flags, device))
     guarded = guard and bool(w.indices)
     if mode == "private":
         _private(device, w, flags, guarded, points, dests)
@@ -238,9 +236,9 @@ def scatter(device: Device, w: IndexedWrite, method: str = "auto", guard: bool =
     src = render("scatter.cl.mako", **_params(w, mode, guarded, n, span, device))
     if mode == "partition":  # a scratch element per work item for the points outside its part
         scratch = device.pool.allocate(n * w.dtype.itemsize)
-        launch_1d(device, src, "zyx_scatter_partition", n, _args(w, flags, device, scratch), local=1)
+        run(device, src, "zyx_scatter_partition", (n,), 1, _args(w, flags, device, scratch))
         return
-    launch_1d(device, src, f"zyx_scatter_{mode}", n, _args(w, flags, device))
+    run(device, src, f"zyx_scatter_{mode}", (n,), LOCAL_SIZE, _args(w, flags, device))
 
 
 def _private(device: Device, w: IndexedWrite, flags: tuple[Any, int], guarded: bool, points: int,
@@ -254,12 +252,12 @@ def _private(device: Device, w: IndexedWrite, flags: tuple[Any, int], guarded: b
     # a 1-byte stand-in when there is no copy (the argument is never read then)
     stand_in = copies if copies is not None else device.pool.allocate(1)
     src = render("scatter.cl.mako", **_params(w, "private", guarded, parts, chunk, device, parts))
-    launch_1d(device, src, "zyx_scatter_private", parts, _args(w, flags, device, stand_in), local=1)
+    run(device, src, "zyx_scatter_private", (parts,), 1, _args(w, flags, device, stand_in))
     if copies is None:
         return
     items = -(-dests // PRIVATE_SUM_SPAN)
     src = render("scatter.cl.mako", **_params(w, "private_sum", guarded, items, PRIVATE_SUM_SPAN, device, parts))
-    launch_1d(device, src, "zyx_scatter_private_sum", items, _args(w, flags, device, copies))
+    run(device, src, "zyx_scatter_private_sum", (items,), LOCAL_SIZE, _args(w, flags, device, copies))
 
 
 def _sorted(device: Device, w: IndexedWrite, flags: tuple[Any, int], guarded: bool, points: int,
@@ -275,11 +273,11 @@ def _sorted(device: Device, w: IndexedWrite, flags: tuple[Any, int], guarded: bo
     key_type = key_dt.cl_storage
     keys = device.pool.allocate(points * key_dt.itemsize)
     src = render("scatter.cl.mako", **_params(w, "sort_keys", guarded, points, 0, device, key_type=key_type))
-    launch_1d(device, src, "zyx_scatter_sort_keys", points, _args(w, flags, device, extra=(keys,)))
+    run(device, src, "zyx_scatter_sort_keys", (points,), LOCAL_SIZE, _args(w, flags, device, extra=(keys,)))
     sorted_keys = device.pool.allocate(points * key_dt.itemsize)
     positions = device.pool.allocate(points * 8)
     sort_rows(device, sorted_keys, positions, keys, key_dt, 1, points, False)
     items = -(-points // SEGMENT_SPAN)
     src = render("scatter.cl.mako", **_params(w, "segments", guarded, items, SEGMENT_SPAN, device, key_type=key_type))
-    launch_1d(device, src, "zyx_scatter_segments", items, _args(w, flags, device, extra=(sorted_keys, positions)),
-              local=SEGMENT_LOCAL)
+    run(device, src, "zyx_scatter_segments", (items,), SEGMENT_LOCAL,
+        _args(w, flags, device, extra=(sorted_keys, positions)))

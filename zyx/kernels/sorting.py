@@ -26,6 +26,7 @@ from zyx.backend.pool import Buffer
 from zyx.codegen.render import render
 from zyx.dtype import UINT_OF_SIZE, DType
 from zyx.errors import ShapeError
+from zyx.kernels.launch import run
 
 #: Rows this short are insertion-sorted in private memory (no scratch, no histograms).
 SMALL_ROW = 32
@@ -42,6 +43,8 @@ BITONIC_GROUP = 256
 TOPK_CPU_GROUP = 8
 #: The fewest elements a block of the block-parallel kernels holds.
 BLOCK_MIN = 2048
+#: The work-group size of the one-element-per-work-item kernels (search, gather, scatter, fill).
+FLAT_LOCAL = 256
 
 
 def _word(itemsize: int) -> str:
@@ -61,18 +64,10 @@ def _parallel_items(device: Device) -> int:
     return 8 * max(1, device.info.compute_units)
 
 
-def _local(device: Device, kernel: Any, cpu: int) -> int:
-    """Work-group size: ``cpu`` on CPUs (1 where private histograms must stay one copy), else 64."""
-    want = cpu if settings.heuristics_kind(device) != "gpu" else 64
-    return max(1, min(want, kernel.work_group_size))
-
-
 def _run(device: Device, source: str, name: str, grid: tuple[int, ...], args: list[Any], cpu: int = 1) -> Any:
-    """Build (cached) and launch ``name`` over ``grid`` (rounded up to whole work-groups along axis 0)."""
-    kernel = compile_kernel(device, source, name)
-    local = _local(device, kernel, cpu)
-    glob = (-(-grid[0] // local) * local, *grid[1:])
-    return launch(kernel, glob, (local,) + (1,) * (len(grid) - 1), args)
+    """Launch ``name`` over ``grid`` in work-groups of ``cpu`` on CPUs (1 where private histograms must
+    stay one copy), else 64."""
+    return run(device, source, name, grid, cpu if settings.heuristics_kind(device) != "gpu" else 64, args)
 
 
 def _blocks(device: Device, rows: int, n: int) -> int:
@@ -109,6 +104,7 @@ def sort_rows(device: Device, values: Buffer, indices: Buffer, src: Buffer, dtyp
     if strategy == "bitonic":
         p = 1 << (n - 1).bit_length()
         wg = min(p // 2, BITONIC_GROUP)
+        # a fixed geometry: the template's work-group size is the launch's
         kernel = compile_kernel(device, render("sorting/bitonic.cl.mako", dtype=dtype, p=p, wg=wg),
                                 "zyx_sort_bitonic")
         launch(kernel, (rows * wg,), (wg,), [values.cl, indices.cl, src.cl, u32(n), flip])
@@ -174,22 +170,13 @@ def searchsorted(device: Device, out: Buffer, seq: Buffer, sorter: Buffer | None
         return
     source = render("sorting/search.cl.mako", dtype=dtype, right=bool(right), sorter=sorter is not None,
                     out="int" if out_int32 else "long")
-    kernel = compile_kernel(device, source, "zyx_searchsorted")
-    local = max(1, min(256, kernel.work_group_size))
     u64 = np.uint64
-    launch(kernel, (-(-count // local) * local,), (local,),
-           [out.cl, seq.cl, (sorter or seq).cl, vals.cl, u64(count), u64(max(per, 1)), u64(m),
-            np.int32(batched)])
+    run(device, source, "zyx_searchsorted", (count,), FLAT_LOCAL,
+        [out.cl, seq.cl, (sorter or seq).cl, vals.cl, u64(count), u64(max(per, 1)), u64(m), np.int32(batched)])
 
 
 def _select_source(dtype: DType) -> str:
     return render("sorting/select.cl.mako", dtype=dtype, word=_word(dtype.itemsize))
-
-
-def _launch_flat(device: Device, source: str, name: str, total: int, args: list[Any]) -> None:
-    kernel = compile_kernel(device, source, name)
-    local = max(1, min(256, kernel.work_group_size))
-    launch(kernel, (-(-total // local) * local,), (local,), args)
 
 
 def gather_rows(device: Device, out: Buffer, src: Buffer, idx: Buffer, dtype: DType, rows: int, n: int,
@@ -197,8 +184,8 @@ def gather_rows(device: Device, out: Buffer, src: Buffer, idx: Buffer, dtype: DT
     """``out[r, q] = src[r, idx[r, q]]`` for the dense (rows, n) ``src`` and (rows, k) int64 ``idx``."""
     total = rows * k
     if total:
-        _launch_flat(device, _select_source(dtype), "zyx_gather_rows", total,
-                     [out.cl, src.cl, idx.cl, np.uint64(k), np.uint64(n), np.uint64(total)])
+        run(device, _select_source(dtype), "zyx_gather_rows", (total,), FLAT_LOCAL,
+            [out.cl, src.cl, idx.cl, np.uint64(k), np.uint64(n), np.uint64(total)])
 
 
 def scatter_rows(device: Device, out: Buffer, src: Buffer, idx: Buffer, dtype: DType, rows: int, n: int,
@@ -206,15 +193,15 @@ def scatter_rows(device: Device, out: Buffer, src: Buffer, idx: Buffer, dtype: D
     """``out`` (rows, n) zero except ``out[r, idx[r, q]] = src[r, q]`` (positions distinct within a row)."""
     source = _select_source(dtype)
     if rows * n:
-        _launch_flat(device, source, "zyx_zero_fill", rows * n, [out.cl, np.uint64(rows * n)])
+        run(device, source, "zyx_zero_fill", (rows * n,), FLAT_LOCAL, [out.cl, np.uint64(rows * n)])
     if rows * k:
-        _launch_flat(device, source, "zyx_scatter_rows", rows * k,
-                     [out.cl, src.cl, idx.cl, np.uint64(k), np.uint64(n), np.uint64(rows * k)])
+        run(device, source, "zyx_scatter_rows", (rows * k,), FLAT_LOCAL,
+            [out.cl, src.cl, idx.cl, np.uint64(k), np.uint64(n), np.uint64(rows * k)])
 
 
 def unique_groups(device: Device, uvals: Buffer, counts: Buffer, inverse: Buffer, total: Buffer, sorted_vals: Buffer,
                   positions: Buffer, dtype: DType, n: int) -> None:
     """The runs of equal values of the sorted ``sorted_vals`` (with their input ``positions``): each
     run's value and length, every input position's run, and the number of runs (one int64)."""
-    _launch_flat(device, _select_source(dtype), "zyx_unique_groups", 1,
-                 [uvals.cl, counts.cl, inverse.cl, total.cl, sorted_vals.cl, positions.cl, np.uint64(n)])
+    run(device, _select_source(dtype), "zyx_unique_groups", (1,), FLAT_LOCAL,
+        [uvals.cl, counts.cl, inverse.cl, total.cl, sorted_vals.cl, positions.cl, np.uint64(n)])

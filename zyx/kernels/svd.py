@@ -13,10 +13,10 @@ import numpy as np
 
 from zyx import settings
 from zyx.backend.device import Device
-from zyx.backend.launch import compile_kernel, launch
 from zyx.backend.pool import Buffer
 from zyx.codegen.render import render
 from zyx.dtype import DType
+from zyx.kernels.launch import run
 
 #: The most sweeps over all column pairs (cyclic Jacobi converges quadratically: well-conditioned
 #: 64 x 64 matrices take 6-10; the cap only bounds the work for inputs that never settle).
@@ -52,7 +52,6 @@ def svd_batch(device: Device, s: Buffer, p: Buffer | None, q: Buffer | None, x: 
     uv = p is not None and q is not None
     lanes = lanes_for(m)
     source = render("svd.cl.mako", dtype=dtype, uv=uv, max_sweeps=MAX_SWEEPS, VW=lanes, ROWS=ROWS)
-    kernel = compile_kernel(device, source, "zyx_svd_jacobi")
     size = dtype.itemsize
     mp, np_ = -(-m // lanes) * lanes, -(-n // lanes) * lanes  # rows padded to whole vectors
     work = device.pool.allocate(batch * n * mp * size)
@@ -60,8 +59,7 @@ def svd_batch(device: Device, s: Buffer, p: Buffer | None, q: Buffer | None, x: 
     order = device.pool.allocate(batch * n * 4)
     vwork = device.pool.allocate(batch * n * np_ * size) if uv else norms  # norms: a stand-in, never read
     want = CPU_GROUP if settings.heuristics_kind(device) != "gpu" else 32
-    local = max(1, min(want, kernel.work_group_size))
     u32 = np.uint32
-    launch(kernel, (-(-batch // local) * local,), (local,),
-           [s.cl, (p or s).cl, (q or s).cl, x.cl, work.cl, vwork.cl, norms.cl, order.cl, u32(batch), u32(n),
-            u32(m), u32(pc), u32(mp), u32(np_)])
+    run(device, source, "zyx_svd_jacobi", (batch,), want,
+        [s.cl, (p or s).cl, (q or s).cl, x.cl, work.cl, vwork.cl, norms.cl, order.cl, u32(batch), u32(n),
+         u32(m), u32(pc), u32(mp), u32(np_)])

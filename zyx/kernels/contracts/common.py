@@ -1,5 +1,5 @@
 """What every contract kernel shares: the tunables, vector widths, words, grids, index
-types, stream decisions, the template of a contract, and the launch helpers.
+types, stream decisions, the template of a contract, and the launchers of the byte kernels.
 
 Tunables (``DECLARED`` of each kernel module names those it takes, except
 ``stream_bytes``, a device-derived choice the tuner does not search; defaults derived
@@ -31,10 +31,10 @@ from typing import Any
 
 from zyx import settings
 from zyx.backend.device import Device
-from zyx.backend.launch import compile_kernel, launch, launch_exact
 from zyx.backend.pool import Buffer
 from zyx.codegen.render import render
 from zyx.contracts.spec.registry import get
+from zyx.kernels.launch import run
 
 NEVER = 2**62  # a stream_bytes no output reaches
 
@@ -159,20 +159,17 @@ def streams(tun: Tunables, out_bytes: int, vw: int) -> bool:
 def run_strided(device: Device, template: str, name: str, params: dict[str, Any], n_vec: int,
                 per_item: int, args: Sequence[Any], tun: Tunables) -> Any:
     """Render, build (cached) and launch a 1-D grid-stride byte kernel over ``n_vec`` vectors."""
-    kernel = compile_kernel(device, render(template, **params), name)
-    local = max(1, min(tun.local_size, kernel.work_group_size))
     items = max(1, -(-n_vec // per_item))
-    global_size = -(-items // local) * local
-    return launch(kernel, (global_size,), (local,), list(args))
+    return run(device, render(template, **params), name, (items,), tun.local_size, args)
 
 
 def run_exact(device: Device, template: str, name: str, params: dict[str, Any], n: int,
-              args: Sequence[Any], tun: Tunables) -> list[Any]:
+              args: Sequence[Any], tun: Tunables) -> Any:
     """Render, build and launch a kernel doing one item per work-item over exactly ``n``
     work-items, with no bounds test in the kernel: whole work-groups first, then the
-    remainder as work-groups of one at a global offset. Returns the launches' events."""
-    kernel = compile_kernel(device, render(template, **params), name)
-    return launch_exact(kernel, n, max(1, min(tun.local_size, kernel.work_group_size)), list(args))
+    remainder as work-groups of one at a global offset. Returns the event (a list of two
+    with a remainder)."""
+    return run(device, render(template, **params), name, (n,), tun.local_size, args, exact=True)
 
 
 #: CPUs: 1- and 2-byte elements are moved as unsigned words of up to this many bytes when
@@ -223,13 +220,12 @@ def row_extent(shape: Sequence[int]) -> int:
 
 
 def run_rows(device: Device, template: str, name: str, params: dict[str, Any], rows: int, row: int,
-             args: Sequence[Any], tun: Tunables) -> list[Any]:
+             args: Sequence[Any], tun: Tunables) -> Any:
     """Render, build and launch a kernel doing one item per work-item over an exact 2-D grid
     of ``row`` columns by ``rows`` rows, with no bounds test in the kernel: whole work-groups
     along the row, then the rest of every row as one work-group at a global offset (work-groups
-    of one, as ``run_exact`` uses, are slower here). Returns the launches' events."""
-    kernel = compile_kernel(device, render(template, **params), name)
-    return launch_exact(kernel, row, max(1, min(tun.local_size, kernel.work_group_size)), list(args), rows)
+    of one, as ``run_exact`` uses, are slower here). Returns the event (a list of two with a rest)."""
+    return run(device, render(template, **params), name, (row, rows), tun.local_size, args, exact=True)
 
 
 def run_bytes(device: Device, template: str, name: str, params: dict[str, Any], n: int, vw: int, exact: bool,
@@ -243,10 +239,8 @@ def run_bytes(device: Device, template: str, name: str, params: dict[str, Any], 
                            tun)
     row = row_extent(shape)
     if row >= EXACT_ROWS_MIN and n > row:
-        events = run_rows(device, template, name, {**params, "exact": row}, n // row, row, args, tun)
-    else:
-        events = run_exact(device, template, name, {**params, "exact": 1}, n, args, tun)
-    return events[0] if len(events) == 1 else events
+        return run_rows(device, template, name, {**params, "exact": row}, n // row, row, args, tun)
+    return run_exact(device, template, name, {**params, "exact": 1}, n, args, tun)
 
 
 def fold_axes(shape: Sequence[int], strides: Sequence[int],

@@ -48,8 +48,8 @@ TRANSPOSE_MIN = 4
 def tile_length(extent: int, preferred: int, step: int) -> int:
     """The transposed tiles' length along the last axis: ``preferred`` when it divides ``extent``, else the
     longest multiple of ``step`` down to a quarter of it that divides, else the longest that fits: a tile
-    running past the end is copied element by element (rows shorter than the preferred tile had only such
-    tiles; bench/RESULTS.md, thirteenth session)."""
+    running past the end is copied element by element (rows shorter than the preferred tile would have
+    only such tiles)."""
     if extent % preferred == 0:
         return preferred
     for t in range(preferred - step, max(step, preferred // 4) - 1, -step):

@@ -12,6 +12,7 @@ from zyx.codegen.render import render
 from zyx.dtype import DType, index_np, index_type
 from zyx.kernels.contracts.common import Tunables, on_gpu
 from zyx.kernels.contracts.cumsum import cumsum_strategy, lanes_local, scan_lane_vector
+from zyx.kernels.launch import launch_grid
 
 
 def scan(device: Device, name: str, template: str, out: Buffer, out_idx: Buffer | None, src: Buffer,
@@ -42,8 +43,8 @@ def scan(device: Device, name: str, template: str, out: Buffer, out_idx: Buffer 
         kernel = compile_kernel(device, render(template, wg=1, items=1, lv=lv, **base), f"zyx_{name}_lanes")
         items = lanes // lv
         local = lanes_local(device, tun, kernel.work_group_size, items)
-        return [launch(kernel, (-(-items // local) * local,), (local,),
-                       [out.cl, *idx_out, src.cl, *idx_in, *sizes, ity(lanes)])]
+        return [launch_grid(kernel, (items,), local,
+                            [out.cl, *idx_out, src.cl, *idx_in, *sizes, ity(lanes)])]
     local, items = tun.scan_local, tun.scan_items
     chunks = -(-dim_size // (local * items))  # >= 2: shorter axes take the "lanes" strategy
     source = render(template, wg=local, items=items, lv=1, **base)

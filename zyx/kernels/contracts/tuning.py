@@ -1,11 +1,11 @@
 """Tuning the contract kernels' declared tunables with the shared autotuner (``zyx.opt``).
 
-``tuned(name)`` decorates a launch function of a ``kernels`` module (signature
+``tuned(name)`` decorates a launch function of a contract kernel module (signature
 ``(device, out, ..., tun=None)``). With ``ZYX_TUNE=0``, or when a caller passes ``tun``,
 the call goes straight through. Otherwise the tunables the contract declares are chosen
 by ``zyx.opt.tuner.choose``: from the database, or by a search in which each candidate runs
 on a scratch copy of the output buffer (in-place kernels never touch the real
-destination while being measured), is timed with profiling events, and must produce
+destination while being measured), is timed with ``backend.launch.trial_seconds``, and must produce
 the same bytes as the device defaults before it may win.
 """
 from __future__ import annotations
@@ -18,9 +18,8 @@ from typing import Any, Callable
 import numpy as np
 
 from zyx import settings
-from zyx.backend import launch as launch_mod
 from zyx.backend import transfer
-from zyx.backend.timing import event_seconds
+from zyx.backend.launch import trial_seconds
 from zyx.dtype import DType
 from zyx.opt.search import Param, Space
 from zyx.opt.tuner import choose
@@ -106,9 +105,7 @@ def tuned(name: str, declared: tuple[str, ...], defaults: Callable[[Any], Any]) 
                 trial = sig.bind(*bound.args, **bound.kwargs)
                 trial.arguments[out_key] = scratch
                 trial.arguments["tun"] = replace(base, **cfg)
-                with launch_mod.not_recording():  # trial launches are no part of a recorded schedule
-                    times = [event_seconds(fn(*trial.args, **trial.kwargs)) for _ in range(3)]
-                return sorted(times)[1], _read_output(scratch, out.nbytes)
+                return trial_seconds(lambda: fn(*trial.args, **trial.kwargs)), _read_output(scratch, out.nbytes)
 
             default_cfg = {k: v for k, v in asdict(base).items() if k in declared}
             cfg = choose(device, key, (out.nbytes,), _space(declared, device.info.max_work_group_size),
