@@ -1,4 +1,5 @@
-"""Test data for the contract kernel tests: raw-bit inputs and the views they are seen through."""
+"""Test data for the contract kernel tests: raw-bit inputs and the views they are seen through. It lives
+in tests/ (the root conftest's folder, on sys.path) so tests/contracts and tests/kernels/contracts import it."""
 from __future__ import annotations
 
 from typing import Any, Callable

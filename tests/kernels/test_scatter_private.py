@@ -1,4 +1,4 @@
-"""The privatized scatter kernel (``codegen.scatter`` method ``private``): each of a few work items
+"""The privatized scatter kernel (``kernels.scatter`` method ``private``): each of a few work items
 combines its share of the points into the destination or its own copy, a second launch combines
 the copies. Compared with PyTorch and with NumPy's ``ufunc.at`` on integer-valued data (exact in
 every dtype, so any order of combining gives the same bits)."""

@@ -8,7 +8,7 @@ index tensor read at the point (``Access``; the ``axes`` convention of ``graph.G
   ``GATHER`` graph node: an indexed load that fuses with the elementwise work on both sides (the
   index computation and the consumer), bounds-checked on the device.
 * Writes (``x[idx] = v``, ``index_put_``, ``scatter*``, the gathers' gradients) are the scatter
-  kernels of ``codegen.scatter``: out of place as an ``EXTERN`` node writing into a copy of
+  kernels of ``kernels.scatter``: out of place as an ``EXTERN`` node writing into a copy of
   ``self``; in place into the destination's storage, after a check launch so that a bad index
   writes nothing.
 
@@ -49,7 +49,7 @@ def use_deterministic_algorithms(mode: bool) -> None:
     """Make every scatter (scatter_add, index_put accumulate, the gathers' gradients, plain writes
     with duplicate indices) deterministic: the points are combined in index order (PyTorch's CPU
     order, so its bits) by work items owning parts of the destination, instead of atomics. Slower
-    (``codegen.scatter``)."""
+    (``kernels.scatter``)."""
     global _deterministic
     _deterministic = bool(mode)
 
