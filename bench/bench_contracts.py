@@ -45,8 +45,9 @@ from zyx.backend import errorflags, transfer
 from zyx.backend.timing import median_wall_seconds, span_seconds
 from zyx.benchmarks import bench_header
 from zyx.benchmarks import copy_ceiling as kernel_copy_ceiling
-from zyx.contracts import calibrate, kernels
-from zyx.contracts.kernels import workload
+from zyx.contracts import calibrate
+from zyx.kernels import contracts as kernels
+from zyx.kernels.contracts import workload
 
 MIB = 1 << 20
 KERNELS = ("contiguize", "flip", "roll", "concat", "write_slice", "write_slice_rotating", "write_slice_doff",

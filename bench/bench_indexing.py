@@ -6,9 +6,9 @@ indices into 1M elements (out of place: a copy of ``x`` plus the atomic scatter 
 ``index_put_(accumulate=True)`` in place (a bounds-check launch, then the guarded scatter), and
 ``scatter_add`` under ``zyx.use_deterministic_algorithms(True)`` (the partition kernel: one work
 item per compute unit, each walking every index in PyTorch's order). On a CPU the two scatter rows
-run the privatized kernel (``codegen.scatter`` ``private``); their ``zyx atomic`` rows force the
+run the privatized kernel (``kernels.scatter`` ``private``); their ``zyx atomic`` rows force the
 atomic kernel in the same alternation, as the before/after comparison. "scatter_add, every strategy"
-forces each kernel of ``codegen.scatter`` in turn (atomic, private, partition, and the sort +
+forces each kernel of ``kernels.scatter`` in turn (atomic, private, partition, and the sort +
 segmented reduce ``sorted``) against PyTorch in one alternation.
 NumPy's counterparts are ``np.take`` and ``np.add.at``. Each zyx call is realized and synchronized;
 implementations are timed in alternating blocks of calls (best and median of each), so load on the
@@ -54,7 +54,7 @@ def run(quick: bool = False) -> list[dict]:
             zyx.synchronize()
 
     def forced(method: str, f: Callable[[], Any]) -> Callable[[], Any]:
-        from zyx.codegen import scatter as kernels
+        from zyx.kernels import scatter as kernels
 
         def call() -> Any:
             kernels.force = method

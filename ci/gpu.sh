@@ -104,7 +104,7 @@ tail -n 25 "$logs/gpu-doctor.log" | tee -a "$report"
 note '```'
 
 # the files holding device-parametrized tests (ci/test.sh's other-device step runs the same list)
-tests=(tests/codegen tests/contracts/kernels tests/contracts/test_ops_api.py tests/backend tests/frontend/test_casts.py
+tests=(tests/codegen tests/kernels/contracts tests/kernels/test_random_bits.py tests/kernels/test_scatter_*.py tests/contracts/test_ops_api.py tests/backend tests/frontend/test_casts.py
        tests/test_dtype.py tests/frontend/test_random.py tests/frontend/test_creation.py)
 xdist=()
 "$py" -c "import xdist" 2>/dev/null && xdist=(-n "${GPU_SH_WORKERS:-8}")

@@ -14,7 +14,7 @@
 #      the one AMD and Intel GPUs use on Linux, and a device without cl_khr_fp64 (float64 tests
 #      skip with zyx's DTypeError as the reason) or native fp16. Driver bugs that kill the process
 #      are probed and skipped with the reason (tests/conftest.py, CRASH_GAPS). Not
-#      tests/contracts/kernels: rusticl 22.3 (Debian 12) hangs running the CPU tiled-transpose
+#      tests/kernels/contracts: rusticl 22.3 (Debian 12) hangs running the CPU tiled-transpose
 #      contiguize kernel (16-lane byte shuffles), and step 2 runs those files on a second compiler;
 #   3. the kernel tests again with the GPU heuristics forced (ZYX_HEURISTICS=gpu): the files whose
 #      kernels take GPU-only choices (grouped reductions through local memory, row work-groups,
@@ -60,15 +60,15 @@ export ZYX_CACHE_DIR="${ZYX_CACHE_DIR:-$(mktemp -d)}"
 # Steps 1-3 and 2r run side by side (a cold run is bound by single-threaded kernel compiles, so two
 # cores do about twice the work); each writes a log, printed in order when all have ended.
 # the files holding device-parametrized tests (test_elementwise.py and test_reduce.py hold none)
-other_device_tests=(tests/codegen tests/contracts/kernels tests/contracts/test_ops_api.py tests/backend
+other_device_tests=(tests/codegen tests/kernels/contracts tests/kernels/test_random_bits.py tests/kernels/test_scatter_*.py tests/contracts/test_ops_api.py tests/backend
                     tests/frontend/test_casts.py tests/test_dtype.py tests/frontend/test_random.py
                     tests/frontend/test_creation.py)
-gpu_heuristics_tests=(tests/codegen tests/contracts/kernels tests/contracts/test_ops_api.py tests/frontend/test_reduce.py
+gpu_heuristics_tests=(tests/codegen tests/kernels/contracts tests/kernels/test_random_bits.py tests/kernels/test_scatter_*.py tests/contracts/test_ops_api.py tests/frontend/test_reduce.py
                       tests/nn/test_functional.py tests/opt)
 cpu_only_codegen=(--ignore=tests/codegen/test_vector_kernels.py --ignore=tests/codegen/test_math_wide_vectors.py
                   --ignore=tests/codegen/test_stream_stores.py --ignore=tests/codegen/test_matmul_order.py
                   --ignore=tests/codegen/test_heuristics_setting.py)
-rusticl_tests=(tests/codegen tests/contracts/test_ops_api.py tests/backend tests/frontend/test_casts.py tests/test_dtype.py
+rusticl_tests=(tests/codegen tests/kernels/test_random_bits.py tests/kernels/test_scatter_*.py tests/contracts/test_ops_api.py tests/backend tests/frontend/test_casts.py tests/test_dtype.py
                tests/frontend/test_random.py tests/frontend/test_creation.py)
 rusticl="$(ci/rusticl.sh "$(command -v python)")"
 python -m zyx doctor
@@ -106,4 +106,4 @@ for step in 1 2 2r 3; do
 done
 [ "$status" = 0 ] || { echo "ci/test.sh: a test step failed (full logs in $logs)"; exit 1; }
 echo "== 4. second run (warm caches) =="
-python -m pytest tests/codegen tests/contracts tests/graph -q -n 2 -p no:cacheprovider --devices=default
+python -m pytest tests/codegen tests/kernels/contracts tests/contracts tests/graph -q -n 2 -p no:cacheprovider --devices=default

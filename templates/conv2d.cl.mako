@@ -1,5 +1,5 @@
 <%doc>
-Direct 2-D convolution for CPUs (zyx.nn.conv_direct): no im2col buffer, no padded copy.
+Direct 2-D convolution for CPUs (zyx.kernels.conv): no im2col buffer, no padded copy.
 
 A work item computes `rows` output rows (one after the other) of `p` output pixels along W by
 `v` vectors of `vw` output channels: p * v accumulator vectors held in registers. For each

@@ -1,5 +1,5 @@
 <%doc>
-The weight gradient of a 2-D convolution for CPUs (zyx.nn.conv_direct): gw[o, c, kh, kw] = sum over
+The weight gradient of a 2-D convolution for CPUs (zyx.kernels.conv): gw[o, c, kh, kw] = sum over
 (n, oh, ow) of gy[n, oh, ow, o] * xp[n, c, oh*sh + kh*dh, ow*sw + kw*dw], xp the padded input.
 
 A work item owns one vector of `vw` output channels by `cb` input channels of one group: cb * KH * KW

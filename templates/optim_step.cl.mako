@@ -1,6 +1,6 @@
 <%doc>
 One optimizer step for one parameter, in place: the parameter and every state tensor of the
-step are read once and written once by one work-item per element (zyx.optim.fused_step).
+step are read once and written once by one work-item per element (zyx.kernels.optimizer_step).
 Hyperparameters that change between steps (learning rate, bias corrections) are run-time
 arguments, so a schedule never recompiles; the options that pick the formula are render-time.
 Every operation's result is rounded to the parameter's dtype as if stored (R below), so a

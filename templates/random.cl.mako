@@ -9,7 +9,7 @@ it that fall in [base, base + n).
 - normal: Box-Muller on word pairs (2k, 2k+1): the even counter takes r*cos, the odd r*sin
   (4 a block).
 Parameters: name, dtype, distribution ("uniform" | "normal" | "integer"), n,
-per_block (values a block, ``values_per_block`` in zyx.codegen.random_bits).
+per_block (values a block, ``values_per_block`` in zyx.kernels.random).
 </%doc>\
 <%namespace name="dt" file="/common/dtypes.mako"/>\
 <%namespace name="fm" file="/common/math.mako"/>\

@@ -27,7 +27,7 @@ Modes:
 - "sort_keys" (first launch of the sort + segmented reduce, for devices without the atomics or where
   partition's every-item-reads-every-index walk would be long): work item g writes point g's
   row-major dest position to `zyx_keys` (`key_type`), or `numel(dest)` for a bad index (sorted
-  last, skipped); the keys are then sorted stably with their positions (zyx.codegen.sorting).
+  last, skipped); the keys are then sorted stably with their positions (zyx.kernels.sorting).
 - "segments": `span` sorted positions per work item; it owns the runs of equal keys that start in
   its span and combines dest's element with each run's values in point order (the sort is
   stable: PyTorch's CPU order, its bits, deterministic), storing it once. No atomics, each dest

@@ -30,9 +30,9 @@ LAYERS: list[dict[str, tuple[str, ...]]] = [
     {"base": ("zyx.dtype", "zyx.errors", "zyx.settings", "zyx.version", "zyx.op")},  # zyx.op: the Op enum
     # OpenCL; kernel IR; FKC documents (no OpenCL)
     {"backend": ("zyx.backend",), "ir": ("zyx.ir",), "contracts.spec": ("zyx.contracts.spec",)},
-    {"codegen": ("zyx.codegen",)},  # linear IR -> OpenCL C, built and launched through backend
+    {"codegen": ("zyx.codegen",)},  # linear IR -> OpenCL C (renders only; kernels builds and launches it)
     {"opt": ("zyx.opt",)},  # heuristics, search and database; the tuner renders and times candidates
-    {"contracts.kernels": ("zyx.contracts.kernels",)},  # launchers, tuned through opt's search
+    {"kernels": ("zyx.kernels",)},  # hand-written kernel families, the IR kernel launcher, the launch helper
     {"contracts": ("zyx.contracts",)},  # listing, calibrate
     {"graph": ("zyx.graph",)},  # nodes, fusion, scheduling and realization of IR and contract kernels
     {"frontend": ("zyx.frontend",), "runtime": ("zyx.runtime",)},  # the user API

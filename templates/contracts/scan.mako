@@ -21,7 +21,7 @@ combine still joins work-items, blocks and carries.
 
 The input is (outer, dim_size, inner); a lane is one (outer, inner) pair, lane element j
 sits at (lane / inner) * dim_size * inner + j * inner + lane % inner. The strategies and
-the work split are cumsum's (cumsum.cl.mako; zyx/contracts/kernels/scan.py picks them):
+the work split are cumsum's (cumsum.cl.mako; zyx/kernels/contracts/scan.py picks them):
 strategy "lanes": zyx_<name>_lanes, one work-item per `lv` neighbouring lanes (lv > 1
   only when strided and lv divides inner) folding them in order.
 strategy "blocks" (each lane cut into `chunks` >= 2 blocks of wg * items):

@@ -5,8 +5,8 @@ import numpy as np
 
 import zyx
 from zyx.backend import transfer
-from zyx.codegen.ir_source import launch_kernel
 from zyx.ir.kernel import Kernel, Opts
+from zyx.kernels.ir_launch import launch_kernel
 
 POISON = 0xA5  # every output byte starts as this, so an element the kernel skips is caught
 

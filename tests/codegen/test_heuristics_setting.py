@@ -13,11 +13,11 @@ import zyx
 from zyx import dtype as dt
 from zyx import settings
 from zyx.codegen.ir_source import kernel_source
-from zyx.contracts import kernels
-from zyx.contracts.kernels import common
 from zyx.ir import expr
 from zyx.ir import symbolic as sym
 from zyx.ir.kernel import Kernel, out_var, red_var
+from zyx.kernels import contracts as kernels
+from zyx.kernels.contracts import common
 from zyx.opt.heuristics import default_opts
 
 CPU = SimpleNamespace(kind="cpu", compute_units=2, preferred_vector_width={"float": 8, "double": 4})
@@ -82,8 +82,8 @@ def _captured(monkeypatch):
     seen = []
     choose = realize_mod.choose_opts
 
-    def spy(k, device, args):
-        opts = choose(k, device, args)
+    def spy(k, device, args, launch):
+        opts = choose(k, device, args, launch)
         seen.append((k, opts))
         return opts
 

@@ -9,7 +9,8 @@ import pytest
 import zyx
 from zyx.backend import launch as launch_mod
 from zyx.backend import transfer
-from zyx.codegen.ir_source import kernel_source, launch_kernel
+from zyx.codegen.ir_source import kernel_source
+from zyx.kernels.ir_launch import launch_kernel
 
 pytestmark = pytest.mark.needs_device
 

@@ -125,7 +125,8 @@ def _softmax_kernel(rows: int, cols: int) -> Kernel:
 def test_row_kernel_opts(vec, unroll, cols):  # one-step loops and one-element tails included
     import pyopencl as cl
 
-    from zyx.codegen.ir_source import kernel_source, launch_kernel
+    from zyx.codegen.ir_source import kernel_source
+    from zyx.kernels.ir_launch import launch_kernel
 
     k = _softmax_kernel(3, cols)
     opts = Opts(local=2, vec=vec, vec_axis=2, unroll=unroll)

@@ -14,11 +14,12 @@ import pytest
 import zyx
 from zyx import dtype as dt
 from zyx import settings
-from zyx.codegen.ir_source import kernel_source, launch_kernel
+from zyx.codegen.ir_source import kernel_source
 from zyx.ir import expr
 from zyx.ir import symbolic as sym
 from zyx.ir.kernel import Kernel, Opts, out_var, red_var
 from zyx.ir.linearize import linearize
+from zyx.kernels.ir_launch import launch_kernel
 from zyx.opt.heuristics import default_opts
 
 from ir_run import run_kernel as _run

@@ -22,8 +22,8 @@ def _captured(monkeypatch):
     seen = []
     choose = realize_mod.choose_opts
 
-    def spy(k, device, args):
-        opts = choose(k, device, args)
+    def spy(k, device, args, launch):
+        opts = choose(k, device, args, launch)
         seen.append((k, opts, args))
         return opts
     monkeypatch.setattr(realize_mod, "choose_opts", spy)
@@ -46,7 +46,7 @@ def test_large_elementwise_outputs_stream_and_stay_exact(monkeypatch, shape):
 
 
 def test_stream_opt_off_and_on_give_the_same_bits(monkeypatch):
-    from zyx.codegen.ir_source import launch_kernel
+    from zyx.kernels.ir_launch import launch_kernel
     from zyx.opt.ir_tuning import from_config, to_config
 
     x = zyx.rand(3, 5000).realize()

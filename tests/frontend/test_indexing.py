@@ -510,7 +510,7 @@ def test_gradients_of_writes():
 
 @pytest.mark.parametrize("method", ["atomic", "partition", "owner", "private", "sorted"])
 def test_every_scatter_kernel_matches_torch(method, monkeypatch):
-    import zyx.codegen.scatter as kernels
+    import zyx.kernels.scatter as kernels
 
     monkeypatch.setattr(kernels, "force", method)
     x0 = RNG.integers(-4, 5, size=(5, 3, 4)).astype(np.float32)

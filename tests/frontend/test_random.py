@@ -8,8 +8,8 @@ import pytest
 import zyx
 from zyx.backend.device import usable_devices
 from zyx.backend.transfer import read
-from zyx.codegen import random_bits
 from zyx.frontend import creation
+from zyx.kernels import random as random_kernel
 
 M32 = np.uint64(0xFFFFFFFF)
 
@@ -63,13 +63,13 @@ def test_random_bits_independent_of_work_group_size(device: zyx.Device, bits_equ
     for local in (1, 7, 64, None):
         if local is not None and local > device.max_work_group_size:
             continue
-        buf = random_bits.random_bits(device, dtype, n, dist, seed=2024, counter=5, low=-3, high=250, local=local)
+        buf = random_kernel.random_bits(device, dtype, n, dist, seed=2024, counter=5, low=-3, high=250, local=local)
         outs.append(read(buf).view(dtype.numpy))
     assert len(outs) >= 2
     for other in outs[1:]:
         bits_equal(other, outs[0])
     # the counter offset shifts the stream: element i of counter 5 is element i+5 of counter 0
-    shifted = read(random_bits.random_bits(device, dtype, n + 5, dist, seed=2024, counter=0, low=-3, high=250))
+    shifted = read(random_kernel.random_bits(device, dtype, n + 5, dist, seed=2024, counter=0, low=-3, high=250))
     bits_equal(shifted.view(dtype.numpy)[5:], outs[0])
 
 
@@ -77,7 +77,7 @@ def test_manual_seed_rand_independent_of_work_group_size(device: zyx.Device, mon
                                                          bits_equal) -> None:
     outs = []
     for local in (1, 32, 256):
-        monkeypatch.setattr(random_bits, "DEFAULT_LOCAL_SIZE", local)
+        monkeypatch.setattr(random_kernel, "DEFAULT_LOCAL_SIZE", local)
         zyx.manual_seed(42)
         outs.append((zyx.rand(3, 333, device=device).numpy(), zyx.randn(1001, device=device).numpy(),
                      zyx.randint(0, 100, (999,), device=device).numpy()))

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import zyx
-from zyx.codegen import sorting as sort_kernels
+from zyx.kernels import sorting as sort_kernels
 
 torch = pytest.importorskip("torch")
 RNG = np.random.default_rng(14)

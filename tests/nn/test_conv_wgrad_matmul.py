@@ -10,7 +10,7 @@ import pytest
 import zyx
 import zyx.nn.functional as F
 from zyx.backend.launch import recording
-from zyx.nn import conv_direct
+from zyx.nn import functional_conv
 
 torch = pytest.importorskip("torch")
 TF = torch.nn.functional
@@ -28,7 +28,7 @@ def _arr(*shape):
 ])
 def test_large_kernel_weight_gradient_by_matmuls(xs, ws, kw):
     x, w = _arr(*xs), _arr(*ws)
-    assert ws[1] >= conv_direct.WGRAD_MATMUL_MIN_CHANNELS
+    assert ws[1] >= functional_conv.WGRAD_MATMUL_MIN_CHANNELS
     zx, zw = zyx.tensor(x, requires_grad=True), zyx.tensor(w, requires_grad=True)
     tx, tw = torch.tensor(x, requires_grad=True), torch.tensor(w, requires_grad=True)
     with recording() as launches:

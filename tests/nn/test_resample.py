@@ -351,9 +351,10 @@ def test_uint8_tables_in_the_program_or_uploaded(monkeypatch, inline_max):
     """A uint8 pass carries its index and weight tables as program constants up to ``INLINE_MAX`` entries (on
     CPUs) and uploads them with each call past it: both bit for bit PyTorch's, and a repeated resize allocates nothing
     but its output when the tables are constants."""
-    from zyx.nn import resample_pass
+    from zyx.kernels import resample as resample_kernel
+    from zyx.nn import functional_resample_separable as separable
 
-    monkeypatch.setattr(resample_pass, "INLINE_MAX", inline_max)
+    monkeypatch.setattr(resample_kernel, "INLINE_MAX", inline_max)
     a = RNG.integers(0, 256, size=(2, 3, 19, 23)).astype(np.uint8)
     x = zyx.tensor(a).realize()
     for kw in ({"size": (7, 40), "mode": "bilinear"}, {"size": (9, 11), "mode": "bicubic", "antialias": True}):
@@ -362,8 +363,8 @@ def test_uint8_tables_in_the_program_or_uploaded(monkeypatch, inline_max):
     F.interpolate(x, size=(7, 40), mode="bilinear").realize()
     zyx.synchronize()
     live = zyx.memory_stats(x.device)["live_buffers"]
-    upload, uploads = resample_pass.from_host, []
-    monkeypatch.setattr(resample_pass, "from_host", lambda *args: uploads.append(args) or upload(*args))
+    upload, uploads = separable.from_host, []
+    monkeypatch.setattr(separable, "from_host", lambda *args: uploads.append(args) or upload(*args))
     F.interpolate(x, size=(7, 40), mode="bilinear").realize()
     inlined = inline_max and settings.heuristics_kind(x.device) == "cpu"
     assert len(uploads) == (0 if inlined else 4)  # two passes, two tables each

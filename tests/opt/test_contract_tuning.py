@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import zyx
-from zyx.contracts.kernels import tuning as ctuning
+from zyx.kernels.contracts import tuning as ctuning
 from zyx.opt.db import TuningDB
 from zyx.opt.tuner import TuneStats
 

@@ -1,4 +1,4 @@
-"""Tuning the direct conv2d kernels (zyx.nn.conv_tuning): a search on real buffers stores its result, a
+"""Tuning the direct conv2d kernels (zyx.kernels.conv_tuning): a search on real buffers stores its result, a
 later call reads it without searching, a stored tile is the one launched, bad entries are ignored."""
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import zyx
 import zyx.nn.functional as F
 from zyx import settings
 from zyx.backend.launch import recording
-from zyx.nn import conv_direct, conv_tuning
+from zyx.kernels import conv, conv_tuning
 from zyx.opt import tuner
 from zyx.opt.db import TuningDB
 from zyx.opt.tuner import TuneStats
@@ -95,7 +95,7 @@ def test_tuning_off_runs_the_heuristic_tile_and_searches_nothing() -> None:
     sources, got, _, ref, _ = _conv()
     np.testing.assert_allclose(got, ref, rtol=2e-4, atol=2e-4)
     assert TuneStats.searches == before
-    assert _tile(sources) == conv_direct.tile(zyx.float32, OUT, SHAPE[3])
+    assert _tile(sources) == conv.tile(zyx.float32, OUT, SHAPE[3])
 
 
 def test_search_stores_then_the_stored_tile_runs_without_searching(quick: Path, searched: list[str]) -> None:

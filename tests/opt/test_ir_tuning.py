@@ -73,9 +73,9 @@ def test_wrong_candidates_never_win(tuning: Path, corrupt_candidates) -> None:
 
 @pytest.mark.needs_device
 def test_failing_candidates_are_skipped(tuning: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from zyx.codegen import ir_source
+    from zyx.graph import realization
 
-    real_launch = ir_source.launch_kernel
+    real_launch = realization.launch_kernel
 
     def flaky_launch(device, k, opts, args):
         if opts.local > 1 and opts.local != ir_tuning.default_opts(k, device.info.max_work_group_size,
@@ -83,7 +83,7 @@ def test_failing_candidates_are_skipped(tuning: Path, monkeypatch: pytest.Monkey
             raise zyx.CompileError("injected build failure", source="", build_log="injected")
         return real_launch(device, k, opts, args)
 
-    monkeypatch.setattr(ir_source, "launch_kernel", flaky_launch)
+    monkeypatch.setattr(realization, "launch_kernel", flaky_launch)
     got, ref = _matmul(40, seed=7)
     np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
 
@@ -95,9 +95,9 @@ def test_structural_key_ignores_sizes() -> None:
         kernels = []
         real = ir_tuning.choose_opts
 
-        def spy(k, device, args, _real=real, _kernels=kernels):
+        def spy(k, device, args, launch, _real=real, _kernels=kernels):
             _kernels.append(k)
-            return _real(k, device, args)
+            return _real(k, device, args, launch)
 
         import zyx.graph.realization as realize_mod
 

@@ -29,7 +29,7 @@ REDUCE_AT = {"amax": np.maximum, "amin": np.minimum}
 @pytest.mark.parametrize(("method", "reduce"), METHODS, ids=[m for m, _ in METHODS])
 @pytest.mark.parametrize("dtype", [zyx.float32, zyx.int64, zyx.float16], ids=lambda d: d.name)
 def test_scatter_kernels(sim, needs, method, reduce, dtype, monkeypatch):
-    import zyx.codegen.scatter as kernels
+    import zyx.kernels.scatter as kernels
 
     needs(dtype)
     monkeypatch.setattr(kernels, "force", method)

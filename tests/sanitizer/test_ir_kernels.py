@@ -13,10 +13,11 @@ import zyx.nn.functional as F
 from zyx import dtype as dt
 from zyx import settings
 from zyx.backend import transfer
-from zyx.codegen.ir_source import kernel_source, launch_kernel
+from zyx.codegen.ir_source import kernel_source
 from zyx.ir import expr
 from zyx.ir import symbolic as sym
 from zyx.ir.kernel import Kernel, Opts, out_var, red_var
+from zyx.kernels.ir_launch import launch_kernel
 from zyx.opt.heuristics import default_opts
 
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import zyx
-from zyx.contracts.kernels.common import set_tunables
+from zyx.kernels.contracts.common import set_tunables
 
 
 def test_block_scan_vector_values(sim):

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import zyx
-from zyx.codegen import sorting as sk
+from zyx.kernels import sorting as sk
 
 
 @pytest.fixture

@@ -11,9 +11,9 @@ import pytest
 import zyx
 import zyx.nn.functional as F
 from zyx import settings
-from zyx.codegen import pad as pad_kernel
 from zyx.frontend import padding
-from zyx.nn import resample_pass
+from zyx.kernels import pad as pad_kernel
+from zyx.kernels import resample as resample_kernel
 
 NUMPY_MODE = {"reflect": "reflect", "replicate": "edge", "circular": "wrap"}
 
@@ -38,7 +38,7 @@ def test_pad_kernel(sim, needs, monkeypatch, kind, mode, dtype):
 @pytest.mark.needs_device  # the reference resize runs on the default device
 @pytest.mark.parametrize("shape, size", [((2, 3, 9, 21), (5, 40)), ((20, 1, 6, 7), (9, 3))])
 def test_uint8_resample_passes(sim, monkeypatch, shape, size):
-    monkeypatch.setattr(resample_pass, "TRANSPOSE_MIN_ROWS", 16)  # (20, 1, 6, 7): the last dim transposed
+    monkeypatch.setattr(resample_kernel, "TRANSPOSE_MIN_ROWS", 16)  # (20, 1, 6, 7): the last dim transposed
     a = np.random.default_rng(5).integers(0, 256, shape, dtype=np.uint8)
     got, want = (F.interpolate(zyx.from_numpy(a, device=dev), size=size, mode="bilinear", antialias=True).numpy()
                  for dev in (sim, zyx.default_device()))

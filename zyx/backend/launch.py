@@ -7,7 +7,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from zyx import settings
 from zyx.backend.program import build_program
@@ -61,6 +61,21 @@ def not_recording() -> Iterator[None]:
         _recordings = outer
 
 
+#: A tuner's measurement of one candidate: warm-up launches, then timed ones (``trial_seconds``).
+TRIAL_WARMUP, TRIAL_RUNS = 1, 5
+
+
+def trial_seconds(enqueue: Callable[[], Any]) -> float:
+    """Device time of a tuning candidate, what every tuner compares: ``enqueue()`` (returning its event
+    or events) run ``TRIAL_WARMUP`` times, then the fastest of ``TRIAL_RUNS``, none of it recorded (trial
+    launches are no part of a recorded schedule). The fastest, not the median: other work on the device
+    only slows a run down, so the fastest is nearest the candidate's own speed."""
+    with not_recording():
+        for _ in range(TRIAL_WARMUP):
+            event_seconds(enqueue())
+        return min(event_seconds(enqueue()) for _ in range(TRIAL_RUNS))
+
+
 def is_recording() -> bool:
     """Whether launches made now are collected by some ``recording()`` block."""
     return bool(_recordings)
@@ -84,7 +99,7 @@ class CompiledKernel:
 
     def declare_scalars(self, args: Sequence[Any]) -> None:
         """Tell pyopencl the scalar argument types (from the first launch's NumPy scalars), once:
-        its generic ``set_args`` took ~10 us per scalar argument, the typed one well under 1 us."""
+        its generic ``set_args`` costs far more per scalar argument than the typed one."""
         if "_scalars_declared" not in self.__dict__:
             import numpy as np
 
@@ -180,19 +195,3 @@ def launch_prepared(kernel: CompiledKernel, global_size: tuple, local_size: tupl
         return
     _launches += counts
 
-
-def launch_exact(kernel: CompiledKernel, n: int, local: int, args: Sequence[Any], rows: int = 0) -> list[Any]:
-    """Launch ``kernel`` over exactly ``n`` work-items (or ``n`` columns by ``rows`` rows), for
-    kernels without a bounds test (PoCL stops vectorizing a work-group across a return that
-    may be taken): whole work-groups of ``local`` first, then the rest at a global offset, as
-    work-groups of one (1-D) or one work-group per row (2-D; groups of one ran ~4x slower
-    there). The rest's size depends only on ``n`` and ``local``, never on run-time arguments.
-    Returns the events; the pair counts as one kernel in ``kernel_count``."""
-    bulk = n // local * local
-    events = []
-    if bulk:
-        events.append(launch(kernel, (bulk, rows) if rows else (bulk,), (local, 1) if rows else (local,), args))
-    if n > bulk:
-        glob, grp, at = ((n - bulk, rows), (n - bulk, 1), (bulk, 0)) if rows else ((n - bulk,), (1,), (bulk,))
-        events.append(launch(kernel, glob, grp, args, offset=at, counts=not bulk))
-    return events

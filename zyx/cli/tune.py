@@ -172,7 +172,7 @@ def _conv2d(quick: bool) -> None:
 def _contract(op: str) -> Callable[[bool], None]:
     def run(quick: bool) -> None:
         import zyx
-        from zyx.contracts import kernels
+        from zyx.kernels import contracts as kernels
 
         rows = 1024 if quick else 4096
         x = zyx.rand(rows, 4096)  # 64 MiB of float32 at full size

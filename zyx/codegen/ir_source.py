@@ -1,4 +1,4 @@
-"""Linear IR -> OpenCL C through ``templates/kernel.cl.mako``, then build and launch.
+"""Linear IR -> OpenCL C through ``templates/kernel.cl.mako`` (``zyx.kernels.ir_launch`` builds and launches it).
 
 This module turns each ``Instr`` of a linearized program into statement records (frozen
 dataclasses with a ``kind`` and named fields, ``Statement``) that the template renders with the
@@ -10,8 +10,7 @@ dtype (``dt.convert``), so a fused kernel gives the bits of PyTorch's op-by-op r
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
-from functools import lru_cache
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from zyx.codegen.render import render
@@ -680,36 +679,6 @@ def source(k: Kernel, opts: Opts) -> tuple[str, str, Program]:
     return name, src, prog
 
 
-@lru_cache(maxsize=4096)
-def _cached_source(k: Kernel, opts: Opts) -> tuple[str, str, int, bool, int, int]:
-    name, src, prog = source(k, opts)
-    return name, src, prog.global_items, f"*{ERR_FLAG}" in src, prog.split, prog.local
-
-
-def launch_kernel(device: Any, k: Kernel, opts: Opts, args: list) -> Any:
-    """Build (cached) and enqueue ``k`` with buffer ``args`` (output first); returns the event (a list
-    of two when the work items are launched as whole work-groups plus a remainder)."""
-    from zyx.backend.launch import compile_kernel, launch, launch_exact
-
-    name, src, items, uses_flag, split, need_local = _cached_source(k, opts)
-    ck = compile_kernel(device, src, name, BUILD_OPTIONS)
-    # The device's limit and this kernel's own CL_KERNEL_WORK_GROUP_SIZE (register pressure).
-    limit = max(1, min(device.info.max_work_group_size, ck.work_group_size))
-    if split > 1 and need_local > limit:  # fewer items share each reduce; same results' shape
-        return launch_kernel(device, k, replace(opts, split=split // 2), args)
-    if uses_flag:  # integer division/pow checks report through the device's error flag
-        from zyx.backend import errorflags
-
-        args = [*args, errorflags.reserve(device)[0]]
-    if split > 1:  # whole split groups per work-group (their partials meet in local memory)
-        return launch(ck, (-(-items * split // need_local) * need_local,), (need_local,), args)
-    # No bounds test in the source (float16 a*b+c ran 5x, uint8 9x slower with one on PoCL),
-    # so every work item must be a real one.
-    # (a work-group larger than the items is cut to them: one group, not single items)
-    events = launch_exact(ck, items, max(1, min(opts.local, limit, items)), args)
-    return events[0] if len(events) == 1 else events
-
-
 def kernel_source(k: Kernel, opts: Opts) -> str:
     """The OpenCL source of a kernel (what ``ZYX_DEBUG=2`` prints)."""
-    return _cached_source(k, opts)[1]
+    return source(k, opts)[1]

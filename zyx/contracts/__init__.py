@@ -1,7 +1,7 @@
 """FKC kernel contracts: load the shipped documents, enforce accept clauses, evaluate costs.
 
-``spec/`` is the document side (no OpenCL), ``kernels/`` one module per contract kernel;
-``ops`` exposes them as tensor ops, ``calibrate`` fits their costs to a device.
+``spec/`` is the document side (no OpenCL); ``zyx.kernels.contracts`` has one module per contract
+kernel; ``ops`` exposes them as tensor ops, ``calibrate`` fits their costs to a device.
 
     from zyx.contracts import Operand, lookup, validate
     c = lookup("CumSum", "bfloat16")                              # -> cumsum_bf16

@@ -29,13 +29,13 @@ from zyx import settings
 from zyx.backend import errorflags
 from zyx.backend.device import Device, default_device, resolve
 from zyx.backend.timing import Stopwatch, event_seconds
-from zyx.contracts import kernels
-from zyx.contracts.kernels.workload import events
 from zyx.contracts.spec.cost import Cost, Fit
 from zyx.contracts.spec.model import Contract
 from zyx.contracts.spec.registry import all_contracts, get
 from zyx.contracts.spec.symbols import symbols_for
 from zyx.dtype import DType, float32, float64
+from zyx.kernels import contracts as kernels
+from zyx.kernels.contracts.workload import events
 
 FORMAT_VERSION = 1
 DEFAULT_SIZES = (1 << 16, 1 << 20, 1 << 23)  # bytes of the data operand, for the fit

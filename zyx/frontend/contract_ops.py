@@ -3,7 +3,7 @@
 Every op follows the same steps: look up its contract, ``validate`` the operands and
 params (``ContractError`` before anything is written), contiguize each input the
 contract wants dense (``needs_contiguize``) through the contiguize kernel, launch the
-kernel from ``zyx/contracts/kernels/`` and wrap the result in a Tensor. In-place writers return
+kernel from ``zyx/kernels/contracts/`` and wrap the result in a Tensor. In-place writers return
 their destination, whose storage (seen through its view's strides) is the output.
 """
 from __future__ import annotations
@@ -20,7 +20,6 @@ from zyx.backend import errorflags
 from zyx.backend.device import Device
 from zyx.backend.launch import runtime_lock
 from zyx.backend.pool import Buffer
-from zyx.contracts import kernels
 from zyx.contracts.spec.model import Contract, Operand
 from zyx.contracts.spec.registry import get, lookup
 from zyx.contracts.spec.validate import needs_contiguize, validate
@@ -37,6 +36,7 @@ from zyx.frontend.scan_backward import cumprod_grad, extremum_grad, logcumsumexp
 from zyx.frontend.view_index import basic_index
 from zyx.ir.variable import BOUND, VariableArg
 from zyx.ir.view import View, normalize_dim
+from zyx.kernels import contracts as kernels
 from zyx.op import Op
 
 Tensor = TensorBase  # annotations and isinstance checks: any tensor of the concrete class

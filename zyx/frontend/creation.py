@@ -13,7 +13,6 @@ from zyx import dtype as dtypes
 from zyx import graph
 from zyx.backend import transfer
 from zyx.backend.device import Device, resolve
-from zyx.codegen import random_bits as philox
 from zyx.dtype import DType, to_dtype
 from zyx.errors import DTypeError, OpDTypeError, ShapeError
 from zyx.frontend import capture
@@ -21,6 +20,7 @@ from zyx.frontend.args import shape_arg
 from zyx.frontend.base import TensorBase, tensor_class, varsize_class
 from zyx.ir.variable import BOUND
 from zyx.ir.view import View
+from zyx.kernels.random import random_bits
 
 Tensor = TensorBase  # annotations and isinstance checks; results are built by ``tensor_class()``
 
@@ -289,7 +289,7 @@ def _random(shape: tuple[int, ...], dtype: DType, device: Any, distribution: str
         capture.note_replay_hook(redraw)
 
     def run(inputs: list) -> Any:
-        return philox.random_bits(dev, dtype, n, distribution, seed, counter, low, high, replayed=replayed)
+        return random_bits(dev, dtype, n, distribution, seed, counter, low, high, replayed=replayed)
 
     node = graph.extern(f"random {distribution}", run, [], dtype, shape, dev)
     return _pinned_if(tensor_class()(node, View.contiguous(shape), dtype, dev), device is not None)

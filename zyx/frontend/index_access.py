@@ -8,7 +8,7 @@ index tensor read at the point (``Access``; the ``axes`` convention of ``graph.G
   ``GATHER`` graph node: an indexed load that fuses with the elementwise work on both sides (the
   index computation and the consumer), bounds-checked on the device.
 * Writes (``x[idx] = v``, ``index_put_``, ``scatter*``, the gathers' gradients) are the scatter
-  kernels of ``codegen.scatter``: out of place as an ``EXTERN`` node writing into a copy of
+  kernels of ``kernels.scatter``: out of place as an ``EXTERN`` node writing into a copy of
   ``self``; in place into the destination's storage, after a check launch so that a bad index
   writes nothing.
 
@@ -28,7 +28,6 @@ from zyx import graph
 from zyx.backend import transfer
 from zyx.backend.launch import runtime_lock
 from zyx.backend.pool import Buffer
-from zyx.codegen import scatter as kernels
 from zyx.errors import DTypeError, IndexDTypeError, IndexOutOfRange, OpDTypeError, ShapeError
 from zyx.frontend.args import device_of
 from zyx.frontend.autograd import engine as autograd
@@ -37,6 +36,7 @@ from zyx.frontend.base import TensorBase, concrete, extern_tensor, raise_unread_
 from zyx.frontend.creation import _fill_value, zeros
 from zyx.frontend.elementwise import broadcast_shapes, from_node
 from zyx.ir.view import View, normalize_dim
+from zyx.kernels import scatter as kernels
 
 _deterministic = False
 
@@ -45,7 +45,7 @@ def use_deterministic_algorithms(mode: bool) -> None:
     """Make every scatter (scatter_add, index_put accumulate, the gathers' gradients, plain writes
     with duplicate indices) deterministic: the points are combined in index order (PyTorch's CPU
     order, so its bits) by work items owning parts of the destination, instead of atomics. Slower
-    (``codegen.scatter``)."""
+    (``kernels.scatter``)."""
     global _deterministic
     _deterministic = bool(mode)
 

@@ -7,7 +7,7 @@ element fed):
 
 * small outputs (and crops): the source positions are an index map (``zyx.frontend.index_map``), one
   gather kernel over all padded dims that fuses with what reads it;
-* large outputs: one launch of the padding kernel (``zyx.codegen.pad``): each output row finds its source
+* large outputs: one launch of the padding kernel (``zyx.kernels.pad``): each output row finds its source
   row once and copies the interior as a block, at memory speed (a gather computes and bounds-checks an
   index per element). Its gradient folds each padded dim's borders back onto the positions they read.
 """
@@ -21,12 +21,12 @@ import numpy as np
 
 from zyx import graph
 from zyx.backend.pool import Buffer
-from zyx.codegen import pad as kernel
 from zyx.errors import ShapeError
 from zyx.frontend.autograd.engine import needs_grad, no_grad, record
 from zyx.frontend.base import concrete, extern_tensor
 from zyx.frontend.elementwise import from_node
 from zyx.frontend.index_map import DimMap, apply_maps
+from zyx.kernels import pad as kernel
 
 MODES = ("constant", "reflect", "replicate", "circular")
 KERNEL_MIN = 1 << 16  # output elements from which the padding kernel beats the fused gather

@@ -2,7 +2,7 @@
 
 ``sort``, ``argsort``, ``topk``, ``kthvalue``, ``median``, ``unique``, ``searchsorted`` and
 ``bucketize``. Every op moves its dim last and makes it dense (a view plus the contiguize
-kernel when needed), runs one of the kernels of ``zyx.codegen.sorting`` as a lazy
+kernel when needed), runs one of the kernels of ``zyx.kernels.sorting`` as a lazy
 ``EXTERN`` graph node (its input may be pending work; its outputs are pending tensors) and
 moves the dim back with a view. An op with two outputs is two nodes: the indices node
 runs the kernel, which also writes the values; the values node reads the indices node
@@ -27,7 +27,6 @@ from zyx import dtype as dtypes
 from zyx.backend import transfer
 from zyx.backend.device import Device
 from zyx.backend.pool import Buffer
-from zyx.codegen import sorting as kernels
 from zyx.dtype import DType
 from zyx.errors import DTypeError, IndexOutOfRange, ShapeError
 from zyx.frontend.autograd.engine import needs_grad, no_grad, record
@@ -35,6 +34,7 @@ from zyx.frontend.base import TensorBase, concrete, extern_tensor, tensor_class
 from zyx.frontend.creation import full, zeros
 from zyx.frontend.elementwise import where
 from zyx.ir.view import View, normalize_dim
+from zyx.kernels import sorting as kernels
 
 Tensor = TensorBase  # annotations and isinstance checks: any tensor of the concrete class
 

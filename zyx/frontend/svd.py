@@ -1,7 +1,7 @@
 """Singular value decomposition: ``zyx.linalg.svdvals`` and ``zyx.linalg.svd`` (PyTorch's semantics).
 
 The last two dims of the input are the matrix; the rest is a batch. The device kernel
-(``zyx.codegen.svd``, one-sided Jacobi) decomposes dense (batch, N, M) inputs with M >= N whose
+(``zyx.kernels.svd``, one-sided Jacobi) decomposes dense (batch, N, M) inputs with M >= N whose
 rows are the columns of the matrix: an (m, n) matrix with m >= n goes in as its transpose, one
 with m < n as itself (then the kernel decomposes A^T = P S Q^T, so U = Q and Vh = P^T). The kernel
 runs as lazy ``EXTERN`` graph nodes: the singular values node runs it, the U and Vh nodes read it
@@ -20,11 +20,11 @@ from typing import Any, NamedTuple
 
 from zyx import dtype as dtypes
 from zyx.backend.pool import Buffer
-from zyx.codegen.svd import svd_batch
 from zyx.errors import DTypeError, ShapeError
 from zyx.frontend.autograd.engine import is_grad_enabled, needs_grad, no_grad, record
 from zyx.frontend.base import TensorBase, extern_tensor
 from zyx.frontend.creation import eye, zeros
+from zyx.kernels.svd import svd_batch
 
 
 class SVD(NamedTuple):

@@ -18,11 +18,11 @@ from zyx.backend import journal
 from zyx.backend import launch as launch_mod
 from zyx.backend.launch import runtime_lock
 from zyx.backend.pool import Buffer
-from zyx.codegen.ir_source import launch_kernel
 from zyx.graph import node_log, schedule
 from zyx.graph.fusion import KernelBuilder, count_parents
 from zyx.graph.node import LazyNode, Src, pending_readers
 from zyx.ir import expr
+from zyx.kernels.ir_launch import launch_kernel
 from zyx.op import Op
 from zyx.opt.ir_tuning import choose_opts
 
@@ -99,7 +99,7 @@ def _realize_one(node: LazyNode, build: _Build) -> None:
             if journal.is_recording():  # a capture binds this argument at replay (graph.plan)
                 journal.note_param(value, c)
             args.append(value)
-        opts = choose_opts(kernel, device, args)
+        opts = choose_opts(kernel, device, args, launch_kernel)
         launch_kernel(device, kernel, opts, args)
     _set_buffer(node, out)
 

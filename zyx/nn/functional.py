@@ -173,7 +173,7 @@ def sigmoid(x: Any):
     return unary(Op.SIGMOID, x)
 
 
-# re-exported last: functional_conv imports nothing from here, the names are this module's API
+# re-exported last: the functional_* modules import nothing from here, the names are this module's API
 from zyx.frontend.einsum import einsum  # noqa: E402, F401 - API.md lists it under zyx.nn.functional too
 from zyx.frontend.movement import pad  # noqa: E402, F401 - F.pad(x, pads, mode, value)
 from zyx.nn.functional_activations import (  # noqa: E402, F401
@@ -196,14 +196,6 @@ from zyx.nn.functional_activations import (  # noqa: E402, F401
     tanhshrink,
 )
 from zyx.nn.functional_conv import (  # noqa: E402, F401
-    adaptive_avg_pool1d,
-    adaptive_avg_pool2d,
-    adaptive_max_pool1d,
-    adaptive_max_pool2d,
-    avg_pool1d,
-    avg_pool2d,
-    avg_pool3d,
-    batch_norm,
     conv1d,
     conv2d,
     conv3d,
@@ -211,16 +203,6 @@ from zyx.nn.functional_conv import (  # noqa: E402, F401
     conv_transpose2d,
     conv_transpose3d,
     fold,
-    group_norm,
-    instance_norm,
-    local_response_norm,
-    max_pool1d,
-    max_pool2d,
-    max_pool3d,
-    max_unpool1d,
-    max_unpool2d,
-    max_unpool3d,
-    rms_norm,
     unfold,
 )
 from zyx.nn.functional_losses import (  # noqa: E402, F401
@@ -236,6 +218,28 @@ from zyx.nn.functional_losses import (  # noqa: E402, F401
     nll_loss,
     pairwise_distance,
     smooth_l1_loss,
+)
+from zyx.nn.functional_norm import (  # noqa: E402, F401
+    batch_norm,
+    group_norm,
+    instance_norm,
+    local_response_norm,
+    rms_norm,
+)
+from zyx.nn.functional_pool import (  # noqa: E402, F401
+    adaptive_avg_pool1d,
+    adaptive_avg_pool2d,
+    adaptive_max_pool1d,
+    adaptive_max_pool2d,
+    avg_pool1d,
+    avg_pool2d,
+    avg_pool3d,
+    max_pool1d,
+    max_pool2d,
+    max_pool3d,
+    max_unpool1d,
+    max_unpool2d,
+    max_unpool3d,
 )
 from zyx.nn.functional_resample import (  # noqa: E402, F401
     interpolate,

@@ -167,7 +167,7 @@ def interpolate(input: Any, size: Any = None, scale_factor: Any = None, mode: st
     align = bool(align_corners)
     sizes, scales = _output_sizes(x, nd, size, scale_factor, recompute_scale_factor)
     if mode == "area":
-        from zyx.nn.functional_conv import adaptive_avg_pool1d, adaptive_avg_pool2d
+        from zyx.nn.functional_pool import adaptive_avg_pool1d, adaptive_avg_pool2d
 
         if not x.dtype.is_float:
             raise DTypeError(f"interpolate: mode 'area' needs a floating point input (as PyTorch), got {x.dtype.name}")

@@ -11,7 +11,7 @@ uint8 is fixed point (PIL's scheme, kept by PyTorch): the float64 weights are sc
 rounded to int16, ``p`` as large as keeps the largest weight below ``2**15``; a pass computes
 ``clamp((2**(p-1) + sum(x * w)) >> p, 0, 255)`` in integers. This differs from rounding the float
 computation, so it is reproduced rather than approximated; a uint8 pass is one template kernel
-(``resample_pass``). A dim whose size does not change is copied.
+(``zyx.kernels.resample``). A dim whose size does not change is copied.
 """
 from __future__ import annotations
 
@@ -22,9 +22,11 @@ from typing import Any
 import numpy as np
 
 from zyx import dtype as dtypes
-from zyx.frontend.creation import from_host, pinned_as
+from zyx.backend.pool import Buffer
+from zyx.frontend.base import extern_tensor
+from zyx.frontend.creation import from_host, pinned_as, zeros
 from zyx.frontend.index_map import DimMap, apply_maps, take_along
-from zyx.nn.resample_pass import uint8_pass
+from zyx.kernels import resample as resample_kernel
 
 # taps per unit of support (PyTorch's interp_size): bilinear 2, bicubic 4, lanczos-3 6
 _INTERP_SIZE = {"bilinear": 2, "bicubic": 4, "lanczos": 6}
@@ -149,7 +151,7 @@ def _fixed_point(w: np.ndarray, wt_max: float) -> tuple[np.ndarray, int]:
 
 def _one_pass(x: Any, dim: int, xmin: np.ndarray, xsize: np.ndarray, w: np.ndarray, shift: int | None) -> Any:
     """``out[o] = sum_j w[o, j] * x[xmin[o] + j]`` along ``dim`` (all-zero tap columns dropped).
-    ``shift``: uint8 fixed point (integer sum, then round, shift and clamp: ``resample_pass.uint8_pass``)."""
+    ``shift``: uint8 fixed point (integer sum, then round, shift and clamp: ``uint8_pass``)."""
     out_size, taps = w.shape
     n = x.shape[dim]
     valid = np.arange(taps)[None, :] < xsize[:, None]
@@ -168,6 +170,45 @@ def _one_pass(x: Any, dim: int, xmin: np.ndarray, xsize: np.ndarray, w: np.ndarr
     col[dim] = out_size
     wt = np.ascontiguousarray(w.reshape(*col, used)).astype(x.dtype.numpy)
     return (g * pinned_as(from_host(wt, x.dtype, x.device), x)).sum(-1)
+
+
+def uint8_pass(x: Any, dim: int, xmin: np.ndarray, weights: np.ndarray, shift: int) -> Any:
+    """``x`` (uint8) resized along ``dim``: output ``o`` is ``clamp((2**(shift-1) + sum_j weights[o, j] *
+    x[min(xmin[o] + j, n - 1)]) >> shift, 0, 255)``; ``weights`` (outputs, taps) int, zero past a row's taps.
+
+    A pass over the last dim of at least ``TRANSPOSE_MIN_ROWS`` rows runs on the transposed rows: two
+    transposing copies around the vectorized pass over dim 0."""
+    shape = list(x.shape)
+    outer = math.prod(shape[:dim])
+    if dim == x.ndim - 1 and outer >= resample_kernel.TRANSPOSE_MIN_ROWS:
+        rows = _uint8_pass(x.reshape(outer, shape[dim]).T, 0, xmin, weights, shift)  # (outputs, outer)
+        return rows.T.contiguous().reshape(*shape[:dim], weights.shape[0])
+    return _uint8_pass(x, dim, xmin, weights, shift)
+
+
+def _uint8_pass(x: Any, dim: int, xmin: np.ndarray, weights: np.ndarray, shift: int) -> Any:
+    """``uint8_pass`` as one launch of the kernel on ``x`` as it is (rows when ``dim`` is not the last)."""
+    o_size, taps = weights.shape
+    shape = list(x.shape)
+    n = shape[dim]
+    out_shape = (*shape[:dim], o_size, *shape[dim + 1:])
+    outer, inner = math.prod(shape[:dim]), math.prod(shape[dim + 1:])
+    device = x.device
+    if math.prod(out_shape) == 0 or taps == 0 or n == 0:
+        return zeros(*out_shape, dtype=dtypes.uint8, device=device)
+    xc = x.contiguous()
+    if xc._view.offset:
+        xc = xc.clone()  # the kernel reads from the storage's first element
+    xmin32, w32 = np.ascontiguousarray(xmin, np.int32), np.ascontiguousarray(weights, np.int32).reshape(-1)
+    inline = resample_kernel.inline_tables(device, xmin32.size + w32.size)
+    inputs = [xc] if inline else [xc, *(pinned_as(from_host(t, dtypes.int32, device), x) for t in (xmin32, w32))]
+    src = resample_kernel.pass_source(n, o_size, taps, shift, inner > 1, xmin32 if inline else None,
+                                      w32 if inline else None)
+
+    def run(bufs: list[Buffer]) -> Buffer:
+        return resample_kernel.uint8_pass(device, src, bufs, outer, o_size, inner)
+
+    return extern_tensor("resample uint8", run, inputs, dtypes.uint8, out_shape, device)
 
 
 def separable_resample(x: Any, sizes: list[int], scales: list[float | None], mode: str, align_corners: bool,

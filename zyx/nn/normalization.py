@@ -11,7 +11,7 @@ from zyx.errors import ShapeError
 from zyx.frontend.autograd.engine import no_grad
 from zyx.frontend.creation import ones, tensor, zeros
 from zyx.nn import functional as F
-from zyx.nn.functional_conv import rms_norm_as
+from zyx.nn.functional_norm import rms_norm_as
 from zyx.nn.module import Module, Parameter
 
 

@@ -53,7 +53,7 @@ CPU_TINY_NUMEL = 4096
 
 def _one_group(k: Kernel, opts: Opts, max_local: int) -> Opts:
     """``opts`` with one work-group of every work item: as many as the kernel has elements (at most
-    ``max_local``), which the launch clamps to its work items (``codegen.ir_source.launch_kernel``)."""
+    ``max_local``), which the launch clamps to its work items (``kernels.ir_launch.launch_kernel``)."""
     return replace(opts, local=max(min(k.numel, max_local), opts.local, 1))
 
 

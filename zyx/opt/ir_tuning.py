@@ -4,7 +4,7 @@ With ``ZYX_TUNE=0`` (the default) ``choose_opts`` is the heuristic ``default_opt
 costs nothing more. Otherwise the kernel's structural key (its ops, dtypes and index
 structure with sizes abstracted away) and the size class of its shapes look up the
 tuning database; an unseen kernel is searched: each candidate ``Opts`` is built, run on
-the kernel's real input buffers into a scratch output, timed with profiling events and
+the kernel's real input buffers into a scratch output, timed with ``backend.launch.trial_seconds`` and
 checked against the heuristic kernel's output before it may win.
 """
 from __future__ import annotations
@@ -12,14 +12,13 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import asdict
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
 from zyx import settings
-from zyx.backend import launch as launch_mod
 from zyx.backend import transfer
-from zyx.backend.timing import median_event_seconds
+from zyx.backend.launch import trial_seconds
 from zyx.ir.kernel import Kernel, Opts, matmul_axes
 from zyx.opt.heuristics import default_opts
 from zyx.opt.search import Param, Space
@@ -135,22 +134,19 @@ def _read_output(buf: Any, nbytes: int) -> np.ndarray:
     return transfer.read(buf, nbytes)
 
 
-def choose_opts(k: Kernel, device: Any, args: list) -> Opts:
-    """The opts to launch ``k`` with on ``device``; ``args`` are its buffers (output first)."""
+def choose_opts(k: Kernel, device: Any, args: list, launch_kernel: Callable[[Any, Kernel, Opts, list], Any]) -> Opts:
+    """The opts to launch ``k`` with on ``device``; ``args`` are its buffers (output first), ``launch_kernel``
+    launches a candidate (``zyx.kernels.ir_launch.launch_kernel``) and returns its event(s)."""
     base = default_opts(k, device.info.max_work_group_size, device.info)
     if settings.TUNE <= 0:
         return base
-    from zyx.codegen.ir_source import launch_kernel
-
     out_bytes = k.numel * k.out_dtype.itemsize
     scratch = device.pool.allocate(out_bytes)
     inputs = list(args[1:])
 
     def measure(cfg: dict[str, Any]) -> tuple[float, np.ndarray]:
         opts = from_config(k, base, cfg)
-        with launch_mod.not_recording():  # trial launches are no part of a recorded schedule
-            seconds = median_event_seconds(lambda: launch_kernel(device, k, opts, [scratch.cl, *inputs]),
-                                           warmup=1, runs=3)
+        seconds = trial_seconds(lambda: launch_kernel(device, k, opts, [scratch.cl, *inputs]))
         return seconds, _read_output(scratch, out_bytes)
 
     cfg = choose(device, structural_key(k), (*k.out_shape, *k.red_shape),

@@ -1,7 +1,7 @@
 """The optimizer base class: parameter groups, per-parameter state, ``zero_grad`` and state dicts.
 
 An optimizer's ``step()`` updates each parameter and its state tensors in place with one
-kernel (``fused_step``): the subclass names the formula, its options and its run-time numbers.
+kernel (``zyx.kernels.optimizer_step``): the subclass names the formula, its options and its run-time numbers.
 As in PyTorch, the update is an in-place write (a pending backward that saved the parameter
 raises, views of the parameter see the new values) and ``state_dict()`` holds references to
 the live state tensors (copy them to keep a snapshot).
@@ -16,14 +16,15 @@ from typing import Any
 
 import numpy as np
 
+from zyx.backend import journal
 from zyx.errors import ShapeError
 from zyx.frontend import capture
 from zyx.frontend.autograd.engine import enable_grad, no_grad
 from zyx.frontend.base import check_writable
 from zyx.frontend.creation import from_numpy, zeros_like
 from zyx.frontend.tensor import Tensor
-from zyx.frontend.traced_scalar import TracedScalar
-from zyx.optim.fused_step import step_in_place
+from zyx.frontend.traced_scalar import TracedScalar, peek
+from zyx.kernels import optimizer_step
 
 
 @dataclass(frozen=True)
@@ -237,3 +238,36 @@ def check_range(name: str, value: float, low: float = 0.0, high: float | None = 
     if not value >= low or (high is not None and not value < high):
         bound = f">= {low}" if high is None else f"in [{low}, {high})"
         raise ValueError(f"Invalid {name}: {value} (expected {bound})")
+
+
+def make_dense_in_place(t: Tensor) -> None:
+    """Rebind ``t`` to a dense copy of its values when it is not dense already, so the step's kernel
+    can write it element by element (a parameter that is a strided view of a larger buffer)."""
+    if not t._view.is_contiguous:
+        t._assign(t.contiguous().realize())
+
+
+def step_in_place(algo: str, param: Tensor, grad: Tensor, state: dict[str, Tensor], flags: frozenset[str],
+                  scalars: dict[str, float], replayed: Callable[[str], float] | None = None) -> None:
+    """Run ``algo``'s update on ``param`` and its ``state`` tensors (same shape and dtype, updated in
+    place) from ``grad`` by ``zyx.kernels.optimizer_step``; ``flags`` pick the formula's options, ``scalars``
+    are its run-time numbers (in the compute type of ``param``'s dtype: double for float64, float otherwise).
+    Under a capture, ``replayed(name)`` gives scalar ``name``'s value at each replay (``journal.note_host_param``)."""
+    n = param.numel()
+    if n == 0:
+        return
+    make_dense_in_place(param)
+    for t in state.values():
+        make_dense_in_place(t)
+    if grad.dtype is not param.dtype:
+        grad = grad.cast(param.dtype)
+    number = np.float64 if param.dtype.name == "float64" else np.float32
+    grad_buf = grad._realized()
+    # _buf: the writes' own buffers, after every pending reader of their old values has run
+    # a traced number (a jitted function's lr) is peeked, not read: the replay recomputes it (below)
+    numbers = [number(peek(v) if replayed is not None else v) for v in scalars.values()]
+    if replayed is not None:
+        for name, arg in zip(scalars, numbers):
+            journal.note_host_param(arg, lambda name=name: number(replayed(name)))
+    optimizer_step.step(param.device, algo, param.dtype, flags, tuple(state), tuple(scalars), grad._view, n,
+                        param._buf, grad_buf, [t._buf for t in state.values()], numbers)
