@@ -166,7 +166,24 @@ def bench_header() -> str:
     still = [k for k in BLAS_PINS if k in os.environ]
     if still:
         lines.append(f"{', '.join(still)} still set: NumPy runs pinned")
-    return "\n".join(lines)
+    return "\n".join([machine_line(), *lines])
+
+
+def machine_line() -> str:
+    """When and where the numbers were taken: UTC time, CPU model, cores, and the load average (a
+    loaded machine slows every row, so a table says what else ran)."""
+    import datetime
+    import platform
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as info:
+            cpu = next((line.split(":", 1)[1].strip() for line in info if line.startswith("model name")), cpu)
+    except OSError:
+        pass
+    load = ", ".join(f"{v:.2f}" for v in os.getloadavg()) if hasattr(os, "getloadavg") else "unknown"
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return f"{now}; {cpu}, {os.cpu_count()} cores; load average {load}"
 
 
 def synced(make: Any) -> Any:

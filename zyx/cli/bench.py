@@ -33,6 +33,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
             except Exception as exc:  # noqa: BLE001 - reported, and the exit status says so
                 failed.append(script.stem)
                 print(f"{script.stem} failed: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+    print(f"\nEnded {benchmarks.machine_line()}")
     if failed:
         print(f"zyx bench: {len(failed)} script(s) failed: {', '.join(failed)}", file=sys.stderr)
     return 1 if failed else 0
