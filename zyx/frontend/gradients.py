@@ -120,8 +120,12 @@ def _binary_grads(op: Op, g: Any, a: Any, b: Any, out: Any) -> tuple[Any, Any]:
                 da = g * (b * binary(Op.POW, a, b - 1.0)) if b != 0 else _zeros(a)
         db = None
         if _is_tensor(b):
-            keep = binary(Op.EQ, a, 0.0) & binary(Op.GE, b, 0.0) if _is_tensor(a) else None
-            db = g * out * unary(Op.LOG, a) if _is_tensor(a) else g * out * math.log(a)
+            if _is_tensor(a):
+                keep = binary(Op.EQ, a, 0.0) & binary(Op.GE, b, 0.0)
+                db = g * out * unary(Op.LOG, a)
+            else:  # a constant base: log(0) = -inf and log(<0) = nan, as the tensor's log gives
+                keep = binary(Op.GE, b, 0.0) if a == 0 else None
+                db = g * out * (math.log(a) if a > 0 else -math.inf if a == 0 else math.nan)
             if keep is not None:
                 db = where(keep, 0.0, db)
         return da, db
