@@ -614,10 +614,14 @@ def scatter(x: Any, dim: int, index: Any, src: Any = None, value: Any = None, re
     is_t = isinstance(src, TensorBase)
     if not needs_grad(x, src if is_t else None):
         return _scatter_op(x, dim, index, src, op, "scatter")
+    if op == "mul":  # the same values as scatter_reduce's "prod" with self included, and its gradient
+        if not is_t:
+            from zyx.frontend.creation import full_like
+
+            src = full_like(index, src, dtype=x.dtype)
+        return scatter_reduce(x, dim, index, src, "prod", True)
     with no_grad():
         out = _scatter_op(x, dim, index, src, op, "scatter")
-    if op == "mul":
-        raise AutogradError("scatter(reduce='multiply') has no gradient (use scatter_reduce with 'prod')")
     idx = index.detach()
     src_shape = tuple(src.shape) if is_t else None
 
