@@ -287,11 +287,11 @@ def record_matmul(a: Any, b: Any, out: Any) -> None:
     def fn(g: Any, a: Any, b: Any) -> tuple:
         a2 = a.unsqueeze(0) if a.ndim == 1 else a
         b2 = b.unsqueeze(-1) if b.ndim == 1 else b
-        g2 = g
-        if a.ndim == 1:
-            g2 = g2.unsqueeze(-2)
+        g2 = g  # b's axis first: with two 1-D operands g is 0-d, where -2 names no axis yet
         if b.ndim == 1:
             g2 = g2.unsqueeze(-1)
+        if a.ndim == 1:
+            g2 = g2.unsqueeze(-2)
         ga = gb = None
         if a_needs:
             ga = matmul(g2, b2.transpose(-1, -2))
