@@ -59,8 +59,8 @@ class Program:
         """The program as a self-contained script (``T`` is zyx or torch)."""
         leaves = "".join(f"{name} = T.tensor(np.array({arr.reshape(-1).tolist()!r}, dtype=np.{arr.dtype})"
                          f".reshape({arr.shape!r}), requires_grad={self.is_float})\n" for name, arr in self.leaves)
-        return (f"# fuzz seed {self.seed} ({self.dtype})\nimport numpy as np\nimport zyx as T  # or: import torch as T\n"
-                f"F = T.nn.functional\ninf, nan = float('inf'), float('nan')\n"
+        return (f"# fuzz seed {self.seed} ({self.dtype})\nimport numpy as np\n"
+                f"import zyx as T  # or: import torch as T\nF = T.nn.functional\ninf, nan = float('inf'), float('nan')\n"
                 f"def idx(v):\n    return T.tensor(np.array(v, dtype=np.int64))\n"
                 f"{leaves}{self.function_source()}out = program({', '.join(n for n, _ in self.leaves)})\n")
 
