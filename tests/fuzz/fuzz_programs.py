@@ -60,7 +60,8 @@ class Program:
         leaves = "".join(f"{name} = T.tensor(np.array({arr.reshape(-1).tolist()!r}, dtype=np.{arr.dtype})"
                          f".reshape({arr.shape!r}), requires_grad={self.is_float})\n" for name, arr in self.leaves)
         return (f"# fuzz seed {self.seed} ({self.dtype})\nimport numpy as np\n"
-                f"import zyx as T  # or: import torch as T\nF = T.nn.functional\ninf, nan = float('inf'), float('nan')\n"
+                f"import zyx as T  # or: import torch as T\nF = T.nn.functional\n"
+                f"inf, nan = float('inf'), float('nan')\n"
                 f"def idx(v):\n    return T.tensor(np.array(v, dtype=np.int64))\n"
                 f"{leaves}{self.function_source()}out = program({', '.join(n for n, _ in self.leaves)})\n")
 
