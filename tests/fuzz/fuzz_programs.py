@@ -27,7 +27,8 @@ FLOAT_BINARY = ["{a} + {b}", "{a} - {b}", "{a} * {b}", "{a} / {b}", "T.maximum({
                 "T.where({a} > {b}, {a}, {b})", "{a}.logaddexp({b})", "T.atan2({a}, {b})", "{a}.abs() ** {b}"]
 INT_BINARY = ["{a} + {b}", "{a} - {b}", "{a} * {b}", "T.maximum({a}, {b})", "T.minimum({a}, {b})",
               "T.where({a} > {b}, {a}, {b})"]
-SCALARS = ["{a} + 2.5", "1.5 - {a}", "{a} * -0.5", "{a} / 3.0", "2.0 ** {a}", "{a} * 0.0", "{a} - {a}"]
+SCALARS = ["{a} + 2.5", "1.5 - {a}", "{a} * -0.5", "{a} / 3.0", "2.0 ** {a}", "(-2.0) ** {a}", "0.0 ** {a}",
+           "{a} * 0.0", "{a} - {a}", "{a}.masked_fill({a} > 0.5, -1.5)"]
 INT_SCALARS = ["{a} + 2", "3 - {a}", "{a} * -2", "{a} // 2"]
 
 
@@ -287,11 +288,19 @@ class _Builder:
         r = self.rng.random()
         k = int(self.rng.integers(1, 4))
         picks = [int(v) for v in self.rng.integers(0, n, k)]
-        if r < 0.35:
+        if r < 0.5:
             shape = tuple(int(self.rng.integers(0, s + 1)) if i != d else k for i, s in enumerate(x.shape))
-            index = self.rng.integers(0, n, shape).reshape(-1).tolist()
-            return self.bind(f"{x.name}.gather({d}, idx({index!r}).reshape({shape!r}))", shape, x.kind)
-        if r < 0.7:
+            index = f"idx({self.rng.integers(0, n, shape).reshape(-1).tolist()!r}).reshape({shape!r})"
+            if r < 0.25:
+                return self.bind(f"{x.name}.gather({d}, {index})", shape, x.kind)
+            src = self.leaf(shape)
+            if r < 0.32 or x.kind != "f":
+                return self.bind(f"{x.name}.scatter_add({d}, {index}, {src.name})", x.shape, x.kind)
+            how = self.choice(["sum", "prod", "mean", "amax", "amin"])
+            self_too = bool(self.rng.random() < 0.5)
+            return self.bind(f"{x.name}.scatter_reduce({d}, {index}, {src.name}, {how!r}, include_self={self_too})",
+                             x.shape, x.kind)
+        if r < 0.75:
             return self.bind(f"{x.name}.index_select({d}, idx({picks!r}))", x.shape[:d] + (k,) + x.shape[d + 1:],
                              x.kind)
         lead = ":, " * d
