@@ -69,6 +69,14 @@ def test_logaddexp_of_equal_operands_splits_the_gradient():
     _grads(lambda x, y: x.logaddexp2(y), torch.logaddexp2, a, b)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_atan2_gradient_at_the_origin_is_zero(dtype):
+    # found by tests/fuzz (seed 5140): 1 / (a*a + b*b) is inf at (0, 0), where PyTorch gives 0
+    a = [0.0, 1e-30, 1e-30, 0.0, 1e20, np.inf, 0.0, 1.0]
+    b = [0.0, 1e-30, 0.0, 1e-30, 1e20, 1.0, np.inf, -2.0]
+    _grads(zyx.atan2, torch.atan2, a, b, dtype=dtype)
+
+
 @pytest.mark.parametrize("base", [-2.0, 0.0, 2.0, 1.0])
 def test_pow_of_a_constant_base(base):
     # math.log(base) raised ValueError for base <= 0; PyTorch gives nan (base < 0) and -inf or 0 (base 0)

@@ -137,7 +137,8 @@ def _binary_grads(op: Op, g: Any, a: Any, b: Any, out: Any) -> tuple[Any, Any]:
     if op is Op.MOD:
         return g, (-(g * unary(Op.FLOOR, a / b))) if _is_tensor(b) else None
     if op is Op.ATAN2:
-        recip = unary(Op.RECIPROCAL, a * a + b * b)
+        denom = a * a + b * b  # at (0, 0) (or an underflowed square) PyTorch's gradient is 0, not nan
+        recip = where(binary(Op.EQ, denom, 0.0), 0.0, unary(Op.RECIPROCAL, denom))
         return g * b * recip, (g * -a * recip) if _is_tensor(b) else None
     if op is Op.COPYSIGN:  # PyTorch: grad * (result / self), 0 where self == 0; zeros to the sign source
         return where(binary(Op.EQ, a, 0.0), 0.0, g * (binary(Op.COPYSIGN, a, b) / a)), \
