@@ -77,6 +77,14 @@ def test_atan2_gradient_at_the_origin_is_zero(dtype):
     _grads(zyx.atan2, torch.atan2, a, b, dtype=dtype)
 
 
+@pytest.mark.parametrize("fn", ["maximum", "minimum"])
+def test_maximum_gradient_with_a_nan_goes_to_both(fn):
+    # found by tests/fuzz (seed 5154): PyTorch passes the gradient to both sides where one is NaN
+    a = [np.nan, 1.0, 2.0, np.nan, 3.0]
+    b = [0.0, np.nan, 2.0, np.nan, -1.0]
+    _grads(getattr(zyx, fn), getattr(torch, fn), a, b)
+
+
 @pytest.mark.parametrize("base", [-2.0, 0.0, 2.0, 1.0])
 def test_pow_of_a_constant_base(base):
     # math.log(base) raised ValueError for base <= 0; PyTorch gives nan (base < 0) and -inf or 0 (base 0)

@@ -130,10 +130,12 @@ def _binary_grads(op: Op, g: Any, a: Any, b: Any, out: Any) -> tuple[Any, Any]:
                 db = where(keep, 0.0, db)
         return da, db
     if op in (Op.MAXIMUM, Op.MINIMUM):
-        win = binary(Op.GT if op is Op.MAXIMUM else Op.LT, a, b)
+        # each side loses only where the other is strictly better: with a NaN both get the gradient (PyTorch)
+        a_loses = binary(Op.LT if op is Op.MAXIMUM else Op.GT, a, b)
+        b_loses = binary(Op.GT if op is Op.MAXIMUM else Op.LT, a, b)
         tie = binary(Op.EQ, a, b)
         half = g * 0.5
-        return where(tie, half, where(win, g, 0.0)), where(tie, half, where(win, 0.0, g))
+        return where(tie, half, where(a_loses, 0.0, g)), where(tie, half, where(b_loses, 0.0, g))
     if op is Op.MOD:
         return g, (-(g * unary(Op.FLOOR, a / b))) if _is_tensor(b) else None
     if op is Op.ATAN2:
