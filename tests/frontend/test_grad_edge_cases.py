@@ -85,6 +85,13 @@ def test_maximum_gradient_with_a_nan_goes_to_both(fn):
     _grads(getattr(zyx, fn), getattr(torch, fn), a, b)
 
 
+@pytest.mark.parametrize("fn", ["elu", "selu", "celu"])
+def test_elu_family_gradient_at_nan_passes_through(fn):
+    # found by tests/fuzz (seed 5351): PyTorch's rule picks the exp side only where x <= 0
+    x = [np.nan, -1.0, 0.0, 2.0, -np.inf, np.inf]
+    _grads(getattr(zyx.nn.functional, fn), getattr(torch.nn.functional, fn), x)
+
+
 @pytest.mark.parametrize("base", [-2.0, 0.0, 2.0, 1.0])
 def test_pow_of_a_constant_base(base):
     # math.log(base) raised ValueError for base <= 0; PyTorch gives nan (base < 0) and -inf or 0 (base 0)
