@@ -99,6 +99,14 @@ def test_pow_of_a_constant_base(base):
     _grads(lambda e: base ** e, lambda e: base ** e, x)
 
 
+def test_pow_exponent_gradient_keeps_a_nan_from_above():
+    # found by tests/fuzz (seed 6163): PyTorch multiplies the incoming gradient outside its where, so
+    # a NaN there stays NaN even where base 0 and exponent >= 0 give 0
+    e = [-0.5, 0.0, 1.5]
+    _grads(lambda x: (0.0 ** x) * float("nan"), lambda x: (0.0 ** x) * float("nan"), e)
+    _grads(lambda a, x: (a ** x) * float("nan"), lambda a, x: (a ** x) * float("nan"), [0.0, 0.0, 2.0], e)
+
+
 @pytest.mark.parametrize("exponent", [-1.5, -1.0, 0.0, 0.5, 2.0, 3.0])
 def test_pow_by_a_constant_exponent(exponent):
     x = [0.0, 2.0, -2.0, 0.5]

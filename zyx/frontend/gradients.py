@@ -122,12 +122,11 @@ def _binary_grads(op: Op, g: Any, a: Any, b: Any, out: Any) -> tuple[Any, Any]:
         if _is_tensor(b):
             if _is_tensor(a):
                 keep = binary(Op.EQ, a, 0.0) & binary(Op.GE, b, 0.0)
-                db = g * out * unary(Op.LOG, a)
+                d = out * unary(Op.LOG, a)
             else:  # a constant base: log(0) = -inf and log(<0) = nan, as the tensor's log gives
                 keep = binary(Op.GE, b, 0.0) if a == 0 else None
-                db = g * out * (math.log(a) if a > 0 else -math.inf if a == 0 else math.nan)
-            if keep is not None:
-                db = where(keep, 0.0, db)
+                d = out * (math.log(a) if a > 0 else -math.inf if a == 0 else math.nan)
+            db = g * (d if keep is None else where(keep, 0.0, d))  # g outside: a NaN g stays NaN (PyTorch)
         return da, db
     if op in (Op.MAXIMUM, Op.MINIMUM):
         # each side loses only where the other is strictly better: with a NaN both get the gradient (PyTorch)
