@@ -78,3 +78,11 @@ def test_relu_keeps_the_sign_of_negative_zero():
     # Low severity: torch.relu(-0.0) is -0.0 (clamp_min keeps x when not below 0); zyx gives +0.0.
     x = zyx.tensor(np.array([-0.0], dtype=np.float32))
     assert np.signbit(x.relu().numpy()[0])
+
+
+def test_pad_of_a_zero_pad_keeps_the_inner_zeros():
+    # found by tests/fuzz (seed 6257): the outer pad's value replaced the inner pad's 0s ([2 2 2 5 6 2 2 2])
+    x = zyx.tensor(np.array([5, 6], dtype=np.int32))
+    assert zyx.nn.functional.pad(x.pad([1, 1]), (2, 2), value=2).numpy().tolist() == [2, 2, 0, 5, 6, 0, 2, 2]
+    y = zyx.tensor(np.array([[5.0]], dtype=np.float32)).pad([1, 0, 0, 1]).pad([0, 1], value=-1.0)
+    assert y.numpy().tolist() == [[0.0, 5.0, -1.0], [0.0, 0.0, -1.0]]

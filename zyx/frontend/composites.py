@@ -59,8 +59,9 @@ def logaddexp(a: Any, b: Any, base2: bool = False) -> Any:
         tail = (unary(Op.EXP2, gap) + 1.0).log2()
     else:
         tail = unary(Op.EXP, gap).log1p()
-    # equal operands (both infinite ones included, where a - b is NaN): a + log(2)
-    y = where(binary(Op.EQ, a, b), a + (1.0 if base2 else math.log(2.0)), m + tail)
+    # equal operands (both infinite ones included, where a - b is NaN): their mean + log(2), so the
+    # gradient splits in half between them as PyTorch's does
+    y = where(binary(Op.EQ, a, b), a * 0.5 + b * 0.5 + (1.0 if base2 else math.log(2.0)), m + tail)
     return y if y.dtype is out else y.cast(out)
 
 

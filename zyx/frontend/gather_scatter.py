@@ -15,7 +15,7 @@ from zyx.frontend.advanced_index import getitem
 from zyx.frontend.autograd import engine as autograd
 from zyx.frontend.autograd.engine import check_not_view_of_leaf, needs_grad, no_grad
 from zyx.frontend.base import TensorBase, check_writable
-from zyx.frontend.creation import ones_like, tensor, zeros_like
+from zyx.frontend.creation import full_like, ones_like, tensor, zeros_like
 from zyx.frontend.elementwise import broadcast_shapes, where
 from zyx.frontend.index_access import Access, check_not_expanded, dim_access, int_index, read, write, write_inplace
 from zyx.ir.view import normalize_dim
@@ -161,10 +161,12 @@ def scatter(x: Any, dim: int, index: Any, src: Any = None, value: Any = None, re
     is_t = isinstance(src, TensorBase)
     if not needs_grad(x, src if is_t else None):
         return _scatter_op(x, dim, index, src, op, "scatter")
+    if op == "mul":  # the same values as scatter_reduce's "prod" with self included, and its gradient
+        if not is_t:
+            src = full_like(index, src, dtype=x.dtype)
+        return scatter_reduce(x, dim, index, src, "prod", True)
     with no_grad():
         out = _scatter_op(x, dim, index, src, op, "scatter")
-    if op == "mul":
-        raise AutogradError("scatter(reduce='multiply') has no gradient (use scatter_reduce with 'prod')")
     idx = index.detach()
     src_shape = tuple(src.shape) if is_t else None
 

@@ -62,6 +62,8 @@ def reduce(x: Any, op: str, dim: Any = None, keepdim: bool = False, acc: DType |
     if x._ag is not None and is_grad_enabled():
         with no_grad():
             out = reduce(x, op, dim, keepdim, acc)
+        if out is x:  # a 0-d input is its own reduction: a new tensor, else it reads as written in place
+            out = from_node(graph.copy(graph.Src(x._data, x._view, x._dtype), (), x.device))
         record_reduce(op, x, _dims(x, dim) if x.ndim else (), keepdim, out)
         return out
     if dim is None and acc is None:

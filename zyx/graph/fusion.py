@@ -335,10 +335,13 @@ class KernelBuilder:
             if hi:
                 conds.append(sym.lt(c, lo + d))
         cond = sym.land(*conds)
-        inner = self.src_expr(src, inner_coords, sym.land(valid, cond))
+        inner_valid = sym.land(valid, cond)
+        inner = self.src_expr(src, inner_coords, inner_valid)
         if cond == sym.ONE:
             return inner
-        if isinstance(inner, expr.Load) and inner.other == 0:
+        # a load guarded by this pad alone takes its value; one guarded by an inner pad as well keeps
+        # that pad's value (its 0 is not the default)
+        if isinstance(inner, expr.Load) and inner.other == 0 and inner.valid == inner_valid:
             return expr.Load(inner.buf, inner.dtype, inner.index, inner.valid, value, inner.gather)
         return expr.Alu(Op.WHERE, (expr.Cond(cond), inner, expr.Const(value, n.dtype)), n.dtype)
 

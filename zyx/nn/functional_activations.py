@@ -74,21 +74,22 @@ def hardswish(x: Any):
 
 
 def _exp_branch(x: Any, scale_in: float, scale_out: float):
-    """``expm1(x * scale_in) * scale_out`` where ``x <= 0``, read from a masked input (no overflow elsewhere)."""
-    neg = where(binary(Op.GT, x, 0.0), 0.0, x)
+    """``expm1(x * scale_in) * scale_out`` where ``x <= 0``, read from a masked input (no overflow elsewhere).
+    Callers select it where ``x <= 0``, so a NaN takes the identity side and its gradient, as PyTorch's."""
+    neg = where(binary(Op.LE, x, 0.0), x, 0.0)
     return expm1(neg * scale_in if scale_in != 1.0 else neg) * scale_out
 
 
 @_float32_for_16bit
 def elu(x: Any, alpha: float = 1.0):
     """``x`` where positive, else ``alpha * (exp(x) - 1)``."""
-    return where(binary(Op.GT, x, 0.0), x, _exp_branch(x, 1.0, alpha))
+    return where(binary(Op.LE, x, 0.0), _exp_branch(x, 1.0, alpha), x)
 
 
 @_float32_for_16bit
 def selu(x: Any):
     """``scale * elu(x, alpha)`` with the self-normalizing constants."""
-    return where(binary(Op.GT, x, 0.0), x * _SELU_SCALE, _exp_branch(x, 1.0, _SELU_ALPHA * _SELU_SCALE))
+    return where(binary(Op.LE, x, 0.0), _exp_branch(x, 1.0, _SELU_ALPHA * _SELU_SCALE), x * _SELU_SCALE)
 
 
 @_float32_for_16bit
@@ -96,7 +97,7 @@ def celu(x: Any, alpha: float = 1.0):
     """``x`` where positive, else ``alpha * (exp(x / alpha) - 1)``."""
     if alpha == 0:
         raise ShapeError("celu: alpha must not be 0")
-    return where(binary(Op.GT, x, 0.0), x, _exp_branch(x, 1.0 / alpha, alpha))
+    return where(binary(Op.LE, x, 0.0), _exp_branch(x, 1.0 / alpha, alpha), x)
 
 
 def leaky_relu(x: Any, negative_slope: float = 0.01):

@@ -136,20 +136,26 @@ def _binary_grads(op: Op, g: Any, a: Any, b: Any, out: Any) -> tuple[Any, Any]:
                 da = g * (b * binary(Op.POW, a, b - 1.0)) if b != 0 else _zeros(a)
         db = None
         if _is_tensor(b):
-            keep = binary(Op.EQ, a, 0.0) & binary(Op.GE, b, 0.0) if _is_tensor(a) else None
-            db = g * out * unary(Op.LOG, a) if _is_tensor(a) else g * out * math.log(a)
-            if keep is not None:
-                db = where(keep, 0.0, db)
+            if _is_tensor(a):
+                keep = binary(Op.EQ, a, 0.0) & binary(Op.GE, b, 0.0)
+                d = out * unary(Op.LOG, a)
+            else:  # a constant base: log(0) = -inf and log(<0) = nan, as the tensor's log gives
+                keep = binary(Op.GE, b, 0.0) if a == 0 else None
+                d = out * (math.log(a) if a > 0 else -math.inf if a == 0 else math.nan)
+            db = g * (d if keep is None else where(keep, 0.0, d))  # g outside: a NaN g stays NaN (PyTorch)
         return da, db
     if op in (Op.MAXIMUM, Op.MINIMUM):
-        win = binary(Op.GT if op is Op.MAXIMUM else Op.LT, a, b)
+        # each side loses only where the other is strictly better: with a NaN both get the gradient (PyTorch)
+        a_loses = binary(Op.LT if op is Op.MAXIMUM else Op.GT, a, b)
+        b_loses = binary(Op.GT if op is Op.MAXIMUM else Op.LT, a, b)
         tie = binary(Op.EQ, a, b)
         half = g * 0.5
-        return where(tie, half, where(win, g, 0.0)), where(tie, half, where(win, 0.0, g))
+        return where(tie, half, where(a_loses, 0.0, g)), where(tie, half, where(b_loses, 0.0, g))
     if op is Op.MOD:
         return g, (-(g * unary(Op.FLOOR, a / b))) if _is_tensor(b) else None
     if op is Op.ATAN2:
-        recip = unary(Op.RECIPROCAL, a * a + b * b)
+        denom = a * a + b * b  # at (0, 0) (or an underflowed square) PyTorch's gradient is 0, not nan
+        recip = where(binary(Op.EQ, denom, 0.0), 0.0, unary(Op.RECIPROCAL, denom))
         return g * b * recip, (g * -a * recip) if _is_tensor(b) else None
     if op is Op.COPYSIGN:  # PyTorch: grad * (result / self), 0 where self == 0; zeros to the sign source
         return where(binary(Op.EQ, a, 0.0), 0.0, g * (binary(Op.COPYSIGN, a, b) / a)), \
@@ -317,11 +323,11 @@ def record_matmul(a: Any, b: Any, out: Any) -> None:
     def fn(g: Any, a: Any, b: Any) -> tuple:
         a2 = a.unsqueeze(0) if a.ndim == 1 else a
         b2 = b.unsqueeze(-1) if b.ndim == 1 else b
-        g2 = g
-        if a.ndim == 1:
-            g2 = g2.unsqueeze(-2)
+        g2 = g  # b's axis first: with two 1-D operands g is 0-d, where -2 names no axis yet
         if b.ndim == 1:
             g2 = g2.unsqueeze(-1)
+        if a.ndim == 1:
+            g2 = g2.unsqueeze(-2)
         ga = gb = None
         if a_needs:
             ga = g2.matmul(b2.transpose(-1, -2))
