@@ -143,7 +143,7 @@ def rows_inner(k: Kernel, row: int, col: int, tile_rows: int, tile_cols: int, de
     in a quarter of the cache. Rows fastest, they share one column panel of B (it stays in the core's
     own cache) and each column tile streams the left operand A again, row after row, which the
     prefetchers follow: it need only fit in half the cache. With B cached the usual order is as fast
-    or faster (bench/RESULTS.md has the timings of both orders)."""
+    or faster (the timings of both orders are in the git history of bench/RESULTS.md)."""
     cache = int(getattr(device, "global_mem_cache_bytes", 0) or DEFAULT_CACHE_BYTES)
     size = k.out_dtype.itemsize
     rows, cols, red = k.out_shape[row], k.out_shape[col], k.red_shape[-1]
