@@ -3,10 +3,9 @@ into it at the same time.
 
 PoCL writes every program it builds (from source or from a binary) into a kernel cache on disk,
 shared by every process of the user (``$POCL_CACHE_DIR``, else ``$XDG_CACHE_HOME/pocl`` or
-``~/.cache/pocl``). Two processes building the same program into it at once race: on the 2-core
-VM, four processes running the same few ops on a fresh cache failed 2 times in ~40 tries, one
-process getting a ``CompileError`` whose log says only "failed to build the program" (and once,
-earlier, a process aborted inside ``clBuildProgram`` of a cached binary). A build therefore holds
+``~/.cache/pocl``). Two processes building the same program into it at once race: now and then
+one gets a ``CompileError`` whose log says only "failed to build the program", or aborts inside
+``clBuildProgram`` of a cached binary. A build therefore holds
 an exclusive ``flock`` on a file in that cache directory: processes sharing the cache build one at
 a time, processes with their own caches (zyx's test workers) do not wait for each other.
 

@@ -1,10 +1,9 @@
 """PoCL settings zyx chooses before the OpenCL platforms load (PoCL reads its environment once).
 
 **Worker affinity.** PoCL's CPU driver runs kernels on one worker thread per core, and left alone
-the OS may stack those workers on one core: on the 2-core VM the two workers of a running kernel
-sat on the same vCPU (``/proc/<pid>/task/*/stat``), and the 64 MiB sum's kernel took 2.1-2.6 ms,
-as long as with ``POCL_MAX_PTHREAD_COUNT=1``; pinned (``POCL_AFFINITY=1``: worker i on CPU i) it
-took 1.2 ms. PoCL aborts the process when pinning fails (worker i's CPU not allowed, e.g. under
+the OS may stack those workers on one core (``/proc/<pid>/task/*/stat`` shows them on the same
+vCPU), and a kernel then runs as if PoCL had one thread; pinned (``POCL_AFFINITY=1``: worker i on
+CPU i) it uses every core. PoCL aborts the process when pinning fails (worker i's CPU not allowed, e.g. under
 ``taskset`` or a cpuset), so zyx pins only when the process may run on every CPU 0..n-1 of the
 workers PoCL will start. A ``POCL_AFFINITY`` the user set is left alone (``POCL_AFFINITY=0`` opts out).
 """

@@ -24,9 +24,8 @@ _MIN_CLASS = 256
 #: On PoCL's CPU devices, buffers of at least this many bytes live in host memory that zyx
 #: maps itself and advises for transparent huge pages (2 MiB), which PoCL then uses in place
 #: (``CL_MEM_USE_HOST_PTR``, no copy). PoCL's own buffers use 4 KiB pages: a kernel that
-#: walks hundreds of rows at once (a transpose) then misses the TLB on most of them. Measured
-#: on the 2-core EPYC at 64 MiB (one run, alternating): float32 transpose 25-27 -> 30-34 GB/s,
-#: the copy kernels ~+8%. ``None`` turns it off (only for buffers allocated afterwards).
+#: walks hundreds of rows at once (a transpose) then misses the TLB on most of them.
+#: ``None`` turns it off (only for buffers allocated afterwards).
 HUGE_PAGE_MIN_BYTES: int | None = 4 << 20
 _HUGE_PAGE = 2 << 20
 

@@ -62,9 +62,8 @@ class Stopwatch:
 
 
 #: Sleep between two implementations' blocks in a benchmark. PyTorch's OpenMP (libgomp) workers spin
-#: on after every parallel call: right after ``float(t.sum())`` of 16M float32 the process burnt 4.6-9.8 ms
-#: of CPU during a sleep (0.05 ms with OMP_WAIT_POLICY=PASSIVE), a whole core of the 2-core VM taken
-#: from whatever runs next; 30 ms outlasts that spin.
+#: on for milliseconds after every parallel call, taking a core from whatever runs next; this outlasts
+#: that spin.
 SETTLE_SECONDS = 0.03
 
 

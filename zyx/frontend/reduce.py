@@ -320,8 +320,7 @@ def all(x: Any, dim: Any = None, keepdim: bool = False):  # noqa: A001 - PyTorch
 # ------------------------------------------------------------------ linear algebra
 
 #: Products of at least this many multiply-adds (batch * n * k * m) copy a transposed operand
-#: row-major first (below it the extra launch costs more than the gathers: measured crossover
-#: near 256 x 512 x 256 on the 2-core PoCL machine).
+#: row-major first (below it the extra launch costs more than the gathers it saves).
 TRANSPOSED_MIN = 1 << 25
 #: ...except a transposed left operand of a product with this many columns (conv2d's weight gradient
 #: ``x.T @ g``): the register tile spans the columns and reads the view's rows contiguously, and the copy
@@ -356,9 +355,8 @@ def matmul(a: Any, b: Any):
     n, k, m = a.shape[-2], a.shape[-1], b.shape[-1]
     if math.prod(batch) * n * k * m >= TRANSPOSED_MIN and k > 1:
         # An operand stored transposed (F.linear's ``weight.T``: unit stride along k for the right
-        # one, along n for the left one) makes the fused multiply-reduce gather: 1024^3 ran at 16
-        # (a @ w.T) and 66 (a.T @ b) GFLOP/s against 115 for row-major operands. One tiled-transpose
-        # copy (~1% of the product's time) makes it row-major.
+        # one, along n for the left one) makes the fused multiply-reduce gather, several times slower
+        # than row-major operands; one tiled-transpose copy, cheap next to the product, makes it row-major.
         if m > 1 and b.stride()[-2] == 1 and b.stride()[-1] != 1:
             b = b.contiguous()
         narrow = LEFT_IN_PLACE_COLUMNS[0] <= m <= LEFT_IN_PLACE_COLUMNS[1]
