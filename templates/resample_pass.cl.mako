@@ -1,5 +1,5 @@
 <%doc>
-One separable resampling pass of a uint8 tensor in PIL's fixed point (zyx.nn.resample_pass): along one
+One separable resampling pass of a uint8 tensor in PIL's fixed point (zyx.kernels.resample): along one
 dim of size n, output o is clamp((2**(shift-1) + sum_j wt[o, j] * x[min(xmin[o] + j, n - 1)]) >> shift,
 0, 255) over j < taps, in int32 (exact: the order of the sum does not matter). The input is contiguous,
 seen as (outer, n, inner); the output (outer, o_size, inner). The batch (outer) and inner extents are

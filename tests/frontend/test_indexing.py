@@ -519,7 +519,7 @@ def test_every_scatter_kernel_matches_torch(method, monkeypatch):
     # the atomic kernel's update differs per dtype (a float32 compare-and-swap loop, an integer atomic add,
     # the converting loop of the other types): all three. The other kernels combine through the template's
     # shared per-dtype code (every dtype runs it in test_scatter_family_matches_torch and
-    # tests/codegen/test_scatter_private.py): here the emulated 16-bit float and a 32-bit dtype in turn
+    # tests/kernels/test_scatter_private.py): here the emulated 16-bit float and a 32-bit dtype in turn
     # (float32 also through every kernel in the index_put below)
     dts = {"atomic": (zyx.float32, zyx.int32, zyx.float16), "partition": (zyx.int32, zyx.float16),
            "owner": (zyx.float32, zyx.float16), "private": (zyx.int32, zyx.float16),

@@ -37,7 +37,7 @@ class _Build:
         self.param_objs: dict[int, Src] = {}  # id(launch argument) -> its constant
 
 
-_EXTERN, _BUFFER = Op.EXTERN, Op.BUFFER  # looked up once (an enum attribute costs ~0.2 us)
+_EXTERN, _BUFFER = Op.EXTERN, Op.BUFFER  # looked up once (an enum attribute lookup is slow on this path)
 _builds: list[_Build] = []  # the build under way (a store inside a build joins it)
 
 

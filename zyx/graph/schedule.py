@@ -31,7 +31,7 @@ _schedules: dict[tuple, tuple] = {}
 schedule_stats = {"builds": 0, "hits": 0}
 
 _PARAM = "param"  # a key's stand-in for a scalar argument's value (passed at launch)
-# looked up once: an enum attribute costs ~0.2 us, and _visit runs for every node of every realize
+# looked up once: an enum attribute is a slow lookup, and _visit runs for every node of every realize
 _EXTERN, _PAD, _CONST = Op.EXTERN, Op.PAD, Op.CONST
 
 

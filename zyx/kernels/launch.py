@@ -4,8 +4,9 @@ A kernel's work-group size is what its launcher asks for, clamped to what the ke
 allow (``CL_KERNEL_WORK_GROUP_SIZE``, register pressure). Along axis 0 the grid is either rounded up
 to whole work-groups (kernels that test their bounds) or launched ``exact`` (kernels without a
 bounds test: PoCL stops vectorizing a work-group across a return that may be taken); the other axes
-take work-groups of one. Every launch goes through ``backend.launch.launch`` (looked up at the call,
-so a test's spy on it sees them all).
+take work-groups of one. These launches go through ``backend.launch.launch`` looked up at the call,
+so a test's spy on it sees them; the fixed-geometry launchers (bitonic sort, the scan and roll-rows
+contract kernels), whose template fixes the work-group, call it directly.
 """
 from __future__ import annotations
 
@@ -38,6 +39,8 @@ def launch_grid(kernel: CompiledKernel, grid: Sequence[int], local: int, args: S
     ones = (1,) * len(rest)
     if not exact:
         return backend_launch.launch(kernel, (-(-n // group) * group, *rest), (group, *ones), list(args))
+    if len(rest) > 1:
+        raise ValueError(f"launch_grid: an exact launch takes a 1-D or 2-D grid, got {len(grid)} axes")
     bulk = n // group * group
     events = []
     if bulk:
