@@ -24,7 +24,8 @@
 #      and streamed stores, the same kernels whatever the heuristics; test_matmul_order: the CPU
 #      loop order on described devices; test_heuristics_setting: sets the kind per test), which
 #      step 1 runs; not tests/contracts/spec, which needs no device;
-#   (steps 1, 2, 2r and 3 run side by side; step 1 on two pytest-xdist workers: it outlasts the others)
+#   (steps 1, 2, 2r and 3 run side by side; step 1 on two pytest-xdist workers, which steal each other's
+#   queued tests (`--dist worksteal`) so neither idles while the other ends a queue of slow tests: it outlasts the others)
 #   4. the kernel-heavy tests once more on the default device, warm: they run from the on-disk
 #      kernel caches (tests/backend/test_program.py checks that a second process builds nothing);
 #      not tests/examples (step 1 runs them): their graph kernels load from the same cache as
@@ -74,7 +75,7 @@ rusticl="$(ci/rusticl.sh "$(command -v python)")"
 python -m zyx doctor
 python -m zyx devices
 logs="$(mktemp -d)"
-python -m pytest tests -q -n 2 --devices=default --durations=30 >"$logs/1" 2>&1 & step1=$!
+python -m pytest tests -q -n 2 --dist worksteal --devices=default --durations=30 >"$logs/1" 2>&1 & step1=$!
 python -m pytest "${other_device_tests[@]}" -q -p no:cacheprovider --devices=others -k "not local7 and not vec2" \
     >"$logs/2" 2>&1 & step2=$!
 ZYX_HEURISTICS=gpu python -m pytest "${gpu_heuristics_tests[@]}" -q -p no:cacheprovider --devices=default \
