@@ -43,7 +43,7 @@ import numpy as np
 from zyx import graph
 from zyx.backend.launch import runtime_lock
 from zyx.errors import ShapeError
-from zyx.frontend import capture, traced_scalar
+from zyx.frontend import capture, traced_scalar, varsize
 from zyx.frontend.autograd.engine import is_grad_enabled
 from zyx.frontend.base import TensorBase, tensor_class
 from zyx.graph import plan as plans
@@ -414,14 +414,10 @@ def _view_spec(t: Any) -> Any:
     variable axes, without reading the bound values (a replay binds the call's values)."""
     if type(t) is _tensor_type:
         return t._view
-    from zyx.frontend import varsize
-
     return varsize.bind_spec(t) if type(t) in varsize.VARSIZE else t._view
 
 
 def _variable_sized(data: Any, spec: tuple, dtype: Any, device: Any, bindings: dict) -> Any:
-    from zyx.frontend import varsize
-
     return varsize.rebuild(data, spec, dtype, device, bindings)
 
 
