@@ -7,12 +7,15 @@ from typing import Any, Callable
 import pytest
 
 from zyx import settings
+from zyx.graph import schedule
 from zyx.opt import tuner
 
 
 @pytest.fixture()
 def tuning(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    """Tuning on (ZYX_TUNE=1, 2 s per kernel) with a private cache directory."""
+    """Tuning on (ZYX_TUNE=1, 2 s per kernel) with a private cache directory and no recorded schedules: a
+    replayed schedule carries another test's tuned kernels and would search nothing."""
+    schedule.clear()
     monkeypatch.setenv("ZYX_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(settings, "TUNE", 1)
     monkeypatch.setitem(tuner.BUDGET_S, 1, 2.0)

@@ -81,8 +81,8 @@ def graph_key_of(roots: list[LazyNode], realize: Callable[[LazyNode], Buffer]) -
                 _visit(root, device, realize, nodes, bufs, consts, npos, bpos, items)
     except NotCacheable:
         return None
-    # the heuristics kind too: a schedule holds kernels shaped for it (settings.set_heuristics)
-    return GraphKey((device, settings.heuristics_kind(device), tuple(items)), nodes, bufs, consts)
+    # the heuristics kind and tuning mode too: a schedule holds kernels shaped and tuned under them
+    return GraphKey((device, settings.heuristics_kind(device), settings.TUNE, tuple(items)), nodes, bufs, consts)
 
 
 def _const_key(s: Src, consts: list[Src]) -> tuple:
