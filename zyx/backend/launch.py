@@ -10,6 +10,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, Callable
 
 from zyx import settings
+from zyx.backend import profiling
 from zyx.backend.program import build_program
 from zyx.backend.timing import event_seconds
 from zyx.errors import AllocationError, ZyxError
@@ -89,6 +90,8 @@ class CompiledKernel:
     name: str
     cl_kernel: Any
     source: str
+    ops: tuple[str, ...] = ()  # the ops fused into it, for the profiler (an IR kernel's op names)
+    nbytes: int | None = None  # bytes one launch reads and writes, for the profiler (None: its buffers' sizes)
 
     @cached_property
     def work_group_size(self) -> int:
@@ -110,8 +113,10 @@ class CompiledKernel:
 _kernels: dict[tuple[str, str, str, str, Any], CompiledKernel] = {}
 
 
-def compile_kernel(device: ClDevice, source: str, name: str, options: str = "") -> CompiledKernel:
-    """The kernel ``name`` of ``source`` built for ``device`` (cached)."""
+def compile_kernel(device: ClDevice, source: str, name: str, options: str = "",
+                   ops: tuple[str, ...] = (), nbytes: int | None = None) -> CompiledKernel:
+    """The kernel ``name`` of ``source`` built for ``device`` (cached); ``ops`` and ``nbytes`` (what it
+    computes, the bytes a launch moves) are what a profile shows of it."""
     key = (device.id, source, options, name, device)  # the device object too: kernels belong to its context
     ck = _kernels.get(key)
     if ck is None:
@@ -121,7 +126,7 @@ def compile_kernel(device: ClDevice, source: str, name: str, options: str = "") 
                 import pyopencl as cl
 
                 prg = build_program(device, source, options, name)
-                ck = CompiledKernel(device, name, cl.Kernel(prg, name), source)
+                ck = CompiledKernel(device, name, cl.Kernel(prg, name), source, ops, nbytes)
                 _kernels[key] = ck
     return ck
 
@@ -142,6 +147,7 @@ def launch(
 
     global _launches
     device = kernel.device
+    host_start = profiling.now_ns() if profiling._sinks else 0
     try:
         with runtime_lock:  # a kernel object's arguments are shared state until enqueued
             kernel.declare_scalars(args)
@@ -159,6 +165,9 @@ def launch(
             f"local {local_size}): {exc}"
         ) from None
     _launches += counts
+    if profiling._sinks:
+        nbytes = profiling.buffer_bytes(args) if kernel.nbytes is None else kernel.nbytes
+        profiling.note_kernel(kernel.name, device, host_start, event, nbytes, kernel.ops, counts)
     if _recordings:
         entry = (kernel, tuple(global_size), None if local_size is None else tuple(local_size), tuple(args),
                  None if offset is None else tuple(offset), counts)
@@ -176,9 +185,9 @@ def launch_prepared(kernel: CompiledKernel, global_size: tuple, local_size: tupl
                     offset: tuple | None, counts: bool) -> None:
     """``launch`` for a kernel launched before with arguments of the same types (a replayed plan):
     no lock taken (the caller holds ``runtime_lock``), no event kept, nothing but the count
-    noted, unless launches are being recorded or printed (then it is ``launch``)."""
+    noted, unless launches are being recorded, profiled or printed (then it is ``launch``)."""
     global _launches, _cl
-    if _recordings or settings.DEBUG >= 1:
+    if _recordings or settings.DEBUG >= 1 or profiling._sinks:
         launch(kernel, global_size, local_size, args, offset=offset, counts=counts)
         return
     cl = _cl

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from zyx import settings
+from zyx.backend import profiling
 from zyx.backend.driver_cache import build_lock
 from zyx.errors import CompileError
 from zyx.version import __version__
@@ -131,9 +132,12 @@ def _quiet_build_log() -> Iterator[None]:
 def build_program(device: ClDevice, source: str, options: str = "", name: str = "") -> Any:
     """A built ``pyopencl.Program`` for ``source`` on ``device``, from the fastest cache."""
     mem_key = (device.id, source, options, device)  # the device object too: each has its own context
+    start = profiling.now_ns() if profiling._sinks else 0
     prg = _programs.get(mem_key)
     if prg is not None:
         BuildStats.memory_hits += 1
+        if profiling._sinks:
+            profiling.note(profiling.RawEvent("build", name, device, start, profiling.now_ns(), detail="in memory"))
         return prg
     with _lock:
         prg = _programs.get(mem_key)
@@ -151,6 +155,9 @@ def build_program(device: ClDevice, source: str, options: str = "", name: str = 
         else:
             BuildStats.binary_loads += 1
         _programs[mem_key] = prg
+    if profiling._sinks:
+        how = "compile" if built else "binary cache"
+        profiling.note(profiling.RawEvent("build", name, device, start, profiling.now_ns(), detail=how))
     if settings.DEBUG >= 2:
         print(f"--- zyx: new kernel {name or '(unnamed)'} on {device} ---\n{source}", file=sys.stderr)
     return prg

@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from zyx.backend import journal
+from zyx.backend import journal, profiling
 from zyx.backend.pool import Buffer
 from zyx.errors import ZyxError
 
@@ -30,11 +30,19 @@ def write(buf: Buffer, host: np.ndarray, byte_offset: int = 0) -> None:
         return
     if journal.is_recording():
         journal.note_write(buf)
+    start = profiling.now_ns() if profiling._sinks else 0
     try:
         cl.enqueue_copy(buf.device.queue, buf.cl, np.ascontiguousarray(host).view(np.uint8).reshape(-1),
                         dst_offset=byte_offset, is_blocking=True)
     except cl.Error as exc:
         raise ZyxError(f"host to device copy of {host.nbytes} bytes failed on {buf.device}: {exc}") from None
+    if profiling._sinks:
+        _note_copy("host_to_device", buf.device, start, host.nbytes)
+
+
+def _note_copy(name: str, device: Any, start: int, nbytes: int) -> None:
+    """A copy for the open profiles (host time: a blocking copy waits for the work queued before it too)."""
+    profiling.note(profiling.RawEvent("transfer", name, device, start, profiling.now_ns(), nbytes=nbytes))
 
 
 def read(buf: Buffer, nbytes: int | None = None, byte_offset: int = 0) -> np.ndarray:
@@ -66,6 +74,7 @@ def read_into(buf: Buffer, out: np.ndarray, byte_offset: int = 0) -> None:
         _read_buffer = getattr(getattr(cl, "_cl", None), "_enqueue_read_buffer", None) or _public_read
     if journal.is_recording():
         journal.note_read()
+    start = profiling.now_ns() if profiling._sinks else 0
     try:
         try:
             _read_buffer(buf.device.queue, buf.cl, out, byte_offset, None, True)
@@ -76,6 +85,8 @@ def read_into(buf: Buffer, out: np.ndarray, byte_offset: int = 0) -> None:
             _public_read(buf.device.queue, buf.cl, out, byte_offset, None, True)
     except cl.Error as exc:
         raise ZyxError(f"device to host copy of {out.nbytes} bytes failed on {buf.device}: {exc}") from None
+    if profiling._sinks:
+        _note_copy("device_to_host", buf.device, start, out.nbytes)
 
 
 def copy_buffer(src: Buffer, dst: Buffer, nbytes: int, src_offset: int = 0, dst_offset: int = 0) -> Any:
@@ -87,7 +98,12 @@ def copy_buffer(src: Buffer, dst: Buffer, nbytes: int, src_offset: int = 0, dst_
     if journal.is_recording():
         journal.unreplayable("a buffer-to-buffer copy (not a launch) ran")
     if src.device is dst.device:
-        return cl.enqueue_copy(src.device.queue, dst.cl, src.cl, byte_count=nbytes,
-                               src_offset=src_offset, dst_offset=dst_offset)
+        start = profiling.now_ns() if profiling._sinks else 0
+        event = cl.enqueue_copy(src.device.queue, dst.cl, src.cl, byte_count=nbytes,
+                                src_offset=src_offset, dst_offset=dst_offset)
+        if profiling._sinks:
+            profiling.note(profiling.RawEvent("transfer", "device_to_device", src.device, start, profiling.now_ns(),
+                                              [event], 2 * nbytes))
+        return event
     write(dst, read(src, nbytes, src_offset), dst_offset)
     return None

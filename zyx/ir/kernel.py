@@ -72,6 +72,20 @@ class Kernel:
                 seen.append(name)
         return seen
 
+    def traffic_bytes(self) -> int:
+        """Bytes one run reads and writes: the output, and per input buffer the span of elements its loads
+        can reach (index bounds; a strided read counts its gaps, so this bounds the traffic from above)."""
+        spans: dict[int, tuple[int, int, int]] = {}
+        for e in walk(self.body):
+            if isinstance(e, expr.Load):
+                lo, hi = max(e.index.vmin, 0), e.index.vmax
+                if e.buf in spans:
+                    old = spans[e.buf]
+                    lo, hi = min(lo, old[0]), max(hi, old[1])
+                spans[e.buf] = (lo, hi, e.dtype.itemsize)
+        reads = sum(max(hi - lo + 1, 0) * size for lo, hi, size in spans.values())
+        return self.numel * self.out_dtype.itemsize + reads
+
     def name(self) -> str:
         names = self.op_names()
         core = "_".join(reversed(names[:4])) or "copy"

@@ -19,16 +19,18 @@ from zyx.kernels.launch import group_size, launch_grid
 
 
 @lru_cache(maxsize=4096)
-def _cached_source(k: Kernel, opts: Opts) -> tuple[str, str, int, bool, int, int]:
+def _cached_source(k: Kernel, opts: Opts) -> tuple[str, str, int, bool, int, int, tuple[str, ...], int]:
     name, src, prog = ir_source.source(k, opts)
-    return name, src, prog.global_items, f"*{ir_source.ERR_FLAG}" in src, prog.split, prog.local
+    ops = tuple(op.value for op in k.op_names())
+    return (name, src, prog.global_items, f"*{ir_source.ERR_FLAG}" in src, prog.split, prog.local, ops,
+            k.traffic_bytes())
 
 
 def launch_kernel(device: Any, k: Kernel, opts: Opts, args: list) -> Any:
     """Build (cached) and enqueue ``k`` with buffer ``args`` (output first); returns the event (a list
     of two when the work items are launched as whole work-groups plus a remainder)."""
-    name, src, items, uses_flag, split, need_local = _cached_source(k, opts)
-    ck = compile_kernel(device, src, name, ir_source.BUILD_OPTIONS)
+    name, src, items, uses_flag, split, need_local, ops, nbytes = _cached_source(k, opts)
+    ck = compile_kernel(device, src, name, ir_source.BUILD_OPTIONS, ops, nbytes)
     # The device's limit and this kernel's own CL_KERNEL_WORK_GROUP_SIZE (register pressure).
     if split > 1 and need_local > group_size(ck, need_local):  # fewer items share each reduce; same results' shape
         return launch_kernel(device, k, replace(opts, split=split // 2), args)
