@@ -60,6 +60,7 @@ from zyx.frontend.creation import (
     zeros,
     zeros_like,
 )
+from zyx.frontend.dlpack import from_dlpack
 from zyx.frontend.einsum import bmm, dot, einsum, outer, tensordot
 from zyx.frontend.elementwise import (
     abs,  # noqa: A004 - the API names it zyx.abs
@@ -198,7 +199,8 @@ __all__ = [
     "AllocationError", "CompileError", "ContractError", "DType", "DTypeError", "Device", "DeviceError",
     "DivisionByZeroError", "IndexOutOfRange", "IntegerArithmeticError", "IntegerOverflowError", "ShapeError", "Tensor",
     "ZyxError", "arange", "argmax", "argmin", "bfloat16", "bool", "cat", "chunk", "concat", "debug", "default_device",
-    "devices", "double", "eye", "float", "float16", "float32", "float64", "float8_e4m3", "float8_e5m2", "from_numpy",
+    "devices", "double", "eye", "float", "float16", "float32", "float64", "float8_e4m3", "float8_e5m2", "from_dlpack",
+    "from_numpy",
     "full", "full_like", "half", "int8", "int16", "int32", "int64", "kernel_count", "linspace", "logsumexp",
     "manual_seed", "matmul", "mean", "memory_stats", "nn", "ones", "ones_like", "pad", "prod", "promote_types", "rand",
     "randint", "randn", "result_type", "set_default_device", "settings", "split", "stack", "std", "synchronize",

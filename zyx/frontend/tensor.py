@@ -25,7 +25,7 @@ from zyx.backend.device import Device, resolve
 from zyx.backend.pool import Buffer
 from zyx.dtype import DType, to_dtype
 from zyx.errors import AutogradError, DeviceError, DTypeError, ShapeError
-from zyx.frontend import capture
+from zyx.frontend import capture, dlpack
 from zyx.frontend.autograd import engine as autograd
 from zyx.frontend.autograd.engine import AutogradMixin
 from zyx.frontend.autograd.rules import record_cast
@@ -191,8 +191,28 @@ class Tensor(IndexingMixin, CompositesMixin, ElementwiseMixin, ElementwiseMathMi
     __str__ = __repr__
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        if copy is False:
+            raise ValueError("a zyx tensor lives in device memory, so converting it to NumPy always copies; "
+                             "use np.asarray(x) or x.numpy() (copy=False cannot be honoured)")
         arr = self.numpy()
         return arr if dtype is None else arr.astype(dtype)
+
+    def __dlpack__(self, *, stream: Any = None, max_version: tuple[int, int] | None = None,
+                   dl_device: tuple[int, int] | None = None, copy: bool | None = None) -> Any:
+        """A CPU DLPack capsule of a host copy of the values (``torch.from_dlpack(x)``, ``np.from_dlpack(x)``).
+        The copy is made here: ``copy=False`` cannot be honoured, and the only device offered is the CPU."""
+        if copy is False:
+            raise BufferError("a zyx tensor lives in device memory: DLPack exchange copies it to the host "
+                              "(copy=False cannot be honoured)")
+        if dl_device is not None and tuple(dl_device) != (dlpack.KDL_CPU, 0):
+            raise BufferError(f"a zyx tensor is exported to the CPU (DLPack device (1, 0)), not {tuple(dl_device)}")
+        if stream is not None:
+            raise BufferError("a zyx tensor is exported as a CPU tensor, which takes no stream (stream=None)")
+        return dlpack.export_capsule(self.numpy(), self._dtype, max_version)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        """(1, 0): DLPack consumers get a CPU copy (see ``__dlpack__``)."""
+        return (dlpack.KDL_CPU, 0)
 
     # -- conversion and copies --------------------------------------------------
     def to(self, target: Any) -> Tensor:
