@@ -322,6 +322,11 @@ def all(x: Any, dim: Any = None, keepdim: bool = False):  # noqa: A001 - PyTorch
 #: Products of at least this many multiply-adds (batch * n * k * m) copy a transposed operand
 #: row-major first (below it the extra launch costs more than the gathers it saves).
 TRANSPOSED_MIN = 1 << 25
+#: A transposed right operand is copied from this many multiply-adds on, when both sides of the output have
+#: ``RIGHT_COPY_SIDE`` or more (a row tile and a vector of columns): the register tile would gather a vector
+#: of columns per reduce step from as many rows, for every row tile; with fewer columns or rows the kernel
+#: takes dot products along the contiguous reduce instead (``opt.heuristics._dot_form``).
+RIGHT_COPY_MIN, RIGHT_COPY_SIDE = 1 << 21, 16
 #: ...except a transposed left operand of a product with this many columns (conv2d's weight gradient
 #: ``x.T @ g``): the register tile spans the columns and reads the view's rows contiguously, and the copy
 #: costs more than it saves; with fewer columns (a matrix-vector-like product) the copy still pays
@@ -353,12 +358,14 @@ def matmul(a: Any, b: Any):
     dt = dtypes.result_type(a, b)
     batch = broadcast_shapes(a.shape[:-2], b.shape[:-2])
     n, k, m = a.shape[-2], a.shape[-1], b.shape[-1]
-    if math.prod(batch) * n * k * m >= TRANSPOSED_MIN and k > 1:
-        # An operand stored transposed (F.linear's ``weight.T``: unit stride along k for the right
-        # one, along n for the left one) makes the fused multiply-reduce gather, several times slower
-        # than row-major operands; one tiled-transpose copy, cheap next to the product, makes it row-major.
-        if m > 1 and b.stride()[-2] == 1 and b.stride()[-1] != 1:
-            b = b.contiguous()
+    # An operand stored transposed (F.linear's ``weight.T``: unit stride along k for the right
+    # one, along n for the left one) makes the fused multiply-reduce gather, several times slower
+    # than row-major operands; one tiled-transpose copy, cheap next to the product, makes it row-major.
+    macs = math.prod(batch) * n * k * m
+    if k > 1 and m > 1 and b.stride()[-2] == 1 and b.stride()[-1] != 1 and (
+            macs >= TRANSPOSED_MIN or (macs >= RIGHT_COPY_MIN and n >= RIGHT_COPY_SIDE and m >= RIGHT_COPY_SIDE)):
+        b = b.contiguous()
+    if macs >= TRANSPOSED_MIN and k > 1:
         narrow = LEFT_IN_PLACE_COLUMNS[0] <= m <= LEFT_IN_PLACE_COLUMNS[1]
         if n > 1 and not narrow and a.stride()[-2] == 1 and a.stride()[-1] != 1:
             a = a.contiguous()

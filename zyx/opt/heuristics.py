@@ -129,6 +129,8 @@ MM_ROWS = 8
 # every column (24 vector accumulators: they fit AVX-512's 32 registers with the loads), so the left operand
 # is read once, not once per column tile (bench/RESULTS.md "Tall-skinny matmuls").
 MM_ROWS_WIDE = 6
+# ...and with 5 vectors of columns (N = 65..80), 4 rows (20 accumulators)
+MM_ROWS_WIDE5 = 4
 
 
 # when the device does not report its global memory cache: a typical last-level cache share
@@ -156,6 +158,24 @@ def rows_inner(k: Kernel, row: int, col: int, tile_rows: int, tile_cols: int, de
     return rows_fastest * 4 < cols_fastest * 3  # a clear win only: a tie keeps the usual order
 
 
+# CPU matmul in dot-product form (``_dot_form``): a tile of MM_DOT x MM_DOT outputs, each a vector accumulator
+MM_DOT = 4
+# ...on reduces this long: shorter ones spend more on each output's sum across the lanes than the gathers cost
+MM_DOT_MIN_REDUCE = 64
+
+
+def _dot_form(k: Kernel, col: int) -> bool:
+    """Whether a matmul-like ``k`` reads no operand contiguously along its column axis ``col`` but every operand
+    contiguously along the reduce (``a @ w.T`` with ``w`` row-major): vectors along the reduce then load whole
+    rows, where vectors along the columns would gather one element per row of ``w``."""
+    r = red_var(0, k.red_shape[-1])
+    red = next(e for e in walk(k.body) if isinstance(e, expr.Reduce))
+    loads = [e for e in walk(red.src) if isinstance(e, expr.Load)]  # not an epilogue's (a bias row)
+    step = {r: sym.add(r, 1)}
+    return (k.red_shape[-1] >= MM_DOT_MIN_REDUCE and not _unit_stride(k, out_var(col, k.out_shape[col]))
+            and all(sym.substitute(e.index, step) == sym.add(e.index, 1) for e in loads))
+
+
 def _cores(device: Any) -> int:
     """The device's compute units (2 when it does not say)."""
     return int(getattr(device, "compute_units", 2) or 2)
@@ -179,14 +199,23 @@ def _cpu_opts(k: Kernel, max_local: int, device: Any) -> Opts:
             local *= 2
         return Opts(local=local, upcast=tuple(upcast), vec=v, vec_axis=n - 1, stream=stream)
     mm = matmul_axes(k)
+    if mm is not None and _dot_form(k, mm[1]):
+        # the right operand a transposed view that was not copied (F.linear's ``x @ W.T`` at few columns or
+        # a small product): columns lie K apart, rows of both operands are contiguous: each work item takes
+        # MM_DOT rows x MM_DOT columns of dot products, vectors along the reduce
+        row, col = mm
+        upcast[row] = min(MM_DOT, k.out_shape[row])
+        upcast[col] = next((f for f in (MM_DOT, 2) if k.out_shape[col] % f == 0), min(MM_DOT, k.out_shape[col]))
+        return Opts(local=1, upcast=tuple(upcast), vec=_vec_width(k.red_shape[-1], pref), vec_axis=n + m - 1)
     if mm is not None:
         row, col = mm
         v = next((f for f in (pref, 8, 4) if k.out_shape[col] % f == 0 and f <= k.out_shape[col]), 0) or \
             (pref if k.out_shape[col] >= 4 * pref and pref in (4, 8, 16) else 1)  # else a masked last vector
-        cols = k.out_shape[col] // v if v > 1 and k.out_shape[col] % v == 0 else 0
-        if v == 16 and cols in (3, 4) and k.out_shape[row] >= 2 * MM_ROWS_WIDE:
-            # a narrow output (N = 64 floats): one tile spans every column, so the left operand is read once
-            upcast[col], upcast[row] = cols, MM_ROWS_WIDE
+        cols = -(-k.out_shape[col] // v) if v > 1 else 0  # vectors of columns (a last one may be partial)
+        if v == 16 and 3 <= cols <= 5 and k.out_shape[row] >= 2 * MM_ROWS_WIDE:
+            # a narrow output (N = 64 floats, or a GPT head's 65): one tile spans every column, so the left
+            # operand is read once
+            upcast[col], upcast[row] = cols, MM_ROWS_WIDE if cols <= 4 else MM_ROWS_WIDE5
             unroll = 2 if k.red_shape[-1] % 2 == 0 or k.red_shape[-1] >= 16 else 1
             return Opts(local=1, upcast=tuple(upcast), unroll=unroll, vec=v, vec_axis=col)
         if v > 1 and k.out_shape[col] % v == 0 and k.out_shape[col] >= 2 * v:  # a last half tile is clamped

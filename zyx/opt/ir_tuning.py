@@ -49,7 +49,9 @@ def opts_space(k: Kernel, max_local: int) -> Space:
     params = [Param("local", _pow2_upto(min(max_local, 256))),
               Param("vec", (1, 2, 4, 8, 16))]
     if n_out:
-        params.append(Param("up_last", (1, 2, 4, 8)))
+        # a matmul's 3-5 vectors: one tile over every column of a narrow output (N <= 80 at 16 lanes)
+        ups = (1, 2, 3, 4, 5, 8) if matmul_axes(k) is not None else (1, 2, 4, 8)
+        params.append(Param("up_last", ups))
     if n_out >= 2:
         params.append(Param("up_row", (1, 2, 4, 6, 8)))  # 6: the CPU matmul tile
     if k.red_shape:
