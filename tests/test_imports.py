@@ -39,7 +39,8 @@ LAYERS: list[dict[str, tuple[str, ...]]] = [
     {"nn": ("zyx.nn",), "optim": ("zyx.optim",), "io": ("zyx.io",), "autograd": ("zyx.autograd",),
      "linalg": ("zyx.linalg",), "profiler": ("zyx.profiler",)},
     {"api": ("zyx",)},  # the root package: what ``import zyx`` gives (matched exactly)
-    {"cli": ("zyx.cli", "zyx.__main__", "zyx.benchmarks")},  # entry points: python -m zyx, bench
+    # entry points: python -m zyx, bench; torch.compile's backend (other frameworks' graphs)
+    {"cli": ("zyx.cli", "zyx.__main__", "zyx.benchmarks"), "torch_backend": ("zyx.torch_backend",)},
 ]
 
 # Importing zyx.__main__ runs the command line.
