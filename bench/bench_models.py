@@ -443,7 +443,7 @@ def run(quick: bool = False, rounds: int | None = None, block: int | None = None
     import torch
 
     torch.set_num_threads(2)
-    rounds = rounds or (1 if quick else 3)
+    rounds = rounds or (1 if quick else 5)
     block = block or (1 if quick else 3)
     cfg = GPTConfig()
     rows = []
@@ -474,7 +474,7 @@ def run(quick: bool = False, rounds: int | None = None, block: int | None = None
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rounds", type=int, default=None, help="alternating rounds (default 3, --quick 1)")
+    ap.add_argument("--rounds", type=int, default=None, help="alternating rounds (default 5, --quick 1)")
     ap.add_argument("--block", type=int, default=None, help="timed steps per block (default 3, --quick 1)")
     ap.add_argument("--only", default=",".join(WORKLOADS))
     ap.add_argument("--quick", action="store_true", help="one round of one step each")
