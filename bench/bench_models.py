@@ -63,6 +63,7 @@ WORKLOADS = ("mlp", "cnn", "gpt", "encoder", "gpt_infer", "gpt_decode")
 LOSS_RTOL = 2e-3  # two train steps' losses, zyx vs PyTorch
 OUT_RTOL = 2e-3  # an inference output's largest difference over its largest magnitude
 DECODE_PREFIX = 64  # the decode step's position: after a prefix of this many tokens
+Steps = dict[str, Callable[[], Any]]  # one step of each implementation: "torch", "zyx", "zyx jit"
 
 
 # ---------------------------------------------------------------- the models, written once for both libraries
@@ -269,17 +270,17 @@ def _train_steps(make: Callable[[Any], Any], opt: str, lr: float, x: np.ndarray,
     return {"torch": torch_step, "zyx": zyx_step, "zyx jit": jit_step}, jitted
 
 
-def _check_train(steps: dict[str, Callable[[], float]]) -> str:
+def _check_train(steps: dict[str, Callable[[], float]], label: str = "") -> str:
     """Two steps of each implementation on the same batch: their losses agree within LOSS_RTOL."""
     losses = {name: [fn(), fn()] for name, fn in steps.items()}
     ref = losses["torch"]
     bad = [f"{name} {a:.6g}/{b:.6g} vs torch {ref[0]:.6g}/{ref[1]:.6g}" for name, (a, b) in losses.items()
            if not all(math.isclose(u, v, rel_tol=LOSS_RTOL) for u, v in zip((a, b), ref))]
-    print("# losses of steps 1/2: " + ", ".join(f"{n} {a:.6g}/{b:.6g}" for n, (a, b) in losses.items()))
+    print(f"# {label}losses of steps 1/2: " + ", ".join(f"{n} {a:.6g}/{b:.6g}" for n, (a, b) in losses.items()))
     return "MISMATCH: " + "; ".join(bad) if bad else "ok"
 
 
-def _infer_steps(make: Callable[[Any], Any], x: np.ndarray) -> tuple[dict[str, Callable[[], Any]], Any, str]:
+def _infer_steps(make: Callable[[Any], Any], x: np.ndarray, label: str = "") -> tuple[Steps, Any, str]:
     """The forward on ``x`` in each library (eval, no grad), and the check of zyx's outputs against PyTorch's."""
     import torch
 
@@ -309,22 +310,22 @@ def _infer_steps(make: Callable[[Any], Any], x: np.ndarray) -> tuple[dict[str, C
             return tm(tx)
 
     steps = {"torch": torch_step, "zyx": zyx_step, "zyx jit": jit_step}
-    return steps, jitted, _check_outputs({name: fn() for name, fn in steps.items()})
+    return steps, jitted, _check_outputs({name: fn() for name, fn in steps.items()}, label=label)
 
 
-def _check_outputs(outs: dict[str, Any], ref_name: str = "PyTorch") -> str:
+def _check_outputs(outs: dict[str, Any], ref_name: str = "PyTorch", label: str = "") -> str:
     """Each output against ``outs["torch"]``: the largest difference over the largest magnitude, within
     OUT_RTOL."""
     ref = outs["torch"].numpy()
     scale = float(np.abs(ref).max())
     errs = {name: float(np.abs(out.numpy() - ref).max()) / scale for name, out in outs.items() if name != "torch"}
-    print(f"# largest difference to {ref_name} over its largest magnitude: "
+    print(f"# {label}largest difference to {ref_name} over its largest magnitude: "
           + ", ".join(f"{n} {e:.2e}" for n, e in errs.items()))
     bad = [f"{n} off by {e:.2e} of the largest magnitude" for n, e in errs.items() if not e <= OUT_RTOL]
     return "MISMATCH: " + "; ".join(bad) if bad else "ok"
 
 
-def _decode_steps(cfg: GPTConfig, prefix: int = DECODE_PREFIX) -> tuple[dict[str, Callable[[], Any]], Any, str]:
+def _decode_steps(cfg: GPTConfig, prefix: int = DECODE_PREFIX, label: str = "") -> tuple[Steps, Any, str]:
     """One decode step at position ``prefix`` after a prefix of ``prefix`` tokens, in each library."""
     import torch
 
@@ -369,10 +370,10 @@ def _decode_steps(cfg: GPTConfig, prefix: int = DECODE_PREFIX) -> tuple[dict[str
             return tm.decode(ttok, tcaches, prefix, prefix + 1, _torch_write)
 
     steps = {"torch": torch_step, "zyx": zyx_step, "zyx jit": jit_step}
-    check = _check_outputs({name: fn() for name, fn in steps.items()})
+    check = _check_outputs({name: fn() for name, fn in steps.items()}, label=label)
     with torch.inference_mode():  # the KV-cache code itself: the full forward's logits at the position
         full = tm(torch.from_numpy(tokens))[:, prefix:]
-    full_check = _check_outputs({"torch": full, "torch decode": torch_step()}, "the full forward")
+    full_check = _check_outputs({"torch": full, "torch decode": torch_step()}, "the full forward", label)
     if full_check != "ok":
         check = f"{'' if check == 'ok' else check + '; '}decode vs the full forward: {full_check}"
     return steps, jitted, check
@@ -398,35 +399,37 @@ def _kernels_per_step(step: Callable[[], Any]) -> int:
 class Workload:
     title: str
     batch: int
-    steps: dict[str, Callable[[], Any]]  # "torch", "zyx", "zyx jit"
+    steps: Steps
     jitted: Any  # the zyx.jit function behind "zyx jit"
     check: str  # "ok", or what disagreed
 
 
 def _workload(name: str, cfg: GPTConfig, rng: np.random.Generator) -> Workload:
+    label = f"{name}: "
     if name == "mlp":
         x, y = rng.standard_normal((256, 784), dtype=np.float32), rng.integers(0, 10, 256)
         steps, jitted = _train_steps(mlp, "Adam", 1e-3, x, y)
-        return Workload("MLP 784-1024-1024-10 train step (Adam), batch 256", 256, steps, jitted, _check_train(steps))
+        return Workload("MLP 784-1024-1024-10 train step (Adam), batch 256", 256, steps, jitted,
+                        _check_train(steps, label))
     if name == "cnn":
         x, y = rng.standard_normal((64, 1, 28, 28), dtype=np.float32), rng.integers(0, 10, 64)
         steps, jitted = _train_steps(cnn, "Adam", 1e-3, x, y)
         return Workload("CNN 2x(conv3x3-BN-ReLU-pool) 32/64 ch + linear, train step (Adam), batch 64, 1x28x28", 64,
-                        steps, jitted, _check_train(steps))
+                        steps, jitted, _check_train(steps, label))
     if name == "gpt":
         idx = rng.integers(0, cfg.vocab, (16, cfg.ctx + 1))
         steps, jitted = _train_steps(lambda lib: gpt(lib, cfg), "AdamW", 3e-4, idx[:, :-1], idx[:, 1:], flat=True)
         return Workload(f"GPT {cfg.layers}L d{cfg.d} {cfg.heads}h ctx {cfg.ctx} train step (AdamW), batch 16", 16,
-                        steps, jitted, _check_train(steps))
+                        steps, jitted, _check_train(steps, label))
     if name == "encoder":
-        steps, jitted, check = _infer_steps(encoder, rng.standard_normal((32, 128, 384), dtype=np.float32))
+        steps, jitted, check = _infer_steps(encoder, rng.standard_normal((32, 128, 384), dtype=np.float32), label)
         return Workload("TransformerEncoder 6L d384 12h ff1536 gelu, inference, batch 32, seq 128", 32, steps, jitted,
                         check)
     if name == "gpt_infer":
-        steps, jitted, check = _infer_steps(lambda lib: gpt(lib, cfg), rng.integers(0, cfg.vocab, (1, cfg.ctx)))
+        steps, jitted, check = _infer_steps(lambda lib: gpt(lib, cfg), rng.integers(0, cfg.vocab, (1, cfg.ctx)), label)
         return Workload(f"GPT forward (logits), inference, batch 1, seq {cfg.ctx}", 1, steps, jitted, check)
     if name == "gpt_decode":
-        steps, jitted, check = _decode_steps(cfg)
+        steps, jitted, check = _decode_steps(cfg, label=label)
         return Workload(f"GPT decode step, KV cache, 1 token at position {DECODE_PREFIX}", 1, steps, jitted, check)
     raise ValueError(f"unknown workload {name!r}; choose from {', '.join(WORKLOADS)}")
 
