@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from zyx import graph
-from zyx.backend import transfer
 from zyx.backend.launch import runtime_lock
 from zyx.backend.pool import Buffer
 from zyx.errors import DTypeError, IndexDTypeError, IndexOutOfRange, OpDTypeError, ShapeError
@@ -37,6 +36,7 @@ from zyx.frontend.creation import _fill_value, zeros
 from zyx.frontend.elementwise import broadcast_shapes, from_node
 from zyx.ir.view import View, normalize_dim
 from zyx.kernels import scatter as kernels
+from zyx.kernels.copy import copy_bytes
 
 _deterministic = False
 
@@ -241,7 +241,7 @@ def write(acc: Access, value: Any, reduce: str, whole: Any = None, dest_view: Vi
 
     def run(bufs: list[Buffer]) -> Buffer:
         out = device.pool.allocate(nbytes)
-        transfer.copy_buffer(bufs[0], out, nbytes, base._view.offset * dtype.itemsize)
+        copy_bytes(device, bufs[0], out, nbytes, base._view.offset * dtype.itemsize)
         kernels.scatter(device, _write_params(acc, out, view, value, bufs[1:], reduce), method)
         return out
 
