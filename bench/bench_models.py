@@ -33,7 +33,9 @@ wrong computation is worthless). The decode row also checks its logits against t
 Columns: best and median ms per step of PyTorch, zyx eager and zyx jit (``timing.alternating``: ``--rounds``
 rounds, each a block of ``--block`` timed steps per implementation after one untimed one); ``x_torch`` and
 ``x_torch_jit``: PyTorch's best over zyx's best (above 1: zyx is faster); ``kernels`` / ``kernels_jit``: the
-change of ``zyx.kernel_count()`` over one step; ``gflops`` / ``gflops_jit``: the model's FLOPs over zyx's best
+change of ``zyx.kernel_count()`` over one step; ``device_ms`` / ``device_ms_jit``: the device time of one
+step's kernels (``zyx.profiler``; the rest of the step's time is the host's: recording, scheduling, launching,
+reading back); ``gflops`` / ``gflops_jit``: the model's FLOPs over zyx's best
 time. FLOPs are counted analytically, matmuls and convolutions only: 2*M*N*K for each (a convolution: 2 * output
 elements * in_channels * kernel area; attention: 2*T*S*head_dim for scores and again for the weighted values, over
 every (T, S) pair, the causal half included), a train step 3x its forward (backward = 2x forward); elementwise
@@ -379,11 +381,13 @@ def _decode_steps(cfg: GPTConfig, prefix: int = DECODE_PREFIX, label: str = "") 
     return steps, jitted, check
 
 
-def _device_time_per_step(step: Callable[[], Any]) -> float | None:
-    """Device time (ms) of the kernels of one call of ``step``: to be measured with ``zyx.profiler`` (``with
-    zyx.profiler.profile() as prof``, the sum of ``end - start`` of ``prof.events()`` of kind "kernel") once the
-    profiler lands; None until then."""
-    return None
+def _device_time_per_step(step: Callable[[], Any]) -> float:
+    """Device time (ms) of the kernels of one call of ``step``, from ``zyx.profiler`` (the step's wall time
+    beside it shows how much of it is host time: recording, scheduling, launching)."""
+    with zyx.profiler.profile() as prof:
+        step()
+        zyx.synchronize()
+    return prof.device_time_total() / 1e3
 
 
 def _kernels_per_step(step: Callable[[], Any]) -> int:
@@ -466,10 +470,9 @@ def run(quick: bool = False, rounds: int | None = None, block: int | None = None
                "jit_ms": t["zyx jit"][0] * 1e3, "jit_median": t["zyx jit"][1] * 1e3,
                "x_torch": t["torch"][0] / t["zyx"][0], "x_torch_jit": t["torch"][0] / t["zyx jit"][0],
                "kernels": kernels["zyx"], "kernels_jit": kernels["zyx jit"],
+               "device_ms": device["zyx"], "device_ms_jit": device["zyx jit"],
                "gflops": flops / t["zyx"][0] / 1e9, "gflops_jit": flops / t["zyx jit"][0] / 1e9,
                "torch_gflops": flops / t["torch"][0] / 1e9}
-        if device["zyx"] is not None:
-            row.update(device_ms=device["zyx"], device_ms_jit=device["zyx jit"])
         row["check"] = w.check + (f"; {note}" if note else "")
         rows.append(row)
     return rows
