@@ -4,6 +4,8 @@ changing batch sizes, fallbacks reported)."""
 from __future__ import annotations
 
 import copy
+import importlib.util
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -44,40 +46,13 @@ def _cnn() -> Any:
                          nn.Flatten(), nn.Linear(8 * 2 * 2, 10))
 
 
-class BasicBlock(nn.Module):
-    def __init__(self, cin: int, cout: int, stride: int) -> None:
-        super().__init__()
-        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
-        self.bn1 = nn.BatchNorm2d(cout)
-        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
-        self.bn2 = nn.BatchNorm2d(cout)
-        self.down = None if stride == 1 and cin == cout else nn.Sequential(
-            nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
-
-    def forward(self, x: Any) -> Any:
-        out = torch.relu(self.bn1(self.conv1(x)))
-        out = self.bn2(self.conv2(out))
-        return torch.relu(out + (x if self.down is None else self.down(x)))
-
-
-class ResNet18Shaped(nn.Module):
-    """ResNet-18's layout (stem, four stages of two basic blocks, global pool, linear head), narrow."""
-
-    def __init__(self, width: int = 4, classes: int = 10) -> None:
-        super().__init__()
-        self.stem = nn.Sequential(nn.Conv2d(3, width, 7, 2, 3, bias=False), nn.BatchNorm2d(width), nn.ReLU(),
-                                  nn.MaxPool2d(3, 2, 1))
-        chans = [width, width * 2, width * 4, width * 8]
-        blocks, cin = [], width
-        for i, c in enumerate(chans):
-            blocks += [BasicBlock(cin, c, 1 if i == 0 else 2), BasicBlock(c, c, 1)]
-            cin = c
-        self.blocks = nn.Sequential(*blocks)
-        self.head = nn.Linear(chans[-1], classes)
-
-    def forward(self, x: Any) -> Any:
-        x = self.blocks(self.stem(x))
-        return self.head(torch.flatten(nn.functional.adaptive_avg_pool2d(x, 1), 1))
+def _resnet18(width: int, classes: int) -> Any:
+    """bench/bench_torch_compile.py's ResNet-18 layout (one definition for the benchmark and the test)."""
+    path = Path(__file__).resolve().parents[2] / "bench" / "bench_torch_compile.py"
+    spec = importlib.util.spec_from_file_location("bench_torch_compile", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.resnet18(width, classes)
 
 
 def test_registered_as_a_dynamo_backend() -> None:
@@ -127,7 +102,7 @@ def test_twenty_training_steps_equal_eager_step_for_step(make: Any, shape: tuple
 
 
 def test_batchnorm_eval_mode_and_the_resnet18_shape() -> None:
-    model = ResNet18Shaped().eval()
+    model = _resnet18(4, 10).eval()
     with torch.no_grad():
         for m in model.modules():  # running statistics that are not the initial ones
             if isinstance(m, nn.BatchNorm2d):
