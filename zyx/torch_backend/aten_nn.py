@@ -109,7 +109,7 @@ def _affine(y: Any, weight: Any, bias: Any, shape: tuple[int, ...]) -> Any:
     return y
 
 
-@aten("_native_batch_norm_legit_functional", "native_batch_norm", "_native_batch_norm_legit")
+@aten("_native_batch_norm_legit_functional")
 def batch_norm(x: Any, weight: Any, bias: Any, running_mean: Any, running_var: Any, training: bool,
                momentum: float, eps: float) -> tuple:
     shape = _channel_shape(x)

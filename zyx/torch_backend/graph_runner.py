@@ -79,7 +79,11 @@ def resolve(target: Any, cache: UploadCache) -> Callable[..., Any]:
     if isinstance(target, torch._ops.OpOverload):
         name = op_name(target)
         fn = ATEN.get(name) or ATEN.get(name.rsplit(".", 1)[0])
-        return fn if fn is not None else _torch_fallback(target, name, cache)
+        if fn is not None:
+            return fn
+        if target._schema.is_mutable:  # writes into an input: a run on host copies would lose the write
+            raise NotImplementedError(f"the zyx backend has no mapping for the in-place ATen op {name}")
+        return _torch_fallback(target, name, cache)
     if getattr(target, "__module__", None) in ("_operator", "operator", "math", "builtins") or \
             target is operator.getitem:
         return target  # arithmetic on sizes, tuple indexing
