@@ -1,6 +1,7 @@
 <%doc>
 contiguize: copy a strided / broadcast / offset / reversed view into a dense buffer.
-Parameters: itemsize, shape, strides, offset (the merged source view, element units),
+Parameters: itemsize, shape, strides, offset (the merged source view, element units), ostr (the
+output's strides when its rows are padded, else None on the elementwise copy: dense),
 n (elements), vw (vector width: elements per load, 1 unless strides[-1] == 1 and
 shape[-1] % vw == 0), per_item (vectors per work-item), index_t, stream (non-temporal
 stores), exact (one element per work-item over an exact grid, index.mako `loop_head`;
@@ -28,7 +29,12 @@ __kernel void zyx_contiguize(__global ${T} *restrict zyx_out, __global const ${T
 ${ix.loop_head(index_t, per_item, n // vw, vw, stream, exact)}\
 ${ix.coords(index_t, "zyx_i", shape, "zyx_c", exact)}\
         const ${index_t} zyx_src = ${offset} + ${ix.dot("zyx_c", strides)};
+% if ostr:
+        const ${index_t} zyx_dst = ${ix.dot("zyx_c", ostr)};
+        ${ix.move(itemsize, vw, "zyx_out", "zyx_dst", "zyx_in", "zyx_src", stream)}
+% else:
         ${ix.move(itemsize, vw, "zyx_out", "zyx_i", "zyx_in", "zyx_src", stream)}
+% endif
     }
 ${ix.stream_fence(vw, stream)}\
 }
@@ -37,7 +43,6 @@ ${ix.stream_fence(vw, stream)}\
     last = rank - 1
     U, L = shape[unit], shape[last]
     s_last = strides[last]
-    ostr = [ix.attr.prod(shape[k + 1:]) for k in range(rank)]
     o_unit = ostr[unit]
     outer_axes = [k for k in range(rank) if k not in (unit, last)]
     outer_shape = [shape[k] for k in outer_axes]

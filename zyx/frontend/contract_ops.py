@@ -158,6 +158,21 @@ def contiguize(x: Tensor) -> Tensor:
                     lambda out, src: kernels.contiguize(x.device, out, src, view, size), [x])
 
 
+def contiguize_rows(x: Tensor, row: int) -> Tensor:
+    """A row-major copy of ``x`` (2 or more dims) whose rows lie ``row`` elements apart (``row`` at least its
+    last extent), returned as the view of each row's first ``x.shape[-1]`` elements; what lies between the
+    rows is never written nor read (no gradient: the matmul that pads its operand records its own)."""
+    x = _tensor(x, "contiguize", "input")
+    validate(get("contiguize"), [operand(x)], {})
+    view, size, last = x._view, x.dtype.itemsize, x.shape[-1]
+    if x.ndim < 2 or row < last:
+        raise ShapeError(f"contiguize_rows: rows of {row} elements for shape {x.shape}: expected 2 or more dims "
+                         f"and row >= {last}")
+    padded = _pending("contiguize", (*x.shape[:-1], row), x.dtype, x.device, [x],
+                      lambda out, src: kernels.contiguize(x.device, out, src, view, size, row=row), [x])
+    return padded[..., :last]
+
+
 # ---------------------------------------------------------------- flip / roll / concat
 
 
@@ -661,6 +676,10 @@ class ContractOpsMixin(TensorBase):
     def __setitem__(self, index: Any, value: Any) -> None:
         """``x[index] = value`` in place (value broadcast to the indexed view)."""
         setitem(self, index, value)
+
+    def _contiguous_rows(self, row: int) -> Any:
+        """A copy with rows ``row`` elements apart, seen without their padding (``contiguize_rows``)."""
+        return contiguize_rows(self, row)
 
     def flip(self, *dims: Any) -> Any:
         """Reverse the order along ``dims`` (``x.flip(0, 1)`` or ``x.flip((0, 1))``)."""

@@ -64,6 +64,39 @@ def test_contiguize_empty_and_scalar(device):
     assert s.contiguous().tolist() == [[2.5, 2.5]] * 3
 
 
+@pytest.mark.parametrize("layout, shape, row", [
+    ("transposed", (300, 272), 288),     # the tiled transpose: full tiles and partial ones at both ends
+    ("transposed", (3, 37, 21), 29),     # rows of 21 written 29 apart, an outer axis
+    ("strided", (2, 5, 64), 80),         # vectors along the rows
+    ("contiguous", (7, 13), 13),         # no padding at all
+    ("broadcast", (3, 4, 6), 9),
+    ("reversed", (5, 3), 4),
+])
+@pytest.mark.parametrize("dtype", [zyx.float32, zyx.uint8, zyx.float64], ids=["f32", "u8", "f64"])
+def test_contiguize_padded_rows(device, bits_equal, dtype, layout, shape, row):
+    """``row``: rows of the last axis written ``row`` elements apart; what lies between them is left as it was."""
+    from zyx.backend import transfer
+
+    x, ref = make(layout, shape, dtype, device, seed=7)
+    poison = raw((*shape[:-1], row), dtype, seed=8)
+    out = transfer.upload(device, poison)
+    kernels.contiguize(device, out, x._realized(), x._view, dtype.itemsize, row=row)
+    got = transfer.read(out).view(dtype.numpy).reshape(poison.shape)
+    bits_equal(np.ascontiguousarray(got[..., :shape[-1]]), np.ascontiguousarray(ref))
+    bits_equal(np.ascontiguousarray(got[..., shape[-1]:]), np.ascontiguousarray(poison[..., shape[-1]:]))
+
+
+def test_contiguous_rows_view(device, bits_equal):
+    """The tensor op: a view of the padded copy, rows ``row`` apart; it fuses into what reads it."""
+    x, ref = make("transposed", (40, 24), zyx.float32, device, seed=9, finite=True)
+    y = x._contiguous_rows(32)
+    assert y.shape == (40, 24) and y.stride() == (32, 1)
+    bits_equal(y.numpy(), np.ascontiguousarray(ref))
+    bits_equal((y * 2).numpy(), np.ascontiguousarray(ref) * 2)
+    with pytest.raises(zyx.ShapeError, match="row >= 24"):
+        x._contiguous_rows(20)
+
+
 # ---------------------------------------------------------------- flip
 
 

@@ -74,17 +74,37 @@ def transpose_axis(shape: Sequence[int], strides: Sequence[int]) -> int | None:
     return None
 
 
+def padded_strides(shape: Sequence[int], row: int) -> tuple[int, ...]:
+    """Row-major strides of ``shape`` with rows (the last axis) ``row`` elements apart."""
+    out = [1] * len(shape)
+    if len(shape) >= 2:
+        out[-2] = row
+        for k in range(len(shape) - 3, -1, -1):
+            out[k] = out[k + 1] * shape[k + 1]
+    return tuple(out)
+
+
 @tuned("contiguize", DECLARED, tunables)
 def contiguize(device: Device, out: Buffer, src: Buffer, view: View, itemsize: int,
-               tun: Tunables | None = None) -> Any:
-    """Copy ``view`` of ``src`` densely into ``out`` (returns the event; None if empty)."""
+               tun: Tunables | None = None, row: int = 0) -> Any:
+    """Copy ``view`` of ``src`` densely into ``out`` (returns the event; None if empty); with ``row``
+    (at least ``view.shape[-1]``), rows of the last axis lie ``row`` elements apart in ``out`` (the
+    elements between them are left as they were)."""
     n = view.numel
     if n == 0:
         return None
     tun = tun or tunables(device)
-    shape, strides, _ = fold_axes(view.shape, view.strides)
     lo, hi = view.span()
-    index_t = index_type(n, lo, hi + 1)
+    if row:  # the last axis keeps its own extent (the output's rows); the axes before it fold together
+        lead, lead_strides, _ = fold_axes(view.shape[:-1], view.strides[:-1])
+        shape, strides = (*lead, view.shape[-1]), (*lead_strides, view.strides[-1])
+        if shape[0] == 1 and len(shape) > 1:  # nothing before the rows (fold_axes keeps one axis)
+            shape, strides = shape[1:], strides[1:]
+        ostr = padded_strides(shape, row)
+    else:
+        shape, strides, _ = fold_axes(view.shape, view.strides)
+        ostr = padded_strides(shape, shape[-1])
+    index_t = index_type(max(n, math.prod(shape[:-1]) * row), lo, hi + 1)
     unit = transpose_axis(shape, strides) if not on_gpu(device) else None
     if unit is not None:
         tv = max(2, min(16, tun.vector_bytes // itemsize))
@@ -93,13 +113,20 @@ def contiguize(device: Device, out: Buffer, src: Buffer, view: View, itemsize: i
         tile = max(sb * tv, TRANSPOSE_TILE_BYTES // itemsize)
         tile_l = tile_length(shape[-1], max(sb * tv, TRANSPOSE_TILE_L_BYTES // itemsize), sb * tv)
         params = dict(itemsize=itemsize, stream=streams(tun, n * itemsize, tv), shape=shape, strides=strides,
-                      offset=view.offset, n=n, vw=1, per_item=1, index_t=index_t, tile=tile, tile_l=tile_l,
-                      unit=unit, tv=tv, sb=sb, exact=False)
+                      ostr=ostr, offset=view.offset, n=n, vw=1, per_item=1, index_t=index_t, tile=tile,
+                      tile_l=tile_l, unit=unit, tv=tv, sb=sb, exact=False)
         outer = math.prod(d for k, d in enumerate(shape) if k not in (unit, len(shape) - 1))
         n_tiles = outer * -(-shape[unit] // tile) * -(-shape[-1] // tile_l)
         tile_tun = replace(tun, local_size=min(tun.local_size, TRANSPOSE_LOCAL))
         return run_strided(device, template("contiguize"), "zyx_contiguize", params, n_tiles, 1, [out.cl, src.cl],
                            tile_tun)
+    if row:  # vectors along rows (when they divide the rows and the padded row), each to its padded place
+        vw = vector_width(itemsize, math.gcd(shape[-1], row) if strides[-1] == 1 else 1, tun)
+        params = dict(itemsize=itemsize, stream=streams(tun, n * itemsize, vw), shape=shape, strides=strides,
+                      ostr=ostr, offset=view.offset, n=n, vw=vw, per_item=tun.per_item, index_t=index_t, tile=0,
+                      tile_l=0, unit=None, tv=1, sb=1, exact=False)
+        return run_bytes(device, template("contiguize"), "zyx_contiguize", params, n, vw, False, [out.cl, src.cl],
+                         tun, shape)
     offset = view.offset
     k = widen(device, itemsize, tun, shape[-1], *strides[:-1], offset) if strides[-1] == 1 else 1
     if k > 1:
@@ -110,8 +137,8 @@ def contiguize(device: Device, out: Buffer, src: Buffer, view: View, itemsize: i
     exact = exact_grid(device, itemsize, k, vw, shape)
     vw = 1 if exact else vw
     params = dict(itemsize=itemsize, stream=streams(tun, n * itemsize, vw), shape=shape, strides=strides,
-                  offset=offset, n=n, vw=vw, per_item=tun.per_item, index_t=index_t, tile=0, tile_l=0, unit=None,
-                  tv=1, sb=1, exact=exact)
+                  ostr=None, offset=offset, n=n, vw=vw, per_item=tun.per_item, index_t=index_t, tile=0, tile_l=0,
+                  unit=None, tv=1, sb=1, exact=exact)
     return run_bytes(device, template("contiguize"), "zyx_contiguize", params, n, vw, exact, [out.cl, src.cl], tun,
                      shape)
 
