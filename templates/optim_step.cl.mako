@@ -1,17 +1,26 @@
 <%doc>
-One optimizer step for one parameter, in place: the parameter and every state tensor of the
-step are read once and written once by one work-item per element (zyx.kernels.optimizer_step).
-Hyperparameters that change between steps (learning rate, bias corrections) are run-time
-arguments, so a schedule never recompiles; the options that pick the formula are render-time.
+One optimizer step for the parameters of one launch (a parameter group's tensors of one dtype and
+formula), in place: each parameter and every state tensor of the step are read once and written once
+(zyx.kernels.optimizer_step). Each work-item updates per_item consecutive elements of one tensor. Tensor
+k takes the next items[k] work-items (a multiple of the work-group size; those past its end do nothing),
+so a work-group lies in one tensor and picks its buffers by its group id: a branch all its work-items take
+alike, whose body calls the formula on the kernel's own restrict arguments. A CPU takes per_item > 1:
+PoCL vectorizes the loop over a work-item's elements, where one element a work-item under a chain of
+such branches ran scalar (and a pointer chosen at run time was never vectorized).
+Sizes are render-time constants; hyperparameters that change between steps (learning rate, bias
+corrections) are run-time arguments, so neither a schedule nor a step count recompiles; the options
+that pick the formula are render-time.
 Every operation's result is rounded to the parameter's dtype as if stored (R below), so a
 16-bit parameter steps exactly as the op-by-op formula would.
 Parameters: algo ("sgd" | "adam" | "rmsprop" | "adagrad"), dtype, flags (a set of option names:
 maximize, weight_decay, decoupled, momentum, first_step, nesterov, amsgrad, centered,
 lerp_from_end: a running average's lerp weight is 0.5 or more, so it is taken from the new end),
 state (the state buffer names, in argument order), scalars (the scalar argument names, in order),
-grad_index (the gradient's buffer index of element zyx_i: it is read through its own strides).
-The last argument is the device's error word (backend/errorflags.py, slot 0): set by a kernel upstream
-(an out-of-range gathered index in the loss), the step writes nothing, and the error is raised at the next read.
+sizes (each tensor's element count, none 0), grad_index (each tensor's gradient buffer index of its
+element zyx_i: a gradient is read through its own strides), per_item and items (see above).
+Arguments: each tensor's param, grad and state buffers (tensor by tensor), the scalars, and last the
+device's error word (backend/errorflags.py, slot 0): set by a kernel upstream (an out-of-range gathered
+index in the loss), the step writes nothing, and the error is raised at the next read.
 </%doc>\
 <%namespace name="dt" file="/common/dtypes.mako"/>\
 <%
@@ -24,23 +33,24 @@ The last argument is the device's error word (backend/errorflags.py, slot 0): se
         return capture(dt.load, dtype, "zyx_" + name, "zyx_i")
     def store(name, v):
         return capture(dt.store, dtype, "zyx_" + name, "zyx_i", v)
+    buffers = ("param", "grad", *state)
+    starts = [sum(items[:k]) for k in range(len(sizes))]
 %>\
-/* zyx optimizer step: ${algo} on ${dtype.name} (${", ".join(sorted(flags)) or "plain"}) */
+/* zyx optimizer step: ${algo} on ${dtype.name} (${", ".join(sorted(flags)) or "plain"}), ${len(sizes)} tensors of ${", ".join(map(str, sizes))}, ${per_item} elements a work-item */
 ${dt.preamble([dtype])}
-__kernel void zyx_optim_${algo}(__global ${T} *restrict zyx_param, __global const ${T} *restrict zyx_grad\
+/* element zyx_i of one tensor (gradient element zyx_gi), inlined into each tensor's branch */
+inline void zyx_update(__global ${T} *restrict zyx_param, __global const ${T} *restrict zyx_grad\
 % for name in state:
 , __global ${T} *restrict zyx_${name}\
 % endfor
+, const long zyx_i, const long zyx_gi\
 % for name in scalars:
 , const ${ct} zyx_${name}\
 % endfor
-, __global const int *restrict zyx_err)
+)
 {
-    if (zyx_err[0])  /* an error flagged upstream and not read yet (a failed gather): leave everything as it was */
-        return;
-    const long zyx_i = get_global_id(0);
     ${ct} p = ${load("param")};
-    ${ct} g = ${capture(dt.load, dtype, "zyx_grad", grad_index)};
+    ${ct} g = ${capture(dt.load, dtype, "zyx_grad", "zyx_gi")};
 % if "maximize" in flags:
     g = -g;
 % endif
@@ -103,4 +113,38 @@ __kernel void zyx_optim_${algo}(__global ${T} *restrict zyx_param, __global cons
     p = ${R("p - " + R("zyx_lr * " + R("g / " + R(R("sqrt(s)") + " + zyx_eps"))))};
 % endif
     ${store("param", "p")}
+}
+
+__kernel void zyx_optim_${algo}(\
+% for k in range(len(sizes)):
+${", " if k else ""}__global ${T} *restrict zyx_param${k}, __global const ${T} *restrict zyx_grad${k}\
+%   for name in state:
+, __global ${T} *restrict zyx_${name}${k}\
+%   endfor
+% endfor
+% for name in scalars:
+, const ${ct} zyx_${name}\
+% endfor
+, __global const int *restrict zyx_err)
+{
+    if (zyx_err[0])  /* an error flagged upstream and not read yet (a failed gather): leave everything as it was */
+        return;
+    const long zyx_base = (long)get_group_id(0) * (long)get_local_size(0);  /* the same for the whole work-group */
+% for k, (start, count, n, gidx) in enumerate(zip(starts, items, sizes, grad_index)):
+    ${"} else " if k else ""}${"if (zyx_base < %d) {" % (start + count) if k < len(sizes) - 1 else "{"}
+        const long zyx_w = zyx_base - ${start} + (long)get_local_id(0);  /* the tensor's work-item */
+<%      args = ", ".join(f"zyx_{name}{k}" for name in buffers) + ", zyx_i, " + gidx + "".join(", zyx_" + name for name in scalars) %>\
+%   if per_item == 1:
+        const long zyx_i = zyx_w;
+%     if count != n:
+        if (zyx_i < ${n})  /* the work-items past the tensor's end, in its last work-group */
+%     endif
+        zyx_update(${args});
+%   else:
+        const long zyx_end = ${f"zyx_w * {per_item} + {per_item}" if count * per_item == n else f"min(zyx_w * {per_item} + {per_item}, {n}L)"};
+        for (long zyx_i = zyx_w * ${per_item}; zyx_i < zyx_end; ++zyx_i)
+            zyx_update(${args});
+%   endif
+% endfor
+    }
 }
