@@ -27,8 +27,10 @@ CONFIGS = [
     ("Adagrad", {"lr": 0.1, "lr_decay": 0.01}),
 ]
 IDS = [f"{n}-{'-'.join(o)}" for n, o in CONFIGS]
-# odd sizes: one element, a few, ragged work-groups, none; a 2-D weight whose gradient is a transposed view
-ODD_SHAPES = [(1,), (3,), (1000,), (4097,), (0,), (33, 65), (2, 0, 3)]
+# odd sizes: one element, a few, ragged work-groups, none; 2-D weights whose gradients are transposed views
+# (two of one shape: they share the kernel's loop for that gradient read)
+ODD_SHAPES = [(1,), (3,), (1000,), (4097,), (0,), (33, 65), (2, 0, 3), (65, 33), (33, 65)]
+TRANSPOSED = (5, 7, 8)
 
 
 def _pair(torch, shapes, seed=0, dtypes=None):
@@ -81,7 +83,7 @@ def test_a_group_of_odd_sizes_steps_like_torch_in_one_launch(torch, name, option
     zp, tp = _pair(torch, ODD_SHAPES)
     zo = getattr(zyx.optim, name)(zp, **options)
     to = getattr(torch.optim, name)(tp, **options, foreach=False)
-    launches = _steps(zo, to, zp, tp, torch, 5, transposed=(5,), check=lambda: _close(zp, tp))
+    launches = _steps(zo, to, zp, tp, torch, 5, transposed=TRANSPOSED, check=lambda: _close(zp, tp))
     assert launches[1:] == [1] * 4, launches  # the first step also fills the new state tensors
     assert launches[0] >= 1
 

@@ -1,12 +1,13 @@
 """The optimizers' multi-tensor step: ``templates/optim_step.cl.mako``.
 
 One launch updates many parameters (a parameter group's tensors of one dtype and formula): it reads
-each gradient and writes each parameter and every state tensor of the step in place, one work-item per
-element. Writing in place is PyTorch's semantics (views of a parameter see the update) and keeps a
-step's memory flat: no new parameter or state buffer per step. Each tensor's buffers are arguments of
-their own and its size a render-time constant; a group whose arguments exceed what one launch takes
-(``per_launch``: at most ``MAX_TENSORS`` tensors, within the device's ``CL_DEVICE_MAX_PARAMETER_SIZE``)
-is split into several launches. ``zyx.optim.optimizer`` makes the tensors dense and calls ``step``.
+each gradient and writes each parameter and every state tensor of the step in place, a run of
+``PER_ITEM`` elements a work-item. Writing in place is PyTorch's semantics (views of a parameter see the
+update) and keeps a step's memory flat: no new parameter or state buffer per step. Each tensor's buffers
+are arguments of their own and its size a render-time constant; a group whose arguments exceed what one
+launch takes (``per_launch``: at most ``MAX_TENSORS`` tensors, within the device's
+``CL_DEVICE_MAX_PARAMETER_SIZE``) is split into several launches. ``zyx.optim.optimizer`` makes the
+tensors dense and calls ``step``.
 """
 from __future__ import annotations
 
@@ -28,9 +29,8 @@ LOCAL_SIZE = 64
 # Each tensor's work-items start at a multiple of ALIGN and the work-group size divides it, so a work-group
 # lies in one tensor: it picks its buffers by a test all its work-items take the same way.
 ALIGN = 64
-# The elements one work-item updates: on a CPU a loop PoCL vectorizes (one element a work-item under a
-# branch per tensor ran scalar: 20x slower for Adam); on a GPU one, so neighbouring work-items read
-# neighbouring elements.
+# The elements one work-item updates: on a CPU a loop PoCL vectorizes (one element a work-item under the
+# kernel's branch per tensor ran scalar); on a GPU one, so neighbouring work-items read neighbouring elements.
 PER_ITEM = {"cpu": 16, "gpu": 1}
 # A cap on the tensors of one launch: the kernel's source (one branch per tensor) and its build time grow
 # with it, and drivers limit buffer arguments (the parameter size checked in per_launch) below any count.
@@ -90,9 +90,12 @@ def _launch(device: Device, algo: str, dtype: DType, flags: frozenset[str], stat
     sizes = tuple(s.n for s in slots)
     per_item = PER_ITEM[settings.heuristics_kind(device)]
     items = tuple(-(-n // (per_item * ALIGN)) * ALIGN for n in sizes)  # each tensor's work-items
+    # tensors whose gradients are read alike share one loop (all dense ones; transposed weights of one shape)
+    indices = [strided_index(s.grad_view) for s in slots]
+    grad_index = tuple(dict.fromkeys(indices))
     source = render("optim_step.cl.mako", algo=algo, dtype=dtype, flags=flags, state=state, scalars=scalars,
-                    sizes=sizes, grad_index=tuple(strided_index(s.grad_view) for s in slots), per_item=per_item,
-                    items=items)
+                    sizes=sizes, items=items, grad_index=grad_index,
+                    reads=tuple(grad_index.index(i) for i in indices), per_item=per_item)
     kernel = compile_kernel(device, source, f"zyx_optim_{algo}")
     group = 1 << (group_size(kernel, LOCAL_SIZE).bit_length() - 1)  # a power of two: it divides ALIGN
     args = [b.cl for s in slots for b in (s.param, s.grad, *s.states)]
