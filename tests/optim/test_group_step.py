@@ -105,12 +105,12 @@ def test_a_group_beyond_one_launch_is_split(torch, monkeypatch, cap):
     """More parameters than one launch takes (the device's parameter size, or a cap of 4): a few launches."""
     if cap is not None:
         monkeypatch.setattr(optimizer_step, "MAX_TENSORS", cap)
-    count = 70 if cap is None else 10
+    per = optimizer_step.per_launch(zyx.default_device(), 3, 6 * 4)  # 3 state buffers, 6 float scalars
+    assert per == (cap or per) <= optimizer_step.MAX_TENSORS
+    count = 2 * per + 3
     zp, tp = _pair(torch, [(i % 7 + 1, 3) for i in range(count)], seed=3)
     zo = zyx.optim.Adam(zp, lr=0.01, amsgrad=True)
     to = torch.optim.Adam(tp, lr=0.01, amsgrad=True, foreach=False)
-    per = optimizer_step.per_launch(zyx.default_device(), 3, 6 * 4)  # 3 state buffers, 6 float scalars
-    assert per == (cap or per) and per < count
     launches = _steps(zo, to, zp, tp, torch, 3, check=lambda: _close(zp, tp))
     assert launches[1:] == [math.ceil(count / per)] * 2, (launches, per)
 
