@@ -51,21 +51,27 @@ OPTIMIZERS = [("SGD", {"lr": 0.1, "momentum": 0.9, "nesterov": True, "weight_dec
 
 
 @pytest.mark.needs_device  # the reference steps run on the default device
+@pytest.mark.parametrize("kind", ["gpu", "cpu"])  # one element a work-item; a loop over 16 a work-item
 @pytest.mark.parametrize("name, kw", OPTIMIZERS, ids=[n for n, _ in OPTIMIZERS])
-def test_optimizer_step_kernel(sim, name, kw):
-    """templates/optim_step.cl.mako: three steps on a (7, 5) weight whose gradient is a transposed view
-    (the kernel reads it through its strides) and a 3-element bias, on the simulator and the default device."""
+def test_optimizer_step_kernel(sim, monkeypatch, kind, name, kw):
+    """templates/optim_step.cl.mako: three steps of one launch over a (7, 5) weight whose gradient is a
+    transposed view (the kernel reads it through its strides), a 3-element bias and tensors of 1 and 70
+    elements (work-groups and work-items past a tensor's end), on the simulator and the default device."""
+    monkeypatch.setattr(settings, "HEURISTICS", kind)
     rng = np.random.default_rng(7)
     w0, b0, x = rng.normal(size=(7, 5)), rng.normal(size=3), rng.normal(size=(4, 5))
+    extra0 = [rng.normal(size=1), rng.normal(size=70)]
     results = []
     for dev in (sim, zyx.default_device()):
         w = zyx.tensor(w0.astype(np.float32), device=dev, requires_grad=True)
         b = zyx.tensor(b0.astype(np.float32), device=dev, requires_grad=True)
-        opt = getattr(zyx.optim, name)([w, b], **kw)
+        extra = [zyx.tensor(e.astype(np.float32), device=dev, requires_grad=True) for e in extra0]
+        opt = getattr(zyx.optim, name)([w, b, *extra], **kw)
         for _ in range(3):
             opt.zero_grad()
-            ((zyx.tensor(x.astype(np.float32), device=dev) @ w.T).square().sum() + (b * b).sum()).backward()
+            loss = (zyx.tensor(x.astype(np.float32), device=dev) @ w.T).square().sum() + (b * b).sum()
+            (loss + sum((e * e * e).sum() for e in extra)).backward()
             opt.step()
-        results.append((w.numpy(), b.numpy()))
+        results.append((w.numpy(), b.numpy(), *(e.numpy() for e in extra)))
     for got, want in zip(*results):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)

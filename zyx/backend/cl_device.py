@@ -36,6 +36,7 @@ class DeviceInfo:
     preferred_vector_width: dict[str, int]
     extensions: frozenset[str]
     global_mem_cache_bytes: int = 0  # the device's global memory cache (0: not reported)
+    max_parameter_bytes: int = 1024  # CL_DEVICE_MAX_PARAMETER_SIZE: a kernel's arguments in all (1024: the minimum)
 
     @property
     def has_fp16(self) -> bool:
@@ -87,6 +88,7 @@ def _read_info(cl_device: Any) -> DeviceInfo:
         preferred_vector_width=vec,
         extensions=frozenset(cl_device.extensions.split()),
         global_mem_cache_bytes=int(cl_device.global_mem_cache_size),
+        max_parameter_bytes=int(cl_device.max_parameter_size),
     )
 
 

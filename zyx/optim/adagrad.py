@@ -12,7 +12,7 @@ from zyx.optim.optimizer import Optimizer, Update, check_range
 class Adagrad(Optimizer):
     """PyTorch's ``torch.optim.Adagrad``: ``g += weight_decay * p``, ``lr_t = lr / (1 + (t - 1) * lr_decay)``,
     ``s += g * g``, ``p -= lr_t * g / (sqrt(s) + eps)``. State (created with the optimizer, as PyTorch
-    does): ``step``, ``sum`` (starting at ``initial_accumulator_value``). One kernel per parameter and step."""
+    does): ``step``, ``sum`` (starting at ``initial_accumulator_value``). One kernel per parameter group and step."""
 
     def __init__(self, params: Iterable[Any], lr: float = 1e-2, lr_decay: float = 0.0, weight_decay: float = 0.0,
                  initial_accumulator_value: float = 0.0, eps: float = 1e-10, *, maximize: bool = False) -> None:

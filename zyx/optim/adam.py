@@ -13,8 +13,8 @@ class Adam(Optimizer):
     """PyTorch's ``torch.optim.Adam``: ``g += weight_decay * p`` (AdamW: ``p *= 1 - lr * weight_decay``
     instead), ``m = lerp(m, g, 1 - beta1)``, ``v = beta2 * v + (1 - beta2) * g * g`` (AMSGrad: ``vmax =
     max(vmax, v)`` is used for ``v``), ``p -= lr / (1 - beta1**t) * m / (sqrt(v) / sqrt(1 - beta2**t) + eps)``.
-    State: ``step``, ``exp_avg``, ``exp_avg_sq`` (``max_exp_avg_sq``). One kernel per parameter and step
-    updates the parameter and its state."""
+    State: ``step``, ``exp_avg``, ``exp_avg_sq`` (``max_exp_avg_sq``). One kernel per parameter group and step
+    updates the parameters and their state."""
 
     decoupled = False
 

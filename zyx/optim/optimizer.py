@@ -1,7 +1,9 @@
 """The optimizer base class: parameter groups, per-parameter state, ``zero_grad`` and state dicts.
 
-An optimizer's ``step()`` updates each parameter and its state tensors in place with one
-kernel (``zyx.kernels.optimizer_step``): the subclass names the formula, its options and its run-time numbers.
+An optimizer's ``step()`` updates the parameters and their state tensors in place, one kernel for
+all the parameters of a group that step alike (``zyx.kernels.optimizer_step``: a few for a group larger
+than one launch takes, one per dtype): the subclass names each parameter's formula, its options and its
+run-time numbers.
 As in PyTorch, the update is an in-place write (a pending backward that saved the parameter
 raises, views of the parameter see the new values) and ``state_dict()`` holds references to
 the live state tensors (copy them to keep a snapshot).
@@ -29,8 +31,9 @@ from zyx.kernels import optimizer_step
 
 @dataclass(frozen=True)
 class Update:
-    """One step's kernel for one parameter: the formula (``algo``), its options (``flags``), the
-    state tensors it updates in place (names in ``state``) and its run-time numbers."""
+    """One parameter's step: the formula (``algo``), its options (``flags``), the state tensors it
+    updates in place (names in ``state``) and its run-time numbers; parameters with equal updates (and
+    dtype and device) share a launch."""
 
     algo: str
     flags: frozenset[str] | set[str]
@@ -91,6 +94,9 @@ class Optimizer:
         latest: list[Any] = []  # each update's numbers at a replay (filled by the replay hook)
         with no_grad():
             for group in self.param_groups:
+                # the group's parameters that step alike (device, dtype, formula, options and numbers: the same
+                # step count) share launches; the first one's update (and index in ``stepped``) stands for all
+                batches: dict[tuple, tuple[Update, frozenset[str], int, list[Tensor], list[dict[str, Tensor]]]] = {}
                 for p in group["params"]:
                     if p.grad is None:
                         continue
@@ -101,13 +107,17 @@ class Optimizer:
                         self.state[p] = state
                         if fresh:  # state made by this step: later calls' steps differ (zyx.jit)
                             capture.capture_again()
-                    replayed = None
+                    flags = frozenset(update.flags | ({"maximize"} if group.get("maximize", False) else set()))
+                    key = (p.device, p.dtype, update.algo, flags, update.state,
+                           tuple((k, peek(v)) for k, v in update.scalars.items()))
+                    batch = batches.setdefault(key, (update, flags, len(stepped), [], []))
+                    batch[3].append(p)
+                    batch[4].append({k: state[k] for k in update.state})
                     if capturing:
-                        replayed = functools.partial(_latest_scalar, latest, len(stepped))
                         stepped.append((weakref.ref(p), group))
-                    flags = update.flags | ({"maximize"} if group.get("maximize", False) else set())
-                    step_in_place(update.algo, p, p.grad.detach(), {k: state[k] for k in update.state},
-                                  frozenset(flags), update.scalars, replayed)
+                for update, flags, index, params, states in batches.values():
+                    replayed = functools.partial(_latest_scalar, latest, index) if capturing else None
+                    step_in_place(update.algo, params, states, flags, update.scalars, replayed)
         if capturing:
             capture.note_replay_hook(self._replay_hook(stepped, latest))
         return loss
@@ -247,27 +257,32 @@ def make_dense_in_place(t: Tensor) -> None:
         t._assign(t.contiguous().realize())
 
 
-def step_in_place(algo: str, param: Tensor, grad: Tensor, state: dict[str, Tensor], flags: frozenset[str],
+def step_in_place(algo: str, params: list[Tensor], states: list[dict[str, Tensor]], flags: frozenset[str],
                   scalars: dict[str, float], replayed: Callable[[str], float] | None = None) -> None:
-    """Run ``algo``'s update on ``param`` and its ``state`` tensors (same shape and dtype, updated in
-    place) from ``grad`` by ``zyx.kernels.optimizer_step``; ``flags`` pick the formula's options, ``scalars``
-    are its run-time numbers (in the compute type of ``param``'s dtype: double for float64, float otherwise).
+    """Run ``algo``'s update on each of ``params`` (one device and dtype) and its ``states`` tensors (same
+    shape and dtype, updated in place) from its gradient by ``zyx.kernels.optimizer_step``, in as few
+    launches as it allows; ``flags`` pick the formula's options, ``scalars`` are its run-time numbers, the
+    same for every parameter (in the compute type of the dtype: double for float64, float otherwise).
     Under a capture, ``replayed(name)`` gives scalar ``name``'s value at each replay (``journal.note_host_param``)."""
-    n = param.numel()
-    if n == 0:
+    work = [(p, s) for p, s in zip(params, states) if p.numel()]
+    if not work:
         return
-    make_dense_in_place(param)
-    for t in state.values():
-        make_dense_in_place(t)
-    if grad.dtype is not param.dtype:
-        grad = grad.cast(param.dtype)
-    number = np.float64 if param.dtype.name == "float64" else np.float32
-    grad_buf = grad._realized()
-    # _buf: the writes' own buffers, after every pending reader of their old values has run
+    grads = []
+    for p, s in work:
+        make_dense_in_place(p)
+        for t in s.values():
+            make_dense_in_place(t)
+        grad = p.grad.detach()
+        grads.append(grad if grad.dtype is p.dtype else grad.cast(p.dtype))
+    dtype = work[0][0].dtype
+    number = np.float64 if dtype.name == "float64" else np.float32
+    grad_bufs = [g._realized() for g in grads]
     # a traced number (a jitted function's lr) is peeked, not read: the replay recomputes it (below)
     numbers = [number(peek(v) if replayed is not None else v) for v in scalars.values()]
     if replayed is not None:
         for name, arg in zip(scalars, numbers):
             journal.note_host_param(arg, lambda name=name: number(replayed(name)))
-    optimizer_step.step(param.device, algo, param.dtype, flags, tuple(state), tuple(scalars), grad._view, n,
-                        param._buf, grad_buf, [t._buf for t in state.values()], numbers)
+    # _buf: the writes' own buffers, after every pending reader of their old values has run
+    slots = [optimizer_step.Slot(p.numel(), g._view, p._buf, gb, tuple(t._buf for t in s.values()))
+             for (p, s), g, gb in zip(work, grads, grad_bufs)]
+    optimizer_step.step(work[0][0].device, algo, dtype, flags, tuple(work[0][1]), tuple(scalars), slots, numbers)

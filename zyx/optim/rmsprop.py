@@ -13,8 +13,8 @@ class RMSprop(Optimizer):
     """PyTorch's ``torch.optim.RMSprop``: ``g += weight_decay * p``, ``s = alpha * s + (1 - alpha) * g * g``;
     centered: ``a = lerp(a, g, 1 - alpha)``, ``d = sqrt(s - a * a) + eps``, else ``d = sqrt(s) + eps``; with
     momentum ``b = momentum * b + g / d``, ``p -= lr * b``, else ``p -= lr * g / d``. State: ``step``,
-    ``square_avg`` (``momentum_buffer``, ``grad_avg``). One kernel per parameter and step
-    updates the parameter and its state."""
+    ``square_avg`` (``momentum_buffer``, ``grad_avg``). One kernel per parameter group and step
+    updates the parameters and their state."""
 
     def __init__(self, params: Iterable[Any], lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8,
                  weight_decay: float = 0.0, momentum: float = 0.0, centered: bool = False, *,

@@ -12,8 +12,8 @@ from zyx.optim.optimizer import Optimizer, Update, check_range
 class SGD(Optimizer):
     """PyTorch's ``torch.optim.SGD``: ``g += weight_decay * p``; with momentum ``b = momentum * b +
     (1 - dampening) * g`` (``b = g`` on the first step), ``g = g + momentum * b`` (Nesterov) or ``g = b``;
-    then ``p -= lr * g``. State: ``momentum_buffer``. One kernel per parameter and step (the
-    momentum buffer included)."""
+    then ``p -= lr * g``. State: ``momentum_buffer``. One kernel per parameter group and step
+    (the momentum buffers included)."""
 
     def __init__(self, params: Iterable[Any], lr: float = 1e-3, momentum: float = 0.0, dampening: float = 0.0,
                  weight_decay: float = 0.0, nesterov: bool = False, *, maximize: bool = False) -> None:
