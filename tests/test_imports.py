@@ -37,7 +37,8 @@ LAYERS: list[dict[str, tuple[str, ...]]] = [
     {"graph": ("zyx.graph",)},  # nodes, fusion, scheduling and realization of IR and contract kernels
     {"frontend": ("zyx.frontend",), "runtime": ("zyx.runtime",)},  # the user API
     {"nn": ("zyx.nn",), "optim": ("zyx.optim",), "io": ("zyx.io",), "autograd": ("zyx.autograd",),
-     "linalg": ("zyx.linalg",), "profiler": ("zyx.profiler",)},
+     "linalg": ("zyx.linalg",), "profiler": ("zyx.profiler",),
+     "utils": ("zyx.utils",)},
     {"api": ("zyx",)},  # the root package: what ``import zyx`` gives (matched exactly)
     # entry points: python -m zyx, bench; torch.compile's backend (other frameworks' graphs)
     {"cli": ("zyx.cli", "zyx.__main__", "zyx.benchmarks"), "torch_backend": ("zyx.torch_backend",)},

@@ -8,7 +8,7 @@ import pytest
 
 pytest.importorskip("torch")
 
-from zyx.torch_backend import supported_ops  # noqa: E402 - after the skip
+from zyx.torch_backend import supported_ops
 
 
 def test_readme_lists_the_mapped_aten_ops() -> None:
