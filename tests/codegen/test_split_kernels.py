@@ -161,7 +161,7 @@ def test_split_heuristics(monkeypatch):
 @pytest.mark.needs_device
 def test_split_through_the_tensor_api():
     rng = np.random.default_rng(6)
-    a = rng.normal(size=1_000_003).astype(np.float32)  # no two-stage split divides it: one split kernel
+    a = rng.normal(size=1_000_003).astype(np.float32)  # prime: stage 2 takes the chunks' leftover; argmax: one kernel
     t = zyx.tensor(a)
     s1, s2 = t.sum().numpy(), t.sum().numpy()
     assert _bits(np.asarray(s1)) == _bits(np.asarray(s2))

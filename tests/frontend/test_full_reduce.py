@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 
 import zyx
-from zyx.frontend.reduce import SPLIT_MIN
 from zyx.graph import schedule
+from zyx.opt.heuristics import STAGE_CHUNK_MIN
 
 torch = pytest.importorskip("torch")
 
-N = 4 * SPLIT_MIN  # long enough for the two-stage split
+N = 32 * STAGE_CHUNK_MIN  # long enough for a two-stage reduce
 
 
 def _close(got: float, want: float, n: int) -> None:

@@ -2,9 +2,9 @@
 
 A reduce records one lazy node (keepdim form; ``keepdim=False`` is a view on it).
 Integer and bool sums/products accumulate in int64, 16/8-bit floats in float32 (the
-result is rounded back to the input dtype, as PyTorch does). A large reduction with
-few outputs is split in two stages so that many work items share it. ``ReduceMixin`` gives
-``Tensor`` these functions as methods.
+result is rounded back to the input dtype, as PyTorch does). A long reduction with few outputs
+runs in two stages (``ir.stages``: the heuristics decide per device when the kernel is built).
+``ReduceMixin`` gives ``Tensor`` these functions as methods.
 """
 from __future__ import annotations
 
@@ -20,10 +20,8 @@ from zyx.frontend.autograd.engine import is_grad_enabled, needs_grad, no_grad
 from zyx.frontend.autograd.rules import record_matmul, record_reduce
 from zyx.frontend.base import VARSIZE, TensorBase
 from zyx.frontend.elementwise import binary, broadcast_shapes, from_node, unary, where
-from zyx.ir.view import View, normalize_dim
+from zyx.ir.view import normalize_dim
 from zyx.op import Op
-
-SPLIT_MIN = 1 << 15  # reductions at least this long with few outputs run in two stages
 
 
 def _dims(x: Any, dim: Any) -> tuple[int, ...]:
@@ -75,85 +73,22 @@ def reduce(x: Any, op: str, dim: Any = None, keepdim: bool = False, acc: DType |
     shape = x._view.shape
     if not shape:
         return x.cast(acc)
-    red = outs = 1
-    for i, s in enumerate(shape):
-        if i in dims:
-            red *= s
-        else:
-            outs *= s
     src = x.cast(acc)
-    if red >= SPLIT_MIN and outs <= 16:
-        split = _two_stage(src, op, dims, acc)
-        if split is not None:
-            return split if keepdim else split.reshape(tuple(d for i, d in enumerate(x.shape) if i not in dims))
     node = graph.reduce(op, graph.Src(src._data, src._view, acc), dims, acc, x.device)
     return _finish(node, x, dims, keepdim)
 
 
-_FULL_SPLITS: dict[View, tuple[View, tuple[int, int], View] | None] = {}  # source view -> its split; None: none
-_FULL_SPLITS_LIMIT = 1024
-
-
 def _full(x: Any, op: str, keepdim: bool):
-    """A long full reduction (``x.sum()``) whose input needs no cast, by ``_all_in_two_stages``; None
+    """A full reduction (``x.sum()``) whose input needs no cast, as one reduce node straight from its view,
+    no Tensor views around it: its Python runs before the first launch on every call, right after the
+    previous kernel streamed the caches empty, where each step costs several times its warm price. None
     for the general path."""
-    if _acc_dtype(op, x._dtype) is not x._dtype:
-        return None
-    return _all_in_two_stages(x, op, (1,) * len(x._view.shape) if keepdim else ())
-
-
-def _all_in_two_stages(x: Any, op: str, shape: tuple[int, ...]):
-    """A full reduction of ``x`` (already in its accumulator dtype) as its two stage nodes straight from
-    its view, no Tensor views between them; None when it is short or has no split. A full reduction's
-    Python runs before the first launch, on every call, right after the previous kernel streamed the
-    caches empty, where each step costs several times its warm price: a view's split is looked up."""
     view = x._view
-    split = _FULL_SPLITS.get(view, False)
-    if split is False:
-        split = _full_split(view)
-        if len(_FULL_SPLITS) >= _FULL_SPLITS_LIMIT:
-            _FULL_SPLITS.clear()
-        _FULL_SPLITS[view] = split
-    if split is None:
+    if not view.shape or _acc_dtype(op, x._dtype) is not x._dtype:
         return None
-    rows, part_shape, partials = split
-    acc, device = x._dtype, x._device
-    part = graph.reduce(op, graph.Src(x._data, rows, acc), (1,), acc, device, part_shape)
-    final = graph.reduce(Op.SUM if op == Op.SUM else op, graph.Src(part, partials, acc), (0,), acc, device, (1,))
-    return from_node(final, shape)
-
-
-def _full_split(view: View) -> tuple[View, tuple[int, int], View] | None:
-    """A long view's (groups, length / groups) view, its partials' node shape and their view; None when
-    it is short, has no good split, or cannot be viewed that way."""
-    red = math.prod(view.shape)
-    groups = _split_groups(red) if red >= SPLIT_MIN else None
-    rows = None if groups is None else view.reshape((groups, red // groups))
-    return None if rows is None else (rows, (groups, 1), View.contiguous((groups,)))
-
-
-def _split_groups(red: int) -> int | None:
-    """The partial count of a two-stage reduce of length ``red``; None when it has no good split."""
-    return next((g for g in (256, 128, 64, 32, 16) if red % g == 0 and red // g >= 256), None)
-
-
-def _two_stage(x: Any, op: str, dims: tuple[int, ...], acc: DType):
-    """Reduce as (outs, G, R/G) -> (outs, G) -> (outs,), or None when R has no good split."""
-    keep = [i for i in range(x.ndim) if i not in dims]
-    red = math.prod(x.shape[d] for d in dims)
-    groups = _split_groups(red)
-    if groups is None:
-        return None
-    if not keep:
-        full = _all_in_two_stages(x, op, (1,) * x.ndim)
-        if full is not None:
-            return full
-    y = x.permute(*keep, *dims).reshape(*(x.shape[i] for i in keep), groups, red // groups)
-    n = y.ndim
-    part = graph.reduce(op, graph.Src(y._data, y._view, acc), (n - 1,), acc, x.device)
-    p = from_node(part).reshape(y.shape[:-1])
-    final = graph.reduce(Op.SUM if op == Op.SUM else op, graph.Src(p._data, p._view, acc), (n - 2,), acc, x.device)
-    return from_node(final).reshape(tuple(1 if i in dims else s for i, s in enumerate(x.shape)))
+    ones = (1,) * len(view.shape)
+    node = graph.reduce(op, graph.Src(x._data, view, x._dtype), tuple(range(len(ones))), x._dtype, x._device, ones)
+    return from_node(node, ones if keepdim else ())
 
 
 def _tensor(x: Any, name: str) -> None:

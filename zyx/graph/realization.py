@@ -13,6 +13,7 @@ before anyone writes into its buffer.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from zyx.backend import journal
 from zyx.backend import launch as launch_mod
@@ -21,9 +22,11 @@ from zyx.backend.pool import Buffer
 from zyx.graph import node_log, schedule
 from zyx.graph.fusion import KernelBuilder, count_parents
 from zyx.graph.node import LazyNode, Src, pending_readers
-from zyx.ir import expr
+from zyx.ir import expr, stages
+from zyx.ir.kernel import Kernel
 from zyx.kernels.ir_launch import launch_kernel
 from zyx.op import Op
+from zyx.opt.heuristics import reduce_groups
 from zyx.opt.ir_tuning import choose_opts
 
 
@@ -33,7 +36,7 @@ class _Build:
     def __init__(self, counts: dict[int, int], recording: bool, keyed: set[int] | None) -> None:
         self.counts = counts
         self.keyed = keyed  # ids of the schedule key's constants (KernelBuilder: which offsets are arguments)
-        self.allocs: list[tuple[LazyNode, Buffer]] | None = [] if recording else None
+        self.allocs: list[tuple[LazyNode | None, Buffer]] | None = [] if recording else None
         self.param_objs: dict[int, Src] = {}  # id(launch argument) -> its constant
 
 
@@ -99,9 +102,24 @@ def _realize_one(node: LazyNode, build: _Build) -> None:
             if journal.is_recording():  # a capture binds this argument at replay (graph.plan)
                 journal.note_param(value, c)
             args.append(value)
-        opts = choose_opts(kernel, device, args, launch_kernel)
-        launch_kernel(device, kernel, opts, args)
+        groups = reduce_groups(kernel, device.info)
+        if groups > 1:
+            kernel, args = _first_stage(kernel, groups, device, args, build)
+        launch_kernel(device, kernel, choose_opts(kernel, device, args, launch_kernel), args)
     _set_buffer(node, out)
+
+
+def _first_stage(kernel: Kernel, groups: int, device: Any, args: list, build: _Build) -> tuple[Kernel, list]:
+    """Launch the partials of a two-stage reduce (``ir.stages``) into a scratch buffer (recorded with
+    the build's allocations, so a replay allocates it too); returns the second stage and its arguments."""
+    first = stages.partial_kernel(kernel, groups)
+    part = device.pool.allocate(first.numel * first.out_dtype.itemsize)
+    if build.allocs is not None:
+        build.allocs.append((None, part))
+    nbufs = len(kernel.bufs)
+    first_args = [part.cl, *args[1:]]
+    launch_kernel(device, first, choose_opts(first, device, first_args, launch_kernel), first_args)
+    return stages.final_kernel(kernel, groups), [*args[:nbufs], part.cl, *args[nbufs:]]
 
 
 def _run_extern(node: LazyNode) -> Buffer:

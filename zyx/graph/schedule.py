@@ -135,7 +135,7 @@ def _visit(n: LazyNode, device: Any, realize: Callable, nodes: list, bufs: list,
     return len(nodes) - 1
 
 
-def record(gk: GraphKey, launches: list, allocs: list[tuple[LazyNode, Buffer]],
+def record(gk: GraphKey, launches: list, allocs: list[tuple[LazyNode | None, Buffer]],
            param_objs: dict[int, Src]) -> None:
     """Store the schedule of a finished build (when every launch argument can be named): outputs
     allocated, and per launch its kernel, sizes and where each argument comes from."""
@@ -144,10 +144,10 @@ def record(gk: GraphKey, launches: list, allocs: list[tuple[LazyNode, Buffer]],
     npos = {id(n): i for i, n in enumerate(nodes)}
     where: dict[int, tuple[int, int]] = {id(b.cl): (0, i) for i, b in enumerate(bufs) if b.cl is not None}
     outs = []
-    for j, (node, buf) in enumerate(allocs):
-        if id(node) not in npos or buf.pool is None or buf.pool.device is not device:
+    for j, (node, buf) in enumerate(allocs):  # node None: a scratch buffer (a two-stage reduce's partials)
+        if (node is not None and id(node) not in npos) or buf.pool is None or buf.pool.device is not device:
             return
-        outs.append((npos[id(node)], buf.nbytes, device.pool.capacity_of(buf.nbytes)))
+        outs.append((-1 if node is None else npos[id(node)], buf.nbytes, device.pool.capacity_of(buf.nbytes)))
         if buf.cl is not None:
             where[id(buf.cl)] = (1, j)
     flag = errorflags.buffer_of(device)
@@ -205,7 +205,8 @@ def replay(schedule: tuple, gk: GraphKey, device: Any, set_buffer: Callable[[Laz
         # runtime_lock), no re-declaring of scalar types; this Python runs before the first kernel starts
         launch_prepared(ck, glob, local, args, offset, counts)
     for (p, nbytes, cap), out in zip(outs_spec, outs):
-        set_buffer(gk.nodes[p], out if out is not None else pool.allocate_pooled(nbytes, cap))
+        if p >= 0:  # a scratch buffer goes back to the pool (the in-order queue runs its readers first)
+            set_buffer(gk.nodes[p], out if out is not None else pool.allocate_pooled(nbytes, cap))
 
 
 def clear() -> None:

@@ -25,7 +25,11 @@ def merge_axes(k: Kernel) -> Kernel:
     as one row-major coordinate: its reduce axes (the loop nest gets shorter; an argmax's row-major
     position over them is unchanged), and its output axes when it has no reduce (a reduce kernel's output
     axes carry the matmul / row structure the heuristics read). ``k`` itself when nothing merges. Pairs
-    merge one at a time, so each check needs only ``(m // s) * s + m % s == m``."""
+    merge one at a time, so each check needs only ``(m // s) * s + m % s == m``. A reduce kernel's
+    size-1 output axes are dropped (``keepdim``): the heuristics read its last axis as the one its
+    outputs are contiguous along."""
+    if k.red_shape and 1 in k.out_shape:
+        k = _squeeze_outputs(k)
     for reduce_axes in (True, False):
         shape = k.red_shape if reduce_axes else k.out_shape
         if len(shape) < 2 or not all(type(s) is int and s > 0 for s in shape) or (k.red_shape and not reduce_axes):
@@ -39,6 +43,18 @@ def merge_axes(k: Kernel) -> Kernel:
                 k = merged
                 shape = k.red_shape if reduce_axes else k.out_shape
     return k
+
+
+def _squeeze_outputs(k: Kernel) -> Kernel:
+    """``k`` without its size-1 output axes (the same elements in the same row-major order)."""
+    keep = [(i, s) for i, s in enumerate(k.out_shape) if s != 1]
+    mapping = {}
+    for j, (i, s) in enumerate(keep):
+        old = out_var(i, s)
+        if isinstance(old, sym.Var) and i != j:
+            mapping[old] = out_var(j, s)
+    body = substitute_indices(k.body, mapping) if mapping else k.body
+    return Kernel(tuple(s for _, s in keep), k.red_shape, k.bufs, body, k.params)
 
 
 def _merge_pair(k: Kernel, axis: int, reduce_axes: bool) -> Kernel | None:

@@ -5,6 +5,8 @@ on a CPU (PoCL-like) explicit vectors on the contiguous axis, small work-groups,
 for matmul-like reduces and grouped reduction only when there are fewer outputs than cores; on a
 GPU upcast elementwise work, tile matmuls and split long reduces with few outputs over a work-group.
 Every choice is a valid ``Opts``: an opt that does not fit a kernel falls back (``ir.kernel``).
+``reduce_groups`` chooses when a reduce with too few outputs for the device runs as two kernels
+(``ir.stages``), its chunks on different work-groups.
 """
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from dataclasses import replace
 from typing import Any
 
 from zyx import settings
-from zyx.ir import expr
+from zyx.ir import expr, stages
 from zyx.ir import symbolic as sym
 from zyx.ir.kernel import Kernel, Opts, matmul_axes, out_var, red_var, row_kernel, vectorizable
 from zyx.ir.rewrite import walk
@@ -40,7 +42,8 @@ def default_opts(k: Kernel, max_local: int = 256, device: Any = None) -> Opts:
         v = _vec_width(row, 2 * pref)
         stream = k.numel * k.out_dtype.itemsize >= STREAM_MIN_BYTES  # codegen drops it if the row is read back
         return Opts(local=local, unroll=2 if row >= 8 * v else 1, vec=v, vec_axis=len(k.out_shape), stream=stream)
-    opts = _cpu_opts(k, max_local, device) if cpu and vectorizable(k) else _generic_opts(k, max_local, cpu)
+    opts = _cpu_opts(k, max_local, device) if cpu and vectorizable(k) else \
+        _generic_opts(k, max_local, cpu, _cores(device) if cpu else 0)
     if cpu and not k.red_shape and k.numel <= CPU_TINY_NUMEL:
         return _one_group(k, opts, max_local)
     return _split_opts(k, opts, max_local, device)
@@ -94,6 +97,46 @@ def _split_opts(k: Kernel, opts: Opts, max_local: int, device: Any) -> Opts:
     if split > max_local:
         return opts
     return replace(opts, local=split, split=split, unroll=1, upcast=())
+
+
+# Two-stage reduces (``ir.stages``): a kernel with too few outputs to occupy the device runs chunks of
+# its reduce on different work-groups, then folds their partials in a second, small kernel (one more
+# launch, so only for STAGE_MIN_WORK elements or more). Outputs count in units of what one work-group
+# takes: on a CPU STAGE_CPU_OUTPUTS (a vector of outputs, or a work-group PoCL vectorizes across) unless
+# the reduce runs along a contiguous axis (each output streams its own vectors), on a GPU one (its
+# work-group shares the reduce: ``_split_opts``). Below STAGE_UNITS units per compute unit
+# the reduce is cut into enough chunks for twice that, and a long one into up to STAGE_GROUPS chunks
+# (as many as fit, each at least STAGE_CHUNK_MIN long): more, smaller work-groups even out cores that
+# run unequally fast, and shorter running sums round less.
+STAGE_UNITS, STAGE_CPU_OUTPUTS = 4, 16
+STAGE_MIN_WORK = 1 << 18
+STAGE_CHUNK_MIN, STAGE_GROUPS, STAGE_GROUPS_MAX = 4096, 256, 1024
+
+
+def reduce_groups(k: Kernel, device: Any) -> int:
+    """The number of chunks ``k``'s reduce runs in as a two-stage reduce (``ir.stages``), or 1 for one
+    kernel (see STAGE_UNITS). Fixed by the shapes and the device, so results are the same every run."""
+    if device is None or not k.red_shape or k.numel * k.reduce_size < STAGE_MIN_WORK \
+            or k.reduce_size < 2 * STAGE_CHUNK_MIN or stages.the_reduce(k) is None or row_kernel(k) \
+            or matmul_axes(k) is not None:
+        return 1
+    m = len(k.red_shape)
+    cpu = settings.heuristics_kind(device) == "cpu"
+    per_unit = STAGE_CPU_OUTPUTS if cpu and not _unit_stride(k, red_var(m - 1, k.red_shape[-1])) else 1
+    units, want = -(-k.numel // per_unit), STAGE_UNITS * _cores(device)
+    if units >= want:
+        return 1
+    target = min(max(-(-2 * want // units), min(STAGE_GROUPS, k.reduce_size // STAGE_CHUNK_MIN)), STAGE_GROUPS_MAX)
+    # the nearest chunk count to the target, one that divides the outer reduce axis if one is within a factor
+    # of two (else a one-axis reduce leaves its last elements to stage 2; a multi-axis one must divide)
+    near = sorted(range(2, 2 * target + 1),
+                  key=lambda g: (not target // 2 <= g or k.red_shape[0] % g != 0, abs(g - target), g))
+    return next((g for g in near if _chunks_fit(k, g)), 1)
+
+
+def _chunks_fit(k: Kernel, groups: int) -> bool:
+    sizes = stages.chunk(k, groups)
+    return sizes is not None and sizes[0] * (k.reduce_size // k.red_shape[0]) >= STAGE_CHUNK_MIN
 
 
 def _unit_stride(k: Kernel, v: sym.Node) -> bool:
@@ -238,7 +281,7 @@ def _cpu_opts(k: Kernel, max_local: int, device: Any) -> Opts:
             upcast[n - 1] = up
             local = 4 if k.numel // (v * up) >= 16 else 1
             return Opts(local=local, upcast=tuple(upcast), vec=v, vec_axis=n - 1)
-        return _generic_opts(k, max_local)
+        return _generic_opts(k, max_local, cores=_cores(device))
     unroll = 2 if k.red_shape[-1] >= v * 8 else 1  # a scalar tail loop takes what does not divide
     # two outputs a work item on long reduces: two independent accumulator chains hide the add latency
     pair = next((a for a in range(n - 1, -1, -1) if k.out_shape[a] > 1), None)
@@ -252,11 +295,13 @@ def _cpu_opts(k: Kernel, max_local: int, device: Any) -> Opts:
     return Opts(local=local, upcast=tuple(upcast), unroll=unroll, vec=v, vec_axis=n + m - 1)
 
 
-def _generic_opts(k: Kernel, max_local: int = 256, cpu: bool = False) -> Opts:
+def _generic_opts(k: Kernel, max_local: int = 256, cpu: bool = False, cores: int = 0) -> Opts:
     """Heuristic opts: vectorizable upcast for elementwise, register tiles for matmul-like reduces.
 
     On a CPU an elementwise kernel keeps one element per work item: PoCL vectorizes across work items,
-    and several elements each made the float16/bfloat16 conversions spill registers."""
+    and several elements each made the float16/bfloat16 conversions spill registers. A CPU's reduce
+    (``cores`` given) keeps STAGE_UNITS work-groups per core where it has the work items: a work-group
+    runs on one core."""
     n = len(k.out_shape)
     upcast = [1] * n
     if n and not k.red_shape and not cpu:
@@ -278,7 +323,8 @@ def _generic_opts(k: Kernel, max_local: int = 256, cpu: bool = False) -> Opts:
                 unroll = f
                 break
     items = max(k.numel // max(math.prod(upcast), 1), 1)
+    most = items // (STAGE_UNITS * cores) if cores and k.red_shape else items
     local = 1
-    while local * 2 <= min(max_local, 64 if k.red_shape else 256) and local * 2 <= items:
+    while local * 2 <= min(max_local, 64 if k.red_shape else 256, most):
         local *= 2
     return Opts(local=local, upcast=tuple(upcast), unroll=unroll)
