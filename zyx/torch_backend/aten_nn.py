@@ -10,8 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import zyx
 from zyx import autograd
+from zyx import dtype as dtypes
+from zyx.frontend import creation
+from zyx.frontend.autograd import engine
 from zyx.nn import functional as F
 from zyx.torch_backend.aten_ops import ATEN, aten
 
@@ -20,7 +22,7 @@ def _vjp(forward: Callable[..., Any], inputs: Sequence[Any], grad: Any, wanted: 
     """The gradients of ``forward(*inputs)`` with respect to the ``wanted`` inputs, for the output gradient
     ``grad`` (None where not wanted)."""
     leaves = [x.detach().requires_grad_(True) if w else x.detach() for x, w in zip(inputs, wanted)]
-    with zyx.enable_grad():
+    with engine.enable_grad():
         out = forward(*leaves)
     wrt = [leaf for leaf, w in zip(leaves, wanted) if w]
     grads = iter(autograd.grad(out, wrt, grad, allow_unused=True) if wrt else ())
@@ -67,7 +69,7 @@ def max_pool2d_with_indices_backward(grad: Any, x: Any, kernel: Any, stride: Any
                                      ceil_mode: bool, indices: Any) -> Any:
     lead = tuple(x.shape[:-2])
     plane = x.shape[-2] * x.shape[-1]
-    flat = zyx.zeros((*lead, plane), dtype=grad.dtype, device=grad.device)
+    flat = creation.zeros((*lead, plane), dtype=grad.dtype, device=grad.device)
     out = flat.scatter_add(len(lead), indices.reshape(*lead, -1), grad.reshape(*lead, -1))
     return out.reshape(*x.shape)
 
@@ -127,7 +129,7 @@ def batch_norm(x: Any, weight: Any, bias: Any, running_mean: Any, running_var: A
         return y, mean, invstd, new_mean, new_var
     invstd = (running_var + eps).rsqrt()
     y = _affine((x - running_mean.reshape(*shape)) * invstd.reshape(*shape), weight, bias, shape)
-    empty = zyx.zeros((0,), dtype=x.dtype, device=x.device)
+    empty = creation.zeros((0,), dtype=x.dtype, device=x.device)
     return y, empty, empty, running_mean, running_var
 
 
@@ -163,10 +165,10 @@ def group_norm(x: Any, weight: Any, bias: Any, n: int, c: int, hw: int, group: i
 @aten("native_dropout")
 def native_dropout(x: Any, p: float, train: Any) -> tuple[Any, Any]:
     if train is False or p == 0:
-        return x, zyx.ones(tuple(x.shape), dtype=zyx.bool, device=x.device)
+        return x, creation.ones(tuple(x.shape), dtype=dtypes.bool_, device=x.device)
     if p >= 1:
-        return x * 0, zyx.zeros(tuple(x.shape), dtype=zyx.bool, device=x.device)
-    keep = zyx.rand(*x.shape, device=x.device) >= p
+        return x * 0, creation.zeros(tuple(x.shape), dtype=dtypes.bool_, device=x.device)
+    keep = creation.rand(*x.shape, device=x.device) >= p
     return x * keep * (1.0 / (1.0 - p)), keep
 
 

@@ -13,8 +13,10 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import zyx
 from zyx import dtype as dtypes
+from zyx.frontend import contract_ops, creation
+from zyx.frontend import elementwise as ew
+from zyx.frontend import elementwise_math as em
 from zyx.frontend.advanced_index import index_put
 from zyx.frontend.base import tensor_class
 from zyx.nn import functional as F
@@ -67,10 +69,10 @@ for _name, _method in {
 
 for _name, _fn in {
     "mul": _op.mul, "eq": _op.eq, "ne": _op.ne, "lt": _op.lt, "le": _op.le, "gt": _op.gt, "ge": _op.ge,
-    "maximum": zyx.maximum, "minimum": zyx.minimum, "fmod": zyx.fmod, "remainder": zyx.remainder,
-    "atan2": zyx.atan2, "logical_and": zyx.logical_and, "logical_or": zyx.logical_or,
-    "logical_xor": zyx.logical_xor, "bitwise_and": _op.and_, "bitwise_or": _op.or_, "bitwise_xor": _op.xor,
-    "pow": zyx.pow, "copysign": zyx.copysign,
+    "maximum": ew.maximum, "minimum": ew.minimum, "fmod": em.fmod, "remainder": em.remainder,
+    "atan2": em.atan2, "logical_and": em.logical_and, "logical_or": em.logical_or,
+    "logical_xor": em.logical_xor, "bitwise_and": _op.and_, "bitwise_or": _op.or_, "bitwise_xor": _op.xor,
+    "pow": ew.pow, "copysign": em.copysign,
     "bitwise_left_shift": _op.lshift, "bitwise_right_shift": _op.rshift, "floor_divide": _op.floordiv,
 }.items():
     ATEN[_name] = _fn  # a Python number on either side follows PyTorch's wrapped-number promotion
@@ -105,17 +107,17 @@ def div(a: Any, b: Any, rounding_mode: str | None = None) -> Any:
 
 @aten("where")
 def where(cond: Any, a: Any, b: Any) -> Any:
-    return zyx.where(cond, a, b)
+    return ew.where(cond, a, b)
 
 
 @aten("clamp")
 def clamp(x: Any, min: Any = None, max: Any = None) -> Any:  # noqa: A002 - ATen's names
-    return zyx.clamp(x, min, max)
+    return ew.clamp(x, min, max)
 
 
-ATEN["clamp_min"] = lambda x, m: zyx.clamp(x, m, None)
-ATEN["clamp_max"] = lambda x, m: zyx.clamp(x, None, m)
-ATEN["hardtanh"] = lambda x, lo=-1.0, hi=1.0: zyx.clamp(x, lo, hi)
+ATEN["clamp_min"] = lambda x, m: ew.clamp(x, m, None)
+ATEN["clamp_max"] = lambda x, m: ew.clamp(x, None, m)
+ATEN["hardtanh"] = lambda x, lo=-1.0, hi=1.0: ew.clamp(x, lo, hi)
 ATEN["leaky_relu"] = lambda x, slope=0.01: F.leaky_relu(x, slope)
 ATEN["elu"] = lambda x, alpha=1.0, scale=1.0, input_scale=1.0: F.elu(x * input_scale, alpha) * scale
 ATEN["softplus"] = lambda x, beta=1, threshold=20: F.softplus(x, beta, threshold)
@@ -154,7 +156,7 @@ ATEN["cumprod"] = lambda x, dim, dtype=None: (x if dtype is None else x.to(dtype
 def _extreme(kind: str) -> Callable[..., Any]:
     def run(x: Any, dim: Any = None, keepdim: bool = False) -> Any:
         if is_tensor(dim):  # max.other: elementwise
-            return zyx.maximum(x, dim) if kind == "max" else zyx.minimum(x, dim)
+            return ew.maximum(x, dim) if kind == "max" else ew.minimum(x, dim)
         if dim is None:
             return x.amax() if kind == "max" else x.amin()
         r = x.max(dim, keepdim=keepdim) if kind == "max" else x.min(dim, keepdim=keepdim)
@@ -275,10 +277,10 @@ def narrow(x: Any, dim: int, start: int, length: int) -> Any:
 @aten("cat")
 def cat(tensors: Sequence[Any], dim: int = 0) -> Any:
     kept = [t for t in tensors if not (t.ndim == 1 and t.shape[0] == 0)] or list(tensors)[:1]
-    return zyx.cat(kept, dim) if len(kept) > 1 else kept[0]
+    return contract_ops.cat(kept, dim) if len(kept) > 1 else kept[0]
 
 
-ATEN["stack"] = lambda tensors, dim=0: zyx.stack(list(tensors), dim)
+ATEN["stack"] = lambda tensors, dim=0: contract_ops.stack(list(tensors), dim)
 ATEN["split_with_sizes"] = lambda x, sizes, dim=0: tuple(x.split(list(sizes), dim))
 ATEN["split"] = lambda x, size, dim=0: tuple(x.split(size if isinstance(size, int) else list(size), dim))
 ATEN["unbind"] = lambda x, dim=0: tuple(select(x, dim, i) for i in range(x.shape[dim]))
@@ -322,25 +324,28 @@ def _default_dtype(value: Any, dtype: Any) -> Any:
 
 @aten("full")
 def full(size: Sequence[int], value: Any, dtype: Any = None, **_: Any) -> Any:
-    return zyx.full(tuple(size), value, dtype=_default_dtype(value, dtype), device=DEVICE[0])
+    return creation.full(tuple(size), value, dtype=_default_dtype(value, dtype), device=DEVICE[0])
 
 
-ATEN["scalar_tensor"] = lambda value, dtype=None, **_: zyx.full((), value, dtype=_default_dtype(value, dtype),
+ATEN["scalar_tensor"] = lambda value, dtype=None, **_: creation.full((), value, dtype=_default_dtype(value, dtype),
                                                                   device=DEVICE[0])
-ATEN["zeros"] = lambda size, dtype=None, **_: zyx.zeros(tuple(size), dtype=dtype or dtypes.float32, device=DEVICE[0])
-ATEN["ones"] = lambda size, dtype=None, **_: zyx.ones(tuple(size), dtype=dtype or dtypes.float32, device=DEVICE[0])
+ATEN["zeros"] = lambda size, dtype=None, **_: creation.zeros(tuple(size), dtype=dtype or dtypes.float32,
+                                                             device=DEVICE[0])
+ATEN["ones"] = lambda size, dtype=None, **_: creation.ones(tuple(size), dtype=dtype or dtypes.float32,
+                                                           device=DEVICE[0])
 ATEN["empty"] = ATEN["zeros"]  # an uninitialized tensor may hold anything: zeros are one choice
 ATEN["empty_strided"] = lambda size, stride, dtype=None, **_: ATEN["zeros"](size, dtype)
-ATEN["full_like"] = lambda x, value, dtype=None, **_: zyx.full(tuple(x.shape), value, dtype=dtype or x.dtype,
+ATEN["full_like"] = lambda x, value, dtype=None, **_: creation.full(tuple(x.shape), value, dtype=dtype or x.dtype,
                                                                 device=x.device)
-ATEN["zeros_like"] = lambda x, dtype=None, **_: zyx.zeros(tuple(x.shape), dtype=dtype or x.dtype, device=x.device)
-ATEN["ones_like"] = lambda x, dtype=None, **_: zyx.ones(tuple(x.shape), dtype=dtype or x.dtype, device=x.device)
+ATEN["zeros_like"] = lambda x, dtype=None, **_: creation.zeros(tuple(x.shape), dtype=dtype or x.dtype, device=x.device)
+ATEN["ones_like"] = lambda x, dtype=None, **_: creation.ones(tuple(x.shape), dtype=dtype or x.dtype, device=x.device)
 ATEN["empty_like"] = ATEN["zeros_like"]
-ATEN["new_zeros"] = lambda x, size, dtype=None, **_: zyx.zeros(tuple(size), dtype=dtype or x.dtype, device=x.device)
-ATEN["new_ones"] = lambda x, size, dtype=None, **_: zyx.ones(tuple(size), dtype=dtype or x.dtype, device=x.device)
+ATEN["new_zeros"] = lambda x, size, dtype=None, **_: creation.zeros(tuple(size), dtype=dtype or x.dtype,
+                                                                   device=x.device)
+ATEN["new_ones"] = lambda x, size, dtype=None, **_: creation.ones(tuple(size), dtype=dtype or x.dtype, device=x.device)
 ATEN["new_empty"] = ATEN["new_zeros"]
 ATEN["new_empty_strided"] = lambda x, size, stride, dtype=None, **_: ATEN["new_zeros"](x, size, dtype)
-ATEN["new_full"] = lambda x, size, value, dtype=None, **_: zyx.full(tuple(size), value, dtype=dtype or x.dtype,
+ATEN["new_full"] = lambda x, size, value, dtype=None, **_: creation.full(tuple(size), value, dtype=dtype or x.dtype,
                                                                     device=x.device)
 
 
@@ -350,7 +355,7 @@ def arange(start: Any, end: Any = None, step: Any = 1, dtype: Any = None, **_: A
         start, end = 0, start
     if dtype is None:
         dtype = dtypes.int64 if all(isinstance(v, int) for v in (start, end, step)) else dtypes.float32
-    return zyx.arange(start, end, step, dtype=dtype, device=DEVICE[0])
+    return creation.arange(start, end, step, dtype=dtype, device=DEVICE[0])
 
 
 # -- shapes of symbolic sizes ----------------------------------------------------------------------------

@@ -13,7 +13,9 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-import zyx
+from zyx.backend.device import default_device
+from zyx.dtype import DType
+from zyx.frontend.autograd import engine
 from zyx.frontend.base import tensor_class
 from zyx.torch_backend import aten_nn  # noqa: F401 - registers the network ops in ATEN
 from zyx.torch_backend.aten_ops import ATEN
@@ -54,13 +56,13 @@ def _torch_fallback(target: Any, name: str, cache: UploadCache) -> Callable[...,
             return to_torch(v, cache)
         if isinstance(v, (list, tuple)):
             return type(v)(to_host(x) for x in v)
-        if isinstance(v, zyx.DType):
+        if isinstance(v, DType):
             return getattr(torch, by_zyx[v])
         return v
 
     def to_zyx(v: Any) -> Any:
         if isinstance(v, torch.Tensor):
-            return cache.to_zyx(v, zyx.default_device())
+            return cache.to_zyx(v, default_device())
         if isinstance(v, (list, tuple)):
             return type(v)(to_zyx(x) for x in v)
         return v
@@ -97,7 +99,7 @@ class ZyxGraph:
         from torch.fx import Node
 
         self.cache = cache
-        self.device = zyx.default_device()
+        self.device = default_device()
         self.placeholders: list[Node] = []
         self.steps: list[tuple[Node, Callable[..., Any], tuple, dict]] = []
         self.constants: dict[Node, Any] = {}
@@ -134,7 +136,7 @@ class ZyxGraph:
         env: dict[Any, Any] = {p: self._input(a) for p, a in zip(self.placeholders, args)}
         for node, value in self.constants.items():
             env[node] = self._input(value)
-        with zyx.no_grad():  # the graphs are functional and come with their own backward graph
+        with engine.no_grad():  # the graphs are functional and come with their own backward graph
             for node, fn, a, kw in self.steps:
                 env[node] = fn(*map_arg(a, env.__getitem__), **map_arg(kw, env.__getitem__))
         outs = map_arg(self.output, env.__getitem__)
