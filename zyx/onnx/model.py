@@ -14,10 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from zyx.frontend.creation import from_numpy
 from zyx.frontend.tensor import Tensor
 from zyx.onnx import ops_attention, ops_math, ops_nn, ops_reduce, ops_resize, ops_shape  # noqa: F401 - they fill OPS
-from zyx.onnx.registry import ELEM_OF_DTYPE, ELEM_TYPES, OPS, REQUIRED, Node, OnnxUnsupported, elem_name
+from zyx.onnx.registry import ELEM_OF_DTYPE, ELEM_TYPES, OPS, REQUIRED, Node, OnnxUnsupported, elem_name, upload
 
 FIRST_OPSET = 13  # an operator version older than the one opset 13 selects is refused
 _STANDARD_DOMAINS = ("", "ai.onnx")
@@ -213,7 +212,7 @@ class Model:
                 raise OnnxUnsupported(f"ONNX initializer {init.name!r}: element type {elem_name(init.data_type)} "
                                       "is not supported by zyx.onnx")
         initializers = {t.name: onnx.numpy_helper.to_array(t) for t in graph.initializer}
-        self._consts: dict[str, Tensor] = {n: from_numpy(np.ascontiguousarray(a)) for n, a in initializers.items()}
+        self._consts: dict[str, Tensor] = {n: upload(a) for n, a in initializers.items()}
         # Small integer constants stay on the host too: shapes, axes and pads are read from them without a readback.
         self._host = {n: a for n, a in initializers.items() if a.dtype.kind in "iub" and a.size <= 4096}
         self._input_types = {v.name: v.type.tensor_type.elem_type for v in graph.input
@@ -261,7 +260,7 @@ class Model:
                 raise ValueError(f"missing input {name!r}; the model's inputs are {self.inputs}")
             value = feeds[name]
             if not isinstance(value, Tensor):
-                value = from_numpy(np.ascontiguousarray(np.asarray(value)))
+                value = upload(value)
             if ELEM_OF_DTYPE.get(value.dtype) != code:
                 raise TypeError(f"input {name!r}: expected element type {elem_name(code)}, got {value.dtype}")
             env[name] = value
@@ -279,7 +278,7 @@ class Model:
                     continue
                 if isinstance(value, np.ndarray):
                     host[name] = value
-                    value = from_numpy(np.ascontiguousarray(value))
+                    value = upload(value)
                 env[name] = value
             for name in node.input_names:
                 if name and self._last_use.get(name) == i and name not in self._consts:

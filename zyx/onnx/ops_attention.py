@@ -11,12 +11,12 @@ import zyx.frontend.elementwise as ew
 import zyx.frontend.reduce as red
 from zyx import dtype as dtypes
 from zyx.frontend.contract_ops import cat
-from zyx.frontend.creation import from_numpy, full
+from zyx.frontend.creation import full
 from zyx.frontend.gather_scatter import index_select
 from zyx.frontend.movement import pad
 from zyx.frontend.softmax import softmax
 from zyx.frontend.tensor import Tensor
-from zyx.onnx.registry import Node, onnx_dtype, onnx_op
+from zyx.onnx.registry import Node, onnx_dtype, onnx_op, upload
 
 _NEG_INF = float("-inf")
 
@@ -75,7 +75,7 @@ def _attention(node: Node, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None 
     nonpad = None if nonpad_kv_seqlen is None else np.asarray(node.host(6, nonpad_kv_seqlen)).reshape(-1)
     shape_bias = _host_bias(node, q_len, kv_len, 0 if past_key is None else past_key.shape[2], nonpad)
     if shape_bias is not None:
-        host = from_numpy(shape_bias.astype(q.dtype.numpy))
+        host = upload(shape_bias.astype(q.dtype.numpy))
         bias = host if bias is None else bias + host
     heads = q.shape[1]
     if heads != k.shape[1]:  # grouped-query attention: each KV head serves consecutive query heads

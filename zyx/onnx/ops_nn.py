@@ -86,19 +86,17 @@ def _conv_transpose(node: Node, x: Tensor, w: Tensor, b: Tensor | None = None) -
     extra = node["output_padding"] or [0] * n
     kernel = list(w.shape[2:])
     full_sizes = [s * (i - 1) + (k - 1) * d + 1 for i, k, s, d in zip(x.shape[2:], kernel, strides, dilations)]
-    if node["output_shape"] is not None:
-        target = list(node["output_shape"])[-n:]
+    if node["output_shape"] is not None or node["auto_pad"] in ("SAME_UPPER", "SAME_LOWER"):
+        # ONNX's split of the total padding (Python floor division: a negative total extends the output)
+        if node["output_shape"] is not None:
+            target = list(node["output_shape"])[-n:]
+        else:
+            target = [i * s for i, s in zip(x.shape[2:], strides)]
         pads = []
         for size, want, extra_i in zip(full_sizes, target, extra):
             total = size + extra_i - want
-            small = total // 2
-            pads.append((small, total - small) if node["auto_pad"] != "SAME_UPPER" else (total - small, small))
-    elif node["auto_pad"] in ("SAME_UPPER", "SAME_LOWER"):
-        pads = []
-        for i, size, s, extra_i in zip(x.shape[2:], full_sizes, strides, extra):
-            total = max(size + extra_i - i * s, 0)
-            small = total // 2
-            pads.append((small, total - small) if node["auto_pad"] == "SAME_UPPER" else (total - small, small))
+            upper = node["auto_pad"] == "SAME_UPPER"
+            pads.append((total // 2, total - total // 2) if upper else (total - total // 2, total // 2))
     elif node["auto_pad"] == "VALID" or node["pads"] is None:
         pads = [(0, 0)] * n
     else:

@@ -11,10 +11,9 @@ import numpy as np
 
 import zyx.frontend.elementwise as ew
 from zyx import dtype as dtypes
-from zyx.frontend.creation import from_numpy
 from zyx.frontend.gather_scatter import index_select
 from zyx.frontend.tensor import Tensor
-from zyx.onnx.registry import Node, axis_of, onnx_op
+from zyx.onnx.registry import Node, axis_of, onnx_op, upload
 
 _COORDINATE_MODES = ("half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric",
                      "tf_crop_and_resize")
@@ -111,18 +110,18 @@ def _resize_axis(node: Node, x: Tensor, axis: int, out: int, scale: float, roi: 
     shape = [out if d == axis else 1 for d in range(x.ndim)]
     if node["mode"] == "nearest":
         chosen = indices[np.arange(out), weights.argmax(axis=1)]
-        y = index_select(x, axis, from_numpy(chosen.astype(np.int64)))
+        y = index_select(x, axis, upload(chosen.astype(np.int64)))
     else:
         y = None
         for j in range(indices.shape[1]):
             if not weights[:, j].any():
                 continue
-            w = from_numpy(np.ascontiguousarray(weights[:, j].astype(x.dtype.numpy))).reshape(*shape)
-            term = index_select(x, axis, from_numpy(np.ascontiguousarray(indices[:, j]))) * w
+            w = upload(weights[:, j].astype(x.dtype.numpy)).reshape(*shape)
+            term = index_select(x, axis, upload(indices[:, j])) * w
             y = term if y is None else y + term
-        y = index_select(x, axis, from_numpy(indices[:, 0].copy())) * 0 if y is None else y
+        y = index_select(x, axis, upload(indices[:, 0])) * 0 if y is None else y
     if outside is not None and outside.any():
-        mask = from_numpy(outside).reshape(*shape)
+        mask = upload(outside).reshape(*shape)
         y = ew.where(mask, node["extrapolation_value"], y)
     return y
 

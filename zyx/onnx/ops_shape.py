@@ -10,11 +10,11 @@ import numpy as np
 import zyx.frontend.elementwise as ew
 from zyx import dtype as dtypes
 from zyx.frontend.contract_ops import cat
-from zyx.frontend.creation import arange, from_numpy, full
+from zyx.frontend.creation import arange, full
 from zyx.frontend.gather_scatter import gather, index_select, scatter, scatter_reduce
 from zyx.frontend.movement import pad
 from zyx.frontend.tensor import Tensor
-from zyx.onnx.registry import REQUIRED, Node, axis_of, onnx_dtype, onnx_op
+from zyx.onnx.registry import REQUIRED, Node, axis_of, onnx_dtype, onnx_op, upload
 
 
 def normalized_index(index: Tensor, size: int) -> Tensor:
@@ -232,7 +232,7 @@ def _compress(node: Node, x: Tensor, condition: Tensor) -> Tensor:
         x, axis = x.reshape(-1), 0
     else:
         axis = axis_of(node["axis"], x.ndim)
-    return index_select(x, axis, from_numpy(keep.astype(np.int64)))
+    return index_select(x, axis, upload(keep.astype(np.int64)))
 
 
 # -- gathers and scatters -------------------------------------------------------------------------
@@ -334,7 +334,7 @@ def _reverse_sequence(node: Node, x: Tensor, lengths: Tensor) -> Tensor:
         order = order.T
     shape = [1] * x.ndim
     shape[batch_axis], shape[time_axis] = x.shape[batch_axis], x.shape[time_axis]
-    index = from_numpy(np.ascontiguousarray(order.astype(np.int64))).reshape(*shape).expand(*x.shape)
+    index = upload(order.astype(np.int64)).reshape(*shape).expand(*x.shape)
     return gather(x, time_axis, index)
 
 

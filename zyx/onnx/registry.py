@@ -14,6 +14,7 @@ from typing import Any, Callable
 import numpy as np
 
 from zyx import dtype as dtypes
+from zyx.frontend.creation import from_numpy
 from zyx.frontend.tensor import Tensor
 
 # ONNX TensorProto element types zyx holds (the rest: strings, complex, the fnuz float8s,
@@ -115,3 +116,8 @@ def onnx_dtype(node: Node, code: int) -> dtypes.DType:
 
 def axis_of(axis: int, rank: int) -> int:
     return axis + rank if axis < 0 else axis
+
+
+def upload(array: Any) -> Tensor:
+    """A tensor holding a NumPy value (C-contiguous; rank 0 stays rank 0)."""
+    return from_numpy(np.require(np.asarray(array), requirements="C"))
