@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from zyx.frontend.tensor import Tensor
-from zyx.onnx import ops_attention, ops_math, ops_nn, ops_reduce, ops_resize, ops_shape  # noqa: F401 - they fill OPS
+from zyx.onnx import ops_attention, ops_math, ops_nn, ops_quant, ops_reduce, ops_resize, ops_shape  # noqa: F401 - they fill OPS
 from zyx.onnx.registry import ELEM_OF_DTYPE, ELEM_TYPES, OPS, REQUIRED, Node, OnnxUnsupported, elem_name, upload
 
 FIRST_OPSET = 13  # an operator version older than the one opset 13 selects is refused
@@ -132,8 +132,11 @@ def _prepare(node_proto: Any, opsets: dict[str, int], types: dict[str, int]) -> 
     spec = OPS.get(op)
     if spec is None:
         raise OnnxUnsupported(f"{where} (opset {opset}) is not supported by zyx.onnx")
-    first = onnx.defs.get_schema(op, FIRST_OPSET, "").since_version if _defined_at(op, FIRST_OPSET) else 1
-    low, high = max(spec.versions[0], first), spec.versions[1]
+    if spec.versions is not None:
+        low, high = spec.versions
+    else:
+        low = onnx.defs.get_schema(op, FIRST_OPSET, "").since_version if _defined_at(op, FIRST_OPSET) else 1
+        high = 10**6
     if not low <= version <= high:
         raise OnnxUnsupported(f"{where} (opset {opset}, operator version {version}): zyx.onnx runs operator "
                               f"versions {low} to {'latest' if high >= 10**6 else high}")

@@ -57,9 +57,7 @@ def _pow(node: Node, x: Tensor, y: Tensor) -> Tensor:
 
 @onnx_op("Mod", attrs={"fmod": 0})
 def _mod(node: Node, a: Tensor, b: Tensor) -> Tensor:
-    if a.dtype.is_float and not node["fmod"]:
-        raise node.unsupported("fmod=0 on floating-point inputs")
-    return em.fmod(a, b) if node["fmod"] else a % b
+    return em.fmod(a, b) if node["fmod"] else a % b  # fmod=0: the result takes the divisor's sign
 
 
 def _extremum(fn: Any) -> Any:
@@ -261,9 +259,21 @@ def _identity(node: Node, x: Tensor) -> Tensor:
     return x
 
 
-@onnx_op("Dropout", attrs={"seed": 0})
+@onnx_op("Dropout", attrs={"seed": 0}, versions=(7, 10**6))  # older: a ratio attribute (refused) or none
 def _dropout(node: Node, x: Tensor, ratio: Tensor | None = None, training: Tensor | None = None
              ) -> tuple[Tensor, np.ndarray]:
     if training is not None and bool(node.host(2, training)):
-        raise node.unsupported("training_mode=True (random masks)")
+        rate = 0.5 if ratio is None else float(node.host(1, ratio))
+        if rate != 0:
+            raise node.unsupported("training_mode=True with a non-zero ratio (random masks)")
     return x, np.ones(x.shape, dtype=np.bool_)
+
+
+@onnx_op("BitCast", attrs={"to": REQUIRED}, check=_check_cast)
+def _bitcast(node: Node, x: Tensor) -> Tensor:
+    to = onnx_dtype(node, node["to"])
+    if to.itemsize != x.dtype.itemsize:
+        raise node.unsupported(f"a bit cast between sizes ({x.dtype.name} to {to.name})")
+    if x.dtype == dtypes.bool_:
+        return x.cast(to)  # a bool's byte is 0 or 1: its bits are its value
+    return x.bitcast(to)

@@ -64,7 +64,8 @@ def _check_rank(node: Node, x: Tensor, table: dict[int, Any]) -> None:
 
 
 @onnx_op("Conv", attrs=_CONV_ATTRS, choices={"auto_pad": _AUTO_PAD})
-def _conv(node: Node, x: Tensor, w: Tensor, b: Tensor | None = None) -> Tensor:
+def conv_nd(node: Node, x: Tensor, w: Tensor, b: Tensor | None = None) -> Tensor:
+    """ONNX Conv in 1, 2 or 3 spatial dims (asymmetric pads applied to the input first)."""
     _check_rank(node, x, _CONV)
     strides, dilations, pads = _conv_params(node, x, list(w.shape[2:]))
     if any(lo != hi for lo, hi in pads):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 import zyx.frontend.elementwise as ew
 import zyx.frontend.reduce as red
 from zyx import dtype as dtypes
@@ -19,6 +21,17 @@ from zyx.onnx.registry import REQUIRED, Node, axis_of, onnx_op
 
 _EMPTY_VALUE = {"ReduceMax": float("-inf"), "ReduceMin": float("inf"), "ReduceProd": 1.0, "ReduceLogSum": float("-inf"),
                 "ReduceLogSumExp": float("-inf")}
+
+
+def _empty_value(op: str, dt: dtypes.DType) -> float | int | bool:
+    """The reduction of an empty set: its identity (the dtype's extremes for an integer or bool max/min)."""
+    value = _EMPTY_VALUE.get(op, 0.0)
+    if dt.is_float or op not in ("ReduceMax", "ReduceMin"):
+        return value
+    if dt == dtypes.bool_:
+        return op == "ReduceMin"
+    info = np.iinfo(dt.numpy)
+    return int(info.min) if op == "ReduceMax" else int(info.max)
 
 
 def _sum(x: Tensor, dims: tuple[int, ...], keep: bool) -> Tensor:
@@ -51,7 +64,7 @@ def _reducer(op: str) -> Any:
         keep = bool(node["keepdims"])
         if any(x.shape[d] == 0 for d in dims):
             shape = tuple(1 if d in dims else s for d, s in enumerate(x.shape) if keep or d not in dims)
-            return full(shape, _EMPTY_VALUE.get(op, 0.0), dtype=x.dtype)
+            return full(shape, _empty_value(op, x.dtype), dtype=x.dtype)
         if x.ndim == 0:
             return _REDUCE[op](x.reshape(1), (0,), False).reshape(())
         return _REDUCE[op](x, dims, keep)
@@ -59,7 +72,7 @@ def _reducer(op: str) -> Any:
 
 
 for _op in _REDUCE:
-    onnx_op(_op, attrs={"axes": None, "keepdims": 1, "noop_with_empty_axes": 0})(_reducer(_op))
+    onnx_op(_op, attrs={"axes": None, "keepdims": 1, "noop_with_empty_axes": 0}, versions=(11, 10**6))(_reducer(_op))
 
 
 def _arg(fn: Any) -> Any:
@@ -109,17 +122,17 @@ def _softmax_axis(node: Node, x: Tensor) -> int:
     return axis_of(node["axis"], x.ndim)
 
 
-@onnx_op("Softmax", attrs={"axis": -1}, versions=(13, 10**6))
+@onnx_op("Softmax", attrs={"axis": -1})
 def _softmax(node: Node, x: Tensor) -> Tensor:
     return softmax(x, _softmax_axis(node, x))
 
 
-@onnx_op("LogSoftmax", attrs={"axis": -1}, versions=(13, 10**6))
+@onnx_op("LogSoftmax", attrs={"axis": -1})
 def _log_softmax(node: Node, x: Tensor) -> Tensor:
     return log_softmax(x, _softmax_axis(node, x))
 
 
-@onnx_op("Hardmax", attrs={"axis": -1}, versions=(13, 10**6))
+@onnx_op("Hardmax", attrs={"axis": -1})
 def _hardmax(node: Node, x: Tensor) -> Tensor:
     axis = _softmax_axis(node, x)
     shape = [x.shape[axis] if d == axis else 1 for d in range(x.ndim)]

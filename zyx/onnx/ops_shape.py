@@ -160,7 +160,7 @@ def _check_constant(node: Node) -> None:
         raise node.unsupported(f"attribute {given[0]}")
 
 
-@onnx_op("Constant", attrs=dict.fromkeys(_CONSTANT_ATTRS), check=_check_constant)
+@onnx_op("Constant", attrs=dict.fromkeys(_CONSTANT_ATTRS), check=_check_constant, versions=(1, 10**6))
 def _constant(node: Node) -> np.ndarray:
     from onnx.numpy_helper import to_array
 

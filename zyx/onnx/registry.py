@@ -51,7 +51,8 @@ class OpSpec:
     fn: Mapping
     attrs: dict[str, Any]  # attribute name -> default (REQUIRED when the node must carry it)
     choices: dict[str, tuple[Any, ...]]  # attribute -> the values the mapping runs
-    versions: tuple[int, int]  # the operator versions (since_version of the schema in effect) it runs
+    versions: tuple[int, int] | None  # the operator versions (since_version of the schema in effect) it runs;
+    # None: from the version opset 13 selects on
     check: Callable[[Node], None] | None = None  # more load-time checks of a node
 
 
@@ -60,7 +61,7 @@ OPS: dict[str, OpSpec] = {}
 
 
 def onnx_op(*names: str, attrs: dict[str, Any] | None = None, choices: dict[str, tuple[Any, ...]] | None = None,
-            versions: tuple[int, int] = (1, 10**6), check: Callable[[Node], None] | None = None,
+            versions: tuple[int, int] | None = None, check: Callable[[Node], None] | None = None,
             ) -> Callable[[Mapping], Mapping]:
     """Register ``fn`` for the operators ``names``. ``versions`` bounds the operator versions (the
     ``since_version`` of the schema a model's opset selects) whose semantics the mapping follows."""
