@@ -16,6 +16,10 @@ from zyx.frontend.creation import full, zeros_like
 from zyx.frontend.tensor import Tensor
 from zyx.onnx.registry import REQUIRED, Node, onnx_dtype, onnx_op
 
+# Elementwise operators keep their meaning across versions (newer ones add types); an old version's own
+# attributes (broadcast, consumed_inputs) are not declared, so a node that sets them is refused.
+_ANY = (1, 10**6)
+
 
 def _scalar(x: Tensor, value: float) -> Tensor:
     """A 0-d tensor of ``x``'s dtype: keeps integer tensors integer where a Python float would promote."""
@@ -24,29 +28,29 @@ def _scalar(x: Tensor, value: float) -> Tensor:
 
 # -- arithmetic -----------------------------------------------------------------------------------
 
-@onnx_op("Add")
+@onnx_op("Add", versions=_ANY)
 def _add(node: Node, a: Tensor, b: Tensor) -> Tensor:
     return a + b
 
 
-@onnx_op("Sub")
+@onnx_op("Sub", versions=_ANY)
 def _sub(node: Node, a: Tensor, b: Tensor) -> Tensor:
     return a - b
 
 
-@onnx_op("Mul")
+@onnx_op("Mul", versions=_ANY)
 def _mul(node: Node, a: Tensor, b: Tensor) -> Tensor:
     return a * b
 
 
-@onnx_op("Div")
+@onnx_op("Div", versions=_ANY)
 def _div(node: Node, a: Tensor, b: Tensor) -> Tensor:
     if a.dtype.is_float:
         return a / b
     return div(a, b, rounding_mode="trunc")  # C integer division, as onnxruntime
 
 
-@onnx_op("Pow")
+@onnx_op("Pow", versions=_ANY)
 def _pow(node: Node, x: Tensor, y: Tensor) -> Tensor:
     if x.dtype == y.dtype:
         return ew.pow(x, y)
@@ -66,12 +70,12 @@ def _extremum(fn: Any) -> Any:
     return run
 
 
-onnx_op("Max")(_extremum(ew.maximum))
-onnx_op("Min")(_extremum(ew.minimum))
-onnx_op("Sum")(_extremum(lambda a, b: a + b))
+onnx_op("Max", versions=_ANY)(_extremum(ew.maximum))
+onnx_op("Min", versions=_ANY)(_extremum(ew.minimum))
+onnx_op("Sum", versions=_ANY)(_extremum(lambda a, b: a + b))
 
 
-@onnx_op("Mean")
+@onnx_op("Mean", versions=_ANY)
 def _mean(node: Node, *xs: Tensor) -> Tensor:
     return reduce(lambda a, b: a + b, xs) / len(xs)
 
@@ -91,10 +95,10 @@ def _binary(fn: Any) -> Any:
 
 
 for _name, _fn in _BINARY.items():
-    onnx_op(_name)(_binary(_fn))
+    onnx_op(_name, versions=_ANY)(_binary(_fn))
 
 
-@onnx_op("Not", "BitwiseNot")
+@onnx_op("Not", "BitwiseNot", versions=_ANY)
 def _not(node: Node, x: Tensor) -> Tensor:
     return ~x
 
@@ -122,10 +126,10 @@ def _unary(fn: Any) -> Any:
 
 
 for _name, _fn in _UNARY.items():
-    onnx_op(_name)(_unary(_fn))
+    onnx_op(_name, versions=_ANY)(_unary(_fn))
 
 
-@onnx_op("Relu")
+@onnx_op("Relu", versions=_ANY)
 def _relu(node: Node, x: Tensor) -> Tensor:
     return ew.maximum(x, zeros_like(x))
 
@@ -142,12 +146,12 @@ def _isinf(node: Node, x: Tensor) -> Tensor:
 
 # -- activations ------------------------------------------------------------------------------------
 
-@onnx_op("LeakyRelu", attrs={"alpha": 0.01})
+@onnx_op("LeakyRelu", attrs={"alpha": 0.01}, versions=_ANY)
 def _leaky_relu(node: Node, x: Tensor) -> Tensor:
     return act.leaky_relu(x, node["alpha"])
 
 
-@onnx_op("Elu", attrs={"alpha": 1.0})
+@onnx_op("Elu", attrs={"alpha": 1.0}, versions=_ANY)
 def _elu(node: Node, x: Tensor) -> Tensor:
     return act.elu(x, node["alpha"])
 
@@ -173,7 +177,7 @@ def _hardswish(node: Node, x: Tensor) -> Tensor:
     return act.hardswish(x)
 
 
-@onnx_op("Softplus")
+@onnx_op("Softplus", versions=_ANY)
 def _softplus(node: Node, x: Tensor) -> Tensor:
     return act.softplus(x)
 
@@ -202,7 +206,7 @@ def _swish(node: Node, x: Tensor) -> Tensor:
     return x * (x * node["alpha"]).sigmoid()
 
 
-@onnx_op("PRelu")
+@onnx_op("PRelu", versions=_ANY)
 def _prelu(node: Node, x: Tensor, slope: Tensor) -> Tensor:
     return ew.where(x < 0, x * slope, x)
 
@@ -218,7 +222,7 @@ def _clip(node: Node, x: Tensor, low: Tensor | None = None, high: Tensor | None 
     return x
 
 
-@onnx_op("Where")
+@onnx_op("Where", versions=_ANY)
 def _where(node: Node, cond: Tensor, a: Tensor, b: Tensor) -> Tensor:
     return ew.where(cond, a, b)
 
@@ -254,7 +258,7 @@ def _cast_like(node: Node, x: Tensor, like: Tensor) -> Tensor:
     return cast(node, x, like.dtype)
 
 
-@onnx_op("Identity")
+@onnx_op("Identity", versions=_ANY)
 def _identity(node: Node, x: Tensor) -> Tensor:
     return x
 

@@ -87,7 +87,8 @@ class Node:
     spec: OpSpec
     host_values: dict[str, np.ndarray] = field(default_factory=dict)  # filled per run
     output_types: list[int | None] = field(default_factory=list)  # elem types from shape inference, if known
-    run_subgraph: Callable[..., list[Tensor]] | None = None
+    subgraphs: dict[str, Any] = field(default_factory=dict)  # graph attributes, prepared (zyx.onnx.graph.Graph)
+    scope: dict[str, Tensor | None] = field(default_factory=dict)  # the values visible to subgraphs, per run
 
     def __getitem__(self, name: str) -> Any:
         return self.attrs[name]
