@@ -24,6 +24,7 @@ from zyx.onnx import (  # noqa: F401 - importing them fills the operator table
     ops_quant,
     ops_reduce,
     ops_resize,
+    ops_rnn,
     ops_shape,
 )
 from zyx.onnx.graph import Graph, onnx_module, value_types
