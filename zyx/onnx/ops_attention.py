@@ -1,6 +1,7 @@
 """Transformer ONNX operators: Attention (opset 23+: masks, causal and sliding windows, KV caches,
-grouped heads, softcap), RotaryEmbedding and SwiGLU, composed from matmul, softmax and masks.
-The shape-only masks (causal, window, padding) are built on the host and added as one bias."""
+grouped heads, softcap), RotaryEmbedding, SwiGLU, LinearAttention and CausalConvWithState, composed
+from matmul, softmax, convolution and masks. Attention's shape-only masks (causal, window, padding)
+are built on the host and added as one bias."""
 from __future__ import annotations
 
 import math
@@ -16,7 +17,8 @@ from zyx.frontend.gather_scatter import index_select
 from zyx.frontend.movement import pad
 from zyx.frontend.softmax import softmax
 from zyx.frontend.tensor import Tensor
-from zyx.onnx.registry import Node, onnx_dtype, onnx_op, upload
+from zyx.nn.functional_conv import conv1d
+from zyx.onnx.registry import REQUIRED, Node, onnx_dtype, onnx_op, upload
 
 _NEG_INF = float("-inf")
 
@@ -128,3 +130,58 @@ def _rotary_embedding(node: Node, x: Tensor, cos: Tensor, sin: Tensor, position_
 @onnx_op("SwiGLU", attrs={"alpha": 1.0})
 def _swiglu(node: Node, a: Tensor, b: Tensor) -> Tensor:
     return a * (a * node["alpha"]).sigmoid() * b
+
+
+@onnx_op("CausalConvWithState", attrs={"activation": "none"}, choices={"activation": ("none", "silu", "swish")})
+def _causal_conv_with_state(node: Node, x: Tensor, w: Tensor, bias: Tensor | None = None,
+                            past_state: Tensor | None = None) -> tuple[Tensor, Tensor]:
+    batch, channels, _ = x.shape
+    k = w.shape[2]
+    state = past_state if past_state is not None else full((batch, channels, k - 1), 0.0, dtype=x.dtype)
+    padded = cat([state, x], 2) if k > 1 else x
+    y = conv1d(padded, w, bias, 1, 0, 1, channels)
+    if node["activation"] != "none":
+        work = y.cast(dtypes.float32)
+        y = (work * work.sigmoid()).cast(x.dtype)
+    return y, padded.narrow(2, padded.shape[2] - (k - 1), k - 1)
+
+
+@onnx_op("LinearAttention", attrs={"chunk_size": None, "kv_num_heads": REQUIRED, "q_num_heads": REQUIRED,
+                                   "scale": None, "update_rule": "gated_delta"},
+         choices={"update_rule": ("linear", "gated", "delta", "gated_delta")})
+def _linear_attention(node: Node, q: Tensor, k: Tensor, v: Tensor, past_state: Tensor | None = None,
+                      decay: Tensor | None = None, beta: Tensor | None = None) -> tuple[Tensor, Tensor]:
+    # The recurrent form, one step per position, in float32: state <- state * exp(decay); with the
+    # delta rule v <- beta * (v - state^T k); state <- state + k v^T; output = scale * q^T state.
+    heads, kv_heads = node["q_num_heads"], node["kv_num_heads"]
+    f32 = dtypes.float32
+    q4, k4, v4 = (_heads(t, h).cast(f32) for t, h in ((q, heads), (k, kv_heads), (v, kv_heads)))
+    b, _, steps, d_k = k4.shape
+    d_v = v4.shape[3]
+    gating, delta = node["update_rule"] in ("gated", "gated_delta"), node["update_rule"] in ("delta", "gated_delta")
+    if gating:
+        decay4 = decay.reshape(b, steps, kv_heads, 1).permute(0, 2, 1, 3) if decay.shape[-1] == kv_heads \
+            else _heads(decay, kv_heads)
+        decay4 = decay4.cast(f32)
+    if delta:
+        beta4 = beta.reshape(b, steps, beta.shape[-1], 1).permute(0, 2, 1, 3).cast(f32)
+    state = past_state.cast(f32) if past_state is not None else full((b, kv_heads, d_k, d_v), 0.0, dtype=f32)
+    scale = node["scale"] or 1 / math.sqrt(d_k)
+    outputs = []
+    for i in range(steps):
+        k_t, v_t = k4[:, :, i, :], v4[:, :, i, :]
+        if gating:
+            state = state * decay4[:, :, i, :].exp().unsqueeze(-1)
+        if delta:
+            retrieved = red.sum(state * k_t.unsqueeze(-1), 2)
+            v_t = beta4[:, :, i, :] * (v_t - retrieved)
+        state = state + k_t.unsqueeze(-1) * v_t.unsqueeze(-2)
+        read = state if heads == kv_heads else state.repeat_interleave(heads // kv_heads, 1)
+        outputs.append(red.sum(q4[:, :, i, :].unsqueeze(-1) * read, 2) * scale)
+    y = stack_steps(outputs).permute(0, 2, 1, 3).reshape(b, steps, heads * d_v)
+    return y.cast(q.dtype), state.cast(past_state.dtype if past_state is not None else q.dtype)
+
+
+def stack_steps(values: list[Tensor]) -> Tensor:
+    """Per-step (batch, heads, size) results as (batch, heads, steps, size)."""
+    return cat([v.unsqueeze(2) for v in values], 2)
