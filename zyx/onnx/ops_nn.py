@@ -13,12 +13,12 @@ import zyx.frontend.elementwise as ew
 import zyx.frontend.reduce as red
 import zyx.nn.functional_conv as fc
 from zyx import dtype as dtypes
-from zyx.frontend.creation import arange, ones_like
-from zyx.frontend.gather_scatter import gather
+from zyx.frontend.creation import arange, full, ones_like
+from zyx.frontend.gather_scatter import gather, scatter
 from zyx.frontend.movement import pad
 from zyx.frontend.softmax import log_softmax
 from zyx.frontend.tensor import Tensor
-from zyx.onnx.registry import Node, axis_of, onnx_op
+from zyx.onnx.registry import REQUIRED, Node, axis_of, onnx_op
 
 _AUTO_PAD = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
 
@@ -205,6 +205,24 @@ def _lp_pool(node: Node, x: Tensor) -> Tensor:
     pool = _Pool(node, x)
     total = _pooled_sum(pool.windows(pool.padded(x.abs() ** p if p != 1 else x.abs(), 0.0)))
     return total if p == 1 else total ** (1.0 / p)
+
+
+@onnx_op("MaxUnpool", attrs={"kernel_shape": REQUIRED, "pads": None, "strides": None})
+def _max_unpool(node: Node, x: Tensor, indices: Tensor, output_shape: Tensor | None = None) -> Tensor:
+    # MaxPool's flat (N, C, spatial) indices scattered into zeros of the unpooled size, then placed
+    # at the start of output_shape when that is larger.
+    n = x.ndim - 2
+    kernel, strides = node["kernel_shape"], node["strides"] or [1] * n
+    pads = node["pads"] or [0] * (2 * n)
+    sizes = [(i - 1) * s - (pads[d] + pads[n + d]) + k
+             for d, (i, k, s) in enumerate(zip(x.shape[2:], kernel, strides))]
+    inferred = (*x.shape[:2], *sizes)
+    flat = full((math.prod(inferred),), 0, dtype=x.dtype)
+    y = scatter(flat, 0, indices.cast(dtypes.int64).reshape(-1), x.reshape(-1)).reshape(*inferred)
+    if output_shape is None:
+        return y
+    target = node.ints(2, output_shape)
+    return pad(y, _torch_pads([(0, t - i) for t, i in zip(target[2:], inferred[2:])]))
 
 
 @onnx_op("GlobalAveragePool")

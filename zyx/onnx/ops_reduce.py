@@ -1,4 +1,4 @@
-"""Reducing ONNX operators: Reduce*, ArgMax/ArgMin, CumSum/CumProd, TopK, Softmax/LogSoftmax/Hardmax,
+"""Reducing ONNX operators: Reduce*, ArgMax/ArgMin, CumSum/CumProd, TopK, Unique, Softmax/LogSoftmax/Hardmax,
 MatMul/Gemm/Einsum and the normalizations over axes (LpNormalization, MeanVarianceNormalization)."""
 from __future__ import annotations
 
@@ -12,8 +12,9 @@ from zyx import dtype as dtypes
 from zyx.frontend.contract_ops import cat
 from zyx.frontend.creation import arange, full, ones_like
 from zyx.frontend.einsum import einsum
+from zyx.frontend.gather_scatter import index_select, scatter, scatter_reduce
 from zyx.frontend.softmax import log_softmax, softmax
-from zyx.frontend.sorting import topk
+from zyx.frontend.sorting import topk, unique
 from zyx.frontend.tensor import Tensor
 from zyx.onnx.registry import REQUIRED, Node, axis_of, onnx_op
 
@@ -179,3 +180,21 @@ def _mvn(node: Node, x: Tensor) -> Tensor:
     mean = red.mean(x, dims, True)
     variance = red.mean(x * x, dims, True) - mean * mean
     return (x - mean) / (variance.sqrt() + 1e-9)
+
+
+@onnx_op("Unique", attrs={"axis": None, "sorted": 1})
+def _unique(node: Node, x: Tensor) -> tuple[Tensor, ...]:
+    # Sorted distinct values (or slices along axis) with inverse and counts from zyx's unique; each
+    # value's first index is the least position mapping to it; sorted=0 reorders by that index.
+    flat = x.reshape(-1) if node["axis"] is None else x
+    axis = None if node["axis"] is None else axis_of(node["axis"], x.ndim)
+    values, inverse, counts = unique(flat, True, True, True, axis)
+    length = flat.shape[0 if axis is None else axis]
+    positions = arange(length)
+    first = scatter_reduce(full((counts.shape[0],), length, dtype=dtypes.int64), 0, inverse, positions, "amin")
+    if not node["sorted"]:
+        order = first.argsort()
+        rank = scatter(full((counts.shape[0],), 0, dtype=dtypes.int64), 0, order, arange(counts.shape[0]))
+        values = index_select(values, 0 if axis is None else axis, order)
+        first, counts, inverse = first[order], counts[order], index_select(rank, 0, inverse)
+    return values, first, inverse, counts

@@ -303,6 +303,19 @@ def _scatter_nd(node: Node, x: Tensor, indices: Tensor, updates: Tensor) -> Tens
     return out.reshape(*x.shape)
 
 
+@onnx_op("TensorScatter", attrs={"axis": -2, "mode": "linear"}, choices={"mode": ("linear", "circular")})
+def _tensor_scatter(node: Node, cache: Tensor, update: Tensor, write_indices: Tensor | None = None) -> Tensor:
+    # Row b of the update lands at positions write_indices[b] + s of the cache's sequence axis.
+    axis = axis_of(node["axis"], cache.ndim)
+    batch, steps, size = cache.shape[0], update.shape[axis], cache.shape[axis]
+    starts = full((batch,), 0, dtype=dtypes.int64) if write_indices is None else write_indices.cast(dtypes.int64)
+    index = starts.reshape(batch, *[1] * (cache.ndim - 1)) + \
+        arange(steps).reshape(*[steps if d == axis else 1 for d in range(cache.ndim)])
+    if node["mode"] == "circular":
+        index = index % size
+    return scatter(cache, axis, index.expand(*update.shape), update)
+
+
 # -- rearrangements -------------------------------------------------------------------------------
 
 @onnx_op("DepthToSpace", attrs={"blocksize": REQUIRED, "mode": "DCR"}, choices={"mode": ("DCR", "CRD")})
@@ -316,11 +329,12 @@ def _depth_to_space(node: Node, x: Tensor) -> Tensor:
     return y.reshape(n, c // (b * b), h * b, w * b)
 
 
-@onnx_op("SpaceToDepth", attrs={"blocksize": REQUIRED})
+@onnx_op("SpaceToDepth", attrs={"blocksize": REQUIRED, "mode": "DCR"}, choices={"mode": ("DCR", "CRD")})
 def _space_to_depth(node: Node, x: Tensor) -> Tensor:
     b = node["blocksize"]
     n, c, h, w = x.shape
-    y = x.reshape(n, c, h // b, b, w // b, b).permute(0, 3, 5, 1, 2, 4)
+    order = (0, 3, 5, 1, 2, 4) if node["mode"] == "DCR" else (0, 1, 3, 5, 2, 4)
+    y = x.reshape(n, c, h // b, b, w // b, b).permute(*order)
     return y.reshape(n, c * b * b, h // b, w // b)
 
 
