@@ -26,6 +26,7 @@ from zyx.onnx import (  # noqa: F401 - importing them fills the operator table
     ops_resize,
     ops_rnn,
     ops_shape,
+    ops_signal,
 )
 from zyx.onnx.graph import Graph, onnx_module, value_types
 from zyx.onnx.registry import ELEM_OF_DTYPE, OPS, OnnxUnsupported, elem_name, upload
