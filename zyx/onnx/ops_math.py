@@ -213,7 +213,7 @@ def _prelu(node: Node, x: Tensor, slope: Tensor) -> Tensor:
 
 # -- selection ------------------------------------------------------------------------------------
 
-@onnx_op("Clip")
+@onnx_op("Clip", versions=(11, 10**6))  # version 6 had min/max attributes
 def _clip(node: Node, x: Tensor, low: Tensor | None = None, high: Tensor | None = None) -> Tensor:
     if low is not None:
         x = ew.maximum(x, low)
@@ -248,7 +248,8 @@ def _check_cast(node: Node) -> None:
         onnx_dtype(node, node["to"])
 
 
-@onnx_op("Cast", attrs={"to": REQUIRED, **_CAST_ATTRS}, choices={"round_mode": ("up",)}, check=_check_cast)
+@onnx_op("Cast", attrs={"to": REQUIRED, **_CAST_ATTRS}, choices={"round_mode": ("up",)}, check=_check_cast,
+         versions=(6, 10**6))  # version 1 named the type as a string
 def _cast(node: Node, x: Tensor) -> Tensor:
     return cast(node, x, onnx_dtype(node, node["to"]))
 

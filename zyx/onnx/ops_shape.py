@@ -28,9 +28,12 @@ def _axes(node: Node, index: int, value: Tensor | None, rank: int) -> list[int] 
     return None if got is None else [axis_of(a, rank) for a in got]
 
 
+# Versions older than opset 13's whose inputs and attributes mean the same are accepted (an attribute
+# an old version had and a newer one dropped is not declared, so a node that sets it is refused).
+
 # -- shapes ---------------------------------------------------------------------------------------
 
-@onnx_op("Shape", attrs={"start": 0, "end": None})
+@onnx_op("Shape", attrs={"start": 0, "end": None}, versions=(1, 10**6))
 def _shape(node: Node, x: Tensor) -> np.ndarray:
     end = node["end"]
     return np.array(x.shape[node["start"]:end], dtype=np.int64)
@@ -41,7 +44,7 @@ def _size(node: Node, x: Tensor) -> np.ndarray:
     return np.array(math.prod(x.shape), dtype=np.int64)
 
 
-@onnx_op("Reshape", attrs={"allowzero": 0})
+@onnx_op("Reshape", attrs={"allowzero": 0}, versions=(5, 10**6))
 def _reshape(node: Node, x: Tensor, shape: Tensor) -> Tensor:
     dims = node.ints(1, shape)
     if not node["allowzero"]:
@@ -49,34 +52,36 @@ def _reshape(node: Node, x: Tensor, shape: Tensor) -> Tensor:
     return x.reshape(*dims)
 
 
-@onnx_op("Flatten", attrs={"axis": 1})
+@onnx_op("Flatten", attrs={"axis": 1}, versions=(11, 10**6))
 def _flatten(node: Node, x: Tensor) -> Tensor:
     axis = axis_of(node["axis"], x.ndim)
     return x.reshape(math.prod(x.shape[:axis]), math.prod(x.shape[axis:]))
 
 
-@onnx_op("Squeeze")
+# Squeeze/Unsqueeze version 11 took the axes as an attribute, 13 as an input.
+@onnx_op("Squeeze", attrs={"axes": None}, versions=(11, 10**6))
 def _squeeze(node: Node, x: Tensor, axes: Tensor | None = None) -> Tensor:
-    dims = _axes(node, 1, axes, x.ndim)
+    dims = _axes(node, 1, axes, x.ndim) if node["axes"] is None else [axis_of(a, x.ndim) for a in node["axes"]]
     dims = [i for i, s in enumerate(x.shape) if s == 1] if dims is None else dims
     return x.reshape(*[s for i, s in enumerate(x.shape) if i not in dims])
 
 
-@onnx_op("Unsqueeze")
-def _unsqueeze(node: Node, x: Tensor, axes: Tensor) -> Tensor:
-    rank = x.ndim + len(node.ints(1, axes))
-    dims = set(_axes(node, 1, axes, rank))
+@onnx_op("Unsqueeze", attrs={"axes": None}, versions=(11, 10**6))
+def _unsqueeze(node: Node, x: Tensor, axes: Tensor | None = None) -> Tensor:
+    given = node.ints(1, axes) if node["axes"] is None else list(node["axes"])
+    rank = x.ndim + len(given)
+    dims = {axis_of(a, rank) for a in given}
     sizes = iter(x.shape)
     return x.reshape(*[1 if i in dims else next(sizes) for i in range(rank)])
 
 
-@onnx_op("Transpose", attrs={"perm": None})
+@onnx_op("Transpose", attrs={"perm": None}, versions=(1, 10**6))
 def _transpose(node: Node, x: Tensor) -> Tensor:
     perm = node["perm"] if node["perm"] is not None else list(range(x.ndim))[::-1]
     return x.permute(*perm)
 
 
-@onnx_op("Expand")
+@onnx_op("Expand", versions=(8, 10**6))
 def _expand(node: Node, x: Tensor, shape: Tensor) -> Tensor:
     target = node.ints(1, shape)
     rank = max(x.ndim, len(target))
@@ -86,12 +91,12 @@ def _expand(node: Node, x: Tensor, shape: Tensor) -> Tensor:
     return x.reshape(*a).expand(*out)
 
 
-@onnx_op("Tile")
+@onnx_op("Tile", versions=(6, 10**6))
 def _tile(node: Node, x: Tensor, repeats: Tensor) -> Tensor:
     return x.repeat(*node.ints(1, repeats))
 
 
-@onnx_op("Concat", attrs={"axis": REQUIRED})
+@onnx_op("Concat", attrs={"axis": REQUIRED}, versions=(11, 10**6))
 def _concat(node: Node, *xs: Tensor) -> Tensor:
     return cat(list(xs), axis_of(node["axis"], xs[0].ndim))
 
@@ -108,7 +113,7 @@ def _split(node: Node, x: Tensor, split: Tensor | None = None) -> tuple[Tensor, 
     return tuple(x.narrow(axis, int(s), int(n)) for s, n in zip(starts, sizes))
 
 
-@onnx_op("Slice")
+@onnx_op("Slice", versions=(10, 10**6))
 def _slice(node: Node, x: Tensor, starts: Tensor, ends: Tensor, axes: Tensor | None = None,
            steps: Tensor | None = None) -> Tensor:
     starts_, ends_ = node.ints(1, starts), node.ints(2, ends)
@@ -177,7 +182,7 @@ def _constant(node: Node) -> np.ndarray:
     return np.array(a["value_ints"], dtype=np.int64)
 
 
-@onnx_op("ConstantOfShape", attrs={"value": None})
+@onnx_op("ConstantOfShape", attrs={"value": None}, versions=(9, 10**6))
 def _constant_of_shape(node: Node, shape: Tensor) -> Tensor:
     from onnx.numpy_helper import to_array
 
@@ -188,7 +193,7 @@ def _constant_of_shape(node: Node, shape: Tensor) -> Tensor:
     return full(tuple(dims), value[0].item(), dtype=onnx_dtype(node, node["value"].data_type))
 
 
-@onnx_op("Range")
+@onnx_op("Range", versions=(11, 10**6))
 def _range(node: Node, start: Tensor, limit: Tensor, delta: Tensor) -> np.ndarray:
     s, lim, d = (node.host(i, v).reshape(()) for i, v in enumerate((start, limit, delta)))
     count = max(int(math.ceil((float(lim) - float(s)) / float(d))), 0)
@@ -237,7 +242,7 @@ def _compress(node: Node, x: Tensor, condition: Tensor) -> Tensor:
 
 # -- gathers and scatters -------------------------------------------------------------------------
 
-@onnx_op("Gather", attrs={"axis": 0})
+@onnx_op("Gather", attrs={"axis": 0}, versions=(11, 10**6))
 def _gather(node: Node, x: Tensor, indices: Tensor) -> Tensor:
     axis = axis_of(node["axis"], x.ndim)
     index = normalized_index(indices, x.shape[axis])
@@ -277,12 +282,14 @@ _REDUCTIONS = {"add": "sum", "mul": "prod", "max": "amax", "min": "amin"}
 
 @onnx_op("ScatterElements", attrs={"axis": 0, "reduction": "none"},
          choices={"reduction": ("none", *_REDUCTIONS)})
+@onnx_op("Scatter", attrs={"axis": 0}, versions=(9, 10))  # ScatterElements' old name
 def _scatter_elements(node: Node, x: Tensor, indices: Tensor, updates: Tensor) -> Tensor:
     axis = axis_of(node["axis"], x.ndim)
     index = normalized_index(indices, x.shape[axis])
-    if node["reduction"] == "none":
+    reduction = node.attrs.get("reduction", "none")
+    if reduction == "none":
         return scatter(x, axis, index, updates)
-    return scatter_reduce(x, axis, index, updates, _REDUCTIONS[node["reduction"]], include_self=True)
+    return scatter_reduce(x, axis, index, updates, _REDUCTIONS[reduction], include_self=True)
 
 
 @onnx_op("ScatterND", attrs={"reduction": "none"}, choices={"reduction": ("none", *_REDUCTIONS)})
