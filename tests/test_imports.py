@@ -37,7 +37,8 @@ LAYERS: list[dict[str, tuple[str, ...]]] = [
     {"graph": ("zyx.graph",)},  # nodes, fusion, scheduling and realization of IR and contract kernels
     {"frontend": ("zyx.frontend",), "runtime": ("zyx.runtime",)},  # the user API
     {"nn": ("zyx.nn",), "optim": ("zyx.optim",), "io": ("zyx.io",), "autograd": ("zyx.autograd",),
-     "linalg": ("zyx.linalg",), "profiler": ("zyx.profiler",), "onnx": ("zyx.onnx",)},
+     "linalg": ("zyx.linalg",), "profiler": ("zyx.profiler",)},
+    {"onnx": ("zyx.onnx",)},  # ONNX graphs mapped onto frontend ops and nn.functional (so above nn)
     {"api": ("zyx",)},  # the root package: what ``import zyx`` gives (matched exactly)
     {"cli": ("zyx.cli", "zyx.__main__", "zyx.benchmarks")},  # entry points: python -m zyx, bench
 ]
