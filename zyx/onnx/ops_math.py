@@ -266,11 +266,13 @@ def _identity(node: Node, x: Tensor) -> Tensor:
 
 @onnx_op("Dropout", attrs={"seed": 0}, versions=(7, 10**6))  # older: a ratio attribute (refused) or none
 def _dropout(node: Node, x: Tensor, ratio: Tensor | None = None, training: Tensor | None = None
-             ) -> tuple[Tensor, np.ndarray]:
+             ) -> Tensor | tuple[Tensor, np.ndarray]:
     if training is not None and bool(node.host(2, training)):
         rate = 0.5 if ratio is None else float(node.host(1, ratio))
         if rate != 0:
             raise node.unsupported("training_mode=True with a non-zero ratio (random masks)")
+    if len(node.output_names) < 2 or not node.output_names[1]:
+        return x
     return x, np.ones(x.shape, dtype=np.bool_)
 
 

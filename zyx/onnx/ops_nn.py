@@ -257,7 +257,7 @@ def _batch_norm(node: Node, x: Tensor, scale: Tensor, bias: Tensor, mean: Tensor
     return y, running_mean, running_var
 
 
-def _normalize(x: Tensor, dims: tuple[int, ...], eps: float, stash: bool) -> tuple[Tensor, Tensor, Tensor]:
+def _normalize(x: Tensor, dims: tuple[int, ...], eps: float, stash: bool = True) -> tuple[Tensor, Tensor, Tensor]:
     """(normalized, mean, 1/std) over ``dims`` (keepdim), in float32 for 16-bit inputs when ``stash``."""
     work = x.cast(dtypes.float32) if stash and x.dtype.itemsize < 4 else x
     mean = red.mean(work, dims, True)
@@ -272,22 +272,24 @@ def _instance_norm(node: Node, x: Tensor, scale: Tensor, bias: Tensor) -> Tensor
     return y * _channel(scale, x.ndim) + _channel(bias, x.ndim)
 
 
-@onnx_op("LayerNormalization", attrs={"axis": -1, "epsilon": 1e-5, "stash_type": 1})
+@onnx_op("LayerNormalization", attrs={"axis": -1, "epsilon": 1e-5, "stash_type": 1},
+         choices={"stash_type": (1,)})
 def _layer_norm(node: Node, x: Tensor, scale: Tensor, bias: Tensor | None = None) -> tuple[Tensor, ...]:
     axis = axis_of(node["axis"], x.ndim)
-    y, mean, inv = _normalize(x, tuple(range(axis, x.ndim)), node["epsilon"], node["stash_type"] == 1)
+    y, mean, inv = _normalize(x, tuple(range(axis, x.ndim)), node["epsilon"])
     y = y.cast(x.dtype) * scale
     if bias is not None:
         y = y + bias
     return y, mean, inv
 
 
-@onnx_op("GroupNormalization", attrs={"epsilon": 1e-5, "num_groups": None, "stash_type": 1})
+@onnx_op("GroupNormalization", attrs={"epsilon": 1e-5, "num_groups": REQUIRED, "stash_type": 1},
+         choices={"stash_type": (1,)})
 def _group_norm(node: Node, x: Tensor, scale: Tensor, bias: Tensor) -> Tensor:
     groups = node["num_groups"]
     n, c = x.shape[:2]
     grouped = x.reshape(n, groups, -1)
-    y, _, _ = _normalize(grouped, (2,), node["epsilon"], node["stash_type"] == 1)
+    y, _, _ = _normalize(grouped, (2,), node["epsilon"])
     if node.version < 21:  # operator version 18: scale and bias per group
         y = y * scale.reshape(1, groups, 1).cast(y.dtype) + bias.reshape(1, groups, 1).cast(y.dtype)
         return y.cast(x.dtype).reshape(*x.shape)
@@ -295,10 +297,11 @@ def _group_norm(node: Node, x: Tensor, scale: Tensor, bias: Tensor) -> Tensor:
     return y * _channel(scale, x.ndim) + _channel(bias, x.ndim)
 
 
-@onnx_op("RMSNormalization", attrs={"axis": -1, "epsilon": 1e-5, "stash_type": 1})
+@onnx_op("RMSNormalization", attrs={"axis": -1, "epsilon": 1e-5, "stash_type": 1},
+         choices={"stash_type": (1,)})
 def _rms_norm(node: Node, x: Tensor, scale: Tensor) -> Tensor:
     axis = axis_of(node["axis"], x.ndim)
-    work = x.cast(dtypes.float32) if node["stash_type"] == 1 and x.dtype.itemsize < 4 else x
+    work = x.cast(dtypes.float32) if x.dtype.itemsize < 4 else x  # stash_type 1: float32 statistics
     inv = (red.mean(work * work, tuple(range(axis, x.ndim)), True) + node["epsilon"]).rsqrt()
     return (work * inv).cast(x.dtype) * scale
 
