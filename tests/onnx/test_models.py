@@ -208,8 +208,11 @@ def test_external_data_inside_the_directory(tmp_path: Path) -> None:
     path = _with_external_weights(tmp_path)
     x = np.ones((1, 3), np.float32)
     np.testing.assert_allclose(zyx.onnx.load(path).run(["y"], {"x": x})[0], [[6.0, 9.0]])
+    proto = onnx.load_model(str(path), load_external_data=False)
     with pytest.raises(ValueError, match="load the model from its path"):
-        zyx.onnx.load(onnx.load_model(str(path), load_external_data=False))
+        zyx.onnx.load(proto)
+    np.testing.assert_allclose(zyx.onnx.load(proto, base_dir=tmp_path).run(["y"], {"x": x})[0], [[6.0, 9.0]])
+    assert proto.graph.initializer[0].data_location == TensorProto.EXTERNAL  # the caller's proto is untouched
 
 
 @pytest.mark.parametrize("location", ["../weights.bin", "/etc/passwd", "sub/../../weights.bin", "link.bin"])

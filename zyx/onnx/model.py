@@ -82,9 +82,10 @@ def _parse(model_or_path: Any, base_dir: str | os.PathLike | None) -> Any:
     from google.protobuf.message import DecodeError
 
     if isinstance(model_or_path, onnx.ModelProto):
-        model = onnx.ModelProto()
-        model.CopyFrom(model_or_path)  # external data is read into our copy, never into the caller's
-        source = "the ModelProto"
+        model, source = model_or_path, "the ModelProto"
+        if any(t.data_location == 1 for t in _tensors(model.graph)):
+            model = onnx.ModelProto()
+            model.CopyFrom(model_or_path)  # external data is read into a copy, never into the caller's
     else:
         if isinstance(model_or_path, (bytes, bytearray, memoryview)):
             data, source = bytes(model_or_path), "the model bytes"
