@@ -97,7 +97,7 @@ def _prepare(proto: Any, opsets: dict[str, int], types: dict[str, int], scope: s
             raise OnnxUnsupported(f"{where} (opset {opset}): {name}={attrs[name]!r} is not supported by zyx.onnx "
                                   f"(supported: {', '.join(map(repr, allowed))})")
     node = Node(op, proto.name, version, opset, attrs, list(proto.input), list(proto.output), spec,
-                output_types=[types.get(name) for name in proto.output], subgraphs=subgraphs)
+                subgraphs=subgraphs)
     for name in [*node.input_names, *node.output_names]:
         if name and name in types and types[name] not in ELEM_TYPES:
             raise node.unsupported(f"the element type {elem_name(types[name])} of {name!r}")

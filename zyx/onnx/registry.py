@@ -86,7 +86,6 @@ class Node:
     output_names: list[str]
     spec: OpSpec
     host_values: dict[str, np.ndarray] = field(default_factory=dict)  # filled per run
-    output_types: list[int | None] = field(default_factory=list)  # elem types from shape inference, if known
     subgraphs: dict[str, Any] = field(default_factory=dict)  # graph attributes, prepared (zyx.onnx.graph.Graph)
     scope: dict[str, Tensor | None] = field(default_factory=dict)  # the values visible to subgraphs, per run
 
