@@ -43,8 +43,9 @@ def _saturate_int(y: Tensor, dt: dtypes.DType) -> Tensor:
     return ew.clip(y, int(info.min), int(info.max)).cast(dt)
 
 
+# Version 10 (per-tensor only, no attributes) means what 13 does for the same inputs.
 @onnx_op("QuantizeLinear", attrs={"axis": 1, "block_size": 0, "output_dtype": 0, "precision": 0, "saturate": 1},
-         check=_check_output_dtype)
+         check=_check_output_dtype, versions=(10, 10**6))
 def _quantize(node: Node, x: Tensor, scale: Tensor, zero_point: Tensor | None = None) -> Tensor:
     target = zero_point.dtype if zero_point is not None else (
         onnx_dtype(node, node["output_dtype"]) if node["output_dtype"] else dtypes.uint8)
@@ -63,7 +64,8 @@ def _quantize(node: Node, x: Tensor, scale: Tensor, zero_point: Tensor | None = 
     return _saturate_int(q, target)
 
 
-@onnx_op("DequantizeLinear", attrs={"axis": 1, "block_size": 0, "output_dtype": 0}, check=_check_output_dtype)
+@onnx_op("DequantizeLinear", attrs={"axis": 1, "block_size": 0, "output_dtype": 0}, check=_check_output_dtype,
+         versions=(10, 10**6))
 def _dequantize(node: Node, x: Tensor, scale: Tensor, zero_point: Tensor | None = None) -> Tensor:
     dx = x.cast(dtypes.float32)
     if zero_point is not None and x.dtype not in _FLOAT8:

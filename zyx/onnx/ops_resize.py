@@ -5,6 +5,7 @@ so a NaN or infinity reaches only the outputs whose taps read it."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -126,10 +127,12 @@ def _resize_axis(node: Node, x: Tensor, axis: int, out: int, scale: float, roi: 
     return y
 
 
-@onnx_op("Resize", attrs={"antialias": 0, "axes": None, "coordinate_transformation_mode": "half_pixel",
-                          "cubic_coeff_a": -0.75, "exclude_outside": 0, "extrapolation_value": 0.0,
-                          "keep_aspect_ratio_policy": "stretch", "mode": "nearest",
-                          "nearest_mode": "round_prefer_floor"},
+_RESIZE_DEFAULTS = {"antialias": 0, "axes": None, "coordinate_transformation_mode": "half_pixel",
+                    "cubic_coeff_a": -0.75, "exclude_outside": 0, "extrapolation_value": 0.0,
+                    "keep_aspect_ratio_policy": "stretch", "mode": "nearest", "nearest_mode": "round_prefer_floor"}
+
+
+@onnx_op("Resize", attrs=_RESIZE_DEFAULTS,
          choices={"coordinate_transformation_mode": _COORDINATE_MODES, "mode": ("nearest", "linear", "cubic"),
                   "nearest_mode": _NEAREST_MODES, "keep_aspect_ratio_policy": ("stretch", "not_larger", "not_smaller"),
                   "antialias": (0, 1)})
@@ -179,3 +182,12 @@ def _cast_back(y: Tensor, dt: Any) -> Tensor:
         return y.cast(dt)
     info = np.iinfo(dt.numpy)
     return ew.clip(y, float(info.min), float(info.max)).cast(dt)
+
+
+@onnx_op("Upsample", attrs={"mode": "nearest"}, choices={"mode": ("nearest",)}, versions=(9, 10))
+def _upsample(node: Node, x: Tensor, scales: Tensor) -> Tensor:
+    # Resize's ancestor: nearest neighbour at floor(i / scale), Resize's asymmetric/floor mode.
+    as_resize = replace(node, attrs={**_RESIZE_DEFAULTS, "coordinate_transformation_mode": "asymmetric",
+                                     "nearest_mode": "floor"},
+                        input_names=[node.input_names[0], "", node.input_names[1], ""])
+    return _resize(as_resize, x, None, scales)
