@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from zyx.frontend.tensor import Tensor
-from zyx.onnx.registry import ELEM_TYPES, OPS, REQUIRED, Node, OnnxUnsupported, elem_name, upload
+from zyx.onnx.registry import ELEM_TYPES, OPS, REQUIRED, Node, OnnxUnsupported, elem_name, tensor_value, upload
 
 FIRST_OPSET = 13  # an operator version older than the one opset 13 selects is refused unless a mapping says so
 _STANDARD_DOMAINS = ("", "ai.onnx")
@@ -122,14 +122,13 @@ class Graph:
 
     def __init__(self, graph: Any, opsets: dict[str, int], types: dict[str, int], outer: set[str] | None = None
                  ) -> None:
-        onnx = onnx_module()
         for init in graph.initializer:
             if init.data_type not in ELEM_TYPES:
                 raise OnnxUnsupported(f"ONNX initializer {init.name!r}: element type {elem_name(init.data_type)} "
                                       "is not supported by zyx.onnx")
         for value in [*graph.input, *graph.output]:
             _check_tensor_value(value)
-        initializers = {t.name: onnx.numpy_helper.to_array(t) for t in graph.initializer}
+        initializers = {t.name: tensor_value(t) for t in graph.initializer}
         self.consts: dict[str, Tensor] = {n: upload(a) for n, a in initializers.items()}
         # Small integer constants stay on the host too: shapes, axes and pads are read from them without a readback.
         self.host = {n: a for n, a in initializers.items() if a.dtype.kind in "iub" and a.size <= 4096}

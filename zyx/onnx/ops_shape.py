@@ -14,7 +14,7 @@ from zyx.frontend.creation import arange, full
 from zyx.frontend.gather_scatter import gather, index_select, scatter, scatter_reduce
 from zyx.frontend.movement import pad
 from zyx.frontend.tensor import Tensor
-from zyx.onnx.registry import REQUIRED, Node, axis_of, onnx_dtype, onnx_op, upload
+from zyx.onnx.registry import REQUIRED, Node, axis_of, onnx_dtype, onnx_op, tensor_value, upload
 
 
 def normalized_index(index: Tensor, size: int) -> Tensor:
@@ -167,12 +167,10 @@ def _check_constant(node: Node) -> None:
 
 @onnx_op("Constant", attrs=dict.fromkeys(_CONSTANT_ATTRS), check=_check_constant, versions=(1, 10**6))
 def _constant(node: Node) -> np.ndarray:
-    from onnx.numpy_helper import to_array
-
     a = node.attrs
     if a["value"] is not None:
         onnx_dtype(node, a["value"].data_type)
-        return to_array(a["value"])
+        return tensor_value(a["value"])
     if a["value_float"] is not None:
         return np.array(a["value_float"], dtype=np.float32)
     if a["value_floats"] is not None:
@@ -184,12 +182,10 @@ def _constant(node: Node) -> np.ndarray:
 
 @onnx_op("ConstantOfShape", attrs={"value": None}, versions=(9, 10**6))
 def _constant_of_shape(node: Node, shape: Tensor) -> Tensor:
-    from onnx.numpy_helper import to_array
-
     dims = node.ints(0, shape)
     if node["value"] is None:
         return full(tuple(dims), 0.0, dtype=dtypes.float32)
-    value = to_array(node["value"]).reshape(-1)
+    value = tensor_value(node["value"]).reshape(-1)
     return full(tuple(dims), value[0].item(), dtype=onnx_dtype(node, node["value"].data_type))
 
 

@@ -122,3 +122,12 @@ def axis_of(axis: int, rank: int) -> int:
 def upload(array: Any) -> Tensor:
     """A tensor holding a NumPy value (C-contiguous; rank 0 stays rank 0)."""
     return from_numpy(np.require(np.asarray(array), requirements="C"))
+
+
+def tensor_value(proto: Any) -> np.ndarray:
+    """A TensorProto's value in its own dtype (older onnx releases widen bfloat16 and float8 to float32)."""
+    from onnx.numpy_helper import to_array
+
+    array = to_array(proto)
+    want = ELEM_TYPES[proto.data_type].numpy if proto.data_type in ELEM_TYPES else array.dtype
+    return array if array.dtype == want else array.astype(want)
