@@ -1,7 +1,7 @@
 """zyx: PyTorch-style tensors fused into OpenCL kernels (see API.md)."""
 from __future__ import annotations
 
-from zyx import autograd, linalg, nn, optim, profiler, settings, utils
+from zyx import autograd, linalg, nn, onnx, optim, profiler, settings, utils
 from zyx import contracts as _contracts_package
 from zyx.backend.device import Device, default_device, devices, set_default_device
 from zyx.backend.launch import kernel_count
@@ -211,7 +211,7 @@ __all__ += ["std_mean", "var_mean"]
 __all__ += ["all", "amax", "amin", "any", "max", "min", "sum"]  # API.md "Reductions" as functions
 __all__ += ["AutogradError", "autograd", "enable_grad", "inference_mode", "is_grad_enabled", "no_grad",
             "set_grad_enabled"]
-__all__ += ["load", "load_file", "load_file_metadata", "optim", "profiler", "save", "save_file", "utils"]
+__all__ += ["load", "load_file", "load_file_metadata", "onnx", "optim", "profiler", "save", "save_file", "utils"]
 __all__ += [  # the elementwise functions
     "abs", "broadcast_shapes", "ceil", "clamp", "clip", "cos", "erf", "exp", "exp2", "floor", "gelu", "isinf", "isnan",
     "log", "log2", "logical_not", "maximum", "minimum", "neg", "pow", "reciprocal", "relu", "round", "rsqrt",
