@@ -22,8 +22,8 @@
 #      contract kernels, tuning); not the codegen tests that fix their opts or device themselves
 #      (test_vector_kernels, test_math_wide_vectors, test_stream_stores: explicit vector widths
 #      and streamed stores, the same kernels whatever the heuristics; test_matmul_order: the CPU
-#      loop order on described devices; test_heuristics_setting: sets the kind per test), which
-#      step 1 runs; not tests/contracts/spec, which needs no device;
+#      loop order on described devices; test_heuristics_setting: sets the kind per test;
+#      test_matmul_dot, test_matmul_padded: the CPU matmul forms and copies), which step 1 runs; not tests/contracts/spec, which needs no device;
 #   (steps 1, 2, 2r and 3 run side by side; step 1 on two pytest-xdist workers, which steal each other's
 #   queued tests (`--dist worksteal`) so neither idles while the other ends a queue of slow tests: it outlasts the others)
 #   4. the kernel-heavy tests once more on the default device, warm: they run from the on-disk
@@ -68,7 +68,8 @@ gpu_heuristics_tests=(tests/codegen tests/kernels/contracts tests/kernels/test_r
                       tests/nn/test_functional.py tests/opt)
 cpu_only_codegen=(--ignore=tests/codegen/test_vector_kernels.py --ignore=tests/codegen/test_math_wide_vectors.py
                   --ignore=tests/codegen/test_stream_stores.py --ignore=tests/codegen/test_matmul_order.py
-                  --ignore=tests/codegen/test_heuristics_setting.py)
+                  --ignore=tests/codegen/test_heuristics_setting.py --ignore=tests/codegen/test_matmul_dot.py
+                  --ignore=tests/codegen/test_matmul_padded.py)
 rusticl_tests=(tests/codegen tests/kernels/test_random_bits.py tests/kernels/test_scatter_*.py tests/contracts/test_ops_api.py tests/backend tests/frontend/test_casts.py tests/test_dtype.py
                tests/frontend/test_random.py tests/frontend/test_creation.py)
 rusticl="$(ci/rusticl.sh "$(command -v python)")"
