@@ -23,7 +23,10 @@
 #      (test_vector_kernels, test_math_wide_vectors, test_stream_stores: explicit vector widths
 #      and streamed stores, the same kernels whatever the heuristics; test_matmul_order: the CPU
 #      loop order on described devices; test_heuristics_setting: sets the kind per test;
-#      test_matmul_dot, test_matmul_padded: the CPU matmul forms and copies), which step 1 runs; not tests/contracts/spec, which needs no device;
+#      test_matmul_dot, test_matmul_padded: the CPU matmul forms and copies), which step 1 runs;
+#      not tests/kernels/contracts/test_kernels_bytes.py (533 byte-exact layout cases, run by steps 1 and 2
+#      and 4; the contract kernels' GPU variants are run here by their other tests), to keep the cold run
+#      under 20 minutes; not tests/contracts/spec, which needs no device;
 #   (steps 1, 2, 2r and 3 run side by side; step 1 on two pytest-xdist workers, which steal each other's
 #   queued tests (`--dist worksteal`) so neither idles while the other ends a queue of slow tests: it outlasts the others)
 #   4. the kernel-heavy tests once more on the default device, warm: they run from the on-disk
@@ -64,7 +67,7 @@ export ZYX_CACHE_DIR="${ZYX_CACHE_DIR:-$(mktemp -d)}"
 other_device_tests=(tests/codegen tests/kernels/contracts tests/kernels/test_random_bits.py tests/kernels/test_scatter_*.py tests/contracts/test_ops_api.py tests/backend
                     tests/frontend/test_casts.py tests/test_dtype.py tests/frontend/test_random.py
                     tests/frontend/test_creation.py)
-gpu_heuristics_tests=(tests/codegen tests/kernels/contracts tests/kernels/test_random_bits.py tests/kernels/test_scatter_*.py tests/contracts/test_ops_api.py tests/frontend/test_reduce.py
+gpu_heuristics_tests=(tests/codegen tests/kernels/contracts --ignore=tests/kernels/contracts/test_kernels_bytes.py tests/kernels/test_random_bits.py tests/kernels/test_scatter_*.py tests/contracts/test_ops_api.py tests/frontend/test_reduce.py
                       tests/nn/test_functional.py tests/opt)
 cpu_only_codegen=(--ignore=tests/codegen/test_vector_kernels.py --ignore=tests/codegen/test_math_wide_vectors.py
                   --ignore=tests/codegen/test_stream_stores.py --ignore=tests/codegen/test_matmul_order.py

@@ -23,6 +23,12 @@ def fallbacks() -> dict[str, int]:
     return dict(FALLBACKS)
 
 
+def release() -> None:
+    """Forget the uploaded parameters and saved values: their device memory is freed once no compiled graph
+    call holds them (a later call uploads what it needs again)."""
+    _cache.clear()
+
+
 def supported_ops() -> list[str]:
     """The ATen ops (packet names, or ``packet.overload``) the backend maps onto zyx ops."""
     return sorted(ATEN)
@@ -44,4 +50,4 @@ def zyx_backend(gm: Any, example_inputs: Any, **kwargs: Any) -> Any:
     return backend(gm, example_inputs, **kwargs)
 
 
-__all__ = ["fallbacks", "supported_ops", "zyx_backend"]
+__all__ = ["fallbacks", "release", "supported_ops", "zyx_backend"]

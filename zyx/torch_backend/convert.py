@@ -52,6 +52,10 @@ class UploadCache:
         key = id(t)
         self._entries[key] = (weakref.ref(t, lambda _r, key=key: self._entries.pop(key, None)), t._version, z)
 
+    def clear(self) -> None:
+        """Forget every upload (their device buffers go back to the pool as their last users drop them)."""
+        self._entries.clear()
+
     def __len__(self) -> int:
         return len(self._entries)
 
