@@ -11,11 +11,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-onnx = pytest.importorskip("onnx")
-from onnx import TensorProto, helper, numpy_helper  # noqa: E402 - after the skip
+# onnx.helper, not onnx: without the package, the name "onnx" imports this directory (a namespace package)
+pytest.importorskip("onnx.helper")
+import onnx
+from onnx import TensorProto, helper, numpy_helper
 
-import zyx  # noqa: E402
-import zyx.onnx  # noqa: E402
+import zyx
+import zyx.onnx
 
 pytestmark = pytest.mark.needs_device
 
