@@ -22,7 +22,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from zyx.backend.timing import alternating  # noqa: E402
+from zyx.backend.timing import alternating
 
 
 def _models() -> list[tuple[str, Any, np.ndarray]]:
