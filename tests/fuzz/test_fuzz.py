@@ -24,7 +24,7 @@ torch = pytest.importorskip("torch")
 
 pytestmark = pytest.mark.needs_device
 
-CASES = int(os.environ.get("ZYX_FUZZ_CASES", "120"))  # CI's cold run holds 20 minutes; nightly runs set more
+CASES = int(os.environ.get("ZYX_FUZZ_CASES", "120"))  # more seeds: set ZYX_FUZZ_CASES (CI's cold run keeps 20 minutes)
 FIRST = int(os.environ.get("ZYX_FUZZ_SEED", "0"))
 
 # float dtype -> (rtol, atol, multiple of the float32-float64 gap allowed, eps ratio applied to that gap)
