@@ -41,7 +41,7 @@ def is_tensor(v: Any) -> bool:
     return isinstance(v, tensor_class())
 
 
-def _dims(dim: Any, ndim: int) -> tuple[int, ...] | None:
+def _dims(dim: Any) -> tuple[int, ...] | None:
     """A reduction's dims: None (or an empty list, ATen's 'all') for every dim."""
     if dim is None:
         return None
@@ -129,13 +129,13 @@ ATEN["lerp"] = lambda a, b, w: a + (b - a) * w
 # -- reductions ----------------------------------------------------------------------------------------
 @aten("sum")
 def sum_(x: Any, dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Any:
-    return x.sum(_dims(dim, x.ndim), keepdim=keepdim, dtype=dtype)
+    return x.sum(_dims(dim), keepdim=keepdim, dtype=dtype)
 
 
 @aten("mean")
 def mean(x: Any, dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Any:
     x = x if dtype is None else x.to(dtype)
-    return x.mean(_dims(dim, x.ndim), keepdim=keepdim)
+    return x.mean(_dims(dim), keepdim=keepdim)
 
 
 @aten("prod")
@@ -144,11 +144,11 @@ def prod(x: Any, dim: Any = None, keepdim: bool = False, dtype: Any = None) -> A
     return x.prod(dim, keepdim=keepdim) if dim is not None else x.prod()
 
 
-ATEN["amax"] = lambda x, dim=(), keepdim=False: x.amax(_dims(dim, x.ndim), keepdim=keepdim)
-ATEN["amin"] = lambda x, dim=(), keepdim=False: x.amin(_dims(dim, x.ndim), keepdim=keepdim)
+ATEN["amax"] = lambda x, dim=(), keepdim=False: x.amax(_dims(dim), keepdim=keepdim)
+ATEN["amin"] = lambda x, dim=(), keepdim=False: x.amin(_dims(dim), keepdim=keepdim)
 ATEN["argmax"] = lambda x, dim=None, keepdim=False: x.argmax(dim, keepdim=keepdim)
 ATEN["argmin"] = lambda x, dim=None, keepdim=False: x.argmin(dim, keepdim=keepdim)
-ATEN["logsumexp"] = lambda x, dim, keepdim=False: x.logsumexp(_dims(dim, x.ndim), keepdim=keepdim)
+ATEN["logsumexp"] = lambda x, dim, keepdim=False: x.logsumexp(_dims(dim), keepdim=keepdim)
 ATEN["cumsum"] = lambda x, dim, dtype=None: (x if dtype is None else x.to(dtype)).cumsum(dim)
 ATEN["cumprod"] = lambda x, dim, dtype=None: (x if dtype is None else x.to(dtype)).cumprod(dim)
 
@@ -168,8 +168,8 @@ def _extreme(kind: str) -> Callable[..., Any]:
 ATEN["max"], ATEN["min"] = _extreme("max"), _extreme("min")
 
 
-ATEN["any"] = lambda x, dim=None, keepdim=False: x.any(_dims(dim, x.ndim), keepdim=keepdim)
-ATEN["all"] = lambda x, dim=None, keepdim=False: x.all(_dims(dim, x.ndim), keepdim=keepdim)
+ATEN["any"] = lambda x, dim=None, keepdim=False: x.any(_dims(dim), keepdim=keepdim)
+ATEN["all"] = lambda x, dim=None, keepdim=False: x.all(_dims(dim), keepdim=keepdim)
 
 
 @aten("var")
@@ -179,12 +179,12 @@ def var(x: Any, dim: Any = None, correction: Any = None, keepdim: bool = False, 
     c = 1 if correction is None else correction
     if unbiased is not None:
         c = 1 if unbiased else 0
-    return x.var(_dims(dim, x.ndim), correction=c, keepdim=keepdim)
+    return x.var(_dims(dim), correction=c, keepdim=keepdim)
 
 
 @aten("var_mean")
 def var_mean(x: Any, dim: Any = None, correction: Any = None, keepdim: bool = False) -> tuple[Any, Any]:
-    return var(x, dim, correction, keepdim), x.mean(_dims(dim, x.ndim), keepdim=keepdim)
+    return var(x, dim, correction, keepdim), x.mean(_dims(dim), keepdim=keepdim)
 
 
 @aten("_softmax", "softmax")
