@@ -94,3 +94,18 @@ def test_synchronize_and_memory_stats_default(device: zyx.Device) -> None:
     zyx.synchronize()
     s = zyx.memory_stats()
     assert s == zyx.default_device().pool.stats()
+
+
+def test_build_stats_count_compiles_and_a_warm_loop_adds_none(device: zyx.Device) -> None:
+    n = int(np.random.default_rng().integers(10_000, 10**6))  # sizes are constants of the source: a new kernel
+    x = zyx.arange(n, dtype=zyx.float32, device=device)
+    scale = 3.0
+    before = zyx.build_stats()
+    assert set(before) == {"source_builds", "binary_loads", "memory_hits"}
+    (x * scale).numpy()
+    after = zyx.build_stats()
+    assert after["source_builds"] + after["binary_loads"] > before["source_builds"] + before["binary_loads"]
+    for _ in range(3):
+        (x * scale).numpy()
+    warm = zyx.build_stats()
+    assert (warm["source_builds"], warm["binary_loads"]) == (after["source_builds"], after["binary_loads"])

@@ -179,7 +179,7 @@ from zyx.frontend.sorting import (
 from zyx.frontend.tape import Tape, Variable, jit
 from zyx.frontend.tensor import Tensor
 from zyx.io import load, load_file, load_file_metadata, save, save_file
-from zyx.runtime import debug, memory_stats, synchronize
+from zyx.runtime import build_stats, debug, memory_stats, synchronize
 from zyx.version import __version__ as __version__
 
 repeat_interleave = repeat_interleave_fn
@@ -198,7 +198,8 @@ amax, amin = max, min
 __all__ = [
     "AllocationError", "CompileError", "ContractError", "DType", "DTypeError", "Device", "DeviceError",
     "DivisionByZeroError", "IndexOutOfRange", "IntegerArithmeticError", "IntegerOverflowError", "ShapeError", "Tensor",
-    "ZyxError", "arange", "argmax", "argmin", "bfloat16", "bool", "cat", "chunk", "concat", "debug", "default_device",
+    "ZyxError", "arange", "argmax", "argmin", "bfloat16", "bool", "build_stats", "cat", "chunk", "concat", "debug",
+    "default_device",
     "devices", "double", "eye", "float", "float16", "float32", "float64", "float8_e4m3", "float8_e5m2", "from_dlpack",
     "from_numpy",
     "full", "full_like", "half", "int8", "int16", "int32", "int64", "kernel_count", "linspace", "logsumexp",

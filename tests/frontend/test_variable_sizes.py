@@ -334,3 +334,39 @@ def test_jit_results_of_variable_size_views_gathers_and_aranges():
         close(gathers(X, S.bind(s), T.bind(t)), np.exp(XN[s:t]), rtol=1e-6)
         close(aranges(X, T.bind(t)), np.arange(t)[:, None] * XN[:t], rtol=1e-6)
     assert plan_stats["captures"] - c0 == 3
+
+
+def test_reshape_regroups_around_the_variable_axis():
+    Z = zyx.tensor(RNG.standard_normal((10, 4, 6)).astype(np.float32))
+    zn = Z.numpy()
+    def check(t):
+        b = T.bind(t)
+        z = Z[:b]  # (t, 4, 6)
+        m = z.reshape(b * 4, 6)  # merged with the static axis after it
+        assert type(m) is VarTensor
+        close(m, zn[:t].reshape(t * 4, 6))
+        close(m.reshape(b, 24), zn[:t].reshape(t, 24))  # split back and merged again
+        close(m.reshape(b, 2, 2, 6) * 2.0, zn[:t].reshape(t, 2, 2, 6) * 2)
+        w = Z.permute(1, 0, 2)[:, :b]  # (4, t, 6): the variable axis second
+        v = w.reshape(2, 2, b, 3, 2)
+        assert type(v) is VarTensor
+        close(v, zn.transpose(1, 0, 2)[:, :t].reshape(2, 2, t, 3, 2))
+        sq = Z[:b, :1, :1].reshape(b, 1) * Z[:b, :1, 0].reshape(1, b)  # (t, t): two variable axes
+        close(sq.reshape(1, b, b), (zn[:t, 0, 0][:, None] * zn[:t, 0, 0][None, :])[None])
+    flat_compiles(check, VALUES)
+
+
+def test_convolution_and_embedding_take_a_variable_size_by_value():
+    import zyx.nn.functional as F
+    xs = RNG.standard_normal((10, 2, 5, 5)).astype(np.float32)
+    ws = RNG.standard_normal((3, 2, 3, 3)).astype(np.float32)
+    table = RNG.standard_normal((7, 4)).astype(np.float32)
+    x, w, tab = zyx.tensor(xs), zyx.tensor(ws), zyx.tensor(table)
+    idx = zyx.tensor(RNG.integers(0, 7, (10, 3)))
+    for t in (1, 4):
+        got = F.conv2d(x[:T.bind(t)], w, padding=1)
+        padded = np.pad(xs[:t], ((0, 0), (0, 0), (1, 1), (1, 1)))
+        want = sum(padded[:, None, c, i:i + 5, j:j + 5] * ws[None, :, c, i, j, None, None]
+                   for c in range(2) for i in range(3) for j in range(3))
+        close(got, want, rtol=1e-4, atol=1e-5)
+        close(F.embedding(idx[:T.bind(t)], tab), table[idx.numpy()[:t]])

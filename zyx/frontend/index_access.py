@@ -283,7 +283,8 @@ def take_rows(table: Any, index: Any):
 
     A gather node: the index fuses with the work that computes it, ``table`` is read from its buffer,
     and an index outside ``[0, rows)`` reads nothing and raises ``IndexOutOfRange`` (an ``IndexError``)
-    when values are next read (device error flag)."""
+    when values are next read (device error flag). A variable-size index is taken at its bound values."""
+    table, index = concrete(table), concrete(index)
     shape = (*index.shape, table.shape[1])
     if index.numel() == 0 or table.shape[1] == 0:
         return from_node(graph.const(0, table.dtype, shape, table.device))

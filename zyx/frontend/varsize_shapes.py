@@ -183,28 +183,65 @@ def expand(x: Any, shape: tuple) -> Any:
 
 
 def reshape(x: Any, shape: tuple) -> Any:
-    """``x.reshape(*shape)``: a tensor whose variable axis is its first keeps it first (the other
-    sizes static, ``-1`` or the same bound variable in first place)."""
+    """``x.reshape(*shape)`` for a tensor with one variable axis: the static axes before it regroup among
+    themselves, the variable axis keeps its place, merged with or split from the static axes after it
+    (its size in ``shape`` the matching bound expression, or ``-1``); anything else goes by value."""
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])
     phys, vax = _parts(x)
-    if any(v is not None for v in vax[1:]) or vax[0] is None or not shape or _grad(x):
+    axes = [i for i, v in enumerate(vax) if v is not None]
+    if not axes or not shape or _grad(x):
         return tensor_class().reshape(concrete(x), *_plain(shape))
-    vd = vax[0]
-    inner = math.prod(phys.shape[1:])
-    rest = shape[1:]
-    if any(type(s) in BOUND or not isinstance(s, int) or s < 0 for s in rest):
+    if len(axes) > 1:
+        return _regroup_leading(x, phys, vax, axes[0], shape)
+    i, vd = axes[0], vax[axes[0]]
+    at = [j for j, s in enumerate(shape) if type(s) in BOUND or (type(s) is int and s == -1)]  # no value read
+    static = [s for j, s in enumerate(shape) if j not in at]
+    if len(at) != 1 or any(not isinstance(s, int) or type(s) in BOUND or s < 0 for s in static):
         return tensor_class().reshape(concrete(x), *_plain(shape))
-    k = math.prod(rest)
-    first = shape[0]
-    if type(first) in BOUND:
-        if not vd.same(_dim_of(first, 0)) or k != inner:
-            return tensor_class().reshape(concrete(x), *_plain(shape))
-        return make(phys.reshape(phys.shape[0], *rest), [vd] + [None] * len(rest))
-    if first == -1 and k and inner % k == 0:
-        m = inner // k
-        return make(phys.reshape(phys.shape[0] * m, *rest), [vd.scaled(m)] + [None] * len(rest))
-    return tensor_class().reshape(concrete(x), *_plain(shape))
+    j = at[0]
+    before, rest = shape[:j], shape[j + 1:]
+    if math.prod(before) != math.prod(phys.shape[:i]):
+        return tensor_class().reshape(concrete(x), *_plain(shape))
+    inner, k = math.prod(phys.shape[i + 1:]), math.prod(rest)
+    if type(shape[j]) is int:  # -1
+        out = vd.scaled(inner // k) if k and inner % k == 0 else None
+    else:
+        out = _regrouped(vd, _dim_of(shape[j], 0), phys.shape[i], inner, k)
+    if out is None:
+        return tensor_class().reshape(concrete(x), *_plain(shape))
+    return make(phys.reshape(*before, out.phys, *rest), [None] * len(before) + [out] + [None] * len(rest))
+
+
+def _regroup_leading(x: Any, phys: Any, vax: tuple, i: int, shape: tuple) -> Any:
+    """A reshape of a tensor with several variable axes that regroups only the static axes before the
+    first of them (``(8, t, t) <-> (2, 4, t, t)``); anything else goes by value."""
+    tail = len(vax) - i
+    before, after = shape[:len(shape) - tail], shape[len(shape) - tail:]
+    same_tail = len(shape) >= tail and all(
+        (vd.same(_dim_of(s, 0)) if type(s) in BOUND else False) if vd is not None
+        else (type(s) is int and s == phys.shape[i + k])
+        for k, (vd, s) in enumerate(zip(vax[i:], after)))
+    if not same_tail or any(type(s) is not int or s < 0 for s in before) or \
+            math.prod(before) != math.prod(phys.shape[:i]):
+        return tensor_class().reshape(concrete(x), *_plain(shape))
+    return make(phys.reshape(*before, *phys.shape[i:]), [None] * len(before) + list(vax[i:]))
+
+
+def _regrouped(vd: VDim, target: VDim, phys0: int, inner: int, k: int) -> VDim | None:
+    """The first axis ``vd`` (physical extent ``phys0``, ``inner`` static elements after it) regrouped so
+    that ``k`` static elements follow it, when that makes it ``target``: merged with the axes after it
+    (``inner = m * k``: rows of ``m``) or split (``k = f * inner``: every ``f`` rows one); else None."""
+    if k and inner % k == 0:
+        out = vd.scaled(inner // k)
+    elif inner and k % inner == 0 and phys0 % (k // inner) == 0:
+        f = k // inner
+        if vd.const % f or any(c % f for _, c in vd.terms):
+            return None
+        out = VDim(tuple((v, c // f) for v, c in vd.terms), vd.const // f, phys0 // f, vd.values)
+    else:
+        return None
+    return out if out.same(target) else None
 
 
 def pad(x: Any, pads: tuple, value: Any) -> Any:

@@ -27,7 +27,7 @@ from zyx import dtype as dtypes
 from zyx.backend.pool import Buffer
 from zyx.errors import DTypeError, ShapeError
 from zyx.frontend.autograd.engine import needs_grad, record
-from zyx.frontend.base import extern_tensor
+from zyx.frontend.base import concrete, extern_tensor
 from zyx.frontend.contract_ops import stack
 from zyx.kernels import conv as conv_kernel
 from zyx.kernels import conv_tuning
@@ -53,7 +53,9 @@ def _tuple(v: Any, nd: int, name: str, fn: str) -> tuple[int, ...]:
 
 
 def _batched(x: Any, nd: int, fn: str) -> tuple[Any, bool]:
-    """``x`` with a batch dim (an unbatched (C, *spatial) input gets one) and whether it was added."""
+    """``x`` with a batch dim (an unbatched (C, *spatial) input gets one) and whether it was added.
+    A tensor of variable size is taken at its bound values: the conv kernels are specialized on shapes."""
+    x = concrete(x)
     if x.ndim == nd + 1:
         return x.unsqueeze(0), True
     if x.ndim != nd + 2:

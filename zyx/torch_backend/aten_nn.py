@@ -7,6 +7,7 @@ inputs and zyx's autograd runs it backward, so the gradients are zyx's own rules
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -14,6 +15,7 @@ from zyx import autograd
 from zyx import dtype as dtypes
 from zyx.frontend import creation
 from zyx.frontend.autograd import engine
+from zyx.frontend.base import is_variable_size
 from zyx.nn import functional as F
 from zyx.torch_backend.aten_ops import ATEN, aten
 
@@ -143,8 +145,9 @@ def batch_norm_eval(x: Any, weight: Any, bias: Any, running_mean: Any, running_v
 def layer_norm(x: Any, normalized_shape: Sequence[int], weight: Any, bias: Any, eps: float) -> tuple:
     dims = list(range(x.ndim - len(normalized_shape), x.ndim))
     mean = x.mean(dims, keepdim=True)
-    rstd = (x.var(dims, correction=0, keepdim=True) + eps).rsqrt()
-    y = (x - mean) * rstd
+    d = x - mean
+    rstd = ((d * d).mean(dims, keepdim=True) + eps).rsqrt()  # methods with variable-size forms (not var)
+    y = d * rstd
     if weight is not None:
         y = y * weight
     if bias is not None:
@@ -172,6 +175,17 @@ def native_dropout(x: Any, p: float, train: Any) -> tuple[Any, Any]:
     return x * keep * (1.0 / (1.0 - p)), keep
 
 
+def _attention(q: Any, k: Any, v: Any, keep: Any) -> Any:
+    """``softmax(q k^T / sqrt(d)) v``; a sequence of variable length (a dynamic dim) is composed from the
+    methods that have variable-size forms, so its kernels serve every length of the bucket."""
+    if not is_variable_size(q):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=keep)
+    scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(q.shape[-1]))
+    if keep is not None:
+        scores = scores.masked_fill(keep.logical_not(), float("-inf"))
+    return scores.softmax(-1) @ v
+
+
 # -- the encoder layer of PyTorch's fast path (eval mode, no grad) ---------------------------------------
 @aten("_transformer_encoder_layer_fwd")
 def transformer_encoder_layer(src: Any, embed_dim: int, num_heads: int, qkv_weight: Any, qkv_bias: Any,
@@ -189,15 +203,15 @@ def transformer_encoder_layer(src: Any, embed_dim: int, num_heads: int, qkv_weig
 
     def attention(h: Any) -> Any:
         qkv = F.linear(h, qkv_weight, qkv_bias).reshape(batch, t, 3, num_heads, head).permute(2, 0, 3, 1, 4)
-        out = F.scaled_dot_product_attention(qkv[0], qkv[1], qkv[2], attn_mask=keep)
+        out = _attention(qkv[0], qkv[1], qkv[2], keep)
         return F.linear(out.permute(0, 2, 1, 3).reshape(batch, t, embed_dim), proj_weight, proj_bias)
 
     def feed_forward(h: Any) -> Any:
         a = F.linear(h, ffn_weight_1, ffn_bias_1)
-        return F.linear(F.gelu(a) if use_gelu else a.relu(), ffn_weight_2, ffn_bias_2)
+        return F.linear(a.gelu() if use_gelu else a.relu(), ffn_weight_2, ffn_bias_2)
 
     def norm(h: Any, w: Any, b: Any) -> Any:
-        return F.layer_norm(h, (embed_dim,), w, b, eps)
+        return layer_norm(h, (embed_dim,), w, b, eps)[0]
 
     x = src
     if norm_first:

@@ -121,7 +121,7 @@ ATEN["hardtanh"] = lambda x, lo=-1.0, hi=1.0: ew.clamp(x, lo, hi)
 ATEN["leaky_relu"] = lambda x, slope=0.01: F.leaky_relu(x, slope)
 ATEN["elu"] = lambda x, alpha=1.0, scale=1.0, input_scale=1.0: F.elu(x * input_scale, alpha) * scale
 ATEN["softplus"] = lambda x, beta=1, threshold=20: F.softplus(x, beta, threshold)
-ATEN["gelu"] = lambda x, approximate="none": F.gelu(x, approximate)
+ATEN["gelu"] = lambda x, approximate="none": x.gelu(approximate)
 ATEN["masked_fill"] = lambda x, mask, value: x.masked_fill(mask, value)
 ATEN["lerp"] = lambda a, b, w: a + (b - a) * w
 

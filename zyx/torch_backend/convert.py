@@ -37,10 +37,17 @@ class UploadCache:
     def __init__(self) -> None:
         self._entries: dict[int, tuple[weakref.ref, int, Any]] = {}
 
-    def to_zyx(self, t: Any, device: Any) -> Any:
+    def get(self, t: Any) -> Any:
+        """The zyx tensor remembered for ``t`` at its current version, or None."""
         entry = self._entries.get(id(t))
         if entry is not None and entry[0]() is t and entry[1] == t._version:
             return entry[2]
+        return None
+
+    def to_zyx(self, t: Any, device: Any) -> Any:
+        z = self.get(t)
+        if z is not None:
+            return z
         z = from_dlpack(t.detach(), device=device) if t.device.type == "cpu" else None
         if z is None:
             raise NotImplementedError(f"the zyx backend takes CPU tensors; got one on {t.device}")

@@ -17,9 +17,11 @@ from zyx.backend.device import default_device
 from zyx.dtype import DType
 from zyx.frontend.autograd import engine
 from zyx.frontend.base import tensor_class
+from zyx.ir.variable import BoundExpr, BoundVariable
 from zyx.torch_backend import aten_nn  # noqa: F401 - registers the network ops in ATEN
 from zyx.torch_backend.aten_ops import ATEN
 from zyx.torch_backend.convert import UploadCache, to_torch, zyx_dtype
+from zyx.torch_backend.dynamic import DynamicDims, symbolic_inputs
 
 #: ATen ops that ran in PyTorch (no zyx mapping) since the process started, with their counts
 FALLBACKS: Counter[str] = Counter()
@@ -117,6 +119,7 @@ class ZyxGraph:
             else:
                 raise NotImplementedError(f"the zyx backend cannot run FX node kind {node.op!r} ({node.target})")
         self.names = [op_name(n.target) for n, *_ in self.steps if hasattr(n.target, "_schema")]
+        self.dynamic = DynamicDims(symbolic_inputs(self.placeholders))
 
     def _input(self, value: Any) -> Any:
         import torch
@@ -133,7 +136,8 @@ class ZyxGraph:
         from zyx.torch_backend import aten_ops
 
         aten_ops.DEVICE[0] = self.device
-        env: dict[Any, Any] = {p: self._input(a) for p, a in zip(self.placeholders, args)}
+        env: dict[Any, Any] = self._dynamic_inputs(args) if self.dynamic else \
+            {p: self._input(a) for p, a in zip(self.placeholders, args)}
         for node, value in self.constants.items():
             env[node] = self._input(value)
         with engine.no_grad():  # the graphs are functional and come with their own backward graph
@@ -142,9 +146,30 @@ class ZyxGraph:
         outs = map_arg(self.output, env.__getitem__)
         return self._outputs(outs)
 
+    def _dynamic_inputs(self, args: tuple) -> dict[Any, Any]:
+        """The placeholders' values when some sizes are symbolic: bound Variables for size arguments and
+        variable-size tensors for tensors with symbolic dims (a value zyx handed out comes back as it was)."""
+        import torch
+
+        bound = self.dynamic.bind(args)
+        by_position = {s.position: bound[s.symbol] for s in self.dynamic.inputs if s.axis is None}
+        env: dict[Any, Any] = {}
+        for i, (p, a) in enumerate(zip(self.placeholders, args)):
+            if i in by_position:
+                env[p] = by_position[i]
+            elif isinstance(a, torch.Tensor):
+                env[p] = self.cache.get(a)
+                if env[p] is None:
+                    env[p] = self.dynamic.upload(a, i, bound, lambda t: self.cache.to_zyx(t, self.device))
+            else:
+                env[p] = self._input(a)
+        return env
+
     def _outputs(self, outs: Any) -> Any:
         if isinstance(outs, (list, tuple)):
             return type(outs)(self._outputs(o) for o in outs)
         if isinstance(outs, tensor_class()):
             return to_torch(outs, self.cache)
+        if isinstance(outs, (BoundVariable, BoundExpr)):
+            return int(outs)  # a size the graph hands back (saved for backward): torch takes plain ints
         return outs
