@@ -116,7 +116,6 @@ class KernelBuilder:
         self.plain = False  # a reduce reading the output's last axis was fused (no row kernel)
         self.outer = {f"o{i}" for i in range(len(root.shape) - 1)}
         self.fusable: dict[int, bool] = {}
-        self.copies: dict[int, Buffer] = {}  # inputs from other devices, copied over
         self.params: list[Src] = []  # constants passed as scalar arguments (expr.Param slots)
         self.param_slot: dict[int, int] = {}
         self.gathers = 0
@@ -141,8 +140,8 @@ class KernelBuilder:
         return tuple(s.dtype for s in self.params)
 
     def buf_index(self, buf: Buffer, dtype: DType) -> int:
-        if buf.pool is not None and buf.pool.device is not self.root.device:
-            buf = self.copied_over(buf)
+        if buf.pool is not None and buf.pool.device is not self.root.device:  # graph.build moves operands
+            raise ZyxError(f"internal: a kernel on {self.root.device} reads a buffer of {buf.pool.device}")
         key = (id(buf), dtype.name)
         i = self.index.get(key)
         if i is None:
@@ -150,16 +149,6 @@ class KernelBuilder:
             self.bufs.append(dtype)
             self.args.append(buf)
         return i
-
-    def copied_over(self, buf: Buffer) -> Buffer:
-        """An input living on another device, copied to the kernel's device (once per kernel)."""
-        from zyx.backend import transfer
-
-        got = self.copies.get(id(buf))
-        if got is None:
-            got = transfer.upload(self.root.device, transfer.read(buf, buf.nbytes))
-            self.copies[id(buf)] = got
-        return got
 
     def can_inline(self, n: LazyNode, view: View, valid: sym.Node, inner: list[sym.Node]) -> bool:
         if _stored(n):
