@@ -117,6 +117,7 @@ def test_in_place_writes_from_another_device(device_pair) -> None:
     q = rng.standard_normal((4, 6)).astype(np.float32)
     x, y = zyx.tensor(p, device=a), zyx.tensor(q, device=b)
     reader = x * 3  # pending on a: sees the old values
+    moved, row = x.to(b), (x[2:3] + 1).to(b)  # pending transfers of the old values too
     x[1:3] = y[::2]
     expect = p.copy()
     expect[1:3] = q[::2]
@@ -127,6 +128,8 @@ def test_in_place_writes_from_another_device(device_pair) -> None:
     assert x.device is a
     np.testing.assert_array_equal(x.numpy(), expect)
     np.testing.assert_allclose(reader.numpy(), p * 3, rtol=1e-6)
+    np.testing.assert_array_equal(moved.numpy(), p)
+    np.testing.assert_allclose(row.numpy(), p[2:3] + 1, rtol=1e-6)
     x.add_(y)
     np.testing.assert_allclose(x.numpy(), expect + q, rtol=1e-6)
     x.copy_(y.T.T)
