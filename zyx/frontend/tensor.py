@@ -216,8 +216,8 @@ class Tensor(IndexingMixin, CompositesMixin, ElementwiseMixin, ElementwiseMathMi
 
     # -- conversion and copies --------------------------------------------------
     def to(self, target: Any) -> Tensor:
-        """A copy on another device (pinned there, see ``pinned``), or with another dtype (``self`` if
-        nothing changes)."""
+        """A copy on another device (pinned there, see ``pinned``; lazy: the values move when it is
+        used, ``graph.on_device``), or with another dtype (``self`` if nothing changes)."""
         if isinstance(target, Device) or (isinstance(target, str) and target.lower().startswith("opencl:")):
             return self._to_device(resolve(target))
         try:

@@ -18,7 +18,9 @@ those where inlining would recompute work:
   (fusion breaks); a gather's table is stored, its index fuses.
 
 A source that is not inlined is stored first through the ``store`` callback (its kernels
-are enqueued first on the in-order queue).
+are enqueued first on the in-order queue). Every buffer a kernel reads lives on its device: an
+operand of another device reaches the graph as a transfer node (``graph.build.on_device``), an
+``EXTERN`` node like any other, so no copy happens while a kernel is built.
 """
 from __future__ import annotations
 
