@@ -265,6 +265,19 @@ def torch() -> Any:
     return pytest.importorskip("torch")
 
 
+@pytest.fixture(scope="session")
+def device_pair() -> tuple[zyx.Device, zyx.Device]:
+    """The default device and another usable one (simulators excepted: Oclgrind runs kernels far too
+    slowly) for the tests of one process holding tensors on several devices; a clean skip saying what
+    was found when there is no such pair. Not narrowed by ``--devices``: these tests need both."""
+    usable = [d for d in ALL_DEVICES if d.usable]
+    default = zyx.default_device() if usable else None
+    others = [d for d in usable if d is not default]
+    if default not in usable or not others:
+        pytest.skip(f"needs two usable OpenCL devices besides simulators, found {[str(d) for d in usable]}")
+    return default, others[0]
+
+
 @pytest.fixture
 def restore_default_device(monkeypatch: pytest.MonkeyPatch) -> None:
     """Undo any change a test makes to the default device."""

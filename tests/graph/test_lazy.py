@@ -268,7 +268,7 @@ def test_mixed_devices_run_where_most_input_bytes_are():
     f = zyx.where(a > 2, b, big)
     assert f.device is d1
     np.testing.assert_array_equal(f.numpy(), np.where(an > 2, an * 10, bign))
-    g = ((a.exp() + 1) @ big.T).relu()  # pending work of d0 fused into a d1 kernel
+    g = ((a.exp() + 1) @ big.T).relu()  # pending work of d0 runs there, then moves (a transfer node)
     assert g.device is d1
     np.testing.assert_allclose(g.numpy(), np.maximum((np.exp(an) + 1) @ bign.T, 0), rtol=1e-5)
     h = (a.sum() + b.sum()) * 2  # a stored reduce on d0 copied over
@@ -287,14 +287,15 @@ def test_a_pinned_device_wins_over_input_bytes():
     assert (small * big).device is d1
     named = zyx.tensor(an, device=d0)  # the device named: pinned to d0
     assert named.pinned
-    e = named * big  # both pinned: the first pinned operand's device, though d1 holds more bytes
-    assert e.device is d0 and e.pinned
+    e = named * big  # both pinned: the pinned device holding more of the bytes
+    assert e.device is d1 and e.pinned
     np.testing.assert_array_equal(e.numpy(), an * bign)
+    assert (named * big[0]).device is d0  # equal bytes: the first pinned operand's
     derived = (named.exp() + 1).sum(0, keepdim=True)[None]  # computed from a pinned tensor: pinned
     assert derived.pinned and not (small + 1).pinned
     f = derived * _on_default(d1, lambda: zyx.tensor(bign))  # the derived pinned operand decides
     assert f.device is d0
-    g = zyx.zeros_like(named) + big  # *_like keeps the pin of its model
+    g = zyx.zeros_like(named) + _on_default(d1, lambda: zyx.tensor(bign))  # *_like keeps the pin of its model
     assert g.device is d0
     assert zyx.zeros(3, device=d1).pinned and zyx.randn(3, device=d1).pinned and not zyx.zeros(3).pinned
     w = zyx.tensor(an).realize()

@@ -89,6 +89,13 @@ def read_into(buf: Buffer, out: np.ndarray, byte_offset: int = 0) -> None:
         _note_copy("device_to_host", buf.device, start, out.nbytes)
 
 
+def to_device(src: Buffer, device: Device) -> Buffer:
+    """A new buffer on ``device`` holding the bytes of ``src`` (another device's). Devices of different
+    platforms share no context, so the bytes go through the host: read once the work queued before on
+    ``src``'s queue has run, then written into ``device``'s queue (a profile shows both halves)."""
+    return upload(device, read(src))
+
+
 def copy_buffer(src: Buffer, dst: Buffer, nbytes: int, src_offset: int = 0, dst_offset: int = 0) -> Any:
     """Copy ``nbytes`` between two buffers; across devices this goes through the host."""
     import pyopencl as cl

@@ -31,16 +31,15 @@ def shape_arg(shape: Sequence[Any], what: str = "shape", variables: bool = False
 
 
 def device_of(*xs: Any, out_bytes: int = 0):
-    """The device of a kernel on ``xs``: theirs; for mixed devices the first pinned operand's
-    (``Tensor.pinned``), else ``graph.choose_device``."""
+    """The device of a kernel on ``xs``: theirs; for mixed devices ``graph.choose_device`` among the
+    devices of the pinned operands (``Tensor.pinned``: one pinned device wins), or among all when none
+    is pinned."""
     ts = [x for x in xs if isinstance(x, TensorBase)]
     first = ts[0].device
     if all(t.device is first for t in ts):
         return first
-    for t in ts:
-        if t._data.pinned:
-            return t.device
     # bytes an operand brings: its elements without broadcast repeats
     held = [(t.device, math.prod(d for d, st in zip(t.shape, t._view.strides) if st) * t.dtype.itemsize)
             for t in ts]
-    return graph.choose_device(held, out_bytes)
+    pinned = [t.device for t in ts if t._data.pinned]
+    return graph.choose_device(held, out_bytes, pinned or None)

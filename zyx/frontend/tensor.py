@@ -216,8 +216,8 @@ class Tensor(IndexingMixin, CompositesMixin, ElementwiseMixin, ElementwiseMathMi
 
     # -- conversion and copies --------------------------------------------------
     def to(self, target: Any) -> Tensor:
-        """A copy on another device (pinned there, see ``pinned``), or with another dtype (``self`` if
-        nothing changes)."""
+        """A copy on another device (pinned there, see ``pinned``; lazy: the values move when it is
+        used, ``graph.on_device``), or with another dtype (``self`` if nothing changes)."""
         if isinstance(target, Device) or (isinstance(target, str) and target.lower().startswith("opencl:")):
             return self._to_device(resolve(target))
         try:
@@ -238,8 +238,9 @@ class Tensor(IndexingMixin, CompositesMixin, ElementwiseMixin, ElementwiseMathMi
             self._data.pinned = True
             return self
         device.check_dtype(self._dtype)
-        host = self._host_bytes()
-        moved = Tensor(transfer.upload(device, host), View.contiguous(self.shape), self._dtype, device)
+        # lazy: a transfer node, realized (this device's work first, then the copy) when it is needed
+        src = graph.on_device(graph.Src(self._data, self._view, self._dtype), device)
+        moved = Tensor(src.base, src.view, self._dtype, device)
         moved._data.pinned = True
         if self._ag is not None and autograd.is_grad_enabled():
             source = self._device
@@ -252,8 +253,9 @@ class Tensor(IndexingMixin, CompositesMixin, ElementwiseMixin, ElementwiseMathMi
 
         A tensor is pinned when its device was named (``device=`` at creation, ``.to(device)``)
         or when it was computed from a pinned tensor. A kernel with operands on several devices
-        runs on its first pinned operand's device; with none pinned, on the device holding most
-        of its input bytes. Either way the other inputs are copied over.
+        runs on the device holding most of its input bytes among its pinned operands' devices (the
+        one pinned device, when only one is), or among all of them when none is pinned. Either way
+        the other inputs are copied over (a transfer node: ``graph.on_device``).
         """
         return self._data.pinned
 

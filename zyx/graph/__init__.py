@@ -10,6 +10,7 @@ from zyx.graph.build import (
     extern,
     from_buffer,
     gather,
+    on_device,
     pad,
     reduce,
 )
@@ -18,5 +19,5 @@ from zyx.graph.realization import flush_readers, realize, set_buffer
 from zyx.graph.schedule import schedule_stats
 
 __all__ = ["Extern", "GatherSpec", "LazyNode", "Src", "alu", "cast", "choose_device", "const", "copy", "extern",
-           "flush_readers", "from_buffer", "gather", "pad", "realize", "reduce", "schedule_stats",
+           "flush_readers", "from_buffer", "gather", "on_device", "pad", "realize", "reduce", "schedule_stats",
            "set_buffer"]

@@ -1,5 +1,11 @@
 """Building graph nodes: one function per kind of node (``graph.node`` holds the data), and the depth cut.
 
+Operands on another device: every node is built on one device, and a source living on another is
+read through a *transfer* node (``on_device``): an ``EXTERN`` node whose realization realizes the
+source on its own device and copies its buffer over. Fusion and the schedule cache therefore only
+ever see one device's buffers per kernel, and the copy is a step of its own, keyed and stored like
+any other fusion break.
+
 Realizing walks the pending graph recursively, so a node whose pending chain (``LazyNode.depth``)
 would exceed ``MAX_PENDING_DEPTH`` first realizes its deepest pending sources: a loop of thousands
 of lazy ops (an unrolled recurrence, its gradient) runs in kernels of at most that depth instead of
@@ -8,14 +14,17 @@ itself never does.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Sequence
 from typing import Any
 
+from zyx.backend import transfer as transfers
 from zyx.backend.pool import Buffer
 from zyx.dtype import DType
 from zyx.graph import node_log
 from zyx.graph.node import BOUNDARIES, BOUNDARY_DEPTH, Extern, GatherSpec, LazyNode, Src
 from zyx.graph.realization import realize
+from zyx.ir.view import View
 from zyx.op import ALU, REDUCE, Op
 
 MAX_PENDING_DEPTH = 160  # about 3 Python frames per fused op: ~500 frames, well inside the default 1000
@@ -59,7 +68,7 @@ def from_buffer(buf: Buffer, dtype: DType, device: Any) -> LazyNode:
 
 def alu(op: Op, srcs: list[Src], dtype: DType, shape: tuple[int, ...], device: Any) -> LazyNode:
     """``op`` (an ALU op) on ``srcs``, each already read at ``shape``."""
-    node = LazyNode(op, None, tuple(srcs), dtype, shape, device)
+    node = LazyNode(op, None, tuple(_local(srcs, device)), dtype, shape, device)
     if node.depth > MAX_PENDING_DEPTH:  # _made inline: this runs for every elementwise op
         _shorten(node)
     if node_log.current is not None:
@@ -69,12 +78,12 @@ def alu(op: Op, srcs: list[Src], dtype: DType, shape: tuple[int, ...], device: A
 
 def cast(src: Src, dtype: DType, shape: tuple[int, ...], device: Any) -> LazyNode:
     """``src`` converted to ``dtype``."""
-    return _made(LazyNode(Op.CAST, None, (src,), dtype, shape, device))
+    return _made(LazyNode(Op.CAST, None, (on_device(src, device),), dtype, shape, device))
 
 
 def copy(src: Src, shape: tuple[int, ...], device: Any, store: bool = False) -> LazyNode:
     """The values of ``src`` as a new dense value; ``store`` forces a buffer (clone/contiguous)."""
-    return _made(LazyNode(Op.COPY, store, (src,), src.dtype, shape, device))
+    return _made(LazyNode(Op.COPY, store, (on_device(src, device),), src.dtype, shape, device))
 
 
 def reduce(op: Op, src: Src, axes: tuple[int, ...], dtype: DType, device: Any,
@@ -83,13 +92,13 @@ def reduce(op: Op, src: Src, axes: tuple[int, ...], dtype: DType, device: Any,
     given); ``dtype`` is the accumulator's."""
     if shape is None:
         shape = tuple(1 if i in axes else d for i, d in enumerate(src.view.shape))
-    return _made(LazyNode(op, tuple(axes), (src,), dtype, shape, device))
+    return _made(LazyNode(op, tuple(axes), (on_device(src, device),), dtype, shape, device))
 
 
 def pad(src: Src, pads: tuple[tuple[int, int], ...], value: Any, device: Any) -> LazyNode:
     """``src`` with ``pads[i] = (before, after)`` elements of ``value`` on each dim (non-negative)."""
     shape = tuple(d + lo + hi for d, (lo, hi) in zip(src.view.shape, pads))
-    return _made(LazyNode(Op.PAD, (tuple(pads), value), (src,), src.dtype, shape, device))
+    return _made(LazyNode(Op.PAD, (tuple(pads), value), (on_device(src, device),), src.dtype, shape, device))
 
 
 def const(value: Any, dtype: DType, shape: tuple[int, ...], device: Any) -> LazyNode:
@@ -100,27 +109,68 @@ def const(value: Any, dtype: DType, shape: tuple[int, ...], device: Any) -> Lazy
 def gather(table: Src, indices: tuple[Src, ...], spec: GatherSpec, shape: tuple[int, ...], device: Any) -> LazyNode:
     """The indexed load ``out[o] = table[t(o)]`` of ``spec`` (``GatherSpec``) over the integer ``indices``;
     an index outside its table axis raises the device error flag (``IndexOutOfRange`` at readback)."""
-    return _made(LazyNode(Op.GATHER, spec, (table, *indices), table.dtype, shape, device))
+    srcs = tuple(_local((table, *indices), device))
+    return _made(LazyNode(Op.GATHER, spec, srcs, table.dtype, shape, device))
 
 
 def extern(name: str, run: Callable[[list[Buffer]], Buffer], srcs: list[Src], dtype: DType,
            shape: tuple[int, ...], device: Any) -> LazyNode:
     """A value computed by a kernel that is not IR (see ``Extern``) from the realized ``srcs``."""
-    return _made(LazyNode(Op.EXTERN, Extern(name, run), tuple(srcs), dtype, shape, device))
+    return _made(LazyNode(Op.EXTERN, Extern(name, run), tuple(_local(srcs, device)), dtype, shape, device))
 
 
-def choose_device(inputs: list[tuple[Any, int]], out_bytes: int) -> Any:
+def choose_device(inputs: list[tuple[Any, int]], out_bytes: int, among: list[Any] | None = None) -> Any:
     """The device a kernel runs on, given its ``(device, bytes read)`` inputs (DESIGN.md).
 
-    The device holding most of the input bytes that has room for the output (ties: the
-    first operand's); inputs elsewhere are copied over when the kernel is built. (A pinned
-    operand overrides this before it is called: ``frontend.args.device_of``.)
+    The device holding most of the input bytes that has room for the output (ties: the first
+    operand's); inputs elsewhere are copied over (``on_device``). ``among``: the devices it may
+    choose (the pinned operands', ``frontend.args.device_of``), when not all of them.
     """
     held: dict[Any, int] = {}
     for dev, nbytes in inputs:
         held[dev] = held.get(dev, 0) + nbytes
+    if among is not None:
+        held = {d: n for d, n in held.items() if d in among}
     ranked = sorted(held, key=lambda d: -held[d])  # stable: first operand first among equals
     for dev in ranked:
         if dev.global_mem_bytes - dev.pool.bytes_in_use >= out_bytes:
             return dev
     return ranked[0]
+
+
+def on_device(src: Src, device: Any) -> Src:
+    """``src`` as read by a node on ``device``: itself, or (its base living on another device) a read of
+    a transfer node. The whole base moves when the view reads at least half of it (the view kept, so a
+    broadcast moves its values once); a smaller part is made dense on its own device first (a kernel
+    there, fused with the work producing it), and only that part moves."""
+    b = src.base
+    if b is None or b.device is device:
+        return src
+    v = src.view
+    kept = View(tuple(d if st else 1 for d, st in zip(v.shape, v.strides)), v.strides, v.offset)  # no broadcasts
+    if 2 * kept.numel >= math.prod(b.shape):
+        return Src(transfer(b, device), v, src.dtype)
+    part = copy(Src(b, kept, src.dtype), kept.shape, b.device)
+    return Src(transfer(part, device), View.contiguous(kept.shape).expand(v.shape), src.dtype)
+
+
+TRANSFER = "transfer"  # the name of a transfer node's Extern
+
+
+def transfer(node: LazyNode, device: Any) -> LazyNode:
+    """The values of ``node`` (another device's) on ``device``: realized by realizing ``node`` where it
+    lives and copying its buffer over (``backend.transfer.to_device``)."""
+    def run(bufs: list[Buffer]) -> Buffer:
+        return transfers.to_device(bufs[0], device)
+
+    src = Src(node, View.contiguous(node.shape), node.dtype)
+    return _made(LazyNode(Op.EXTERN, Extern(TRANSFER, run), (src,), node.dtype, node.shape, device))
+
+
+def _local(srcs: Sequence[Src], device: Any) -> Sequence[Src]:
+    """``srcs`` read on ``device`` (``on_device``); the same sequence when all are there already."""
+    for s in srcs:
+        b = s.base
+        if b is not None and b.device is not device:
+            return [on_device(t, device) for t in srcs]
+    return srcs

@@ -18,7 +18,9 @@ those where inlining would recompute work:
   (fusion breaks); a gather's table is stored, its index fuses.
 
 A source that is not inlined is stored first through the ``store`` callback (its kernels
-are enqueued first on the in-order queue).
+are enqueued first on the in-order queue). Every buffer a kernel reads lives on its device: an
+operand of another device reaches the graph as a transfer node (``graph.build.on_device``), an
+``EXTERN`` node like any other, so no copy happens while a kernel is built.
 """
 from __future__ import annotations
 
@@ -116,7 +118,6 @@ class KernelBuilder:
         self.plain = False  # a reduce reading the output's last axis was fused (no row kernel)
         self.outer = {f"o{i}" for i in range(len(root.shape) - 1)}
         self.fusable: dict[int, bool] = {}
-        self.copies: dict[int, Buffer] = {}  # inputs from other devices, copied over
         self.params: list[Src] = []  # constants passed as scalar arguments (expr.Param slots)
         self.param_slot: dict[int, int] = {}
         self.gathers = 0
@@ -141,8 +142,8 @@ class KernelBuilder:
         return tuple(s.dtype for s in self.params)
 
     def buf_index(self, buf: Buffer, dtype: DType) -> int:
-        if buf.pool is not None and buf.pool.device is not self.root.device:
-            buf = self.copied_over(buf)
+        if buf.pool is not None and buf.pool.device is not self.root.device:  # graph.build moves operands
+            raise ZyxError(f"internal: a kernel on {self.root.device} reads a buffer of {buf.pool.device}")
         key = (id(buf), dtype.name)
         i = self.index.get(key)
         if i is None:
@@ -150,16 +151,6 @@ class KernelBuilder:
             self.bufs.append(dtype)
             self.args.append(buf)
         return i
-
-    def copied_over(self, buf: Buffer) -> Buffer:
-        """An input living on another device, copied to the kernel's device (once per kernel)."""
-        from zyx.backend import transfer
-
-        got = self.copies.get(id(buf))
-        if got is None:
-            got = transfer.upload(self.root.device, transfer.read(buf, buf.nbytes))
-            self.copies[id(buf)] = got
-        return got
 
     def can_inline(self, n: LazyNode, view: View, valid: sym.Node, inner: list[sym.Node]) -> bool:
         if _stored(n):

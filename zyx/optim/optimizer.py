@@ -102,6 +102,7 @@ class Optimizer:
                         continue
                     state = self.state.get(p, {})
                     fresh = not state
+                    _follow(p, state)
                     update = self._kernel(p, group, state)
                     if state:
                         self.state[p] = state
@@ -216,6 +217,14 @@ def _latest_scalar(latest: list[Any], index: int, name: str) -> float:
     return latest[index].scalars[name]
 
 
+def _follow(p: Tensor, state: dict[str, Any]) -> None:
+    """Move ``p``'s state tensors to its device when it moved since they were made (``Module.to``
+    after a step), as the step's kernel runs there and updates them in place."""
+    for k, v in state.items():
+        if isinstance(v, Tensor) and v.device is not p.device:
+            state[k] = v.to(p.device)
+
+
 def _state_value(key: str, value: Any, p: Tensor) -> Any:
     """A loaded state entry on ``p``'s device (floating tensors in ``p``'s dtype), a copy of its own (steps
     write state in place; the loaded dict stays as it was, as PyTorch copies it); ``step`` as a float."""
@@ -273,6 +282,8 @@ def step_in_place(algo: str, params: list[Tensor], states: list[dict[str, Tensor
         for t in s.values():
             make_dense_in_place(t)
         grad = p.grad.detach()
+        if grad.device is not p.device:  # a gradient assigned from another device
+            grad = grad.to(p.device)
         grads.append(grad if grad.dtype is p.dtype else grad.cast(p.dtype))
     dtype = work[0][0].dtype
     number = np.float64 if dtype.name == "float64" else np.float32

@@ -453,6 +453,8 @@ def _accumulate(t: Any, g: Any, create_graph: bool) -> None:
     meta = t._ag
     if not create_graph:
         g = g.detach()
+    if g.device is not t.device:  # a gradient computed on another device (mixed operands) joins its tensor's
+        g = g.to(t.device)
     meta.grad = g if meta.grad is None else meta.grad + g
     if not create_graph:
         # Run the gradient's kernels now, in reverse order of the forward: the saved values and
