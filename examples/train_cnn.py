@@ -17,6 +17,7 @@ from tqdm import tqdm
 import zyx
 from zyx import nn
 from zyx.nn import functional as F
+from zyx.utils.data import DataLoader, TensorDataset
 
 TARGET = 0.97
 
@@ -37,7 +38,6 @@ def main() -> int:
     args = ap.parse_args()
 
     zyx.manual_seed(0)
-    rng = np.random.default_rng(0)
     digits = load_digits()
     x = (digits.images / 16.0).astype(np.float32)[:, None]  # (N, 1, 8, 8), pixel values 0..16
     y = digits.target.astype(np.int64)
@@ -48,17 +48,17 @@ def main() -> int:
     sched = zyx.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=args.epochs)
     print(model)
 
-    n = len(x_train)
-    steps = n // args.batch_size  # full batches only (reshuffled each epoch): one set of kernel shapes to compile
+    # full batches only (reshuffled each epoch): one set of kernel shapes to compile; one upload per batch
+    loader = DataLoader(TensorDataset(x_train, y_train), batch_size=args.batch_size, shuffle=True, drop_last=True,
+                        generator_seed=0)
+    steps = len(loader)
     start = time.perf_counter()
     model.train()
     loss_value = float("nan")
     for epoch in range(args.epochs):
-        order = rng.permutation(n)
-        bar = tqdm(range(steps), desc=f"epoch {epoch + 1}/{args.epochs}", leave=False, file=sys.stdout)
-        for i in bar:
-            idx = order[i * args.batch_size:(i + 1) * args.batch_size]
-            loss = F.cross_entropy(model(zyx.tensor(x_train[idx])), zyx.tensor(y_train[idx]))
+        bar = tqdm(loader, desc=f"epoch {epoch + 1}/{args.epochs}", leave=False, file=sys.stdout)
+        for xb, yb in bar:
+            loss = F.cross_entropy(model(xb), yb)
             opt.zero_grad()
             loss.backward()
             opt.step()
