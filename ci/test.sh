@@ -24,8 +24,8 @@
 #      and streamed stores, the same kernels whatever the heuristics; test_matmul_order: the CPU
 #      loop order on described devices; test_heuristics_setting: sets the kind per test;
 #      test_matmul_dot, test_matmul_padded: the CPU matmul forms and copies), which step 1 runs;
-#      not tests/kernels/contracts/test_kernels_bytes.py (533 byte-exact layout cases, run by steps 1 and 2
-#      and 4; the contract kernels' GPU variants are run here by their other tests), to keep the cold run
+#      not tests/kernels/contracts/test_kernels_bytes.py (533 byte-exact layout cases, run by steps 1 and 2;
+#      the contract kernels' GPU variants are run here by their other tests), to keep the cold run
 #      under 20 minutes; not tests/contracts/spec, which needs no device;
 #   (steps 1, 2, 2r and 3 run side by side; step 1 on two pytest-xdist workers, which steal each other's
 #   queued tests (`--dist worksteal`) so neither idles while the other ends a queue of slow tests: it outlasts the others)
@@ -33,7 +33,8 @@
 #      kernel caches (tests/backend/test_program.py checks that a second process builds nothing);
 #      not tests/examples (step 1 runs them): their graph kernels load from the same cache as
 #      tests/graph's, and warm they are mostly training and model time (6-8 s per example, see
-#      the README), in a step that nothing runs beside, on two pytest-xdist workers;
+#      the README), in a step that nothing runs beside, on two pytest-xdist workers; not
+#      test_kernels_bytes.py (533 layout cases that load the same contract programs as the other contract tests);
 #   0. first, the device-free tier: the suite in a venv with pyopencl and no OpenCL platform
 #      at all (tests that need a device skip; symbolic algebra, contract parsing, cost,
 #      tuning DB and the like must pass), while the test venv installs beside it;
@@ -111,4 +112,5 @@ for step in 1 2 2r 3; do
 done
 [ "$status" = 0 ] || { echo "ci/test.sh: a test step failed (full logs in $logs)"; exit 1; }
 echo "== 4. second run (warm caches) =="
-python -m pytest tests/codegen tests/kernels/contracts tests/kernels/test_random_bits.py tests/kernels/test_scatter_*.py tests/contracts tests/graph -q -n 2 -p no:cacheprovider --devices=default
+python -m pytest tests/codegen tests/kernels/contracts tests/kernels/test_random_bits.py tests/kernels/test_scatter_*.py tests/contracts tests/graph -q -n 2 -p no:cacheprovider --devices=default \
+    --ignore=tests/kernels/contracts/test_kernels_bytes.py
