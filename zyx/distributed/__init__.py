@@ -13,11 +13,12 @@ from zyx.distributed.process_group import (
     init_process_group,
     is_available,
     is_initialized,
+    new_group,
 )
 from zyx.errors import DistributedError
 
 __all__ = [
     "DistributedError", "ReduceOp", "Work", "all_gather", "all_reduce", "barrier", "broadcast",
     "destroy_process_group", "get_rank", "get_world_size", "init_process_group", "is_available", "is_initialized",
-    "reduce_scatter",
+    "new_group", "reduce_scatter",
 ]

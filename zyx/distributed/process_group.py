@@ -90,6 +90,13 @@ def init_process_group(backend: str | None = "gloo", init_method: str | None = N
                                f"{exc}") from exc
 
 
+def new_group(ranks: list[int] | None = None, timeout: Any = None) -> Any:
+    """A process group of ``ranks`` (every rank by default) with its own ``timeout``, to pass as ``group=``
+    (PyTorch's; every rank of the default group must call it, in the same order)."""
+    dist = _default_group()
+    return dist.new_group(ranks=ranks, timeout=_timedelta(timeout), backend="gloo")
+
+
 def _default_group() -> Any:
     dist = torch_distributed()
     if not dist.is_initialized():
