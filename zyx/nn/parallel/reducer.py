@@ -79,22 +79,23 @@ class Bucket:
 
 def make_buckets(named: Sequence[tuple[str, Any]], cap_bytes: int) -> list[Bucket]:
     """``named`` (name, parameter) pairs cut into buckets: reverse order, one dtype and device each, the
-    first up to ``min(cap, 1 MiB)`` bytes and the rest up to ``cap_bytes`` (a larger parameter alone)."""
-    buckets: list[Bucket] = []
-    open_: dict[tuple, tuple[list, list, int]] = {}
-    for name, p in reversed(list(named)):
+    first up to ``min(cap, 1 MiB)`` bytes and the rest up to ``cap_bytes`` (a larger parameter alone);
+    ordered by their first parameter in backward's order, so buckets start as backward fills them."""
+    done: list[tuple[int, Bucket]] = []
+    open_: dict[tuple, tuple[int, list, list, int]] = {}  # (dtype, device) -> (first position, params, names, bytes)
+    for position, (name, p) in enumerate(reversed(list(named))):
         key = (p.dtype.name, id(p.device))
-        params, names, size = open_.get(key, ([], [], 0))
-        limit = min(cap_bytes, FIRST_BUCKET_BYTES) if not buckets else cap_bytes
+        first, params, names, size = open_.get(key, (position, [], [], 0))
+        limit = min(cap_bytes, FIRST_BUCKET_BYTES) if not done else cap_bytes
         nbytes = p.numel() * p.dtype.itemsize
         if params and size + nbytes > limit:
-            buckets.append(Bucket(params, names))
-            params, names, size = [], [], 0
+            done.append((first, Bucket(params, names)))
+            first, params, names, size = position, [], [], 0
         params.append(p)
         names.append(name)
-        open_[key] = (params, names, size + nbytes)
-    buckets.extend(Bucket(params, names) for params, names, _ in open_.values() if params)
-    return buckets
+        open_[key] = (first, params, names, size + nbytes)
+    done.extend((first, Bucket(params, names)) for first, params, names, _ in open_.values() if params)
+    return [bucket for _, bucket in sorted(done, key=lambda fb: fb[0])]
 
 
 class Reducer:
