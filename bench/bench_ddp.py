@@ -141,7 +141,7 @@ def _measure(name: str, mode: str, steps: int) -> dict[str, Any]:
                      MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
         procs.append(subprocess.Popen(cmd, env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
     outs = [p.communicate(timeout=600) for p in procs]
-    for p, (out, err) in zip(procs, outs):
+    for p, (_, err) in zip(procs, outs):
         if p.returncode != 0:
             raise RuntimeError(f"bench_ddp {name} / {mode}: a process exited {p.returncode}:\n{err[-3000:]}")
     return json.loads([ln for ln in outs[0][0].splitlines() if ln.startswith("{")][-1])
