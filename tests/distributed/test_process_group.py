@@ -8,11 +8,11 @@ import pytest
 pytest.importorskip("torch.distributed", reason="zyx.distributed runs on torch.distributed: pip install "
                     "'zyx[distributed]'")
 
-import zyx  # noqa: E402 - after the skip
-import zyx.distributed as dist  # noqa: E402
-from zyx import nn  # noqa: E402
-from zyx.nn import functional as F  # noqa: E402
-from zyx.nn.parallel import DistributedDataParallel as DDP  # noqa: E402
+import zyx
+import zyx.distributed as dist
+from zyx import nn
+from zyx.nn import functional as F
+from zyx.nn.parallel import DistributedDataParallel as DDP
 
 pytestmark = pytest.mark.needs_device
 
