@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from zyx.distributed.collectives import ReduceOp, broadcast_host
-from zyx.distributed.process_group import get_rank, get_world_size, is_initialized, torch_distributed
+from zyx.distributed.collectives import broadcast_host
+from zyx.distributed.process_group import failure, get_rank, get_world_size, is_initialized, torch_distributed
 from zyx.errors import DistributedError
 from zyx.frontend.autograd.engine import is_grad_enabled, no_grad
 from zyx.frontend.base import TensorBase
@@ -103,9 +103,13 @@ class DistributedDataParallel(Module):
         import torch
 
         sig = _signature(named)
-        both = torch.tensor([sig, -sig], dtype=torch.int64)
+        both = torch.tensor([sig, -sig], dtype=torch.int64)  # the largest and the smallest signature
         dist = torch_distributed()
-        dist.all_reduce(both, op=getattr(dist.ReduceOp, ReduceOp.MAX.name), group=self.process_group)
+        try:
+            dist.all_reduce(both, op=dist.ReduceOp.MAX, group=self.process_group)
+        except RuntimeError as exc:
+            raise failure("DistributedDataParallel (checking the ranks' parameters)", exc, self.process_group) \
+                from exc
         if int(both[0]) != sig or int(-both[1]) != sig:
             raise DistributedError(f"DistributedDataParallel: rank {get_rank(self.process_group)}'s parameters "
                                    f"({len(named)} of them) differ in names, shapes or dtypes from another rank's; "
