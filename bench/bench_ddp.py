@@ -13,10 +13,12 @@ Columns: best and median ms per step (rank 0's, which includes waiting for rank 
 best, the speed-up over one core; for the ranks: the gradient MiB all-reduced per step, ``local_ms`` (the best
 step of the wrapped model alone on a rank's half batch: no reduction, no buffers sent), ``allreduce_ms`` (the
 step's buckets all-reduced alone, blocking, between the same two ranks: the communication a step has to do),
-``exposed_ms`` = best DDP step - local step (what the reduction added), ``hidden`` = 1 - exposed / allreduce
-(the share of the all-reduce that ran under the rest of backward) and ``wait_ms`` (backward's wait at its end
-for unfinished buckets, per step: it includes waiting for the slower rank). Each configuration is its own
-processes (a process's cores are fixed before PoCL starts).
+``added_ms`` = best DDP step - best local step (all data parallelism cost: the reduction, the buffer
+broadcast, the read-back and upload, and lock-step with the slower rank), ``wait_ms`` (what backward waited at
+its end for buckets not yet reduced, per step; it includes waiting for the slower rank to send) and
+``hidden`` = 1 - wait / allreduce, the share of the all-reduce that ran under the rest of backward (0 where
+the wait is longer than the reduction alone). Each configuration is its own processes (a process's cores are
+fixed before PoCL starts).
 
     python bench/bench_ddp.py [--steps N] [--only mlp,cnn]
 """
@@ -160,10 +162,9 @@ def run(quick: bool = False, steps: int | None = None, only: tuple[str, ...] = (
             row = {"model": name, "config": mode, "best_ms": got["best_ms"], "median_ms": got["median_ms"],
                    "samples/s": BATCH[name] / got["best_ms"] * 1e3, "speedup": one_core / got["best_ms"]}
             if "allreduce_ms" in got:
-                exposed = max(0.0, got["best_ms"] - got["local_ms"])
                 row.update(grad_mb=got["grad_mb"], local_ms=got["local_ms"], allreduce_ms=got["allreduce_ms"],
-                           exposed_ms=exposed, hidden=min(1.0, max(0.0, 1 - exposed / got["allreduce_ms"])),
-                           wait_ms=got["wait_ms"])
+                           added_ms=got["best_ms"] - got["local_ms"], wait_ms=got["wait_ms"],
+                           hidden=min(1.0, max(0.0, 1 - got["wait_ms"] / got["allreduce_ms"])))
             rows.append(row)
     return rows
 
