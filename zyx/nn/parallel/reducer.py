@@ -171,7 +171,7 @@ class Reducer:
     def _start(self, bucket: Bucket) -> None:
         with no_grad():
             grads = [p.grad.detach() if p.grad is not None else zeros_like(p) for p in bucket.params]
-            host = pack(grads).numpy()  # the one read-back: waits for this bucket's kernels only so far queued
+            host = pack(grads).numpy()  # the one read-back (it waits for the kernels queued so far: one queue)
         if host.dtype not in _HOST_FLOATS:  # bfloat16 and float8 are summed in float32
             host = host.astype(np.float32)
         bucket.host = np.ascontiguousarray(host)
