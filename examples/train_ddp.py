@@ -2,7 +2,7 @@
 
     torchrun --standalone --nproc_per_node=2 examples/train_ddp.py          # two ranks on this machine
     torchrun --nnodes=2 --node_rank=<0|1> --nproc_per_node=1 \\
-        --rdzv_backend=c10d --rdzv_endpoint=<host of node 0>:29500 examples/train_ddp.py   # two machines
+        --master_addr=<node 0's address> --master_port=29500 examples/train_ddp.py         # two machines
     python examples/train_ddp.py                                             # one rank, no launcher
 
 Each rank reads its share of every epoch's shuffled samples (``DistributedSampler``), wraps the model in
