@@ -38,8 +38,10 @@ LAYERS: list[dict[str, tuple[str, ...]]] = [
     {"frontend": ("zyx.frontend",), "runtime": ("zyx.runtime",)},  # the user API
     {"nn": ("zyx.nn",), "optim": ("zyx.optim",), "io": ("zyx.io",), "autograd": ("zyx.autograd",),
      "linalg": ("zyx.linalg",), "profiler": ("zyx.profiler",),
-     "utils": ("zyx.utils",)},
-    {"onnx": ("zyx.onnx",)},  # ONNX graphs mapped onto frontend ops and nn.functional (so above nn)
+     "utils": ("zyx.utils",), "distributed": ("zyx.distributed",)},  # distributed: collectives on torch.distributed
+    # ONNX graphs mapped onto frontend ops and nn.functional (so above nn); data parallelism (nn modules on
+    # zyx.distributed's collectives)
+    {"onnx": ("zyx.onnx",), "nn.parallel": ("zyx.nn.parallel",)},
     {"api": ("zyx",)},  # the root package: what ``import zyx`` gives (matched exactly)
     # entry points: python -m zyx, bench; torch.compile's backend (other frameworks' graphs)
     {"cli": ("zyx.cli", "zyx.__main__", "zyx.benchmarks"), "torch_backend": ("zyx.torch_backend",)},

@@ -1,7 +1,7 @@
 """zyx: PyTorch-style tensors fused into OpenCL kernels (see API.md)."""
 from __future__ import annotations
 
-from zyx import autograd, linalg, nn, onnx, optim, profiler, settings, utils
+from zyx import autograd, distributed, linalg, nn, onnx, optim, profiler, settings, utils
 from zyx import contracts as _contracts_package
 from zyx.backend.device import Device, default_device, devices, set_default_device
 from zyx.backend.launch import kernel_count
@@ -179,6 +179,7 @@ from zyx.frontend.sorting import (
 from zyx.frontend.tape import Tape, Variable, jit
 from zyx.frontend.tensor import Tensor
 from zyx.io import load, load_file, load_file_metadata, save, save_file
+from zyx.nn import parallel as _parallel  # noqa: F401 - loaded so `import zyx` gives zyx.nn.parallel, as torch's
 from zyx.runtime import build_stats, debug, memory_stats, synchronize
 from zyx.version import __version__ as __version__
 
@@ -213,6 +214,7 @@ __all__ += ["all", "amax", "amin", "any", "max", "min", "sum"]  # API.md "Reduct
 __all__ += ["AutogradError", "autograd", "enable_grad", "inference_mode", "is_grad_enabled", "no_grad",
             "set_grad_enabled"]
 __all__ += ["load", "load_file", "load_file_metadata", "onnx", "optim", "profiler", "save", "save_file", "utils"]
+__all__ += ["distributed"]
 __all__ += [  # the elementwise functions
     "abs", "broadcast_shapes", "ceil", "clamp", "clip", "cos", "erf", "exp", "exp2", "floor", "gelu", "isinf", "isnan",
     "log", "log2", "logical_not", "maximum", "minimum", "neg", "pow", "reciprocal", "relu", "round", "rsqrt",

@@ -83,3 +83,9 @@ class CompileError(ZyxError):
 class AutogradError(ZyxError, RuntimeError):
     """A gradient cannot be computed as asked: a freed graph, a modified saved tensor, a non-scalar
     output without ``gradient``."""
+
+
+class DistributedError(ZyxError, RuntimeError):
+    """A ``zyx.distributed`` call failed: no process group, a peer rank that died or did not answer
+    within the group's timeout, or ranks that disagree on what they reduce (a ``RuntimeError``, as
+    PyTorch's ``DistBackendError`` is)."""

@@ -692,3 +692,27 @@ def test_softmax_family_gradients_skip_the_max(name, most):
                                  * torch.tensor(gb), t2, grad_outputs=torch.ones(*gb.shape), create_graph=True)
     (tg2 * tg2).sum().backward()
     np.testing.assert_allclose(x2.grad.numpy(), t2.grad.numpy(), rtol=1e-4, atol=1e-6)
+
+
+def test_post_accumulate_grad_hook_sees_the_final_gradient():
+    """register_post_accumulate_grad_hook (PyTorch's): called once per backward per leaf, after every
+    contribution of that backward is in .grad, and before backward returns; remove() unregisters."""
+    w = zyx.tensor(np.arange(6, dtype=np.float32).reshape(2, 3), requires_grad=True)
+    b = zyx.tensor(np.ones(3, dtype=np.float32), requires_grad=True)
+    seen = []
+    handle = w.register_post_accumulate_grad_hook(lambda t: seen.append(("w", t.grad.numpy().copy())))
+    b.register_post_accumulate_grad_hook(lambda t: seen.append(("b", t.grad.numpy().copy())))
+    x = zyx.tensor(np.array([[1.0, 2.0]], dtype=np.float32))
+    # w is used twice: the hook must see the sum of both uses
+    (((x @ w) + b).sum() + (w * w).sum()).backward()
+    names = [n for n, _ in seen]
+    assert sorted(names) == ["b", "w"]
+    want_w = np.array([[1.0, 1.0, 1.0], [2.0, 2.0, 2.0]], dtype=np.float32) + 2 * np.arange(6).reshape(2, 3)
+    np.testing.assert_allclose(dict(seen)["w"], want_w)
+    np.testing.assert_allclose(dict(seen)["b"], np.ones(3))
+    seen.clear()
+    handle.remove()
+    (x @ w).sum().backward()  # accumulates into .grad: b gets nothing, w's hook is gone
+    assert seen == []
+    with pytest.raises(zyx.AutogradError, match="leaf"):
+        (w * 2).register_post_accumulate_grad_hook(lambda t: None)

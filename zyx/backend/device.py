@@ -9,7 +9,7 @@ from typing import Any
 from zyx import settings
 from zyx.backend.cl_device import ClDevice, DeviceInfo
 from zyx.backend.icd import register_pip_runtimes
-from zyx.backend.pocl_env import pin_pocl_workers
+from zyx.backend.pocl_env import pin_pocl_workers, share_cores_among_local_ranks
 from zyx.backend.pool import BufferPool
 from zyx.backend.probe import Verdict, probe_devices
 from zyx.errors import DeviceError
@@ -90,6 +90,7 @@ def _discover() -> list[Device]:
     except ImportError:
         return []
     register_pip_runtimes()
+    share_cores_among_local_ranks()  # before pinning: a rank's share rules pinning out
     pin_pocl_workers()
     found: list[Device] = []
     try:

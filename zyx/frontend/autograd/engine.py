@@ -212,11 +212,13 @@ class AutogradMeta:
     """What a tensor that requires grad carries: its gradient, its node, and whether it keeps
     its gradient as a non-leaf (``retain_grad``)."""
 
-    __slots__ = ("grad", "grad_fn", "accumulator", "base", "seen", "views", "stale")
+    __slots__ = ("grad", "grad_fn", "accumulator", "base", "seen", "views", "stale", "post_accumulate")
 
     def __init__(self, grad_fn: Node | None = None) -> None:
         self.grad: Any = None
         self.grad_fn = grad_fn
+        # a leaf's hooks run once its gradient of this backward is in .grad (``register_post_accumulate_grad_hook``)
+        self.post_accumulate: dict[int, Callable[[Any], None]] | None = None
         self.accumulator: AccumulateGrad | None = None
         # a view's base (weakly): the tensor whose storage it shares, whose history an in-place write
         # through the view must also update (rules.record_write)
@@ -409,6 +411,14 @@ def _topological(roots: list[Node]) -> list[Node]:
     return order
 
 
+def reachable_leaves(tensors: Sequence[Any]) -> list[Any]:
+    """The leaf tensors a ``backward()`` from ``tensors`` would give a gradient to (data parallelism's
+    ``find_unused_parameters`` asks this after the forward)."""
+    roots = [node_of(t) for t in tensors if getattr(t, "_ag", None) is not None]
+    leaves = (n.leaf() for n in _topological([r for r in roots if r is not None]) if isinstance(n, AccumulateGrad))
+    return [leaf for leaf in leaves if leaf is not None]
+
+
 def _add(a: Any, b: Any) -> Any:
     return b if a is None else a + b
 
@@ -435,6 +445,10 @@ def run_backward(roots: Sequence[tuple[Node, Any]], retain_graph: bool, create_g
                 leaf = node.leaf()
                 if capture is None and leaf is not None:
                     _accumulate(leaf, g, create_graph)
+                    # every gradient reaching a node precedes it in this order: the leaf's .grad is final now
+                    hooks = leaf._ag.post_accumulate if leaf._ag is not None else None
+                    for hook in list(hooks.values()) if hooks else ():
+                        hook(leaf)
                 continue
             if node.retained is not None and capture is None:
                 kept = node.retained()
@@ -527,6 +541,20 @@ def _root_grad(t: Any, g: Any) -> Any:
 
 # ------------------------------------------------------------------ the Tensor methods
 
+class RemovableHandle:
+    """What a hook registration returns: ``remove()`` takes the hook out of the table it was put in."""
+
+    _next_id = 0
+
+    def __init__(self, table: dict[int, Any]) -> None:
+        self._table = table
+        RemovableHandle._next_id += 1
+        self.id = RemovableHandle._next_id
+
+    def remove(self) -> None:
+        self._table.pop(self.id, None)
+
+
 class AutogradMixin(TensorBase):
     """``requires_grad``, ``grad``, ``grad_fn``, ``is_leaf``, ``detach``, ``retain_grad`` and ``backward``;
     needs ``_ag`` (an ``AutogradMeta`` or None), ``_data``/``_view``/``_dtype``/``_device`` and the
@@ -602,6 +630,20 @@ class AutogradMixin(TensorBase):
             raise AutogradError("retain_grad() on a tensor that does not require grad")
         if meta.grad_fn is not None:
             meta.grad_fn.retained = weakref.ref(self)
+
+    def register_post_accumulate_grad_hook(self, hook: Callable[[Any], None]) -> RemovableHandle:
+        """Call ``hook(tensor)`` during each ``backward()`` as soon as this leaf's gradient of that backward is
+        added to ``.grad`` (PyTorch's name; data parallelism starts reducing a bucket from here). Returns a
+        handle whose ``remove()`` unregisters it."""
+        meta = self._ag
+        if meta is None or meta.grad_fn is not None:
+            raise AutogradError("register_post_accumulate_grad_hook: only a leaf tensor that requires grad "
+                                "accumulates gradients")
+        if meta.post_accumulate is None:
+            meta.post_accumulate = {}
+        handle = RemovableHandle(meta.post_accumulate)
+        meta.post_accumulate[handle.id] = hook
+        return handle
 
     def backward(self, gradient: Any = None, retain_graph: bool | None = None, create_graph: bool = False) -> None:
         """Add the gradients of this tensor to the ``.grad`` of the leaves it depends on."""
