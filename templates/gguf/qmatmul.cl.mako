@@ -1,0 +1,98 @@
+<%doc>
+x @ W^T with W in GGUF blocks (zyx.kernels.quantized_matmul): out (M, N) float32 from x (M, K) float32 and
+W's N rows of K / block blocks each (uchar). Work item (n, t) reads row n of W once and multiplies it with
+`mt` rows of x (t * mt ...), so a decode step (M = 1) reads every weight byte once and a prefill reuses
+each dequantized block over `mt` rows. Q8_0, Q4_0 and Q4_K expand a block into float16 vectors and keep
+one vector accumulator per x row; the other types take the element values of gguf/blocks.mako one by one.
+Parameters: qtype, block, type_size, K, N, mt, index_t. Arguments: out, x, w; launched over exactly
+(N, M / mt) work items.
+</%doc>\
+<%namespace name="dt" file="/common/dtypes.mako"/>\
+<%namespace name="bk" file="/gguf/blocks.mako"/>\
+<%! from zyx import dtype as dtypes %>\
+<%
+    I = index_t
+    nb = K // block
+    row_bytes = nb * type_size
+    fast = qtype in ("Q8_0", "Q4_0", "Q4_K")
+%>\
+/* zyx quantized matmul ${qtype}: (M, ${K}) x (${N}, ${K})^T, ${mt} x row(s) a work item */
+${dt.preamble([dtypes.float16])}
+__kernel void zyx_qmatmul(__global float *restrict zyx_out, __global const float *restrict zyx_x,
+                          __global const uchar *restrict zyx_w)
+{
+    const ${I} zyx_n = get_global_id(0);
+    const ${I} zyx_m0 = (${I})get_global_id(1) * ${mt};
+    __global const uchar *zyx_row = zyx_w + zyx_n * ${row_bytes};
+    __global const float *zyx_xr = zyx_x + zyx_m0 * ${K};
+% for r in range(mt):
+    ${"float16" if fast else "float"} zyx_acc${r} = 0.0f;
+% endfor
+    for (int zyx_k = 0; zyx_k < ${nb}; zyx_k++) {
+        __global const uchar *zyx_b = zyx_row + zyx_k * ${type_size};
+        __global const float *zyx_xb = zyx_xr + zyx_k * ${block};
+% if qtype == "Q8_0":
+        const float zyx_d = ${bk.half("zyx_b")};
+        const float16 zyx_q0 = convert_float16(as_char16(vload16(0, zyx_b + 2)));
+        const float16 zyx_q1 = convert_float16(as_char16(vload16(0, zyx_b + 18)));
+%   for r in range(mt):
+        zyx_acc${r} += zyx_d * (zyx_q0 * vload16(0, zyx_xb + ${r * K}) + zyx_q1 * vload16(0, zyx_xb + ${r * K + 16}));
+%   endfor
+% elif qtype == "Q4_0":
+        const float zyx_d = ${bk.half("zyx_b")};
+        const uchar16 zyx_q = vload16(0, zyx_b + 2);
+        const float16 zyx_lo = convert_float16(zyx_q & (uchar)15) - 8.0f;
+        const float16 zyx_hi = convert_float16(zyx_q >> (uchar)4) - 8.0f;
+%   for r in range(mt):
+        zyx_acc${r} += zyx_d * (zyx_lo * vload16(0, zyx_xb + ${r * K}) + zyx_hi * vload16(0, zyx_xb + ${r * K + 16}));
+%   endfor
+% elif qtype == "Q4_K":
+        const float zyx_d = ${bk.half("zyx_b")};
+        const float zyx_dmin = ${bk.half("zyx_b + 2")};
+        __global const uchar *zyx_sc = zyx_b + 4;
+%   for c in range(4):
+        {
+            const float zyx_d0 = zyx_d * (float)${bk.k4_scale("zyx_sc", str(2 * c))};
+            const float zyx_d1 = zyx_d * (float)${bk.k4_scale("zyx_sc", str(2 * c + 1))};
+            const float zyx_n0 = zyx_dmin * (float)${bk.k4_min("zyx_sc", str(2 * c))};
+            const float zyx_n1 = zyx_dmin * (float)${bk.k4_min("zyx_sc", str(2 * c + 1))};
+            const uchar16 zyx_qa = vload16(0, zyx_b + ${16 + 32 * c});
+            const uchar16 zyx_qb = vload16(0, zyx_b + ${32 + 32 * c});
+            const float16 zyx_la = convert_float16(zyx_qa & (uchar)15), zyx_lb = convert_float16(zyx_qb & (uchar)15);
+            const float16 zyx_ha = convert_float16(zyx_qa >> (uchar)4), zyx_hb = convert_float16(zyx_qb >> (uchar)4);
+%     for r in range(mt):
+            {
+                const float16 zyx_x0 = vload16(0, zyx_xb + ${r * K + 64 * c});
+                const float16 zyx_x1 = vload16(0, zyx_xb + ${r * K + 64 * c + 16});
+                const float16 zyx_x2 = vload16(0, zyx_xb + ${r * K + 64 * c + 32});
+                const float16 zyx_x3 = vload16(0, zyx_xb + ${r * K + 64 * c + 48});
+                zyx_acc${r} += zyx_d0 * (zyx_la * zyx_x0 + zyx_lb * zyx_x1) + zyx_d1 * (zyx_ha * zyx_x2 + zyx_hb * zyx_x3)
+                               - zyx_n0 * (zyx_x0 + zyx_x1) - zyx_n1 * (zyx_x2 + zyx_x3);
+            }
+%     endfor
+        }
+%   endfor
+% else:
+${bk.setup(qtype, "zyx_b")}\
+        for (int zyx_j = 0; zyx_j < ${block}; zyx_j++) {
+            const float zyx_v = ${bk.value(qtype, "zyx_b", "zyx_j")};
+%   for r in range(mt):
+            zyx_acc${r} += zyx_v * zyx_xb[${r * K} + zyx_j];
+%   endfor
+        }
+% endif
+    }
+% for r in range(mt):
+<%  acc = f"zyx_acc{r}" %>\
+%   if fast:
+    {
+        const float8 zyx_h8 = ${acc}.lo + ${acc}.hi;
+        const float4 zyx_h4 = zyx_h8.lo + zyx_h8.hi;
+        const float2 zyx_h2 = zyx_h4.lo + zyx_h4.hi;
+        zyx_out[(zyx_m0 + ${r}) * ${N} + zyx_n] = zyx_h2.x + zyx_h2.y;
+    }
+%   else:
+    zyx_out[(zyx_m0 + ${r}) * ${N} + zyx_n] = ${acc};
+%   endif
+% endfor
+}
