@@ -22,7 +22,8 @@ import numpy as np
 from zyx.errors import ZyxError
 from zyx.frontend.creation import from_numpy
 from zyx.kernels.gguf_dequant import BY_ID, QTYPES
-from zyx.nn.quantized import QuantizedWeight, dequantize as dequantize_raw
+from zyx.nn.quantized import QuantizedWeight
+from zyx.nn.quantized import dequantize as dequantize_raw
 
 __all__ = ["GGUFError", "GGUFFile", "GGUFTensor", "load_gguf", "read_gguf"]
 
@@ -114,7 +115,11 @@ def _field_value(gguf: Any, field: Any) -> Any:
     kinds = gguf.GGUFValueType
 
     def one(kind: Any, part: np.ndarray) -> Any:
-        return bytes(part).decode("utf-8", "replace") if kind == kinds.STRING else part.tolist()[0]
+        if kind == kinds.STRING:
+            return bytes(part).decode("utf-8", "replace")
+        if kind == kinds.FLOAT32:  # the shortest decimal naming this float32 (1e-05, not 9.99999974e-06)
+            return float(str(part[0]))
+        return part.tolist()[0]
 
     if not field.types:
         return None

@@ -19,10 +19,10 @@ from zyx.backend.pool import Buffer
 from zyx.errors import DTypeError, ShapeError
 from zyx.frontend.autograd.engine import needs_grad, record
 from zyx.frontend.base import concrete, extern_tensor
+from zyx.frontend.creation import zeros
 from zyx.frontend.reduce import matmul
 from zyx.kernels import gguf_dequant, quantized_matmul
 from zyx.kernels.gguf_dequant import QTYPES
-from zyx.frontend.creation import zeros
 from zyx.nn.module import Module, Parameter
 
 
