@@ -45,7 +45,8 @@ def run(quick: bool = False) -> list[dict]:
     reps = 2 if quick else 4
     rng = np.random.default_rng(0)
     ceiling = max(r["GB/s"] for r in copy_ceiling(zyx.default_device(), 64 << 20, runs=reps + 3))
-    out: list[dict] = [{"shape": "copy ceiling", "impl": "best of enqueue_copy, copy kernels", "GB/s": round(ceiling, 1)}]
+    out: list[dict] = [{"shape": "copy ceiling", "impl": "best of enqueue_copy, copy kernels",
+                        "GB/s": round(ceiling, 1)}]
     for k, n in QUICK if quick else SHAPES:
         x = zyx.tensor(rng.standard_normal((1, k), dtype=np.float32)).realize()
         fns, nbytes = {}, {}
@@ -53,7 +54,7 @@ def run(quick: bool = False) -> list[dict]:
         for qtype in TYPES:
             w = QuantizedWeight(zyx.tensor(_blocks(qtype, n, k, rng)).realize(), qtype, (n, k))
             layer = QuantizedLinear.from_weight(w)
-            fns[f"zyx {qtype}"] = synced(lambda layer=layer: layer(x))
+            fns[f"zyx {qtype}"] = synced(lambda layer=layer, x=x: layer(x))
             nbytes[f"zyx {qtype}"] = w.nbytes + 4 * (k + n)
             if dense is None:  # the float32 reference: the first type's weight expanded
                 dense = w.dequantize().realize()
@@ -63,8 +64,8 @@ def run(quick: bool = False) -> list[dict]:
                 if err > 1e-4:
                     raise AssertionError(f"({k}, {n}) {qtype}: differs from the float matmul by {err:.2e}")
         wt = dense.T  # x @ W^T as zyx's Linear computes it
-        fns["zyx float32 matmul"] = synced(lambda: x @ wt)
-        fns["zyx float32 (W*x).sum(-1)"] = synced(lambda: (dense * x).sum(-1))  # the same product as a reduce
+        fns["zyx float32 matmul"] = synced(lambda x=x, wt=wt: x @ wt)
+        fns["zyx float32 (W*x).sum(-1)"] = synced(lambda x=x, w=dense: (w * x).sum(-1))  # as a reduce
         nbytes["zyx float32 matmul"] = nbytes["zyx float32 (W*x).sum(-1)"] = 4 * (n * k + k + n)
         times = alternating(fns, reps, block=5, pause=0.0)
         for impl, (best, median) in times.items():
