@@ -1,11 +1,12 @@
 <%doc>
 x @ W^T with W in GGUF blocks (zyx.kernels.quantized_matmul): out (M, N) float32 from x (M, K) float32 and
-W's N rows of K / block blocks each (uchar). Work item (n, t) reads row n of W once and multiplies it with
-`mt` rows of x (t * mt ...), so a decode step (M = 1) reads every weight byte once and a prefill reuses
-each dequantized block over `mt` rows. Q8_0, Q4_0 and Q4_K expand a block into float16 vectors and keep
+W's N rows of K / block blocks each (uchar). Row n of W is read once for `mt` rows of x (t * mt ...), so a
+decode step (M = 1) reads every weight byte once and a prefill reuses each dequantized block over `mt` rows:
+by work item (n, t) alone (`lanes` = 1, CPUs), or by a work-group of `lanes` work items taking every
+`lanes`-th block (neighbours read neighbouring blocks: GPUs), their sums added in local memory. Q8_0, Q4_0 and Q4_K expand a block into float16 vectors and keep
 one vector accumulator per x row; the other types take the element values of gguf/blocks.mako one by one.
-Parameters: qtype, block, type_size, K, N, mt, index_t. Arguments: out, x, w; launched over exactly
-(N, M / mt) work items.
+Parameters: qtype, block, type_size, K, N, mt, lanes (1 or a power of two), index_t. Arguments: out, x, w;
+launched over exactly (N * lanes, M / mt) work items in work-groups of `lanes` along axis 0 (no bounds test).
 </%doc>\
 <%namespace name="dt" file="/common/dtypes.mako"/>\
 <%namespace name="bk" file="/gguf/blocks.mako"/>\
@@ -21,14 +22,20 @@ ${dt.preamble([dtypes.float16])}
 __kernel void zyx_qmatmul(__global float *restrict zyx_out, __global const float *restrict zyx_x,
                           __global const uchar *restrict zyx_w)
 {
+% if lanes > 1:
+    const ${I} zyx_n = get_group_id(0);
+    const int zyx_lane = get_local_id(0);
+    __local float zyx_red[${mt * lanes}];
+% else:
     const ${I} zyx_n = get_global_id(0);
+% endif
     const ${I} zyx_m0 = (${I})get_global_id(1) * ${mt};
     __global const uchar *zyx_row = zyx_w + zyx_n * ${row_bytes};
     __global const float *zyx_xr = zyx_x + zyx_m0 * ${K};
 % for r in range(mt):
     ${"float16" if fast else "float"} zyx_acc${r} = 0.0f;
 % endfor
-    for (int zyx_k = 0; zyx_k < ${nb}; zyx_k++) {
+    for (int zyx_k = ${"zyx_lane" if lanes > 1 else "0"}; zyx_k < ${nb}; zyx_k += ${lanes}) {
         __global const uchar *zyx_b = zyx_row + zyx_k * ${type_size};
         __global const float *zyx_xb = zyx_xr + zyx_k * ${block};
 % if qtype == "Q8_0":
@@ -85,14 +92,35 @@ ${bk.setup(qtype, "zyx_b")}\
 % for r in range(mt):
 <%  acc = f"zyx_acc{r}" %>\
 %   if fast:
-    {
-        const float8 zyx_h8 = ${acc}.lo + ${acc}.hi;
-        const float4 zyx_h4 = zyx_h8.lo + zyx_h8.hi;
-        const float2 zyx_h2 = zyx_h4.lo + zyx_h4.hi;
-        zyx_out[(zyx_m0 + ${r}) * ${N} + zyx_n] = zyx_h2.x + zyx_h2.y;
-    }
+    const float8 zyx_h8_${r} = ${acc}.lo + ${acc}.hi;
+    const float4 zyx_h4_${r} = zyx_h8_${r}.lo + zyx_h8_${r}.hi;
+    const float2 zyx_h2_${r} = zyx_h4_${r}.lo + zyx_h4_${r}.hi;
+    const float zyx_sum${r} = zyx_h2_${r}.x + zyx_h2_${r}.y;
 %   else:
-    zyx_out[(zyx_m0 + ${r}) * ${N} + zyx_n] = ${acc};
+    const float zyx_sum${r} = ${acc};
 %   endif
 % endfor
+% if lanes > 1:
+% for r in range(mt):
+    zyx_red[${r * lanes} + zyx_lane] = zyx_sum${r};
+% endfor
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int zyx_s = ${lanes // 2}; zyx_s > 0; zyx_s >>= 1) {
+        if (zyx_lane < zyx_s) {
+% for r in range(mt):
+            zyx_red[${r * lanes} + zyx_lane] += zyx_red[${r * lanes} + zyx_lane + zyx_s];
+% endfor
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (zyx_lane == 0) {
+% for r in range(mt):
+        zyx_out[(zyx_m0 + ${r}) * ${N} + zyx_n] = zyx_red[${r * lanes}];
+% endfor
+    }
+% else:
+% for r in range(mt):
+    zyx_out[(zyx_m0 + ${r}) * ${N} + zyx_n] = zyx_sum${r};
+% endfor
+% endif
 }

@@ -1,13 +1,14 @@
 """QuantizedLinear (zyx.nn.quantized, zyx.kernels.quantized_matmul): x @ W^T with W in GGUF blocks against
 the float matmul of the dequantized weight, for the vector-path types (Q8_0, Q4_0, Q4_K) and the generic
-element path (Q5_1, Q6_K); decode-shaped (M=1) and batched (batch, seq) inputs, odd row counts, one and
-several blocks a row, bias, the input's gradient, and errors."""
+element path (Q5_1, Q6_K); decode-shaped (M=1) and batched (batch, seq) inputs, the CPU and the GPU shapes of
+the kernel, odd row counts, one and several blocks a row, bias, the input's gradient, and errors."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
 import zyx
+from zyx import settings
 from zyx.backend.launch import recording
 from zyx.errors import DTypeError, ShapeError
 from zyx.nn import QuantizedLinear, QuantizedWeight
@@ -28,10 +29,18 @@ def _close(got, want):
     np.testing.assert_allclose(got, want, rtol=0, atol=2e-5 * scale)
 
 
-@pytest.mark.parametrize("qtype", ["Q8_0", "Q4_0", "Q4_K", "Q5_1", "Q6_K"])
-@pytest.mark.parametrize("lead, rows, blocks", [((1,), 33, 3), ((2, 3), 7, 1), ((8,), 5, 2)],
-                         ids=["decode", "batch-seq", "rows-8"])
-def test_matches_float_matmul(device, qtype, lead, rows, blocks):
+SHAPES = {"decode": ((1,), 33, 3), "batch-seq": ((2, 3), 7, 1), "rows-8": ((8,), 5, 2)}
+# the CPU shape of the kernel (a work item a weight row) for every type and shape; the GPU one (a
+# work-group sharing a row, its sums added in local memory) for each path and each activation tile
+CASES = ([("cpu", q, s) for q in ("Q8_0", "Q4_0", "Q4_K", "Q5_1", "Q6_K") for s in SHAPES]
+         + [("gpu", "Q4_K", "decode"), ("gpu", "Q8_0", "rows-8"), ("gpu", "Q6_K", "batch-seq"),
+            ("gpu", "Q4_0", "decode")])
+
+
+@pytest.mark.parametrize("kind, qtype, shape", CASES, ids=["-".join(c) for c in CASES])
+def test_matches_float_matmul(device, monkeypatch, kind, qtype, shape):
+    lead, rows, blocks = SHAPES[shape]
+    monkeypatch.setattr(settings, "HEURISTICS", kind)
     cols = blocks * (256 if qtype.endswith("_K") else 32)
     w, dense = _weight(qtype, rows, cols, device)
     x = RNG.standard_normal((*lead, cols)).astype(np.float32)

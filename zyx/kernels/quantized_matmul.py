@@ -4,22 +4,26 @@
 A decode step (one activation row) is bound by the bytes of W: each work item streams one row of blocks
 once, so a 4.5-bit Q4_0 weight moves ~7x fewer bytes than its float32 copy would. With more rows (a
 prefill) a work item multiplies each expanded block with ``mt`` activation rows, reading W ``M / mt``
-times. Q8_0, Q4_0 and Q4_K have vector paths; the other block types of ``gguf_dequant.QTYPES`` go through
+times. On a CPU a work item streams a whole row; on a GPU a work-group of ``LANES`` work items shares a row,
+neighbours reading neighbouring blocks, and adds its sums in local memory. Q8_0, Q4_0 and Q4_K have vector
+paths; the other block types of ``gguf_dequant.QTYPES`` go through
 the shared element formulas of ``templates/gguf/blocks.mako``.
 """
 from __future__ import annotations
 
 from zyx import settings
 from zyx.backend.device import Device
+from zyx.backend.launch import compile_kernel
 from zyx.backend.pool import Buffer
 from zyx.codegen.render import render
 from zyx.dtype import index_type
 from zyx.kernels.gguf_dequant import QTYPES
-from zyx.kernels.launch import run
+from zyx.kernels.launch import group_size, launch_grid
 
 FAST = ("Q8_0", "Q4_0", "Q4_K")  # the types with vector paths
 MAX_ROWS = 4  # activation rows a work item multiplies with one expanded block (its accumulators stay in registers)
-LOCAL = {"cpu": 4, "gpu": 64}  # work items (weight rows) a work-group
+LOCAL = 4  # CPUs: work items (weight rows) a work-group
+LANES = {"cpu": 1, "gpu": 32}  # work items sharing a weight row (a power of two)
 
 
 def rows_per_item(m: int) -> int:
@@ -27,11 +31,12 @@ def rows_per_item(m: int) -> int:
     return next(t for t in (MAX_ROWS, 2, 1) if m % t == 0)
 
 
-def source(qtype: str, m: int, k: int, n: int) -> str:
-    """The kernel of (``m``, ``k``) x (``n``, ``k``)^T with the weight in ``qtype`` blocks."""
+def source(qtype: str, m: int, k: int, n: int, lanes: int = 1) -> str:
+    """The kernel of (``m``, ``k``) x (``n``, ``k``)^T with the weight in ``qtype`` blocks, ``lanes`` work
+    items a weight row."""
     q = QTYPES[qtype]
     return render("gguf/qmatmul.cl.mako", qtype=qtype, block=q.block, type_size=q.type_size, K=k, N=n,
-                  mt=rows_per_item(m), index_t=index_type(m * k, n * q.row_bytes(k), m * n))
+                  mt=rows_per_item(m), lanes=lanes, index_t=index_type(m * k, n * q.row_bytes(k), m * n * lanes))
 
 
 def qmatmul(device: Device, x: Buffer, w: Buffer, qtype: str, m: int, k: int, n: int) -> Buffer:
@@ -41,10 +46,19 @@ def qmatmul(device: Device, x: Buffer, w: Buffer, qtype: str, m: int, k: int, n:
     if not q.quantized or k % q.block:
         raise ValueError(f"quantized_matmul: {qtype} rows of {k} values are not whole blocks")
     out = device.pool.allocate(max(m * n, 1) * 4)
-    if m and n:
-        run(device, source(qtype, m, k, n), "zyx_qmatmul", (n, m // rows_per_item(m)),
-            LOCAL[settings.heuristics_kind(device)], [out.cl, x.cl, w.cl], exact=True)
+    if not (m and n):
+        return out
+    grid_m = m // rows_per_item(m)
+    lanes = LANES[settings.heuristics_kind(device)]
+    kernel = compile_kernel(device, source(qtype, m, k, n, lanes), "zyx_qmatmul")
+    while lanes > 1 and group_size(kernel, lanes) < lanes:  # the kernel's work-group limit is lower
+        lanes //= 2
+        kernel = compile_kernel(device, source(qtype, m, k, n, lanes), "zyx_qmatmul")
+    if lanes > 1:
+        launch_grid(kernel, (n * lanes, grid_m), lanes, [out.cl, x.cl, w.cl])
+    else:
+        launch_grid(kernel, (n, grid_m), LOCAL, [out.cl, x.cl, w.cl], exact=True)
     return out
 
 
-__all__ = ["FAST", "MAX_ROWS", "qmatmul", "rows_per_item", "source"]
+__all__ = ["FAST", "LANES", "LOCAL", "MAX_ROWS", "qmatmul", "rows_per_item", "source"]
