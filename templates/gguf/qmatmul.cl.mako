@@ -92,10 +92,12 @@ ${bk.setup(qtype, "zyx_b")}\
 % for r in range(mt):
 <%  acc = f"zyx_acc{r}" %>\
 %   if fast:
-    const float8 zyx_h8_${r} = ${acc}.lo + ${acc}.hi;
-    const float4 zyx_h4_${r} = zyx_h8_${r}.lo + zyx_h8_${r}.hi;
-    const float2 zyx_h2_${r} = zyx_h4_${r}.lo + zyx_h4_${r}.hi;
-    const float zyx_sum${r} = zyx_h2_${r}.x + zyx_h2_${r}.y;
+<%
+    terms = [f"{acc}.s{c:x}" for c in range(16)]
+    while len(terms) > 1:  # a pairwise tree over the lanes (.lo / .hi halves read as uninitialized to Oclgrind)
+        terms = [f"({a} + {b})" for a, b in zip(terms[::2], terms[1::2])]
+%>\
+    const float zyx_sum${r} = ${terms[0]};
 %   else:
     const float zyx_sum${r} = ${acc};
 %   endif
