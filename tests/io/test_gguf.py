@@ -217,3 +217,17 @@ def test_not_a_llama(tmp_path):
     path = gd.write(tmp_path / "gpt2.gguf", {"x": ("F32", np.ones(2, np.float32))}, arch="gpt2")
     with pytest.raises(GGUFError, match="gpt2.gguf: general.architecture 'gpt2' is not a Llama-family model"):
         load_gguf_checkpoint(path)
+
+
+def test_bad_llama_metadata(tmp_path):
+    x = {"x": ("F32", np.ones(2, np.float32))}
+    base = {"llama.attention.head_count": 4, "llama.embedding_length": 64}
+    path = gd.write(tmp_path / "no-ff.gguf", x, base)
+    with pytest.raises(GGUFError, match="no-ff.gguf: metadata key llama.feed_forward_length is missing"):
+        load_gguf_checkpoint(path)
+    path = gd.write(tmp_path / "per-layer.gguf", x, base | {"llama.feed_forward_length": ["a", "b"]})
+    with pytest.raises(GGUFError, match="llama.feed_forward_length = .* is not one int"):
+        load_gguf_checkpoint(path)
+    path = gd.write(tmp_path / "zero.gguf", x, base | {"llama.attention.head_count": 0})
+    with pytest.raises(GGUFError, match="expected positive counts"):
+        load_gguf_checkpoint(path)

@@ -48,31 +48,41 @@ def _config(path: str, meta: dict[str, Any], names: set[str]) -> tuple[dict[str,
         raise GGUFError(f"{path}: general.architecture {arch!r} is not a Llama-family model; "
                         f"expected one of {', '.join(ARCHITECTURES)}")
 
-    def key(name: str, default: Any = None) -> Any:
+    def key(name: str, default: Any = None, kind: type = int) -> Any:
         value = meta.get(f"{arch}.{name}", default)
         if value is None:
             raise GGUFError(f"{path}: metadata key {arch}.{name} is missing")
-        return value
+        if isinstance(value, list) and value and all(v == value[0] for v in value):
+            value = value[0]  # a per-layer list of one value
+        try:
+            return kind(value)
+        except (TypeError, ValueError):
+            raise GGUFError(f"{path}: metadata key {arch}.{name} = {value!r} is not one {kind.__name__} "
+                            "(per-layer values that differ are not supported)") from None
 
-    heads = int(key("attention.head_count"))
-    hidden = int(key("embedding_length"))
+    heads = key("attention.head_count")
+    hidden = key("embedding_length")
+    if heads <= 0 or hidden <= 0:
+        raise GGUFError(f"{path}: {arch}.attention.head_count = {heads} and {arch}.embedding_length = {hidden}; "
+                        "expected positive counts")
     tokens = meta.get("tokenizer.ggml.tokens")
     vocab = meta.get(f"{arch}.vocab_size", len(tokens) if tokens else None)
     config: dict[str, Any] = {
         "model_type": ARCHITECTURES[arch][0], "architectures": [ARCHITECTURES[arch][1]],
-        "vocab_size": vocab, "hidden_size": hidden, "intermediate_size": int(key("feed_forward_length")),
-        "num_hidden_layers": int(key("block_count")), "num_attention_heads": heads,
-        "num_key_value_heads": int(key("attention.head_count_kv", heads)),
-        "head_dim": int(key("attention.key_length", hidden // heads)),
-        "rms_norm_eps": float(key("attention.layer_norm_rms_epsilon")),
-        "rope_theta": float(key("rope.freq_base", 10000.0)),
-        "max_position_embeddings": int(key("context_length")),
+        "vocab_size": vocab, "hidden_size": hidden, "intermediate_size": key("feed_forward_length"),
+        "num_hidden_layers": key("block_count"), "num_attention_heads": heads,
+        "num_key_value_heads": key("attention.head_count_kv", heads),
+        "head_dim": key("attention.key_length", hidden // heads),
+        "rms_norm_eps": key("attention.layer_norm_rms_epsilon", kind=float),
+        "rope_theta": key("rope.freq_base", 10000.0, float),
+        "max_position_embeddings": key("context_length"),
         "tie_word_embeddings": "output.weight" not in names,
         "attention_bias": "blk.0.attn_q.bias" in names, "torch_dtype": "float32",
     }
     for name in ("bos", "eos", "padding"):
-        if f"tokenizer.ggml.{name}_token_id" in meta:
-            config[f"{'pad' if name == 'padding' else name}_token_id"] = int(meta[f"tokenizer.ggml.{name}_token_id"])
+        token = meta.get(f"tokenizer.ggml.{name}_token_id")
+        if isinstance(token, int):
+            config[f"{'pad' if name == 'padding' else name}_token_id"] = token
     return config, arch
 
 
