@@ -1,7 +1,8 @@
 """QuantizedLinear (zyx.nn.quantized, zyx.kernels.quantized_matmul): x @ W^T with W in GGUF blocks against
 the float matmul of the dequantized weight, for the vector-path types (Q8_0, Q4_0, Q4_K) and the generic
 element path (Q5_1, Q6_K); decode-shaped (M=1) and batched (batch, seq) inputs, the CPU and the GPU shapes of
-the kernel, odd row counts, one and several blocks a row, bias, the input's gradient, and errors."""
+the kernel, odd row counts, one and several blocks a row, bias, the input's gradient, embedding rows read from
+blocks, and errors."""
 from __future__ import annotations
 
 import numpy as np
@@ -65,6 +66,13 @@ def test_bias_state_dict_and_input_gradient(device):
     g = RNG.standard_normal((3, 6)).astype(np.float32)
     (y * zyx.tensor(g)).sum().backward()
     _close(x.grad.numpy(), g @ dense)
+
+
+def test_embedding_rows(device):
+    w, dense = _weight("Q6_K", 9, 256, device)
+    ids = np.array([[3, 0, 8], [3, 5, 1]])
+    got = w.embedding(zyx.from_numpy(ids, device)).numpy()
+    np.testing.assert_array_equal(got.view(np.uint32), dense[ids].view(np.uint32))
 
 
 def test_errors(device):

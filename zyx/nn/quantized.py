@@ -91,6 +91,12 @@ class QuantizedWeight:
         """The float32 (rows, cols) matrix, expanded on the device."""
         return dequantize(self.blocks, self.qtype, self.shape)
 
+    def embedding(self, ids: Any) -> Any:
+        """Rows ``ids`` (an integer tensor of any shape) as float32 (``ids.shape`` + (cols,)): the rows of blocks
+        gathered, then only they expanded (an embedding table stays in its blocks)."""
+        rows = self.blocks[ids.reshape(-1)]
+        return dequantize(rows, self.qtype, (*ids.shape, self.shape[1]))
+
     def to(self, device: Any) -> QuantizedWeight:
         return QuantizedWeight(self.blocks.to(device), self.qtype, self.shape)
 
