@@ -30,7 +30,7 @@ def _close(got, want):
     np.testing.assert_allclose(got, want, rtol=0, atol=2e-5 * scale)
 
 
-SHAPES = {"decode": ((1,), 33, 3), "batch-seq": ((2, 3), 7, 1), "rows-8": ((8,), 5, 2)}
+SHAPES = {"decode": ((1,), 33, 3), "batch-seq": ((2, 3), 7, 1), "rows-8": ((8,), 5, 2)}  # 6 rows: a tile past M
 # the CPU shape of the kernel (a work item a weight row) for every type and shape; the GPU one (a
 # work-group sharing a row, its sums added in local memory) for each path and each activation tile
 CASES = ([("cpu", q, s) for q in ("Q8_0", "Q4_0", "Q4_K", "Q5_1", "Q6_K") for s in SHAPES]

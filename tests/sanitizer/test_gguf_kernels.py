@@ -2,7 +2,7 @@
 (templates/gguf/dequant.cl.mako, bit for bit against ``gguf.quants.dequantize``) and the quantized matmul
 (templates/gguf/qmatmul.cl.mako) in its CPU shape (a work item a weight row) and its GPU shape (a
 work-group sharing a row, its sums added in local memory: the data-race check covers the reduction), for
-the vector paths and an element path, one and two activation rows a work item."""
+the vector paths and an element path, one activation row and a last tile of rows hanging past M."""
 from __future__ import annotations
 
 import numpy as np
@@ -34,7 +34,7 @@ def test_qmatmul_kernel(sim, monkeypatch, kind, qtype):
     data = gd.raw(qtype, 3, cols, RNG)
     dense = gd.reference(qtype, data, cols)
     layer = QuantizedLinear.from_weight(QuantizedWeight(zyx.from_numpy(data, sim), qtype, (3, cols)))
-    for m in (1, 2):
+    for m in (1, 5):  # one row; a tile of 4 and one hanging 3 rows past M
         x = RNG.standard_normal((m, cols)).astype(np.float32)
         got = layer(zyx.from_numpy(x, sim)).numpy()
         np.testing.assert_allclose(got, x @ dense.T, rtol=1e-5, atol=1e-4 * max(1.0, float(np.abs(dense).max())))

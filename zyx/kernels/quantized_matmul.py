@@ -16,7 +16,7 @@ from zyx.backend.device import Device
 from zyx.backend.launch import compile_kernel
 from zyx.backend.pool import Buffer
 from zyx.codegen.render import render
-from zyx.dtype import index_type
+from zyx.dtype import index_np, index_type
 from zyx.kernels.gguf_dequant import QTYPES
 from zyx.kernels.launch import group_size, launch_grid
 
@@ -27,8 +27,13 @@ LANES = {"cpu": 1, "gpu": 32}  # work items sharing a weight row (a power of two
 
 
 def rows_per_item(m: int) -> int:
-    """The activation rows a work item takes: the most, up to ``MAX_ROWS``, that divide ``m``."""
-    return next(t for t in (MAX_ROWS, 2, 1) if m % t == 0)
+    """The activation rows a work item takes: ``m`` up to ``MAX_ROWS`` (a last tile may hang past ``m``)."""
+    return max(1, min(MAX_ROWS, m))
+
+
+def _index_t(qtype: str, m: int, k: int, n: int) -> str:
+    """The kernel's index type: every offset into x, W and out, and every work item id, fits it."""
+    return index_type(m * k, n * QTYPES[qtype].row_bytes(k), m * n * max(LANES.values()))
 
 
 def source(qtype: str, m: int, k: int, n: int, lanes: int = 1) -> str:
@@ -36,7 +41,7 @@ def source(qtype: str, m: int, k: int, n: int, lanes: int = 1) -> str:
     items a weight row."""
     q = QTYPES[qtype]
     return render("gguf/qmatmul.cl.mako", qtype=qtype, block=q.block, type_size=q.type_size, K=k, N=n,
-                  mt=rows_per_item(m), lanes=lanes, index_t=index_type(m * k, n * q.row_bytes(k), m * n * lanes))
+                  mt=rows_per_item(m), lanes=lanes, index_t=_index_t(qtype, m, k, n))
 
 
 def qmatmul(device: Device, x: Buffer, w: Buffer, qtype: str, m: int, k: int, n: int) -> Buffer:
@@ -48,16 +53,17 @@ def qmatmul(device: Device, x: Buffer, w: Buffer, qtype: str, m: int, k: int, n:
     out = device.pool.allocate(max(m * n, 1) * 4)
     if not (m and n):
         return out
-    grid_m = m // rows_per_item(m)
+    grid_m = -(-m // rows_per_item(m))
+    ity = index_np(_index_t(qtype, m, k, n))
     lanes = LANES[settings.heuristics_kind(device)]
     kernel = compile_kernel(device, source(qtype, m, k, n, lanes), "zyx_qmatmul")
     while lanes > 1 and group_size(kernel, lanes) < lanes:  # the kernel's work-group limit is lower
         lanes //= 2
         kernel = compile_kernel(device, source(qtype, m, k, n, lanes), "zyx_qmatmul")
     if lanes > 1:
-        launch_grid(kernel, (n * lanes, grid_m), lanes, [out.cl, x.cl, w.cl])
+        launch_grid(kernel, (n * lanes, grid_m), lanes, [out.cl, x.cl, w.cl, ity(m)])
     else:
-        launch_grid(kernel, (n, grid_m), LOCAL, [out.cl, x.cl, w.cl], exact=True)
+        launch_grid(kernel, (n, grid_m), LOCAL, [out.cl, x.cl, w.cl, ity(m)], exact=True)
     return out
 
 
