@@ -36,9 +36,11 @@ LAYERS: list[dict[str, tuple[str, ...]]] = [
     {"contracts": ("zyx.contracts",)},  # listing, calibrate
     {"graph": ("zyx.graph",)},  # nodes, fusion, scheduling and realization of IR and contract kernels
     {"frontend": ("zyx.frontend",), "runtime": ("zyx.runtime",)},  # the user API
-    {"nn": ("zyx.nn",), "optim": ("zyx.optim",), "io": ("zyx.io",), "autograd": ("zyx.autograd",),
+    {"nn": ("zyx.nn",), "optim": ("zyx.optim",), "autograd": ("zyx.autograd",),
      "linalg": ("zyx.linalg",), "profiler": ("zyx.profiler",),
      "utils": ("zyx.utils",), "distributed": ("zyx.distributed",)},  # distributed: collectives on torch.distributed
+    {"io": ("zyx.io",)},  # files; GGUF blocks load as zyx.nn.QuantizedWeight (so above nn)
+    {"models": ("zyx.models",)},  # reference model families built from nn, their checkpoints read by io
     # ONNX graphs mapped onto frontend ops and nn.functional (so above nn); data parallelism (nn modules on
     # zyx.distributed's collectives)
     {"onnx": ("zyx.onnx",), "nn.parallel": ("zyx.nn.parallel",)},

@@ -59,6 +59,7 @@ from zyx.nn.pooling import (
     MaxPool2d,
     MaxPool3d,
 )
+from zyx.nn.quantized import QuantizedLinear, QuantizedWeight
 from zyx.nn.resample import PixelShuffle, PixelUnshuffle, Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
 
 __all__ = [
@@ -76,3 +77,4 @@ __all__ += ["BCELoss", "BCEWithLogitsLoss", "CosineSimilarity", "HingeEmbeddingL
             "MarginRankingLoss", "NLLLoss", "PairwiseDistance", "SmoothL1Loss"]
 __all__ += ["AdaptiveMaxPool1d", "AvgPool3d", "BatchNorm3d", "ConvTranspose3d", "Fold", "LocalResponseNorm",
             "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "MaxPool3d", "Unfold"]
+__all__ += ["QuantizedLinear", "QuantizedWeight"]
