@@ -97,6 +97,9 @@ def test_five_vector_tile_matches_numpy(n, m, kk):
     (128, 256, 768, 1),    # batch-1 GPT's qkv: copied row-major (2^21 multiply-adds or more)
     (8, 1024, 1024, 0),    # one row tile: each element of w is read once anyway
     (16, 64, 64, 0),       # a small product: the copy's launch costs more
+    (1, 2048, 20000, 0),   # a decode step's LM head (2^25 multiply-adds or more): the copy would read w twice
+    (4, 4096, 8200, 0),    # a few rows: dot products read w once
+    (16, 4096, 600, 1),    # a row tile of 16 over a large product: copied
 ])
 @pytest.mark.needs_device
 def test_which_transposed_right_operands_are_copied(n, kk, m, copies):

@@ -260,7 +260,9 @@ TRANSPOSED_MIN = 1 << 25
 #: A transposed right operand is copied from this many multiply-adds on, when both sides of the output have
 #: ``RIGHT_COPY_SIDE`` or more (a row tile and a vector of columns): the register tile would gather a vector
 #: of columns per reduce step from as many rows, for every row tile; with fewer columns or rows the kernel
-#: takes dot products along the contiguous reduce instead (``opt.heuristics._dot_form``).
+#: takes dot products along the contiguous reduce instead (``opt.heuristics._dot_form``). A product with
+#: fewer rows than that is never copied, however large: the copy reads and writes the whole operand while the
+#: dot products read it once (a decode step's ``x @ W.T``).
 RIGHT_COPY_MIN, RIGHT_COPY_SIDE = 1 << 21, 16
 #: ...except a transposed left operand of a product with this many columns (conv2d's weight gradient
 #: ``x.T @ g``): the register tile spans the columns and reads the view's rows contiguously, and the copy
@@ -318,8 +320,8 @@ def matmul(a: Any, b: Any):
     # one, along n for the left one) makes the fused multiply-reduce gather, several times slower
     # than row-major operands; one tiled-transpose copy, cheap next to the product, makes it row-major.
     macs = math.prod(batch) * n * k * m
-    if k > 1 and m > 1 and b.stride()[-2] == 1 and b.stride()[-1] != 1 and (
-            macs >= TRANSPOSED_MIN or (macs >= RIGHT_COPY_MIN and n >= RIGHT_COPY_SIDE and m >= RIGHT_COPY_SIDE)):
+    if k > 1 and m > 1 and n >= RIGHT_COPY_SIDE and b.stride()[-2] == 1 and b.stride()[-1] != 1 and (
+            macs >= TRANSPOSED_MIN or (macs >= RIGHT_COPY_MIN and m >= RIGHT_COPY_SIDE)):
         b = _right_copy(b)
     elif (n >= PAD_COPY_ROWS and macs >= TRANSPOSED_MIN and k > 1 and m > 1 and b.stride()[-1] == 1
           and _pads(b, b.stride()[-2] * b.dtype.itemsize)):
