@@ -39,6 +39,7 @@ from zyx.ir.view import View, contiguous_strides
 from zyx.op import ALU, REDUCE, Op
 
 SHARED_RECOMPUTE_LIMIT = 6  # a shared pending value costing more ALU ops than this is stored
+ROW_RECOMPUTE_LIMIT = 16  # ... or more than this when it reads a row reduce (see _recompute_too_costly)
 # a row kernel runs a row in one work item: rows longer than this fuse only when there are many rows
 # (a few long rows reduce faster with work items sharing each reduce, then an elementwise kernel)
 ROW_SERIAL_MAX, ROW_MANY = 1 << 15, 64
@@ -56,20 +57,31 @@ def _stored(n: LazyNode) -> bool:
     return (n.op is Op.COPY and n.arg) or n.op is Op.EXTERN
 
 
-def _pending_cost_above(n: LazyNode, limit: int) -> bool:
-    """Whether more than ``limit`` ALU ops are still pending in ``n`` (``n.cost`` is fixed at creation
-    and also counts work realized since); stops as soon as the answer is known."""
-    cost, stack = 0, [n]
+def _recompute_too_costly(n: LazyNode) -> bool:
+    """Whether inlining shared ``n`` once more recomputes too much: more than ``SHARED_RECOMPUTE_LIMIT``
+    distinct pending ALU ops per element, or ``ROW_RECOMPUTE_LIMIT`` when ``n`` reads a pending row reduce
+    (storing it would take a row kernel of its own, reduce loop and all). Work read through a broadcasting
+    view is not counted: fusion stores it or hoists it as a row reduce computed once per row, so
+    layer_norm's backward is one row kernel. (``n.cost`` is fixed at creation and counts realized work.)"""
+    cost, row, stack, seen = 0, False, [n], {id(n)}
     while stack:
         m = stack.pop()
         if m.buffer is not None or m.op is Op.EXTERN:
             continue
         if m.op in ALU:
             cost += 1
-            if cost > limit:
+            if cost > ROW_RECOMPUTE_LIMIT:
                 return True
-        stack.extend(s.base for s in m.srcs if s.base is not None)
-    return False
+        for s in m.srcs:
+            b = s.base
+            if b is None or b.buffer is not None or id(b) in seen:
+                continue
+            if s.view.has_broadcast:
+                row = row or b.has_reduce
+                continue
+            seen.add(id(b))
+            stack.append(b)
+    return cost > (ROW_RECOMPUTE_LIMIT if row else SHARED_RECOMPUTE_LIMIT)
 
 
 def count_parents(root: LazyNode) -> dict[int, int]:
@@ -176,8 +188,7 @@ class KernelBuilder:
             return self.red_shape is None or self.red_shape == self.red_sizes(n)
         if n.cost > 0 and view.has_broadcast:
             return False
-        return not (self.counts.get(id(n), 0) > 1 and n.cost > SHARED_RECOMPUTE_LIMIT
-                    and _pending_cost_above(n, SHARED_RECOMPUTE_LIMIT))
+        return not (self.counts.get(id(n), 0) > 1 and n.cost > SHARED_RECOMPUTE_LIMIT and _recompute_too_costly(n))
 
     def store_shared_reduces(self, n: LazyNode) -> bool:
         """Store the pending reduces ``n`` would fuse when each is (or sits inside) a value read by several
