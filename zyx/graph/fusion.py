@@ -57,12 +57,13 @@ def _stored(n: LazyNode) -> bool:
     return (n.op is Op.COPY and n.arg) or n.op is Op.EXTERN
 
 
-def _recompute_too_costly(n: LazyNode) -> bool:
+def _recompute_too_costly(n: LazyNode, hoist: bool) -> bool:
     """Whether inlining shared ``n`` once more recomputes too much: more than ``SHARED_RECOMPUTE_LIMIT``
-    distinct pending ALU ops per element, or ``ROW_RECOMPUTE_LIMIT`` when ``n`` reads a pending row reduce
-    (storing it would take a row kernel of its own, reduce loop and all). Work read through a broadcasting
-    view is not counted: fusion stores it or hoists it as a row reduce computed once per row, so
-    layer_norm's backward is one row kernel. (``n.cost`` is fixed at creation and counts realized work.)"""
+    distinct pending ALU ops per element, or, where row reduces are hoisted (``hoist``), ``ROW_RECOMPUTE_LIMIT``
+    when ``n`` reads a pending row reduce (storing it would take a row kernel of its own, reduce loop and
+    all). Work read through a broadcasting view is not counted: fusion stores it or hoists it as a row reduce
+    computed once per row, so layer_norm's backward is one row kernel. (``n.cost`` is fixed at creation and
+    counts realized work.)"""
     cost, row, stack, seen = 0, False, [n], {id(n)}
     while stack:
         m = stack.pop()
@@ -81,7 +82,7 @@ def _recompute_too_costly(n: LazyNode) -> bool:
                 continue
             seen.add(id(b))
             stack.append(b)
-    return cost > (ROW_RECOMPUTE_LIMIT if row else SHARED_RECOMPUTE_LIMIT)
+    return cost > (ROW_RECOMPUTE_LIMIT if row and hoist else SHARED_RECOMPUTE_LIMIT)
 
 
 def count_parents(root: LazyNode) -> dict[int, int]:
@@ -188,7 +189,14 @@ class KernelBuilder:
             return self.red_shape is None or self.red_shape == self.red_sizes(n)
         if n.cost > 0 and view.has_broadcast:
             return False
-        return not (self.counts.get(id(n), 0) > 1 and n.cost > SHARED_RECOMPUTE_LIMIT and _recompute_too_costly(n))
+        return not (self.counts.get(id(n), 0) > 1 and n.cost > SHARED_RECOMPUTE_LIMIT
+                    and _recompute_too_costly(n, self.may_hoist()))
+
+    def may_hoist(self) -> bool:
+        """Whether a row reduce read in this kernel can be hoisted (computed once per row): no plain reduce
+        fused (a reduce root of shape (N, 1) cannot hoist one), and the output has a last axis to loop over."""
+        shape = self.root.shape
+        return not self.plain and bool(shape) and shape[-1] >= 2
 
     def store_shared_reduces(self, n: LazyNode) -> bool:
         """Store the pending reduces ``n`` would fuse when each is (or sits inside) a value read by several
