@@ -1,6 +1,7 @@
 """Host <-> device copies and device -> device copies of whole buffers."""
 from __future__ import annotations
 
+import atexit
 import threading
 from collections import deque
 from typing import TYPE_CHECKING, Any
@@ -27,20 +28,32 @@ def upload(device: Device, host: np.ndarray) -> Buffer:
 # An upload up to this size is copied on the host and enqueued without waiting: a blocking write waits for
 # every kernel queued before it, a sync in the middle of an eager step (a mask's arange, a small index)
 ASYNC_WRITE_MAX = 1 << 16
-_MAX_IN_FLIGHT = 64
+MAX_IN_FLIGHT = 64
 _in_flight: deque = deque()  # pyopencl's events of async writes: freeing one waits for it, so they are kept
 _in_flight_lock = threading.Lock()
+_drain_registered = False
 
 
 def _keep_until_done(event: Any) -> None:
     """Hold an async write's event (it holds the host copy) until the write is done; drops finished ones."""
     import pyopencl as cl
 
+    global _drain_registered
     done = cl.command_execution_status.COMPLETE
     with _in_flight_lock:
+        if not _drain_registered:  # registered after pyopencl's import, so it runs before pyopencl's own handlers
+            atexit.register(_drain_in_flight)
+            _drain_registered = True
         _in_flight.append(event)
-        while _in_flight and (len(_in_flight) > _MAX_IN_FLIGHT
+        while _in_flight and (len(_in_flight) > MAX_IN_FLIGHT
                               or _in_flight[0].command_execution_status == done):
+            _in_flight.popleft().wait()
+
+
+def _drain_in_flight() -> None:
+    """Wait for the async writes still held (at exit: before pyopencl tears its objects down)."""
+    with _in_flight_lock:
+        while _in_flight:
             _in_flight.popleft().wait()
 
 
