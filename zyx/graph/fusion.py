@@ -39,7 +39,7 @@ from zyx.ir.view import View, contiguous_strides
 from zyx.op import ALU, REDUCE, Op
 
 SHARED_RECOMPUTE_LIMIT = 6  # a shared pending value costing more ALU ops than this is stored
-ROW_RECOMPUTE_LIMIT = 16  # ... or more than this when it reads a row reduce (see _recompute_too_costly)
+ROW_RECOMPUTE_LIMIT = 16  # ... or more than this where it reads a row reduce (see _row_recompute_ok)
 # a row kernel runs a row in one work item: rows longer than this fuse only when there are many rows
 # (a few long rows reduce faster with work items sharing each reduce, then an elementwise kernel)
 ROW_SERIAL_MAX, ROW_MANY = 1 << 15, 64
@@ -57,13 +57,28 @@ def _stored(n: LazyNode) -> bool:
     return (n.op is Op.COPY and n.arg) or n.op is Op.EXTERN
 
 
-def _recompute_too_costly(n: LazyNode, hoist: bool) -> bool:
-    """Whether inlining shared ``n`` once more recomputes too much: more than ``SHARED_RECOMPUTE_LIMIT``
-    distinct pending ALU ops per element, or, where row reduces are hoisted (``hoist``), ``ROW_RECOMPUTE_LIMIT``
-    when ``n`` reads a pending row reduce (storing it would take a row kernel of its own, reduce loop and
-    all). Work read through a broadcasting view is not counted: fusion stores it or hoists it as a row reduce
-    computed once per row, so layer_norm's backward is one row kernel. (``n.cost`` is fixed at creation and
-    counts realized work.)"""
+def _pending_cost_above(n: LazyNode, limit: int) -> bool:
+    """Whether more than ``limit`` ALU ops are still pending in ``n`` (``n.cost`` is fixed at creation
+    and also counts work realized since); stops as soon as the answer is known."""
+    cost, stack = 0, [n]
+    while stack:
+        m = stack.pop()
+        if m.buffer is not None or m.op is Op.EXTERN:
+            continue
+        if m.op in ALU:
+            cost += 1
+            if cost > limit:
+                return True
+        stack.extend(s.base for s in m.srcs if s.base is not None)
+    return False
+
+
+def _row_recompute_ok(n: LazyNode) -> bool:
+    """Whether shared ``n``, too costly to recompute by ``SHARED_RECOMPUTE_LIMIT``, is still inlined in a kernel
+    that hoists row reduces: it reads a pending row reduce (storing ``n`` would take a row kernel of its own,
+    reduce loop and all), recomputes at most ``ROW_RECOMPUTE_LIMIT`` distinct ALU ops per element, and no
+    reader stores it anyway. Work read through a broadcasting view is not counted: fusion stores it or hoists
+    it as a row reduce computed once per row. So layer_norm's input gradient is one row kernel."""
     cost, row, stack, seen = 0, False, [n], {id(n)}
     while stack:
         m = stack.pop()
@@ -72,7 +87,7 @@ def _recompute_too_costly(n: LazyNode, hoist: bool) -> bool:
         if m.op in ALU:
             cost += 1
             if cost > ROW_RECOMPUTE_LIMIT:
-                return True
+                return False
         for s in m.srcs:
             b = s.base
             if b is None or b.buffer is not None or id(b) in seen:
@@ -82,7 +97,17 @@ def _recompute_too_costly(n: LazyNode, hoist: bool) -> bool:
                 continue
             seen.add(id(b))
             stack.append(b)
-    return cost > (ROW_RECOMPUTE_LIMIT if row and hoist else SHARED_RECOMPUTE_LIMIT)
+    return row and _read_in_place(n)
+
+
+def _read_in_place(n: LazyNode) -> bool:
+    """Whether no pending reader of ``n`` broadcasts it: such a reader (a matmul's operand) stores ``n``, row
+    reduces and all, so inlining ``n`` here as well would compute them in two kernels."""
+    for ref in n.readers or ():
+        r = ref()
+        if r is not None and r.buffer is None and any(s.base is n and s.view.has_broadcast for s in r.srcs):
+            return False
+    return True
 
 
 def count_parents(root: LazyNode) -> dict[int, int]:
@@ -190,7 +215,8 @@ class KernelBuilder:
         if n.cost > 0 and view.has_broadcast:
             return False
         return not (self.counts.get(id(n), 0) > 1 and n.cost > SHARED_RECOMPUTE_LIMIT
-                    and _recompute_too_costly(n, self.may_hoist()))
+                    and _pending_cost_above(n, SHARED_RECOMPUTE_LIMIT)
+                    and not (self.may_hoist() and _row_recompute_ok(n)))
 
     def may_hoist(self) -> bool:
         """Whether a row reduce read in this kernel can be hoisted (computed once per row): no plain reduce
