@@ -5,7 +5,8 @@ those where inlining would recompute work:
 
 * elementwise chains always fuse, through any view (composed by the symbolic index
   algebra), unless the view broadcasts a computed value (expand) or the value is
-  shared inside the graph and costly to recompute;
+  shared inside the graph and costly to recompute (in a row kernel a shared value reading a
+  row reduce may cost more: its reduce is hoisted, computed once per row);
 * a reduce fuses into its consumer when read through an identity view (same flat
   index: keepdim reshapes), with no pad above it, not inside another reduce, and with
   the kernel's reduce shape; so ``(a*b).sum(1) + c`` is one kernel;
