@@ -1,6 +1,9 @@
 """Host <-> device copies and device -> device copies of whole buffers."""
 from __future__ import annotations
 
+import atexit
+import threading
+from collections import deque
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -22,8 +25,41 @@ def upload(device: Device, host: np.ndarray) -> Buffer:
     return buf
 
 
+# An upload up to this size is copied on the host and enqueued without waiting: a blocking write waits for
+# every kernel queued before it, a sync in the middle of an eager step (a mask's arange, a small index)
+ASYNC_WRITE_MAX = 1 << 16
+MAX_IN_FLIGHT = 64
+_in_flight: deque = deque()  # pyopencl's events of async writes: freeing one waits for it, so they are kept
+_in_flight_lock = threading.Lock()
+_drain_registered = False
+
+
+def _keep_until_done(event: Any) -> None:
+    """Hold an async write's event (it holds the host copy) until the write is done; drops finished ones."""
+    import pyopencl as cl
+
+    global _drain_registered
+    done = cl.command_execution_status.COMPLETE
+    with _in_flight_lock:
+        if not _drain_registered:  # registered after pyopencl's import, so it runs before pyopencl's own handlers
+            atexit.register(_drain_in_flight)
+            _drain_registered = True
+        _in_flight.append(event)
+        while _in_flight and (len(_in_flight) > MAX_IN_FLIGHT
+                              or _in_flight[0].command_execution_status == done):
+            _in_flight.popleft().wait()
+
+
+def _drain_in_flight() -> None:
+    """Wait for the async writes still held (at exit: before pyopencl tears its objects down)."""
+    with _in_flight_lock:
+        while _in_flight:
+            _in_flight.popleft().wait()
+
+
 def write(buf: Buffer, host: np.ndarray, byte_offset: int = 0) -> None:
-    """Copy a contiguous host array into ``buf`` at ``byte_offset`` (blocking)."""
+    """Copy a contiguous host array into ``buf`` at ``byte_offset``: ``host`` may change once this returns
+    (a small array is copied and the write queued; a large one is written before returning)."""
     import pyopencl as cl
 
     if host.nbytes == 0:
@@ -31,9 +67,14 @@ def write(buf: Buffer, host: np.ndarray, byte_offset: int = 0) -> None:
     if journal.is_recording():
         journal.note_write(buf)
     start = profiling.now_ns() if profiling._sinks else 0
+    small = host.nbytes <= ASYNC_WRITE_MAX
     try:
-        cl.enqueue_copy(buf.device.queue, buf.cl, np.ascontiguousarray(host).view(np.uint8).reshape(-1),
-                        dst_offset=byte_offset, is_blocking=True)
+        data = np.ascontiguousarray(host)
+        data = (data.copy() if small else data).view(np.uint8)
+        event = cl.enqueue_copy(buf.device.queue, buf.cl, data.reshape(-1), dst_offset=byte_offset,
+                                is_blocking=not small)
+        if small:
+            _keep_until_done(event)
     except cl.Error as exc:
         raise ZyxError(f"host to device copy of {host.nbytes} bytes failed on {buf.device}: {exc}") from None
     if profiling._sinks:

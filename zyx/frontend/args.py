@@ -19,6 +19,8 @@ def shape_arg(shape: Sequence[Any], what: str = "shape", variables: bool = False
     (ops that take it as a variable size), raises ``ShapeError`` for the caller to take that path."""
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])
+    if all(type(s) is int for s in shape):  # the common case, without the checks below
+        return tuple(shape)
     out = []
     for s in shape:
         if isinstance(s, bool) or not isinstance(s, (int, np.integer)):

@@ -336,8 +336,12 @@ def matmul(a: Any, b: Any):
     mul_dt = acc if dt.is_float and acc is not dt else dt
     aa = a.cast(mul_dt)
     bb = b.cast(mul_dt)
-    av = aa.expand(*batch, n, k).unsqueeze(-2).expand(*batch, n, m, k)
-    bv = bb.expand(*batch, k, m).transpose(-1, -2).unsqueeze(-3).expand(*batch, n, m, k)
+    # the operands broadcast to (*batch, n, m, k) as views, built on the View itself: no gradient is recorded
+    # here (see above), and the Tensor methods' argument checks cost more than the product's recording
+    nb, full = len(batch), (*batch, n, m, k)
+    av = aa._with_view(aa._view.expand((*batch, n, k)).unsqueeze(nb + 1).expand(full))
+    bview = bb._view.expand((*batch, k, m))
+    bv = bb._with_view(bview.permute((*range(nb), nb + 1, nb)).unsqueeze(nb).expand(full))
     prod_ = binary(Op.MUL, av, bv)
     out = reduce(prod_, Op.SUM, prod_.ndim - 1, keepdim=False, acc=acc) if k else \
         from_node(graph.cast(graph.Src(None, None, acc, 0), acc, (), a.device)).expand(*batch, n, m)

@@ -5,7 +5,8 @@ those where inlining would recompute work:
 
 * elementwise chains always fuse, through any view (composed by the symbolic index
   algebra), unless the view broadcasts a computed value (expand) or the value is
-  shared inside the graph and costly to recompute;
+  shared inside the graph and costly to recompute (in a row kernel a shared value reading a
+  row reduce may cost more: its reduce is hoisted, computed once per row);
 * a reduce fuses into its consumer when read through an identity view (same flat
   index: keepdim reshapes), with no pad above it, not inside another reduce, and with
   the kernel's reduce shape; so ``(a*b).sum(1) + c`` is one kernel;
@@ -41,6 +42,7 @@ from zyx.ir.view import View, contiguous_strides
 from zyx.op import ALU, REDUCE, Op
 
 SHARED_RECOMPUTE_LIMIT = 6  # a shared pending value costing more ALU ops than this is stored
+ROW_RECOMPUTE_LIMIT = 16  # ... or more than this where it reads a row reduce (see _row_recompute_ok)
 # a row kernel runs a row in one work item: rows longer than this fuse only when there are many rows
 # (a few long rows reduce faster with work items sharing each reduce, then an elementwise kernel)
 ROW_SERIAL_MAX, ROW_MANY = 1 << 15, 64
@@ -72,6 +74,43 @@ def _pending_cost_above(n: LazyNode, limit: int) -> bool:
                 return True
         stack.extend(s.base for s in m.srcs if s.base is not None)
     return False
+
+
+def _row_recompute_ok(n: LazyNode) -> bool:
+    """Whether shared ``n``, too costly to recompute by ``SHARED_RECOMPUTE_LIMIT``, is still inlined in a kernel
+    that hoists row reduces: it reads a pending row reduce (storing ``n`` would take a row kernel of its own,
+    reduce loop and all), recomputes at most ``ROW_RECOMPUTE_LIMIT`` distinct ALU ops per element, and no
+    reader stores it anyway. Work read through a broadcasting view is not counted: fusion stores it or hoists
+    it as a row reduce computed once per row. So layer_norm's input gradient is one row kernel."""
+    cost, row, stack, seen = 0, False, [n], {id(n)}
+    while stack:
+        m = stack.pop()
+        if m.buffer is not None or m.op is Op.EXTERN:
+            continue
+        if m.op in ALU:
+            cost += 1
+            if cost > ROW_RECOMPUTE_LIMIT:
+                return False
+        for s in m.srcs:
+            b = s.base
+            if b is None or b.buffer is not None or id(b) in seen:
+                continue
+            if s.view.has_broadcast:
+                row = row or b.has_reduce
+                continue
+            seen.add(id(b))
+            stack.append(b)
+    return row and _read_in_place(n)
+
+
+def _read_in_place(n: LazyNode) -> bool:
+    """Whether no pending reader of ``n`` broadcasts it: such a reader (a matmul's operand) stores ``n``, row
+    reduces and all, so inlining ``n`` here as well would compute them in two kernels."""
+    for ref in n.readers or ():
+        r = ref()
+        if r is not None and r.buffer is None and any(s.base is n and s.view.has_broadcast for s in r.srcs):
+            return False
+    return True
 
 
 def count_parents(root: LazyNode) -> dict[int, int]:
@@ -168,7 +207,14 @@ class KernelBuilder:
         if n.cost > 0 and view.has_broadcast:
             return False
         return not (self.counts.get(id(n), 0) > 1 and n.cost > SHARED_RECOMPUTE_LIMIT
-                    and _pending_cost_above(n, SHARED_RECOMPUTE_LIMIT))
+                    and _pending_cost_above(n, SHARED_RECOMPUTE_LIMIT)
+                    and not (self.may_hoist() and _row_recompute_ok(n)))
+
+    def may_hoist(self) -> bool:
+        """Whether a row reduce read in this kernel can be hoisted (computed once per row): no plain reduce
+        fused (a reduce root of shape (N, 1) cannot hoist one), and the output has a last axis to loop over."""
+        shape = self.root.shape
+        return not self.plain and bool(shape) and shape[-1] >= 2
 
     def store_shared_reduces(self, n: LazyNode) -> bool:
         """Store the pending reduces ``n`` would fuse when each is (or sits inside) a value read by several

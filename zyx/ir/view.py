@@ -41,6 +41,8 @@ def _contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
 
 def normalize_dim(dim: int, ndim: int, what: str = "dim") -> int:
     """``dim`` in ``[-ndim, ndim)`` mapped to ``[0, ndim)``; IndexError-compatible otherwise."""
+    if type(dim) is int and -ndim <= dim < ndim:  # the common case (ndim > 0), without the checks below
+        return dim % ndim
     if not isinstance(dim, int) or isinstance(dim, bool):
         raise ShapeError(f"{what} must be an int, got {dim!r}")
     lo, hi = -max(ndim, 1), max(ndim, 1) - 1
