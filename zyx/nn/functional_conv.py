@@ -168,11 +168,12 @@ def _conv_window(x: Any, w: Any, g: int, og: int, cg: int, ks: tuple[int, ...], 
     return (win * ws).sum(tuple(range(nd + 3, 2 * nd + 4)))
 
 
-def _windows(x: Any, ks: Sequence[int], st: Sequence[int], dl: Sequence[int]) -> Any:
-    """The sliding-window view of ``x`` (N, C, *spatial): (N, C, *out, *kernel), nothing copied."""
+def _windows(x: Any, ks: Sequence[int], st: Sequence[int], dl: Sequence[int], first: int = 2) -> Any:
+    """The sliding-window view of ``x`` (N, C, *spatial): (N, C, *out, *kernel), nothing copied; ``first``
+    = 1: of a channels-last ``x`` (N, *spatial, C): (N, *out, C, *kernel)."""
     nd = len(ks)
     for i, (k, s, d) in enumerate(zip(ks, st, dl)):
-        x = x.unfold(2 + i, d * (k - 1) + 1, s)
+        x = x.unfold(first + i, d * (k - 1) + 1, s)
     if any(d > 1 for d in dl):
         x = x[(Ellipsis,) + tuple(slice(None, None, d) for d in dl)]
     assert x.ndim == 2 + 2 * nd

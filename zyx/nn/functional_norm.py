@@ -12,8 +12,9 @@ from typing import Any
 import numpy as np
 
 from zyx.errors import ShapeError
-from zyx.frontend.autograd.engine import no_grad
+from zyx.frontend.autograd.engine import needs_grad, no_grad, record
 from zyx.frontend.base import raise_unread_errors
+from zyx.frontend.layout import is_channels_last
 from zyx.frontend.softmax import float_work
 
 
@@ -49,6 +50,25 @@ def _update(stat: Any, new: Any, momentum: float) -> None:
         stat.realize()
 
 
+def _from_channels_last(y: Any) -> Any:
+    """(N, *spatial, C) as the (N, C, *spatial) view. Its gradient is stored channels-last: BatchNorm's
+    backward reads it three times (two channel sums and the input's gradient), so as it arrives (NCHW,
+    e.g. from a ReLU) every read would gather across work items; stored once channels-last, all stream."""
+    order = (0, y.ndim - 1, *range(1, y.ndim - 1))
+    if not needs_grad(y):
+        return y.permute(*order)
+    inverse = (0, *range(2, y.ndim), 1)
+    with no_grad():
+        out = y.permute(*order)
+    return record("permute", out, [y], lambda g: (_dense(g.permute(*inverse)),))
+
+
+def _dense(t: Any) -> Any:
+    """``t`` stored dense in its own dim order: a copy kernel that computes pending work in that order (where
+    ``contiguous`` would store the pending work in its order first, then permute it)."""
+    return t if t.is_contiguous() else t.clone()
+
+
 def batch_norm(input: Any, running_mean: Any, running_var: Any, weight: Any = None, bias: Any = None,  # noqa: A002 - PyTorch's name
                training: bool = False, momentum: float = 0.1, eps: float = 1e-5) -> Any:
     """Normalize each channel of (N, C, *) over the batch and spatial dims: with the batch's statistics
@@ -61,11 +81,17 @@ def batch_norm(input: Any, running_mean: Any, running_var: Any, weight: Any = No
     shape = _channel_shape(input)
     w, out_dt = float_work(input)
     if training:
-        dims = (0,) + tuple(range(2, input.ndim))
         count = input.shape[0] * math.prod(input.shape[2:])  # values per channel (also when C is 0)
         if count <= 1:
             raise ShapeError(f"batch_norm: expected more than 1 value per channel when training, got input "
                              f"shape {tuple(input.shape)}")
+        # an input lying channels-last (a convolution's output) is normalized as (N, *spatial, C): the
+        # statistics and the backward's reduces then read consecutive channels instead of gathering
+        cl = is_channels_last(input)
+        if cl:
+            w = w.permute(0, *range(2, w.ndim), 1)
+            shape = (1,) * (w.ndim - 1) + (w.shape[-1],)
+        dims = tuple(range(w.ndim - 1)) if cl else (0,) + tuple(range(2, w.ndim))
         mean = w.mean(dims, keepdim=True)
         d = w - mean
         var = (d * d).mean(dims, keepdim=True)
@@ -73,7 +99,8 @@ def batch_norm(input: Any, running_mean: Any, running_var: Any, weight: Any = No
             _update(running_mean, mean.reshape(-1), momentum)
         if running_var is not None:
             _update(running_var, var.reshape(-1) * (count / (count - 1)), momentum)
-        out = d * (var + eps).rsqrt()
+        out = _affine(d * (var + eps).rsqrt(), weight, bias, shape)
+        return (_from_channels_last(out) if cl else out).cast(out_dt)
     else:
         if running_mean is None or running_var is None:
             raise ShapeError("batch_norm: running_mean and running_var are needed when not training")
