@@ -6,16 +6,16 @@ A work item owns one vector of `vw` output channels by `cb` input channels of on
 accumulator vectors in registers over the whole reduce. Per output pixel it loads the gradient's
 channel vector once and broadcasts each of the cb * KH * KW input values it meets over it.
 
-Layouts: gy (N, OH, OW, O) dense (channels last); xp (N, C, Hp, Wp) dense, already padded (no
-bounds tests); out (Cg, KH, KW, O) dense. Grid: (O / vw * Cg / cb), work-groups of one.
-Parameters: name, t, vw, cb, N, C, Hp, Wp, O, OH, OW, KH, KW, sh, sw, dh, dw, groups.
+Layouts: gy (N, OH, OW, O) dense (channels last); xp (N, C, Hp, Wp), already padded (no bounds
+tests), at element strides (xsN, xsC, xsH, xsW): NCHW or NHWC dense; out (Cg, KH, KW, O) dense. Grid: (O / vw * Cg / cb), work-groups of one.
+Parameters: name, t, vw, cb, N, C, Hp, Wp, O, OH, OW, KH, KW, sh, sw, dh, dw, groups, xsN, xsC, xsH, xsW.
 </%doc>\
 <%
     cg = C // groups
     og = O // groups
     vt = t + str(vw)
 %>\
-/* zyx ${name}: ${t} conv weight gradient, x ${N}x${C}x${Hp}x${Wp} (padded), gy ${N}x${OH}x${OW}x${O}, kernel ${KH}x${KW}, stride (${sh}, ${sw}), dilation (${dh}, ${dw}), groups ${groups}; ${cb} channel(s) x ${vt} a work item */
+/* zyx ${name}: ${t} conv weight gradient, x ${N}x${C}x${Hp}x${Wp} (padded; strides ${xsN}, ${xsC}, ${xsH}, ${xsW}), gy ${N}x${OH}x${OW}x${O}, kernel ${KH}x${KW}, stride (${sh}, ${sw}), dilation (${dh}, ${dw}), groups ${groups}; ${cb} channel(s) x ${vt} a work item */
 % if t == "double":
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 % endif
@@ -36,14 +36,14 @@ __kernel void ${name}(__global ${t} *restrict zyx_out, __global const ${t} *rest
     for (int zyx_n = 0; zyx_n < ${N}; ++zyx_n) {
         for (int zyx_oh = 0; zyx_oh < ${OH}; ++zyx_oh) {
             __global const ${t} *zyx_g = zyx_gy + ((long)(zyx_n * ${OH} + zyx_oh) * ${OW}) * ${O} + zyx_o0;
-            __global const ${t} *zyx_xr = zyx_x + ((long)(zyx_n * ${C} + zyx_ci) * ${Hp} + zyx_oh * ${sh}) * ${Wp};
+            __global const ${t} *zyx_xr = zyx_x + (long)zyx_n * ${xsN} + (long)zyx_ci * ${xsC} + (long)zyx_oh * ${sh * xsH};
             for (int zyx_ow = 0; zyx_ow < ${OW}; ++zyx_ow) {
                 const ${vt} zyx_gv = vload${vw}(0, zyx_g + zyx_ow * ${O});
-                __global const ${t} *zyx_xp = zyx_xr + zyx_ow * ${sw};
+                __global const ${t} *zyx_xp = zyx_xr + zyx_ow * ${sw * xsW};
 % for c in range(cb):
 %   for kh in range(KH):
 %     for kw in range(KW):
-                zyx_a${c}_${kh}_${kw} = fma((${vt})(zyx_xp[${c * Hp * Wp + kh * dh * Wp + kw * dw}]), zyx_gv, zyx_a${c}_${kh}_${kw});
+                zyx_a${c}_${kh}_${kw} = fma((${vt})(zyx_xp[${c * xsC + kh * dh * xsH + kw * dw * xsW}]), zyx_gv, zyx_a${c}_${kh}_${kw});
 %     endfor
 %   endfor
 % endfor

@@ -29,6 +29,7 @@ from zyx.errors import DTypeError, ShapeError
 from zyx.frontend.autograd.engine import needs_grad, record
 from zyx.frontend.base import extern_tensor
 from zyx.frontend.contract_ops import stack
+from zyx.frontend.layout import is_channels_last
 from zyx.kernels import conv as conv_kernel
 from zyx.kernels import conv_tuning
 
@@ -314,6 +315,12 @@ def fold(input: Any, output_size: Any, kernel_size: Any, dilation: Any = 1, padd
 WGRAD_MATMUL_MIN_CHANNELS = 16
 
 
+def _dense(t: Any) -> Any:
+    """``t`` dense in its own dim order: itself, or a copy kernel computing its pending work in that order
+    (``contiguous`` would store pending work in its own order first, then permute the copy)."""
+    return t if t.is_contiguous() else t.clone()
+
+
 def _at_storage_start(inputs: list[Any]) -> list[Any]:
     """The kernels read each operand from its storage's first element: one starting further in is copied."""
     return [t if t._view.offset == 0 else t.clone() for t in inputs]
@@ -327,7 +334,9 @@ def conv2d_direct(x: Any, w: Any, bias: Any, st: tuple[int, ...], pad: list[tupl
     direct convolution, stride 1, when it qualifies); the weight's the weight-gradient kernel, or the
     composed per-offset reduces; the bias's a sum."""
     dtype, device = x.dtype, x.device
-    xc = x.contiguous()
+    # a channels-last input (the previous layer's output) is read in place, not copied to NCHW first
+    cl = is_channels_last(x)
+    xc = _dense(x.permute(0, 2, 3, 1)) if cl else x.contiguous()
     wp = w.permute(2, 1, 3, 0).contiguous()  # (KH, Cg, KW, O): a (kh, c)'s weights are contiguous along O
     bc = bias.contiguous() if bias is not None else None
     inputs = _at_storage_start([xc, wp] + ([bc] if bc is not None else []))
@@ -339,7 +348,7 @@ def conv2d_direct(x: Any, w: Any, bias: Any, st: tuple[int, ...], pad: list[tupl
 
     def run(bufs: list[Buffer]) -> Buffer:
         return conv_kernel.conv2d(device, bufs, dtype, xshape, wshape, outs, st, lo, dl, groups, til,
-                                  forced is not None)
+                                  forced is not None, cl)
 
     y = extern_tensor(f"conv2d {'x'.join(map(str, til))}" if forced else "conv2d", run, inputs, dtype, shape, device)
     if needs_grad(x, w, bias):
@@ -353,9 +362,11 @@ def _direct_backward(g: Any, x: Any, w: Any, has_bias: bool, st: tuple[int, ...]
     """The gradients of x, w and the bias from ``g`` (N, OH, OW, O)."""
     n, c, h, wd = x.shape
     o, cg, kh, kw = w.shape
-    # (N, O, OH, OW) made dense once: both gradients read it, and the weight's per-offset reduces ran
-    # far slower over a channels-last view
-    gy = g.permute(0, 3, 1, 2).contiguous()
+    # stored once channels-last, as it comes (the input's gradient reads it in place, the weight-gradient
+    # kernel reads it as it is); the composed weight gradient, which ran far slower over a channels-last
+    # view, makes its own dense copy
+    g = _dense(g)
+    gy = g.permute(0, 3, 1, 2)
     gb = g.sum((0, 1, 2)) if has_bias else None
     # the input's: the transposed convolution over the padded extent, the padding cropped off
     padded = [h + pad[0][0] + pad[0][1], wd + pad[1][0] + pad[1][1]]
@@ -367,7 +378,7 @@ def _direct_backward(g: Any, x: Any, w: Any, has_bias: bool, st: tuple[int, ...]
         gx = full[:, :, pad[0][0]:pad[0][0] + h, pad[1][0]:pad[1][0] + wd]
     gw = None if needs_grad(g, x) else _weight_grad(g, x, pad, st, dl, groups, (o, cg, kh, kw), outs)
     if gw is None:  # the composed form: differentiable again (double backward), any kernel size
-        gw = _weight_grad_composed(gy, x, pad, st, dl, groups, (o, cg, kh, kw), outs)
+        gw = _weight_grad_composed(gy.contiguous(), x, pad, st, dl, groups, (o, cg, kh, kw), outs)
     return gx, gw, gb
 
 
@@ -380,12 +391,15 @@ def _weight_grad(g: Any, x: Any, pad: list[tuple[int, int]], st: tuple[int, ...]
     if cb is None:
         return None
     dtype, device = x.dtype, x.device
-    xp = x.pad([pad[1][0], pad[1][1], pad[0][0], pad[0][1]]) if any(a or b for a, b in pad) else x
-    inputs = _at_storage_start([t.contiguous() for t in (g, xp)])
-    xshape = tuple(xp.shape)
+    cl = is_channels_last(x)  # the padded input stored as the input lies
+    xl = x.permute(0, 2, 3, 1) if cl else x
+    spatial = [pad[1][0], pad[1][1], pad[0][0], pad[0][1]]
+    xp = xl.pad([0, 0] + spatial if cl else spatial) if any(a or b for a, b in pad) else xl
+    inputs = _at_storage_start([g.contiguous(), _dense(xp)])
+    xshape = tuple(xp.permute(0, 3, 1, 2).shape) if cl else tuple(xp.shape)
 
     def run(bufs: list[Buffer]) -> Buffer:
-        return conv_kernel.conv2d_wgrad(device, bufs, dtype, xshape, wshape, outs, st, dl, groups, cb)
+        return conv_kernel.conv2d_wgrad(device, bufs, dtype, xshape, wshape, outs, st, dl, groups, cb, cl)
 
     return extern_tensor("conv2d weight gradient", run, inputs, dtype, (cg, kh, kw, o), device).permute(3, 0, 1, 2)
 
