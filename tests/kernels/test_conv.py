@@ -127,6 +127,25 @@ def test_channels_last_input_read_in_place(case):
     np.testing.assert_allclose(zb.grad.numpy(), ts[2].grad.numpy(), rtol=3e-4, atol=3e-4)
 
 
+@pytest.mark.parametrize("shape, p", [((1, 4, 2, 3), 1), ((2, 4, 5, 4), 2), ((1, 4, 6, 7), (0, 3))])
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_weight_gradient_border_tests(shape, p, channels_last):
+    """The weight-gradient kernel reads the unpadded input and tests the border: inputs narrower than the
+    kernel's reach, padding wider than the kernel's half, no padding on one side."""
+    x, w = _arr(*shape), _arr(8, shape[1], 3, 3)
+    zx = zyx.tensor(np.ascontiguousarray(x.transpose(0, 2, 3, 1))).permute(0, 3, 1, 2) if channels_last \
+        else zyx.tensor(x)
+    zw, tw, tx = zyx.tensor(w, requires_grad=True), torch.tensor(w, requires_grad=True), torch.tensor(x)
+    zo, to = F.conv2d(zx, zw, None, 1, p), TF.conv2d(tx, tw, None, 1, p)
+    cot = _arr(*to.shape)
+    with recording() as launches:
+        (zo * zyx.tensor(cot)).sum().backward()
+        zw.grad.realize()
+    assert "zyx_conv2d_wgrad" in {k.name for k, *_ in launches}
+    (to * torch.tensor(cot)).sum().backward()
+    np.testing.assert_allclose(zw.grad.numpy(), tw.grad.numpy(), rtol=3e-4, atol=3e-4)
+
+
 def test_weight_gradient_of_a_large_kernel_composed():
     """7x5 offsets do not fit the weight-gradient kernel's registers: the per-offset reduces."""
     x, w = _arr(1, 2, 9, 8), _arr(4, 2, 7, 5)

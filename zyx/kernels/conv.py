@@ -130,28 +130,29 @@ def wgrad_channels(cg: int, kh: int, kw: int) -> int | None:
 
 
 def conv2d_wgrad(device: Device, bufs: list[Buffer], dtype: dtypes.DType, xshape: tuple[int, ...],
-                 wshape: tuple[int, ...], outs: tuple[int, ...], st: tuple[int, ...], dl: tuple[int, ...],
-                 groups: int, cb: int, channels_last: bool = False) -> Buffer:
+                 wshape: tuple[int, ...], outs: tuple[int, ...], st: tuple[int, ...], lo: tuple[int, ...],
+                 dl: tuple[int, ...], groups: int, cb: int, channels_last: bool = False) -> Buffer:
     """Enqueue the weight gradient (Cg, KH, KW, O) from the dense ``bufs``: the output gradient (N, OH, OW, O)
-    and the padded input of shape ``xshape`` (N, C, Hp, Wp), stored NHWC when ``channels_last``; ``cb`` the
-    heuristic ``wgrad_channels``."""
+    and the unpadded input of shape ``xshape`` (N, C, H, W), stored NHWC when ``channels_last``, padded by
+    ``lo`` before (the kernel tests the border); ``cb`` the heuristic ``wgrad_channels``."""
     xs = input_strides(xshape, channels_last)
     o, cg, kh, kw = wshape
-    n, c, hp, wp = xshape
+    n, c, h, w = xshape
     vw = vector_width(dtype, o // groups)
     name = "zyx_conv2d_wgrad"
     nbytes = cg * kh * kw * o * dtype.itemsize
 
     def build(cfg: dict[str, int]) -> tuple[Any, tuple[int]]:
         src = render("conv2d_wgrad.cl.mako", name=name, t="double" if dtype == dtypes.float64 else "float", vw=vw,
-                     cb=cfg["cb"], N=n, C=c, Hp=hp, Wp=wp, O=o, OH=outs[0], OW=outs[1], KH=kh, KW=kw, sh=st[0],
-                     sw=st[1], dh=dl[0], dw=dl[1], groups=groups, xsN=xs[0], xsC=xs[1], xsH=xs[2], xsW=xs[3])
+                     cb=cfg["cb"], N=n, C=c, H=h, W=w, O=o, OH=outs[0], OW=outs[1], KH=kh, KW=kw, sh=st[0],
+                     sw=st[1], dh=dl[0], dw=dl[1], ph=lo[0], pw=lo[1], groups=groups, xsN=xs[0], xsC=xs[1],
+                     xsH=xs[2], xsW=xs[3])
         return compile_kernel(device, src, name), (o // vw * (cg // cfg["cb"]),)
 
     args = [b.cl for b in bufs]
-    key = f"conv2d_wgrad:{dtype.name}:k{kh}x{kw}:s{st}:d{dl}:g{groups}{':nhwc' if channels_last else ''}"
-    cfg = conv_tuning.tuned(device, key, (n, cg, hp, wp, o // groups), conv_tuning.wgrad_space(cg, kh, kw),
-                            {"cb": cb}, build, args, nbytes, dtype, f"conv2d weight gradient {n}x{c}x{hp}x{wp} -> {o}")
+    key = f"conv2d_wgrad:{dtype.name}:k{kh}x{kw}:s{st}:p{lo}:d{dl}:g{groups}{':nhwc' if channels_last else ''}"
+    cfg = conv_tuning.tuned(device, key, (n, cg, h, w, o // groups), conv_tuning.wgrad_space(cg, kh, kw),
+                            {"cb": cb}, build, args, nbytes, dtype, f"conv2d weight gradient {n}x{c}x{h}x{w} -> {o}")
     kernel, grid = build(cfg)
     out = device.pool.allocate(nbytes)
     launch_grid(kernel, grid, 1, [out.cl, *args])

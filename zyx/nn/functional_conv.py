@@ -391,15 +391,12 @@ def _weight_grad(g: Any, x: Any, pad: list[tuple[int, int]], st: tuple[int, ...]
     if cb is None:
         return None
     dtype, device = x.dtype, x.device
-    cl = is_channels_last(x)  # the padded input stored as the input lies
-    xl = x.permute(0, 2, 3, 1) if cl else x
-    spatial = [pad[1][0], pad[1][1], pad[0][0], pad[0][1]]
-    xp = xl.pad([0, 0] + spatial if cl else spatial) if any(a or b for a, b in pad) else xl
-    inputs = _at_storage_start([g.contiguous(), _dense(xp)])
-    xshape = tuple(xp.permute(0, 3, 1, 2).shape) if cl else tuple(xp.shape)
+    cl = is_channels_last(x)  # read as it lies, unpadded (the kernel tests the border)
+    inputs = _at_storage_start([g.contiguous(), _dense(x.permute(0, 2, 3, 1)) if cl else x.contiguous()])
+    xshape, lo = tuple(x.shape), (pad[0][0], pad[1][0])
 
     def run(bufs: list[Buffer]) -> Buffer:
-        return conv_kernel.conv2d_wgrad(device, bufs, dtype, xshape, wshape, outs, st, dl, groups, cb, cl)
+        return conv_kernel.conv2d_wgrad(device, bufs, dtype, xshape, wshape, outs, st, lo, dl, groups, cb, cl)
 
     return extern_tensor("conv2d weight gradient", run, inputs, dtype, (cg, kh, kw, o), device).permute(3, 0, 1, 2)
 

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from zyx.errors import ShapeError
-from zyx.frontend.autograd.engine import needs_grad, no_grad, record
+from zyx.frontend.autograd.engine import is_grad_enabled, needs_grad, no_grad, record
 from zyx.frontend.base import raise_unread_errors
 from zyx.frontend.layout import is_channels_last
 from zyx.frontend.softmax import float_work
@@ -69,6 +69,33 @@ def _dense(t: Any) -> Any:
     return t if t.is_contiguous() else t.clone()
 
 
+def _batch_stats(w: Any, dims: tuple[int, ...]) -> tuple[Any, Any]:
+    """The mean and biased variance of ``w`` over ``dims`` (kept)."""
+    mean = w.mean(dims, keepdim=True)
+    d = w - mean
+    return mean, (d * d).mean(dims, keepdim=True)
+
+
+def _batch_norm_backward(g: Any, w: Any, weight: Any, bias: Any, mean: Any, rstd: Any, dims: tuple[int, ...],
+                         shape: tuple[int, ...], eps: float) -> tuple[Any, Any, Any]:
+    """The gradients of a training batch norm's input ``w``, ``weight`` and ``bias`` from ``g``: two channel
+    sums (of ``g`` and ``g * xhat``) and one elementwise pass, where the composed rule reduces and
+    accumulates over the full tensor several more times. Under ``create_graph`` the statistics are
+    recomputed from ``w``, so higher derivatives see them depend on it."""
+    if is_grad_enabled():
+        mean, var = _batch_stats(w, dims)
+        rstd = (var + eps).rsqrt()
+    count = math.prod(w.shape[d] for d in dims)
+    xhat = (w - mean) * rstd
+    # stored once each: the input's gradient and the weight's or bias's read them
+    sg = g.sum(dims, keepdim=True).realize()
+    sgx = (g * xhat).sum(dims, keepdim=True).realize()
+    scale = rstd * weight.reshape(shape) if weight is not None else rstd
+    gx = scale * (g - sg * (1.0 / count) - xhat * (sgx * (1.0 / count)))
+    return (gx, sgx.reshape(-1).cast(weight.dtype) if weight is not None else None,
+            sg.reshape(-1).cast(bias.dtype) if bias is not None else None)
+
+
 def batch_norm(input: Any, running_mean: Any, running_var: Any, weight: Any = None, bias: Any = None,  # noqa: A002 - PyTorch's name
                training: bool = False, momentum: float = 0.1, eps: float = 1e-5) -> Any:
     """Normalize each channel of (N, C, *) over the batch and spatial dims: with the batch's statistics
@@ -92,14 +119,19 @@ def batch_norm(input: Any, running_mean: Any, running_var: Any, weight: Any = No
             w = w.permute(0, *range(2, w.ndim), 1)
             shape = (1,) * (w.ndim - 1) + (w.shape[-1],)
         dims = tuple(range(w.ndim - 1)) if cl else (0,) + tuple(range(2, w.ndim))
-        mean = w.mean(dims, keepdim=True)
-        d = w - mean
-        var = (d * d).mean(dims, keepdim=True)
+        grad = needs_grad(w, weight, bias)
+        with no_grad():  # the gradient is recorded below, in one pass
+            # stored once: the running statistics, the output and the backward all read them
+            mean, var = (t.realize() for t in _batch_stats(w, dims))
+            rstd = (var + eps).rsqrt()
+            out = _affine((w - mean) * rstd, weight, bias, shape)
         if running_mean is not None:
             _update(running_mean, mean.reshape(-1), momentum)
         if running_var is not None:
             _update(running_var, var.reshape(-1) * (count / (count - 1)), momentum)
-        out = _affine(d * (var + eps).rsqrt(), weight, bias, shape)
+        if grad:
+            out = record("batch_norm", out, [w, weight, bias],
+                         lambda g: _batch_norm_backward(g, w, weight, bias, mean, rstd, dims, shape, eps))
         return (_from_channels_last(out) if cl else out).cast(out_dt)
     else:
         if running_mean is None or running_var is None:
