@@ -211,11 +211,13 @@ def _dot_form(k: Kernel, col: int) -> bool:
     """Whether a matmul-like ``k`` reads no operand contiguously along its column axis ``col`` but every operand
     contiguously along the reduce (``a @ w.T`` with ``w`` row-major): vectors along the reduce then load whole
     rows, where vectors along the columns would gather one element per row of ``w``."""
-    r = red_var(0, k.red_shape[-1])
+    r, c = red_var(0, k.red_shape[-1]), out_var(col, k.out_shape[col])
     red = next(e for e in walk(k.body) if isinstance(e, expr.Reduce))
     loads = [e for e in walk(red.src) if isinstance(e, expr.Load)]  # not an epilogue's (a bias row)
-    step = {r: sym.add(r, 1)}
-    return (k.red_shape[-1] >= MM_DOT_MIN_REDUCE and not _unit_stride(k, out_var(col, k.out_shape[col]))
+    step, cstep = {r: sym.add(r, 1)}, {c: sym.add(c, 1)}
+    along_col = any(c in sym.variables(e.index) and sym.substitute(e.index, cstep) == sym.add(e.index, 1)
+                    for e in loads)
+    return (k.red_shape[-1] >= MM_DOT_MIN_REDUCE and not along_col
             and all(sym.substitute(e.index, step) == sym.add(e.index, 1) for e in loads))
 
 
