@@ -109,16 +109,17 @@ def test_batch_norm_channels_last_double_backward(torch):
 
 def test_conv_batch_norm_relu_pool_chain_matches_torch(torch):
     """The bench CNN's block: the direct convolution's channels-last output through BatchNorm, ReLU and a
-    tiled max pool, twice; the input and weight gradients against PyTorch."""
+    tiled max pool; then an in-place ReLU and an overlapping padded pool (ResNet's stem); the input and
+    weight gradients against PyTorch."""
     rng = np.random.default_rng(4)
     a = rng.standard_normal((4, 1, 12, 12)).astype(np.float32)
     zyx.manual_seed(0)
     zn = zyx.nn
     zm = zn.Sequential(zn.Conv2d(1, 8, 3, padding=1), zn.BatchNorm2d(8), zn.ReLU(), zn.MaxPool2d(2),
-                       zn.Conv2d(8, 16, 3, padding=1), zn.BatchNorm2d(16), zn.ReLU(), zn.MaxPool2d(2))
+                       zn.Conv2d(8, 16, 3, padding=1), zn.BatchNorm2d(16), zn.ReLU(inplace=True), zn.MaxPool2d(3, 2, 1))
     tn = torch.nn
     tm = tn.Sequential(tn.Conv2d(1, 8, 3, padding=1), tn.BatchNorm2d(8), tn.ReLU(), tn.MaxPool2d(2),
-                       tn.Conv2d(8, 16, 3, padding=1), tn.BatchNorm2d(16), tn.ReLU(), tn.MaxPool2d(2))
+                       tn.Conv2d(8, 16, 3, padding=1), tn.BatchNorm2d(16), tn.ReLU(inplace=True), tn.MaxPool2d(3, 2, 1))
     tm.load_state_dict({k: torch.from_numpy(v.numpy().copy()) for k, v in zm.state_dict().items()})
     zx, tx = zyx.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
     zo, to = zm(zx), tm(tx)
