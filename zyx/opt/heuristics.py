@@ -273,8 +273,11 @@ def _cpu_opts(k: Kernel, max_local: int, device: Any) -> Opts:
         return Opts(local=1, upcast=tuple(upcast), unroll=unroll, vec=v, vec_axis=col if v > 1 else 0,
                     rows_inner=rows_inner(k, row, col, upcast[row], upcast[col] * v, device))
     v = _vec_width(k.red_shape[-1], 2 * pref)  # two registers a step: loads in flight
-    # a reduce shorter than a vector (a 2x2 pooling window) fills few lanes: vectors along the outputs instead
-    if v == 1 or k.red_shape[-1] < pref or not _unit_stride(k, red_var(m - 1, k.red_shape[-1])):
+    along_red = v > 1 and _unit_stride(k, red_var(m - 1, k.red_shape[-1]))
+    if along_red and k.red_shape[-1] < pref and n and _vec_width(k.out_shape[-1], pref) > 1 \
+            and _unit_stride(k, out_var(n - 1, k.out_shape[-1])):
+        along_red = False  # a reduce shorter than a vector (a 2x2 pooling window): lanes along the outputs
+    if not along_red:
         v = _vec_width(k.out_shape[-1], pref) if n else 1
         if v > 1 and _unit_stride(k, out_var(n - 1, k.out_shape[-1])):  # e.g. a column reduce
             # up to 64 columns a work item: each row step reads whole cache lines, several of them
