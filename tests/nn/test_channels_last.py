@@ -26,6 +26,7 @@ def test_layout_of_views_and_pending_work():
     assert is_channels_last(x) and is_channels_last((x * 2 + 1).relu())
     assert not is_channels_last(zyx.tensor(a)) and not is_channels_last(x.contiguous())
     assert not is_channels_last(_nhwc(np.zeros((2, 1, 4, 5), np.float32))[0])  # one channel: either layout
+    assert not is_channels_last(_nhwc(np.zeros((0, 3, 4, 5), np.float32))[0])  # empty: no layout
     y = (leaf * 2).permute(0, 3, 1, 2)  # pending work of (N, H, W, C), read as NCHW
     assert is_channels_last(y) and is_channels_last(y - y.mean((0, 2, 3), keepdim=True))
 

@@ -63,7 +63,9 @@ def _permutation(view: View, shape: tuple[int, ...]) -> tuple[int, ...] | None:
 def is_channels_last(t: Any) -> bool:
     """Whether ``t`` (N, C, *spatial), with more than one channel, lies channels-last in memory: as
     (N, *spatial, C) dense, read directly or through the pending elementwise work that computes it."""
-    if t.ndim < 3 or t.shape[1] <= 1 or math.prod(t.shape[2:]) <= 1:
+    if t.ndim < 3 or not all(type(d) is int for d in t.shape):  # a variable size: no fixed layout
+        return False
+    if t.shape[0] == 0 or t.shape[1] <= 1 or math.prod(t.shape[2:]) <= 1:
         return False
     view = _read_view(t._data, t._view)
     if view is None:

@@ -106,9 +106,8 @@ def _first_max(x: Any, win: Any, out: Any, ks: tuple, st: tuple, dl: tuple, pads
     """Where each window's maximum is, as PyTorch's ``max_pool`` picks it: its flat index in the input
     plane (``plane_ids``, the indices ``max_pool`` returns), else its row-major place in the window (the
     tiled gradient's, as float32: exact for any window, and the float kernels run as vectors on a CPU);
-    ``_pick_max`` says which. Padding (index ``plane``) never wins, since every
-    window holds at least one input element. ``x``/``win``/``out`` in the pooled layout (``cl``: channels
-    last), and so is the result."""
+    ``_pick_max`` says which. Padding (index ``plane``) never wins, since every window holds at least one
+    input element. ``x``/``win``/``out`` in the pooled layout (``cl``: channels last), and so is the result."""
     nd = len(ks)
     red = tuple(range(2 + nd, 2 + 2 * nd))
     if not plane_ids:
