@@ -362,10 +362,10 @@ def _direct_backward(g: Any, x: Any, w: Any, has_bias: bool, st: tuple[int, ...]
     """The gradients of x, w and the bias from ``g`` (N, OH, OW, O)."""
     n, c, h, wd = x.shape
     o, cg, kh, kw = w.shape
-    # stored once channels-last, as it comes (the input's gradient reads it in place, the weight-gradient
-    # kernel reads it as it is); the composed weight gradient, which ran far slower over a channels-last
-    # view, makes its own dense copy
-    g = _dense(g)
+    # stored once channels-last, as it comes, before the bias's sum reads it (pending, each reader would
+    # recompute it): the input's gradient reads it in place, the weight-gradient kernel as it is; the
+    # composed weight gradient, which ran far slower over a channels-last view, makes its own dense copy
+    g = _dense(g).realize()
     gy = g.permute(0, 3, 1, 2)
     gb = g.sum((0, 1, 2)) if has_bias else None
     # the input's: the transposed convolution over the padded extent, the padding cropped off

@@ -236,7 +236,9 @@ def _cpu_opts(k: Kernel, max_local: int, device: Any) -> Opts:
         v = _vec_width(k.out_shape[-1], pref) if n else 1
         simple = all(not isinstance(e, expr.Alu) or e.op in _SIMPLE_OPS for e in walk(k.body))
         stream = v > 1 and k.numel * k.out_dtype.itemsize >= STREAM_MIN_BYTES
-        if v == 1 or (simple and not stream):  # PoCL vectorizes plain arithmetic across work items by itself
+        # PoCL vectorizes plain arithmetic over a flat index across work items by itself; with more axes (a
+        # per-channel operand: BatchNorm's gradient) its div/mod index math defeats that, explicit vectors not
+        if v == 1 or (simple and not stream and n == 1):
             return _generic_opts(k, max_local, cpu=True)
         items = k.numel // v
         local = 1  # streamed: big groups, each ends with one fence, so fewer groups mean fewer fences

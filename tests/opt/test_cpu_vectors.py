@@ -1,6 +1,9 @@
-"""CPU heuristics for a reduce shorter than a vector (zyx/opt/heuristics.py): a channels-last 2x2 max pool reads
-a small window table contiguously along the reduce, but its lanes belong along the contiguous outputs (16
-channels a vector, not 2 window places); with outputs that are not contiguous the reduce keeps them."""
+"""CPU heuristics (zyx/opt/heuristics.py) on where explicit vector lanes go. A reduce shorter than a vector: a
+channels-last 2x2 max pool reads a small window table contiguously along the reduce, but its lanes belong
+along the contiguous outputs (16 channels a vector, not 2 window places); with outputs that are not
+contiguous the reduce keeps them. Plain arithmetic: over a flat index PoCL vectorizes it across work items
+by itself, over two axes (a per-channel operand, BatchNorm's input gradient) it gets explicit vectors
+(measured 0.55 -> 0.05 ms at 12544 x 64)."""
 from __future__ import annotations
 
 from types import SimpleNamespace
@@ -47,3 +50,25 @@ def test_short_reduce_vectorizes_along_contiguous_outputs():
 def test_short_reduce_keeps_its_lanes_when_outputs_are_strided():
     o = default_opts(_pool(False), 256, AVX512)
     assert (o.vec, o.vec_axis) == (2, 5)  # the last window axis, as before
+
+
+def _affine(rows: int, cols: int) -> Kernel:
+    """``(x - m) * s``: x (rows, cols) with per-column m and s, or (``rows`` 0) a flat x (cols,) with scalars."""
+    if rows:
+        i, j = out_var(0, rows), out_var(1, cols)
+        xi, pi, shape = sym.add(sym.mul(i, cols), j), j, (rows, cols)
+    else:
+        xi, pi, shape = out_var(0, cols), sym.num(0), (cols,)
+    x, m, s = (expr.Load(b, dt.float32, idx) for b, idx in ((1, xi), (2, pi), (3, pi)))
+    body = expr.Alu("mul", (expr.Alu("sub", (x, m), dt.float32), s), dt.float32)
+    return Kernel(shape, (), (dt.float32,) * 4, body)
+
+
+def test_plain_arithmetic_over_two_axes_gets_explicit_vectors():
+    o = default_opts(_affine(12544, 64), 256, AVX512)
+    assert o.vec == 16 and o.vec_axis == 1
+
+
+def test_plain_arithmetic_over_a_flat_index_is_left_to_pocl():
+    o = default_opts(_affine(0, 1 << 16), 256, AVX512)
+    assert o.vec == 1
