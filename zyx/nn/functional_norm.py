@@ -40,13 +40,15 @@ def _affine(out: Any, weight: Any, bias: Any, shape: tuple[int, ...]) -> Any:
     return out
 
 
-def _update(stat: Any, new: Any, momentum: float) -> None:
-    """``stat = (1 - momentum) * stat + momentum * new`` in place (no gradient), run at once: nothing may
-    read the statistics until eval, and a pending update would chain onto the previous one each step.
-    A failed check upstream of ``new`` (an out-of-range gather) raises here and leaves ``stat`` as it was."""
+def _update(stat: Any, new: Any, momentum: float, scale: float = 1.0) -> None:
+    """``stat = (1 - momentum) * stat + momentum * scale * new`` in place (no gradient), run at once: nothing
+    may read the statistics until eval, and a pending update would chain onto the previous one each step.
+    A failed check upstream of ``new`` (an out-of-range gather) raises here and leaves ``stat`` as it was.
+    (``scale`` applies in the update's kernel: ``new`` scaled first would be a kernel of its own.)"""
     raise_unread_errors(new)
     with no_grad():
-        stat._assign((stat * (1.0 - momentum) + new.detach().cast(stat.dtype) * momentum).cast(stat.dtype))
+        scaled = new.detach().cast(stat.dtype) * (momentum * scale)
+        stat._assign((stat * (1.0 - momentum) + scaled).cast(stat.dtype))
         stat.realize()
 
 
@@ -90,8 +92,9 @@ def _batch_norm_backward(g: Any, w: Any, weight: Any, bias: Any, mean: Any, rstd
     # stored once each: the input's gradient and the weight's or bias's read them
     sg = g.sum(dims, keepdim=True).realize()
     sgx = (g * xhat).sum(dims, keepdim=True).realize()
-    scale = rstd * weight.reshape(shape) if weight is not None else rstd
-    gx = scale * (g - sg * (1.0 / count) - xhat * (sgx * (1.0 / count)))
+    # every per-channel operand read as it is stored (a computed one read broadcast would be stored first)
+    gx = (g * float(count) - sg - xhat * sgx) * rstd
+    gx = (gx * weight.reshape(shape) if weight is not None else gx) * (1.0 / count)
     return (gx, sgx.reshape(-1).cast(weight.dtype) if weight is not None else None,
             sg.reshape(-1).cast(bias.dtype) if bias is not None else None)
 
@@ -128,7 +131,7 @@ def batch_norm(input: Any, running_mean: Any, running_var: Any, weight: Any = No
         if running_mean is not None:
             _update(running_mean, mean.reshape(-1), momentum)
         if running_var is not None:
-            _update(running_var, var.reshape(-1) * (count / (count - 1)), momentum)
+            _update(running_var, var.reshape(-1), momentum, count / (count - 1))
         if grad:
             out = record("batch_norm", out, [w, weight, bias],
                          lambda g: _batch_norm_backward(g, w, weight, bias, mean, rstd, dims, shape, eps))

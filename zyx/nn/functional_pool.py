@@ -110,26 +110,27 @@ def _first_max(x: Any, win: Any, out: Any, ks: tuple, st: tuple, dl: tuple, pads
     input element. ``x``/``win``/``out`` in the pooled layout (``cl``: channels last), and so is the result."""
     nd = len(ks)
     red = tuple(range(2 + nd, 2 + 2 * nd))
-    if not plane_ids:
+    if not plane_ids:  # the rank tables uploaded as they are (computed, each would be a kernel of its own)
         places = math.prod(ks)
-        local = pinned_as(arange(places, dtype=dtypes.float32, device=x.device), x).reshape(*(1,) * (2 + nd), *ks)
-        return _pick_max(win, out, local, places, red)
+        local = np.arange(places, dtype=np.float32).reshape(*(1,) * (2 + nd), *ks)
+        ranks = [pinned_as(tensor(r, device=x.device), x) for r in (local + places, (places - 1) - local)]
+        return _pick_max(win, out, ranks, places, red)
     spatial = tuple(x.shape[1:1 + nd]) if cl else tuple(x.shape[2:])
     plane = math.prod(spatial)
     ids = pinned_as(arange(plane, device=x.device), x)
     ids = ids.reshape(1, *spatial, 1) if cl else ids.reshape(1, 1, *spatial)
     ids = _windows(ids.pad(_layout_pads(pads, cl), plane), ks, st, dl, 1 if cl else 2)
-    return _pick_max(win, out, ids, plane, red)
+    return _pick_max(win, out, [ids + plane, (plane - 1) - ids], plane, red)
 
 
-def _pick_max(win: Any, out: Any, ids: Any, plane: int, red: tuple[int, ...]) -> Any:
-    """The plane index (``ids``, each below ``plane``) PyTorch's max pools report for each window of
-    ``win`` (maxima ``out``): walking the window in increasing index, a value replaces the kept one when it
-    is larger or NaN, so the first maximum, or the last NaN when the window holds one. One max reduce of a
-    rank key: a NaN's is ``plane + id``, a maximum's ``plane - 1 - id``, the rest -1."""
+def _pick_max(win: Any, out: Any, ranks: list, plane: int, red: tuple[int, ...]) -> Any:
+    """The plane index (ids below ``plane``) PyTorch's max pools report for each window of ``win`` (maxima
+    ``out``): walking the window in increasing index, a value replaces the kept one when it is larger or
+    NaN, so the first maximum, or the last NaN when the window holds one. One max reduce of a rank key: a
+    NaN's is ``plane + id``, a maximum's ``plane - 1 - id`` (``ranks``: those two tables), the rest -1."""
     nd = len(red)
     top = win == out.reshape(*out.shape, *(1,) * nd)
-    key = where(win != win, ids + plane, where(top, (plane - 1) - ids, -1)).amax(red)
+    key = where(win != win, ranks[0], where(top, ranks[1], -1)).amax(red)
     return where(key >= plane, key - plane, (plane - 1) - key)
 
 
@@ -145,8 +146,8 @@ def _max_pool_backward(g: Any, first: Any, geometry: tuple) -> Any:
         used = tuple(o * k for o, k in zip(outs, ks))
         ones = tuple(v for o in outs for v in (o, 1))  # (o0, 1, o1, 1, ...)
         places = math.prod(ks)
-        local = pinned_as(arange(places, dtype=dtypes.float32, device=g.device), g)
-        local = local.reshape(*(v for k in ks for v in (1, k)), *((1,) if cl else ()))  # (1, k0, 1, k1, ...)
+        local = np.arange(places, dtype=np.float32).reshape(*(v for k in ks for v in (1, k)), *((1,) if cl else ()))
+        local = pinned_as(tensor(local, device=g.device), g)  # (1, k0, 1, k1, ...)
         if cl:  # (N, o0, 1, o1, 1, ..., C) -> (N, *used, C)
             gl = _to_layout(g, True)
             gx = where(local == first.reshape(n, *ones, c), gl.reshape(n, *ones, c), 0).reshape(n, *used, c)
@@ -398,7 +399,8 @@ def _adaptive_max_uneven(x: Any, sizes: tuple[int, ...], fn: str) -> tuple[Any, 
     with no_grad():
         win = x.reshape(n, c, plane).index_select(2, ids.reshape(-1)).reshape(n, c, *sizes, *ks)
         out = win.amax(red)
-        first = _pick_max(win, out, ids.reshape(1, 1, *ids.shape), plane, red)
+        ids = ids.reshape(1, 1, *ids.shape)
+        first = _pick_max(win, out, [ids + plane, (plane - 1) - ids], plane, red)
     if needs_grad:
         geometry = (tuple(x.shape), ks, sizes, False, False)
         out = record(fn, out, [x], lambda g: (_max_pool_backward(g, first, geometry),))
