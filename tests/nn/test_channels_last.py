@@ -131,3 +131,15 @@ def test_conv_batch_norm_relu_pool_chain_matches_torch(torch):
     np.testing.assert_allclose(zx.grad.numpy(), tx.grad.numpy(), rtol=1e-3, atol=1e-4)
     for (name, zp), tp in zip(zm.named_parameters(), tm.parameters()):
         np.testing.assert_allclose(zp.grad.numpy(), tp.grad.numpy(), rtol=1e-3, atol=1e-4, err_msg=name)
+
+
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_batch_norm_input_written_in_place_after_forward_raises(channels_last):
+    a = np.random.default_rng(5).standard_normal((4, 3, 5, 5)).astype(np.float32)
+    x, leaf = _nhwc(a, requires_grad=True) if channels_last else (None, zyx.tensor(a, requires_grad=True))
+    y = (x if channels_last else leaf) * 1.0
+    out = F.batch_norm(y, None, None, training=True)
+    with zyx.no_grad():
+        y.add_(1.0)
+    with pytest.raises(zyx.errors.AutogradError, match="modified"):
+        out.sum().backward()

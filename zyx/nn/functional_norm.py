@@ -133,8 +133,9 @@ def batch_norm(input: Any, running_mean: Any, running_var: Any, weight: Any = No
         if running_var is not None:
             _update(running_var, var.reshape(-1), momentum, count / (count - 1))
         if grad:
-            out = record("batch_norm", out, [w, weight, bias],
-                         lambda g: _batch_norm_backward(g, w, weight, bias, mean, rstd, dims, shape, eps))
+            out = record("batch_norm", out, [w, weight, bias],  # saved: an in-place write to the input raises
+                         lambda g, x: _batch_norm_backward(g, x, weight, bias, mean, rstd, dims, shape, eps),
+                         saved=(w,))
         return (_from_channels_last(out) if cl else out).cast(out_dt)
     else:
         if running_mean is None or running_var is None:
