@@ -9,12 +9,12 @@ p * kw * v fused multiply-adds, each broadcasting one input value over a weight 
 whose input columns are all inside the image run a copy of the loop without column tests; the
 border tiles test each column (loop-invariant tests, hoisted).
 
-Layouts: x (N, C, H, W) dense; w (KH, Cg, KW, O) dense (packed by the caller); bias (O,) when
+Layouts: x (N, C, H, W) at element strides (xsN, xsC, xsH, xsW): NCHW or NHWC dense; w (KH, Cg, KW, O) dense (packed by the caller); bias (O,) when
 `bias`; out (N, OH, OW, O) dense (channels last: stored as whole vectors). Groups: a work item's
 channel block lies inside one group (vw * v divides Og), whose Cg input channels it reduces.
 Grid: (O / (vw * v) * ceil(OW / p), ceil(OH / rows), N), work-groups of one.
 Parameters: name, t (float/double), vw, p, v, rows, N, C, H, W, O, OH, OW, KH, KW, sh, sw, ph, pw,
-dh, dw, groups, bias.
+dh, dw, groups, bias, xsN, xsC, xsH, xsW.
 </%doc>\
 <%
     cg = C // groups
@@ -26,7 +26,7 @@ dh, dw, groups, bias.
     # the distinct input column offsets the tile reads, and per (pixel, kw) which one
     cols = sorted({q * sw + k * dw for q in range(p) for k in range(KW)})
 %>\
-/* zyx ${name}: ${t} conv ${N}x${C}x${H}x${W} * ${O}x${cg}x${KH}x${KW} -> ${OH}x${OW}, stride (${sh}, ${sw}), padding (${ph}, ${pw}), dilation (${dh}, ${dw}), groups ${groups}; tile ${p} pixels x ${v} x ${vt}, ${rows} row(s) a work item */
+/* zyx ${name}: ${t} conv ${N}x${C}x${H}x${W} (strides ${xsN}, ${xsC}, ${xsH}, ${xsW}) * ${O}x${cg}x${KH}x${KW} -> ${OH}x${OW}, stride (${sh}, ${sw}), padding (${ph}, ${pw}), dilation (${dh}, ${dw}), groups ${groups}; tile ${p} pixels x ${v} x ${vt}, ${rows} row(s) a work item */
 % if t == "double":
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 % endif
@@ -41,7 +41,7 @@ __kernel void ${name}(__global ${t} *restrict zyx_out, __global const ${t} *rest
     const int zyx_iw0 = zyx_ow0 * ${sw} - ${pw};
     /* every column this tile reads lies inside the row: the loop without column tests */
     const bool zyx_inner = zyx_iw0 >= 0 && zyx_iw0 + ${span} < ${W};
-    __global const ${t} *zyx_xn = zyx_x + (long)zyx_n * ${C * H * W} + (long)(zyx_o0 / ${og}) * ${cg * H * W} + zyx_iw0;
+    __global const ${t} *zyx_xn = zyx_x + (long)zyx_n * ${xsN} + (long)(zyx_o0 / ${og}) * ${cg * xsC} + (long)zyx_iw0 * ${xsW};
     __global const ${t} *zyx_wo = zyx_w + zyx_o0;
     for (int zyx_r = 0; zyx_r < ${rows}; ++zyx_r) {
         const int zyx_oh = (int)get_global_id(1) * ${rows} + zyx_r;
@@ -55,12 +55,12 @@ __kernel void ${name}(__global ${t} *restrict zyx_out, __global const ${t} *rest
         {
             const int zyx_ih = zyx_oh * ${sh} + ${kh * dh - ph};
             if ((uint)zyx_ih < ${H}u) {
-                __global const ${t} *zyx_xr = zyx_xn + zyx_ih * ${W};
+                __global const ${t} *zyx_xr = zyx_xn + zyx_ih * ${xsH};
                 __global const ${t} *zyx_wk = zyx_wo + ${kh * cg * KW * O};
 %   for inner in (True, False):
                 ${"if (zyx_inner) {" if inner else "} else {"}
                     for (int zyx_c = 0; zyx_c < ${cg}; ++zyx_c) {
-                        __global const ${t} *zyx_xc = zyx_xr + zyx_c * ${H * W};
+                        __global const ${t} *zyx_xc = zyx_xr + zyx_c * ${xsC};
                         __global const ${t} *zyx_wc = zyx_wk + zyx_c * ${KW * O};
 %     for k in range(KW):
 %       for j in range(v):
@@ -69,9 +69,9 @@ __kernel void ${name}(__global ${t} *restrict zyx_out, __global const ${t} *rest
 %     endfor
 %     for col in cols:
 %       if inner:
-                        const ${t} zyx_x${col} = zyx_xc[${col}];
+                        const ${t} zyx_x${col} = zyx_xc[${col * xsW}];
 %       else:
-                        const ${t} zyx_x${col} = ((uint)(zyx_iw0 + ${col}) < ${W}u) ? zyx_xc[${col}] : (${t})(0);
+                        const ${t} zyx_x${col} = ((uint)(zyx_iw0 + ${col}) < ${W}u) ? zyx_xc[${col * xsW}] : (${t})(0);
 %       endif
 %     endfor
 %     for q in range(p):

@@ -49,6 +49,17 @@ def test_transposed_right_operand_gets_dot_products(by_kind, n, m, kk, up):
     assert o.upcast == up and o.vec == 16 and o.vec_axis == 3 and o.local == 1
 
 
+def test_a_bias_epilogue_keeps_the_dot_form(by_kind):
+    """``x @ w.T + b``: the bias row is read contiguously along the columns, but only after the reduce; the
+    products still run as dot products (the CNN's head: 3136 -> 10)."""
+    k = _matmul(64, 10, 3136, right_t=True)
+    j = out_var(1, 10)
+    bias = expr.Load(3, dt.float32, j)
+    k = Kernel(k.out_shape, k.red_shape, (*k.bufs, dt.float32), expr.Alu("add", (k.body, bias), dt.float32))
+    o = default_opts(k, 256, AVX512)
+    assert o.vec == 16 and o.vec_axis == 3 and o.upcast == (MM_DOT, 2, 1)
+
+
 def test_dot_form_needs_a_long_reduce_and_a_transposed_operand(by_kind):
     short = default_opts(_matmul(128, 128, MM_DOT_MIN_REDUCE // 2, right_t=True), 256, AVX512)
     assert short.vec_axis == 1  # vectors along the columns, as before

@@ -101,6 +101,19 @@ def test_bounds_remove_div_and_mod():
     assert mod(floordiv(flat, 32), 16) == i
 
 
+def test_merged_index_divides_to_its_outer_coordinate():
+    """A reshape of (o0, 2, o1, 2, C) into (H, W, C) read back at (h // 2, w // 2): (d*b + s) // c with
+    0 <= s < d and d | c folds to b // (c // d), so a vector of lanes reads consecutive addresses."""
+    h, w, q = var("h", 0, 27), var("w", 0, 27), var("q", 0, 1)
+    for lane in range(16):
+        assert floordiv(add(mul(h, 896), mul(w, 32), mul(q, 16), lane), 1792) == floordiv(h, 2)
+        assert floordiv(add(mul(w, 32), mul(q, 16), lane), 64) == floordiv(w, 2)
+    x = add(mul(h, 896), mul(w, 34))  # the rest reaches 918 >= 896: not folded
+    assert floordiv(x, 1792) != floordiv(h, 2)
+    for env in _envs([h, w]):
+        assert sym.evaluate(floordiv(x, 1792), env) == (env["h"] * 896 + env["w"] * 34) // 1792
+
+
 def test_unravel_of_transpose_is_identity_mapping():
     # a (n, m) contiguous buffer read through its transpose view (m, n)
     n, m = 5, 7

@@ -101,6 +101,51 @@ def test_gradients(s, p, d, g):
         np.testing.assert_allclose(z.grad.numpy(), t.grad.numpy(), rtol=3e-4, atol=3e-4)
 
 
+@pytest.mark.parametrize("case", [CASES[0], CASES[2], CASES[4]])
+def test_channels_last_input_read_in_place(case):
+    """An input lying channels-last (an NCHW view of an NHWC buffer, as the previous conv's output is) runs
+    the kernels at NHWC strides, copied nowhere: the values and all three gradients match PyTorch."""
+    shape, o, k, s, p, d, g, til = case
+    kk = (k, k) if isinstance(k, int) else k
+    x, w, b = _arr(*shape), _arr(o, shape[1] // g, *kk), _arr(o)
+    leaf = zyx.tensor(np.ascontiguousarray(x.transpose(0, 2, 3, 1)), requires_grad=True)
+    zw, zb = zyx.tensor(w, requires_grad=True), zyx.tensor(b, requires_grad=True)
+    ts = [torch.tensor(a, requires_grad=True) for a in (x, w, b)]
+    with conv_tuning.forced_tile(til), recording() as launches:
+        zo = F.conv2d(leaf.permute(0, 3, 1, 2), zw, zb, s, p, d, g).realize()
+    with conv_tuning.forced_tile(til), recording() as dense:
+        F.conv2d(zyx.tensor(x), zw, zb, s, p, d, g).realize()
+    names = [k.name for k, *_ in launches]
+    assert "zyx_conv2d" in names and names == [k.name for k, *_ in dense], names  # the input not copied
+    to = TF.conv2d(*ts, s, p, d, g)
+    np.testing.assert_allclose(zo.numpy(), to.detach().numpy(), rtol=2e-4, atol=2e-4)
+    cot = _arr(*to.shape)
+    (zo * zyx.tensor(cot)).sum().backward()
+    (to * torch.tensor(cot)).sum().backward()
+    np.testing.assert_allclose(leaf.grad.numpy().transpose(0, 3, 1, 2), ts[0].grad.numpy(), rtol=3e-4, atol=3e-4)
+    np.testing.assert_allclose(zw.grad.numpy(), ts[1].grad.numpy(), rtol=3e-4, atol=3e-4)
+    np.testing.assert_allclose(zb.grad.numpy(), ts[2].grad.numpy(), rtol=3e-4, atol=3e-4)
+
+
+@pytest.mark.parametrize("shape, p", [((1, 4, 2, 3), 1), ((2, 4, 5, 4), 2), ((1, 4, 6, 7), (0, 3))])
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_weight_gradient_border_tests(shape, p, channels_last):
+    """The weight-gradient kernel reads the unpadded input and tests the border: inputs narrower than the
+    kernel's reach, padding wider than the kernel's half, no padding on one side."""
+    x, w = _arr(*shape), _arr(8, shape[1], 3, 3)
+    zx = zyx.tensor(np.ascontiguousarray(x.transpose(0, 2, 3, 1))).permute(0, 3, 1, 2) if channels_last \
+        else zyx.tensor(x)
+    zw, tw, tx = zyx.tensor(w, requires_grad=True), torch.tensor(w, requires_grad=True), torch.tensor(x)
+    zo, to = F.conv2d(zx, zw, None, 1, p), TF.conv2d(tx, tw, None, 1, p)
+    cot = _arr(*to.shape)
+    with recording() as launches:
+        (zo * zyx.tensor(cot)).sum().backward()
+        zw.grad.realize()
+    assert "zyx_conv2d_wgrad" in {k.name for k, *_ in launches}
+    (to * torch.tensor(cot)).sum().backward()
+    np.testing.assert_allclose(zw.grad.numpy(), tw.grad.numpy(), rtol=3e-4, atol=3e-4)
+
+
 def test_weight_gradient_of_a_large_kernel_composed():
     """7x5 offsets do not fit the weight-gradient kernel's registers: the per-offset reduces."""
     x, w = _arr(1, 2, 9, 8), _arr(4, 2, 7, 5)

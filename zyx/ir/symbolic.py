@@ -302,6 +302,9 @@ def floordiv(x: IntLike, c: int) -> Node:
                 rest.append(t)
         if whole:
             return add(*whole, floordiv(add(*rest), c) if rest else ZERO)
+        split = _split_below(x, c)
+        if split is not None:
+            return floordiv(split[0], split[1])
         # a common factor of every coefficient and the divisor cancels
         g = c
         for t in x.terms:
@@ -309,6 +312,21 @@ def floordiv(x: IntLike, c: int) -> Node:
         if g > 1:
             return floordiv(add(*(_divexact(t, g) for t in x.terms)), c // g)
     return Div(x, c)
+
+
+def _split_below(x: Add, c: int) -> tuple[Node, int] | None:
+    """``(b, c // d)`` with ``x // c == b // (c // d)`` where ``x = d*b + s``: the terms of ``x`` whose coefficient
+    ``d`` (a divisor of ``c``) divides, and the rest ``s`` within ``[0, d)`` (a reshape's merged index,
+    ``(896*h + 32*w + lane) // 1792 == h // 2``); None when no such ``d`` exists."""
+    for d in sorted({math.gcd(c, _coeff(t)[1]) for t in x.terms if not isinstance(t, Num)}, reverse=True):
+        if d <= 1 or d == c:
+            continue
+        big = [t for t in x.terms if not isinstance(t, Num) and _coeff(t)[1] % d == 0]
+        small = [t for t in x.terms if isinstance(t, Num) or _coeff(t)[1] % d]
+        rest = add(*small) if small else ZERO
+        if big and rest.vmin >= 0 and rest.vmax < d:
+            return add(*(_divexact(t, d) for t in big)), c // d
+    return None
 
 
 def _divexact(t: Node, g: int) -> Node:

@@ -29,6 +29,7 @@ from zyx.errors import DTypeError, ShapeError
 from zyx.frontend.autograd.engine import needs_grad, record
 from zyx.frontend.base import concrete, extern_tensor
 from zyx.frontend.contract_ops import stack
+from zyx.frontend.layout import is_channels_last
 from zyx.kernels import conv as conv_kernel
 from zyx.kernels import conv_tuning
 
@@ -170,11 +171,12 @@ def _conv_window(x: Any, w: Any, g: int, og: int, cg: int, ks: tuple[int, ...], 
     return (win * ws).sum(tuple(range(nd + 3, 2 * nd + 4)))
 
 
-def _windows(x: Any, ks: Sequence[int], st: Sequence[int], dl: Sequence[int]) -> Any:
-    """The sliding-window view of ``x`` (N, C, *spatial): (N, C, *out, *kernel), nothing copied."""
+def _windows(x: Any, ks: Sequence[int], st: Sequence[int], dl: Sequence[int], first: int = 2) -> Any:
+    """The sliding-window view of ``x`` (N, C, *spatial): (N, C, *out, *kernel), nothing copied; ``first``
+    = 1: of a channels-last ``x`` (N, *spatial, C): (N, *out, C, *kernel)."""
     nd = len(ks)
     for i, (k, s, d) in enumerate(zip(ks, st, dl)):
-        x = x.unfold(2 + i, d * (k - 1) + 1, s)
+        x = x.unfold(first + i, d * (k - 1) + 1, s)
     if any(d > 1 for d in dl):
         x = x[(Ellipsis,) + tuple(slice(None, None, d) for d in dl)]
     assert x.ndim == 2 + 2 * nd
@@ -315,6 +317,12 @@ def fold(input: Any, output_size: Any, kernel_size: Any, dilation: Any = 1, padd
 WGRAD_MATMUL_MIN_CHANNELS = 16
 
 
+def _dense(t: Any) -> Any:
+    """``t`` dense in its own dim order: itself, or a copy kernel computing its pending work in that order
+    (``contiguous`` would store pending work in its own order first, then permute the copy)."""
+    return t if t.is_contiguous() else t.clone()
+
+
 def _at_storage_start(inputs: list[Any]) -> list[Any]:
     """The kernels read each operand from its storage's first element: one starting further in is copied."""
     return [t if t._view.offset == 0 else t.clone() for t in inputs]
@@ -328,7 +336,9 @@ def conv2d_direct(x: Any, w: Any, bias: Any, st: tuple[int, ...], pad: list[tupl
     direct convolution, stride 1, when it qualifies); the weight's the weight-gradient kernel, or the
     composed per-offset reduces; the bias's a sum."""
     dtype, device = x.dtype, x.device
-    xc = x.contiguous()
+    # a channels-last input (the previous layer's output) is read in place, not copied to NCHW first
+    cl = is_channels_last(x)
+    xc = _dense(x.permute(0, 2, 3, 1)) if cl else x.contiguous()
     wp = w.permute(2, 1, 3, 0).contiguous()  # (KH, Cg, KW, O): a (kh, c)'s weights are contiguous along O
     bc = bias.contiguous() if bias is not None else None
     inputs = _at_storage_start([xc, wp] + ([bc] if bc is not None else []))
@@ -340,7 +350,7 @@ def conv2d_direct(x: Any, w: Any, bias: Any, st: tuple[int, ...], pad: list[tupl
 
     def run(bufs: list[Buffer]) -> Buffer:
         return conv_kernel.conv2d(device, bufs, dtype, xshape, wshape, outs, st, lo, dl, groups, til,
-                                  forced is not None)
+                                  forced is not None, cl)
 
     y = extern_tensor(f"conv2d {'x'.join(map(str, til))}" if forced else "conv2d", run, inputs, dtype, shape, device)
     if needs_grad(x, w, bias):
@@ -354,9 +364,11 @@ def _direct_backward(g: Any, x: Any, w: Any, has_bias: bool, st: tuple[int, ...]
     """The gradients of x, w and the bias from ``g`` (N, OH, OW, O)."""
     n, c, h, wd = x.shape
     o, cg, kh, kw = w.shape
-    # (N, O, OH, OW) made dense once: both gradients read it, and the weight's per-offset reduces ran
-    # far slower over a channels-last view
-    gy = g.permute(0, 3, 1, 2).contiguous()
+    # stored once channels-last, as it comes, before the bias's sum reads it (pending, each reader would
+    # recompute it): the input's gradient reads it in place, the weight-gradient kernel as it is; the
+    # composed weight gradient, which ran far slower over a channels-last view, makes its own dense copy
+    g = _dense(g).realize()
+    gy = g.permute(0, 3, 1, 2)
     gb = g.sum((0, 1, 2)) if has_bias else None
     # the input's: the transposed convolution over the padded extent, the padding cropped off
     padded = [h + pad[0][0] + pad[0][1], wd + pad[1][0] + pad[1][1]]
@@ -368,7 +380,7 @@ def _direct_backward(g: Any, x: Any, w: Any, has_bias: bool, st: tuple[int, ...]
         gx = full[:, :, pad[0][0]:pad[0][0] + h, pad[1][0]:pad[1][0] + wd]
     gw = None if needs_grad(g, x) else _weight_grad(g, x, pad, st, dl, groups, (o, cg, kh, kw), outs)
     if gw is None:  # the composed form: differentiable again (double backward), any kernel size
-        gw = _weight_grad_composed(gy, x, pad, st, dl, groups, (o, cg, kh, kw), outs)
+        gw = _weight_grad_composed(gy.contiguous(), x, pad, st, dl, groups, (o, cg, kh, kw), outs)
     return gx, gw, gb
 
 
@@ -381,12 +393,12 @@ def _weight_grad(g: Any, x: Any, pad: list[tuple[int, int]], st: tuple[int, ...]
     if cb is None:
         return None
     dtype, device = x.dtype, x.device
-    xp = x.pad([pad[1][0], pad[1][1], pad[0][0], pad[0][1]]) if any(a or b for a, b in pad) else x
-    inputs = _at_storage_start([t.contiguous() for t in (g, xp)])
-    xshape = tuple(xp.shape)
+    cl = is_channels_last(x)  # read as it lies, unpadded (the kernel tests the border)
+    inputs = _at_storage_start([g.contiguous(), _dense(x.permute(0, 2, 3, 1)) if cl else x.contiguous()])
+    xshape, lo = tuple(x.shape), (pad[0][0], pad[1][0])
 
     def run(bufs: list[Buffer]) -> Buffer:
-        return conv_kernel.conv2d_wgrad(device, bufs, dtype, xshape, wshape, outs, st, dl, groups, cb)
+        return conv_kernel.conv2d_wgrad(device, bufs, dtype, xshape, wshape, outs, st, lo, dl, groups, cb, cl)
 
     return extern_tensor("conv2d weight gradient", run, inputs, dtype, (cg, kh, kw, o), device).permute(3, 0, 1, 2)
 

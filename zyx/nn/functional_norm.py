@@ -12,8 +12,9 @@ from typing import Any
 import numpy as np
 
 from zyx.errors import ShapeError
-from zyx.frontend.autograd.engine import no_grad
+from zyx.frontend.autograd.engine import is_grad_enabled, needs_grad, no_grad, record
 from zyx.frontend.base import raise_unread_errors
+from zyx.frontend.layout import is_channels_last
 from zyx.frontend.softmax import float_work
 
 
@@ -39,14 +40,63 @@ def _affine(out: Any, weight: Any, bias: Any, shape: tuple[int, ...]) -> Any:
     return out
 
 
-def _update(stat: Any, new: Any, momentum: float) -> None:
-    """``stat = (1 - momentum) * stat + momentum * new`` in place (no gradient), run at once: nothing may
-    read the statistics until eval, and a pending update would chain onto the previous one each step.
-    A failed check upstream of ``new`` (an out-of-range gather) raises here and leaves ``stat`` as it was."""
+def _update(stat: Any, new: Any, momentum: float, scale: float = 1.0) -> None:
+    """``stat = (1 - momentum) * stat + momentum * scale * new`` in place (no gradient), run at once: nothing
+    may read the statistics until eval, and a pending update would chain onto the previous one each step.
+    A failed check upstream of ``new`` (an out-of-range gather) raises here and leaves ``stat`` as it was.
+    (``scale`` applies in the update's kernel: ``new`` scaled first would be a kernel of its own.)"""
     raise_unread_errors(new)
     with no_grad():
-        stat._assign((stat * (1.0 - momentum) + new.detach().cast(stat.dtype) * momentum).cast(stat.dtype))
+        scaled = new.detach().cast(stat.dtype) * (momentum * scale)
+        stat._assign((stat * (1.0 - momentum) + scaled).cast(stat.dtype))
         stat.realize()
+
+
+def _from_channels_last(y: Any) -> Any:
+    """(N, *spatial, C) as the (N, C, *spatial) view. Its gradient is stored channels-last: BatchNorm's
+    backward reads it three times (two channel sums and the input's gradient), so as it arrives (NCHW,
+    e.g. from a ReLU) every read would gather across work items; stored once channels-last, all stream."""
+    order = (0, y.ndim - 1, *range(1, y.ndim - 1))
+    if not needs_grad(y):
+        return y.permute(*order)
+    inverse = (0, *range(2, y.ndim), 1)
+    with no_grad():
+        out = y.permute(*order)
+    return record("permute", out, [y], lambda g: (_dense(g.permute(*inverse)),))
+
+
+def _dense(t: Any) -> Any:
+    """``t`` stored dense in its own dim order: a copy kernel that computes pending work in that order (where
+    ``contiguous`` would store the pending work in its order first, then permute it)."""
+    return t if t.is_contiguous() else t.clone()
+
+
+def _batch_stats(w: Any, dims: tuple[int, ...]) -> tuple[Any, Any]:
+    """The mean and biased variance of ``w`` over ``dims`` (kept)."""
+    mean = w.mean(dims, keepdim=True)
+    d = w - mean
+    return mean, (d * d).mean(dims, keepdim=True)
+
+
+def _batch_norm_backward(g: Any, w: Any, weight: Any, bias: Any, mean: Any, rstd: Any, dims: tuple[int, ...],
+                         shape: tuple[int, ...], eps: float) -> tuple[Any, Any, Any]:
+    """The gradients of a training batch norm's input ``w``, ``weight`` and ``bias`` from ``g``: two channel
+    sums (of ``g`` and ``g * xhat``) and one elementwise pass, where the composed rule reduces and
+    accumulates over the full tensor several more times. Under ``create_graph`` the statistics are
+    recomputed from ``w``, so higher derivatives see them depend on it."""
+    if is_grad_enabled():
+        mean, var = _batch_stats(w, dims)
+        rstd = (var + eps).rsqrt()
+    count = math.prod(w.shape[d] for d in dims)
+    xhat = (w - mean) * rstd
+    # stored once each: the input's gradient and the weight's or bias's read them
+    sg = g.sum(dims, keepdim=True).realize()
+    sgx = (g * xhat).sum(dims, keepdim=True).realize()
+    # every per-channel operand read as it is stored (a computed one read broadcast would be stored first)
+    gx = (g * float(count) - sg - xhat * sgx) * rstd
+    gx = (gx * weight.reshape(shape) if weight is not None else gx) * (1.0 / count)
+    return (gx, sgx.reshape(-1).cast(weight.dtype) if weight is not None else None,
+            sg.reshape(-1).cast(bias.dtype) if bias is not None else None)
 
 
 def batch_norm(input: Any, running_mean: Any, running_var: Any, weight: Any = None, bias: Any = None,  # noqa: A002 - PyTorch's name
@@ -61,19 +111,32 @@ def batch_norm(input: Any, running_mean: Any, running_var: Any, weight: Any = No
     shape = _channel_shape(input)
     w, out_dt = float_work(input)
     if training:
-        dims = (0,) + tuple(range(2, input.ndim))
         count = input.shape[0] * math.prod(input.shape[2:])  # values per channel (also when C is 0)
         if count <= 1:
             raise ShapeError(f"batch_norm: expected more than 1 value per channel when training, got input "
                              f"shape {tuple(input.shape)}")
-        mean = w.mean(dims, keepdim=True)
-        d = w - mean
-        var = (d * d).mean(dims, keepdim=True)
+        # an input lying channels-last (a convolution's output) is normalized as (N, *spatial, C): the
+        # statistics and the backward's reduces then read consecutive channels instead of gathering
+        cl = is_channels_last(input)
+        if cl:
+            w = w.permute(0, *range(2, w.ndim), 1)
+            shape = (1,) * (w.ndim - 1) + (w.shape[-1],)
+        dims = tuple(range(w.ndim - 1)) if cl else (0,) + tuple(range(2, w.ndim))
+        grad = needs_grad(w, weight, bias)
+        with no_grad():  # the gradient is recorded below, in one pass
+            # stored once: the running statistics, the output and the backward all read them
+            mean, var = (t.realize() for t in _batch_stats(w, dims))
+            rstd = (var + eps).rsqrt()
+            out = _affine((w - mean) * rstd, weight, bias, shape)
         if running_mean is not None:
             _update(running_mean, mean.reshape(-1), momentum)
         if running_var is not None:
-            _update(running_var, var.reshape(-1) * (count / (count - 1)), momentum)
-        out = d * (var + eps).rsqrt()
+            _update(running_var, var.reshape(-1), momentum, count / (count - 1))
+        if grad:
+            out = record("batch_norm", out, [w, weight, bias],  # saved: an in-place write to the input raises
+                         lambda g, x: _batch_norm_backward(g, x, weight, bias, mean, rstd, dims, shape, eps),
+                         saved=(w,))
+        return (_from_channels_last(out) if cl else out).cast(out_dt)
     else:
         if running_mean is None or running_var is None:
             raise ShapeError("batch_norm: running_mean and running_var are needed when not training")

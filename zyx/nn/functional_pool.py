@@ -15,6 +15,7 @@ from zyx.errors import DTypeError, ShapeError
 from zyx.frontend.autograd.engine import is_grad_enabled, no_grad, record
 from zyx.frontend.creation import arange, pinned_as, tensor, zeros
 from zyx.frontend.elementwise import where
+from zyx.frontend.layout import is_channels_last
 from zyx.frontend.softmax import float_work
 from zyx.nn.functional_conv import _batched, _pads, _tuple, _windows
 
@@ -61,69 +62,102 @@ def _max_pool(x: Any, nd: int, kernel_size: Any, stride: Any, padding: Any, dila
     # windows that tile the input (``MaxPool2d(2)``): a window's first maximum is told by its place in
     # the window, and the gradient is one elementwise kernel over a reshape of the input
     tiled = st == ks and all(d == 1 for d in dl) and all(p == (0, 0) for p in pads)
+    # an input lying channels-last (a convolution's output) is pooled as (N, *spatial, C): the kernels
+    # then read and write consecutive channels instead of gathering across work items
+    cl = is_channels_last(x)
     with no_grad():  # the gradient is recorded below: all of it goes to each window's first maximum
-        win = _windows(x.pad(_pads(pads), _lowest(x.dtype)), ks, st, dl)
+        xl = _to_layout(x, cl)
+        win = _windows(xl.pad(_layout_pads(pads, cl), _lowest(x.dtype)), ks, st, dl, 1 if cl else 2)
         out = win.amax(tuple(range(2 + nd, 2 + 2 * nd)))
-        idx = _first_max(x, win, out, ks, st, dl, pads, plane_ids=True) if return_indices else None
+        idx = _first_max(xl, win, out, ks, st, dl, pads, True, cl) if return_indices else None
         first = None
         if needs_grad:
             first = idx if idx is not None and not tiled else \
-                _first_max(x, win, out, ks, st, dl, pads, plane_ids=not tiled)
+                _first_max(xl, win, out, ks, st, dl, pads, not tiled, cl)
+        out = _from_layout(out, cl)
     if needs_grad:
-        geometry = (tuple(x.shape), ks, outs, tiled)
+        geometry = (tuple(x.shape), ks, outs, tiled, cl)
         record(fn, out, [x], lambda g: (_max_pool_backward(g, first, geometry),))
     if not return_indices:
         return out.squeeze(0) if unbatched else out
+    idx = _from_layout(idx, cl)
     if unbatched:
         out, idx = out.squeeze(0), idx.squeeze(0)
     return out, idx
 
 
-def _first_max(x: Any, win: Any, out: Any, ks: tuple, st: tuple, dl: tuple, pads: list, plane_ids: bool) -> Any:
+def _to_layout(x: Any, cl: bool) -> Any:
+    """(N, C, *spatial) as pooled: itself, or (channels-last ``cl``) the (N, *spatial, C) view."""
+    return x.permute(0, *range(2, x.ndim), 1) if cl else x
+
+
+def _from_layout(y: Any, cl: bool) -> Any:
+    """A pooled (N, C, *spatial) or (``cl``) (N, *spatial, C) result as the (N, C, *spatial) view."""
+    return y.permute(0, y.ndim - 1, *range(1, y.ndim - 1)) if cl else y
+
+
+def _layout_pads(pads: list, cl: bool) -> list[int]:
+    """``F.pad`` amounts padding the spatial dims by ``pads`` of the input as pooled (``_to_layout``)."""
+    return _pads(list(pads) + [(0, 0)]) if cl else _pads(pads)
+
+
+def _first_max(x: Any, win: Any, out: Any, ks: tuple, st: tuple, dl: tuple, pads: list, plane_ids: bool,
+               cl: bool = False) -> Any:
     """Where each window's maximum is, as PyTorch's ``max_pool`` picks it: its flat index in the input
     plane (``plane_ids``, the indices ``max_pool`` returns), else its row-major place in the window (the
-    tiled gradient's); ``_pick_max`` says which. Padding (index ``plane``) never wins, since every window
-    holds at least one input element."""
+    tiled gradient's, as float32: exact for any window, and the float kernels run as vectors on a CPU);
+    ``_pick_max`` says which. Padding (index ``plane``) never wins, since every window holds at least one
+    input element. ``x``/``win``/``out`` in the pooled layout (``cl``: channels last), and so is the result."""
     nd = len(ks)
     red = tuple(range(2 + nd, 2 + 2 * nd))
-    if not plane_ids:
+    if not plane_ids:  # the rank tables uploaded as they are (computed, each would be a kernel of its own)
         places = math.prod(ks)
-        local = pinned_as(arange(places, dtype=dtypes.int64, device=x.device), x).reshape(*(1,) * (2 + nd), *ks)
-        return _pick_max(win, out, local, places, red)
-    spatial = tuple(x.shape[2:])
+        local = np.arange(places, dtype=np.float32).reshape(*(1,) * (2 + nd), *ks)
+        ranks = [pinned_as(tensor(r, device=x.device), x) for r in (local + places, (places - 1) - local)]
+        return _pick_max(win, out, ranks, places, red)
+    spatial = tuple(x.shape[1:1 + nd]) if cl else tuple(x.shape[2:])
     plane = math.prod(spatial)
-    ids = pinned_as(arange(plane, device=x.device), x).reshape(1, 1, *spatial)
-    ids = _windows(ids.pad(_pads(pads), plane), ks, st, dl)
-    return _pick_max(win, out, ids, plane, red)
+    ids = pinned_as(arange(plane, device=x.device), x)
+    ids = ids.reshape(1, *spatial, 1) if cl else ids.reshape(1, 1, *spatial)
+    ids = _windows(ids.pad(_layout_pads(pads, cl), plane), ks, st, dl, 1 if cl else 2)
+    return _pick_max(win, out, [ids + plane, (plane - 1) - ids], plane, red)
 
 
-def _pick_max(win: Any, out: Any, ids: Any, plane: int, red: tuple[int, ...]) -> Any:
-    """The plane index (``ids``, each below ``plane``) PyTorch's max pools report for each window of
-    ``win`` (maxima ``out``): walking the window in increasing index, a value replaces the kept one when it
-    is larger or NaN, so the first maximum, or the last NaN when the window holds one. One max reduce of a
-    rank key: a NaN's is ``plane + id``, a maximum's ``plane - 1 - id``, the rest -1."""
+def _pick_max(win: Any, out: Any, ranks: list, plane: int, red: tuple[int, ...]) -> Any:
+    """The plane index (ids below ``plane``) PyTorch's max pools report for each window of ``win`` (maxima
+    ``out``): walking the window in increasing index, a value replaces the kept one when it is larger or
+    NaN, so the first maximum, or the last NaN when the window holds one. One max reduce of a rank key: a
+    NaN's is ``plane + id``, a maximum's ``plane - 1 - id`` (``ranks``: those two tables), the rest -1."""
     nd = len(red)
     top = win == out.reshape(*out.shape, *(1,) * nd)
-    key = where(win != win, ids + plane, where(top, (plane - 1) - ids, -1)).amax(red)
+    key = where(win != win, ranks[0], where(top, ranks[1], -1)).amax(red)
     return where(key >= plane, key - plane, (plane - 1) - key)
 
 
 def _max_pool_backward(g: Any, first: Any, geometry: tuple) -> Any:
     """The input gradient of a max pool: each output's gradient goes to its window's first maximum
-    (``first``, from ``_first_max``), summed where windows overlap (PyTorch's rule; ``amax``'s would
-    split it among ties, common after a ReLU or on integer-valued data). Tiled windows: a ``where`` over
-    a reshape of the input (fuses with its consumer); others scatter into the input plane."""
-    shape, ks, outs, tiled = geometry
+    (``first``, from ``_first_max``, in the pooled layout), summed where windows overlap (PyTorch's rule;
+    ``amax``'s would split it among ties, common after a ReLU or on integer-valued data). Tiled windows: a
+    ``where`` over a reshape of the input in the pooled layout (fuses with its consumer); others scatter
+    into the input plane."""
+    shape, ks, outs, tiled, cl = geometry
     n, c, spatial = shape[0], shape[1], shape[2:]
     if tiled:
         used = tuple(o * k for o, k in zip(outs, ks))
         ones = tuple(v for o in outs for v in (o, 1))  # (o0, 1, o1, 1, ...)
         places = math.prod(ks)
-        local = pinned_as(arange(places, dtype=dtypes.int64, device=g.device), g)
-        local = local.reshape(*(v for k in ks for v in (1, k)))  # (1, k0, 1, k1, ...)
-        gx = where(local == first.reshape(n, c, *ones), g.reshape(n, c, *ones), 0).reshape(n, c, *used)
+        local = np.arange(places, dtype=np.float32).reshape(*(v for k in ks for v in (1, k)), *((1,) if cl else ()))
+        local = pinned_as(tensor(local, device=g.device), g)  # (1, k0, 1, k1, ...)
+        if cl:  # (N, o0, 1, o1, 1, ..., C) -> (N, *used, C)
+            gl = _to_layout(g, True)
+            gx = where(local == first.reshape(n, *ones, c), gl.reshape(n, *ones, c), 0).reshape(n, *used, c)
+        else:
+            gx = where(local == first.reshape(n, c, *ones), g.reshape(n, c, *ones), 0).reshape(n, c, *used)
         tail = [(0, L - u) for L, u in zip(spatial, used)]
-        return gx.pad(_pads(tail)) if any(t for _, t in tail) else gx
+        if any(t for _, t in tail):
+            gx = gx.pad(_layout_pads(tail, cl))
+        return _from_layout(gx, cl)
+    first = _from_layout(first, cl)
     flat = zeros(n, c, math.prod(spatial), dtype=g.dtype, device=g.device)
     return flat.scatter_add(2, first.reshape(n, c, -1), g.reshape(n, c, -1)).reshape(n, c, *spatial)
 
@@ -365,9 +399,10 @@ def _adaptive_max_uneven(x: Any, sizes: tuple[int, ...], fn: str) -> tuple[Any, 
     with no_grad():
         win = x.reshape(n, c, plane).index_select(2, ids.reshape(-1)).reshape(n, c, *sizes, *ks)
         out = win.amax(red)
-        first = _pick_max(win, out, ids.reshape(1, 1, *ids.shape), plane, red)
+        ids = ids.reshape(1, 1, *ids.shape)
+        first = _pick_max(win, out, [ids + plane, (plane - 1) - ids], plane, red)
     if needs_grad:
-        geometry = (tuple(x.shape), ks, sizes, False)
+        geometry = (tuple(x.shape), ks, sizes, False, False)
         out = record(fn, out, [x], lambda g: (_max_pool_backward(g, first, geometry),))
     return out, first
 

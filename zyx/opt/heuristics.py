@@ -211,11 +211,13 @@ def _dot_form(k: Kernel, col: int) -> bool:
     """Whether a matmul-like ``k`` reads no operand contiguously along its column axis ``col`` but every operand
     contiguously along the reduce (``a @ w.T`` with ``w`` row-major): vectors along the reduce then load whole
     rows, where vectors along the columns would gather one element per row of ``w``."""
-    r = red_var(0, k.red_shape[-1])
+    r, c = red_var(0, k.red_shape[-1]), out_var(col, k.out_shape[col])
     red = next(e for e in walk(k.body) if isinstance(e, expr.Reduce))
     loads = [e for e in walk(red.src) if isinstance(e, expr.Load)]  # not an epilogue's (a bias row)
-    step = {r: sym.add(r, 1)}
-    return (k.red_shape[-1] >= MM_DOT_MIN_REDUCE and not _unit_stride(k, out_var(col, k.out_shape[col]))
+    step, cstep = {r: sym.add(r, 1)}, {c: sym.add(c, 1)}
+    along_col = any(c in sym.variables(e.index) and sym.substitute(e.index, cstep) == sym.add(e.index, 1)
+                    for e in loads)
+    return (k.red_shape[-1] >= MM_DOT_MIN_REDUCE and not along_col
             and all(sym.substitute(e.index, step) == sym.add(e.index, 1) for e in loads))
 
 
@@ -234,7 +236,9 @@ def _cpu_opts(k: Kernel, max_local: int, device: Any) -> Opts:
         v = _vec_width(k.out_shape[-1], pref) if n else 1
         simple = all(not isinstance(e, expr.Alu) or e.op in _SIMPLE_OPS for e in walk(k.body))
         stream = v > 1 and k.numel * k.out_dtype.itemsize >= STREAM_MIN_BYTES
-        if v == 1 or (simple and not stream):  # PoCL vectorizes plain arithmetic across work items by itself
+        # PoCL vectorizes plain arithmetic over a flat index across work items by itself; with more axes (a
+        # per-channel operand: BatchNorm's gradient) its div/mod index math defeats that, explicit vectors not
+        if v == 1 or (simple and not stream and n == 1):
             return _generic_opts(k, max_local, cpu=True)
         items = k.numel // v
         local = 1  # streamed: big groups, each ends with one fence, so fewer groups mean fewer fences
@@ -271,7 +275,11 @@ def _cpu_opts(k: Kernel, max_local: int, device: Any) -> Opts:
         return Opts(local=1, upcast=tuple(upcast), unroll=unroll, vec=v, vec_axis=col if v > 1 else 0,
                     rows_inner=rows_inner(k, row, col, upcast[row], upcast[col] * v, device))
     v = _vec_width(k.red_shape[-1], 2 * pref)  # two registers a step: loads in flight
-    if v == 1 or not _unit_stride(k, red_var(m - 1, k.red_shape[-1])):
+    along_red = v > 1 and _unit_stride(k, red_var(m - 1, k.red_shape[-1]))
+    if along_red and k.red_shape[-1] < pref and n and _vec_width(k.out_shape[-1], pref) > 1 \
+            and _unit_stride(k, out_var(n - 1, k.out_shape[-1])):
+        along_red = False  # a reduce shorter than a vector (a 2x2 pooling window): lanes along the outputs
+    if not along_red:
         v = _vec_width(k.out_shape[-1], pref) if n else 1
         if v > 1 and _unit_stride(k, out_var(n - 1, k.out_shape[-1])):  # e.g. a column reduce
             # up to 64 columns a work item: each row step reads whole cache lines, several of them
