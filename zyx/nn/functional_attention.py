@@ -1,0 +1,132 @@
+"""``scaled_dot_product_attention`` by the tiled kernels of ``zyx.kernels.attention`` (no T x T matrix).
+
+The forward is one ``EXTERN`` node writing the output and the per-row log-sum-exp into one buffer (two
+views of it); its gradient is recorded as one op whose backward is two more nodes, the query gradient
+and the key/value gradient, each recomputing the probabilities from q, k and the saved log-sum-exp
+(``delta``, the row sums of the output gradient times the output, is one small reduce). The kernels
+read q, k, v, the output gradient and the mask in place through their strides (a transpose of a
+projection costs no copy); they also read transposed copies of k (and for the backward of v, q and
+the output gradient) padded to whole score vectors, each one copy kernel.
+
+``use_kernels`` says when ``zyx.nn.functional.scaled_dot_product_attention`` takes this path; otherwise
+it composes matmul, softmax and matmul (dropout, a mask that needs a gradient, variable sizes, empty
+tensors, a GPU, and the sizes where the composed form measured faster: ``MIN_KEYS``).
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from zyx import dtype as dtypes
+from zyx.backend.pool import Buffer
+from zyx.frontend.autograd.engine import needs_grad, no_grad, record
+from zyx.frontend.base import extern_tensor
+from zyx.frontend.elementwise import broadcast_shapes, where
+from zyx.kernels import attention as kernels
+
+#: float dtypes the kernels take (16-bit ones are computed in float32: the inputs cast up, the output down)
+DTYPES = (dtypes.float32, dtypes.float16, dtypes.bfloat16)
+#: below this many keys the composed attention measured at least as fast on PoCL (bench/RESULTS.md)
+MIN_KEYS = 1
+
+
+def use_kernels(q: Any, k: Any, v: Any, attn_mask: Any, dropout_p: float) -> bool:
+    """Whether ``scaled_dot_product_attention(q, k, v, attn_mask, dropout_p)`` runs the tiled kernels."""
+    ts = (q, k, v) if attn_mask is None else (q, k, v, attn_mask)
+    if dropout_p > 0.0 or any(t.ndim < 2 for t in ts) or attn_mask is not None and needs_grad(attn_mask):
+        return False
+    if any(not all(type(s) is int and s > 0 for s in t.shape) for t in ts):  # variable sizes; empty tensors
+        return False
+    if q.dtype not in DTYPES or k.dtype != q.dtype or v.dtype != q.dtype:
+        return False
+    if attn_mask is not None and not (attn_mask.dtype.is_bool or attn_mask.dtype.is_float):
+        return False
+    return kernels.eligible(q.device, q.shape[-1], v.shape[-1]) and k.shape[-2] >= MIN_KEYS
+
+
+def _operand(t: Any, unit_col: bool) -> tuple[Any, kernels.Operand]:
+    """``t`` as the kernels read it (a dense copy when its view has a negative stride, or a column stride
+    other than 1 where ``unit_col`` asks for vector loads along the last dim) and its ``Operand``."""
+    st = t._view.strides
+    if any(s < 0 for s in st) or (unit_col and t.shape[-1] > 1 and st[-1] != 1):
+        t = t.contiguous()
+        st = t._view.strides
+    return t, (t._view.offset, tuple(st[:-2]), st[-2], st[-1])
+
+
+def _transposed(t: Any, length: int) -> Any:
+    """``t`` (..., T, D) as a dense (..., D, length) copy, zero padded along T to ``length``."""
+    return t.transpose(-1, -2).pad([0, length - t.shape[-2]]).contiguous()
+
+
+def attention(q: Any, k: Any, v: Any, attn_mask: Any, is_causal: bool, scale: float) -> Any:
+    """``softmax(q k^T * scale + mask) v`` by the tiled kernels (``use_kernels`` holds)."""
+    out_dt = q.dtype
+    if out_dt != dtypes.float32:
+        q, k, v = (t.cast(dtypes.float32) for t in (q, k, v))
+    tq, tk, dk, dv = q.shape[-2], k.shape[-2], q.shape[-1], v.shape[-1]
+    shapes = [q.shape[:-2], k.shape[:-2], v.shape[:-2]]
+    if attn_mask is not None:
+        shapes.append(attn_mask.shape[:-2])
+    bshape = tuple(broadcast_shapes(*shapes))
+    qe, ke, ve = q.expand(*bshape, tq, dk), k.expand(*bshape, tk, dk), v.expand(*bshape, tk, dv)
+    device = q.device
+    with no_grad():  # the kernels' operands; the gradient is recorded on the output below
+        m = None
+        if attn_mask is not None:
+            m = where(attn_mask, 0.0, float("-inf")) if attn_mask.dtype.is_bool else attn_mask
+            m = m.cast(dtypes.float32).expand(*bshape, tq, tk)
+        kt = _transposed(ke, kernels.padded(tk))
+        operands = [("q", qe, False), ("kt", kt, True), ("v", ve, True)] + ([("m", m, False)] if m is not None else [])
+        inputs, ops = _inputs(operands)
+    n = math.prod(bshape) * tq * dv
+
+    def run(bufs: list[Buffer]) -> Buffer:
+        return kernels.forward(device, bshape, tq, tk, dk, dv, scale, is_causal, ops, bufs)
+
+    y = extern_tensor("attention", run, inputs, dtypes.float32, (n + math.prod(bshape) * kernels.padded(tq),), device)
+    out = y[:n].reshape(*bshape, tq, dv)
+    if needs_grad(qe, ke, ve):
+        saved, lse = y[:n].reshape(*bshape, tq, dv), y[n:].reshape(*bshape, 1, kernels.padded(tq))
+        out = record("scaled_dot_product_attention", out, [qe, ke, ve],
+                     lambda g: _backward(g, saved, lse, qe, ke, ve, kt, m, is_causal, scale))
+    return out if out_dt == dtypes.float32 else out.cast(out_dt)
+
+
+def _inputs(operands: list[tuple[str, Any, bool]]) -> tuple[list[Any], dict[str, kernels.Operand]]:
+    inputs, ops = [], {}
+    for name, t, unit in operands:
+        t, ops[name] = _operand(t, unit)
+        inputs.append(t)
+    return inputs, ops
+
+
+def _backward(g: Any, out: Any, lse: Any, q: Any, k: Any, v: Any, kt: Any, m: Any, causal: bool,
+              scale: float) -> tuple[Any, Any, Any]:
+    """The gradients of q, k and v (their expanded shapes) from the output gradient ``g``."""
+    bshape, tq, tk, dk, dv = tuple(q.shape[:-2]), q.shape[-2], k.shape[-2], q.shape[-1], v.shape[-1]
+    device = q.device
+    with no_grad():
+        g = g.cast(dtypes.float32)
+        tqp = kernels.padded(tq)
+        delta = (g * out).sum(-1).pad([0, tqp - tq]).reshape(*bshape, 1, tqp)
+        vt, qt, gt = _transposed(v, kernels.padded(tk)), _transposed(q, tqp), _transposed(g, tqp)
+        mask = [("m", m, False)] if m is not None else []
+        dq_in, dq_ops = _inputs([("q", q, False), ("kt", kt, True), ("k", k, True), ("vt", vt, True),
+                                 ("g", g, False), ("lse", lse, False), ("dl", delta, False)] + mask)
+        kv_in, kv_ops = _inputs([("qt", qt, True), ("q", q, True), ("k", k, False), ("v", v, False),
+                                 ("gt", gt, True), ("g", g, True), ("lse", lse, True), ("dl", delta, True)] + mask)
+    b = math.prod(bshape)
+
+    def run_q(bufs: list[Buffer]) -> Buffer:
+        return kernels.grad_q(device, bshape, tq, tk, dk, dv, scale, causal, dq_ops, bufs)
+
+    def run_kv(bufs: list[Buffer]) -> Buffer:
+        return kernels.grad_kv(device, bshape, tq, tk, dk, dv, scale, causal, kv_ops, bufs)
+
+    dq = extern_tensor("attention dq", run_q, dq_in, dtypes.float32, (*bshape, tq, dk), device)
+    dkv = extern_tensor("attention dk dv", run_kv, kv_in, dtypes.float32, (b * tk * (dk + dv),), device)
+    return dq, dkv[:b * tk * dk].reshape(*bshape, tk, dk), dkv[b * tk * dk:].reshape(*bshape, tk, dv)
+
+
+__all__ = ["DTYPES", "MIN_KEYS", "attention", "use_kernels"]
