@@ -4,10 +4,9 @@ explicit vectors. Three kernels (``kind``):
 
 * ``fwd``: a work item owns R query rows of one batch entry; it walks the keys KB at a time (scores
   as one KB-lane vector per row, from the padded, transposed keys kt), keeps the running max m and
-  sum l per row (online softmax, base 2: scale and mask are multiplied by log2(e)) and R x DV output
-  accumulators, rescaled once per key block. Writes out (B, Tq, DV), then lse (B, Tqp): m + log2(l),
+  sum l (a vector, summed at the end) per row and R x DV output accumulators, rescaled when m grows. Writes out (B, Tq, DV), then lse (B, Tqp): m + log(l),
   +inf for a row with no live key (its output is 0), 0 in the padding columns.
-* ``dq``: a work item owns R query rows; per key block it recomputes p = exp2(s - lse) from q, kt and
+* ``dq``: a work item owns R query rows; per key block it recomputes p = exp(s - lse) from q, kt and
   lse, dp = dO . v from vt (padded, transposed values), ds = p * (dp - delta), and accumulates
   dq += ds * k over the block's key rows. Writes dq (B, Tq, DK), scaled.
 * ``dkdv``: a work item owns R key rows; per query block (qt and dOt padded, transposed; lse and delta
@@ -19,12 +18,12 @@ batch shape ``bshape`` (B = its product); a vector load along a column needs col
 launcher makes it so). Causal: query i sees keys j <= i (top-left aligned, PyTorch's). A lane or row
 outside the problem is masked by selects, so padding and garbage never reach a stored value.
 Parameters: name, kind, bshape, Tq, Tk, Tqp, Tkp, DK, DV, R, KB, VW (DV vectors), VK (DK vectors),
-scale2 (scale * log2 e), causal, ops, mask (whether the ``m`` operand is given).
+scale, causal, ops, mask (whether the ``m`` operand is given).
 </%doc>\
+<%namespace name="fm" file="/common/math.mako"/>\
 <%!
     import math
 
-    LOG2E = 1.4426950408889634
 
     def field(ops, op, i):
         """Field ``i`` of operand ``op``: 0 offset, 1 batch strides, 2 row stride, 3 column stride."""
@@ -66,6 +65,8 @@ scale2 (scale * log2 e), causal, ops, mask (whether the ``m`` operand is given).
     lanes = "(int" + str(KB) + ")(" + ", ".join(str(i) for i in range(KB)) + ")"
 %>\
 /* zyx ${name}: attention ${kind}, batch ${'x'.join(map(str, bshape)) or '1'}, Tq ${Tq}, Tk ${Tk}, head dims ${DK}/${DV}${', causal' if causal else ''}${', masked' if mask else ''}; ${R} rows a work item, ${KB}-lane blocks */
+${fm.exp_fn("float")}
+${fm.exp_fn(vt(KB))}
 % for fn, op in (("hmax", "max({a}.lo, {a}.hi)"), ("hsum", "{a}.lo + {a}.hi")):
 inline float zyx_${fn}(${KT} zyx_v${KB}) {
 %   for w in [x for x in (8, 4, 2, 1) if x < KB]:
@@ -74,18 +75,38 @@ inline float zyx_${fn}(${KT} zyx_v${KB}) {
     return zyx_v1;
 }
 % endfor
-<%def name="scores(r, qop, ktop, dim, row)">\
-## the KB-lane dot products of row ${row} of ${qop} with the block's columns of ${ktop} (d-major, padded)
-            {
-                __global const float *zyx_qr = zyx_${qop}b + (long)${row} * ${field(ops, qop, 2)};
-                __global const float *zyx_kc = zyx_${ktop}b + zyx_j0;
-                for (int zyx_d = 0; zyx_d < ${dim}; ++zyx_d)
-                    zyx_s${r} = fma((${vt(KB)})(zyx_qr[zyx_d * ${field(ops, qop, 3)}]), ${vload(KB, 'zyx_kc + (long)zyx_d * ' + str(field(ops, ktop, 2)))}, zyx_s${r});
+<%def name="dots(acc, src, row, rstride, cstride, tb, tstride, dim)">\
+## ${acc}<r> (KB lanes) = sum over d of row ${row}<r> of ${src} times ${tb}[d][j0 ...] (d-major, padded): the R
+## rows in one loop (a loaded vector serves them all), two partial sums a row (FMA latency)
+
+% for r in range(R):
+        ${vt(KB)} ${acc}${r} = (${vt(KB)})(0.0f), ${acc}${r}_h = (${vt(KB)})(0.0f);
+        __global const float *${acc}_r${r} = zyx_${src}b + (long)${row}${r} * ${rstride};
+% endfor
+        {
+            __global const float *zyx_tc = ${tb} + zyx_j0;
+            for (int zyx_d = 0; zyx_d < ${dim - 1}; zyx_d += 2) {
+                const ${vt(KB)} zyx_u0 = ${vload(KB, "zyx_tc + (long)zyx_d * " + str(tstride))};
+                const ${vt(KB)} zyx_u1 = ${vload(KB, "zyx_tc + (long)(zyx_d + 1) * " + str(tstride))};
+% for r in range(R):
+                ${acc}${r} = fma((${vt(KB)})(${acc}_r${r}[zyx_d * ${cstride}]), zyx_u0, ${acc}${r});
+                ${acc}${r}_h = fma((${vt(KB)})(${acc}_r${r}[(zyx_d + 1) * ${cstride}]), zyx_u1, ${acc}${r}_h);
+% endfor
             }
+% if dim % 2:
+            const ${vt(KB)} zyx_u0 = ${vload(KB, "zyx_tc + " + str((dim - 1) * tstride))};
+%   for r in range(R):
+            ${acc}${r} = fma((${vt(KB)})(${acc}_r${r}[${(dim - 1) * cstride}]), zyx_u0, ${acc}${r});
+%   endfor
+% endif
+        }
+% for r in range(R):
+        ${acc}${r} += ${acc}${r}_h;
+% endfor
 </%def>\
 <%def name="masked(r, qi, kj, qlane)">\
 ## zyx_s${r} scaled to base 2, the mask added, dead lanes -inf (query ${qi}, key ${kj}: one is a lane vector)
-            zyx_s${r} *= ${repr(scale2)}f;
+            zyx_s${r} *= ${repr(scale)}f;
 % if mask:
             {
                 float zyx_mv[${KB}];
@@ -98,7 +119,7 @@ inline float zyx_${fn}(${KT} zyx_v${KB}) {
                     zyx_mv[zyx_l] = zyx_j < ${Tk} ? zyx_mb[(long)${qi} * ${field(ops, 'm', 2)} + (long)zyx_j * ${field(ops, 'm', 3)}] : 0.0f;
 %   endif
                 }
-                zyx_s${r} = fma(vload${KB}(0, zyx_mv), (${vt(KB)})(${repr(LOG2E)}f), zyx_s${r});
+                zyx_s${r} += vload${KB}(0, zyx_mv);
             }
 % endif
 % if qlane:
@@ -122,7 +143,8 @@ __kernel void ${name}(__global float *restrict zyx_out, __global const float *re
 %   endif
 %   for r in range(R):
     const int zyx_row${r} = min(zyx_i0 + ${r}, ${Tq - 1});
-    float zyx_m${r} = -INFINITY, zyx_l${r} = 0.0f;
+    float zyx_m${r} = -INFINITY;
+    ${KT} zyx_l${r} = (${KT})(0.0f);
 %     for c in range(NV):
     ${vt(VW)} zyx_a${r}_${c} = (${vt(VW)})(0.0f);
 %     endfor
@@ -130,20 +152,21 @@ __kernel void ${name}(__global float *restrict zyx_out, __global const float *re
     const int zyx_end = ${f"min({Tk}, zyx_i0 + {R})" if causal else Tk};
     float zyx_p[${R}][${KB}];
     for (int zyx_j0 = 0; zyx_j0 < zyx_end; zyx_j0 += ${KB}) {
+${dots('zyx_s', 'q', 'zyx_row', rs('q'), cs('q'), 'zyx_ktb', rs('kt'), DK)}\
 %   for r in range(R):
         {
-            ${KT} zyx_s${r} = (${KT})(0.0f);
-${scores(r, 'q', 'kt', DK, 'zyx_row' + str(r))}\
 ${masked(r, 'zyx_row' + str(r), None, False)}\
-            const float zyx_mx = max(zyx_m${r}, zyx_hmax(zyx_s${r}));
-            const float zyx_mu = zyx_mx == -INFINITY ? 0.0f : zyx_mx;  /* no live key yet: nothing to shift */
-            const float zyx_alpha = exp2(zyx_m${r} - zyx_mu);
-            const ${KT} zyx_e = exp2(zyx_s${r} - zyx_mu);
-            zyx_l${r} = fma(zyx_l${r}, zyx_alpha, zyx_hsum(zyx_e));
-            zyx_m${r} = zyx_mx;
+            const float zyx_bm = zyx_hmax(zyx_s${r});
+            if (zyx_bm > zyx_m${r}) {  /* the row's max grows (rarely after the first blocks): rescale */
+                const float zyx_alpha = zyx_exp_float(zyx_m${r} - zyx_bm);
+                zyx_l${r} *= zyx_alpha;
 %     for c in range(NV):
-            zyx_a${r}_${c} *= zyx_alpha;
+                zyx_a${r}_${c} *= zyx_alpha;
 %     endfor
+                zyx_m${r} = zyx_bm;
+            }
+            const ${KT} zyx_e = zyx_exp_${KT}(zyx_s${r} - (zyx_m${r} == -INFINITY ? 0.0f : zyx_m${r}));
+            zyx_l${r} += zyx_e;
             vstore${KB}(zyx_e, 0, zyx_p[${r}]);
         }
 %   endfor
@@ -162,12 +185,13 @@ ${masked(r, 'zyx_row' + str(r), None, False)}\
     }
 %   for r in range(R):
     if (zyx_i0 + ${r} < ${Tq}) {
-        const float zyx_inv = zyx_l${r} > 0.0f ? 1.0f / zyx_l${r} : 0.0f;
+        const float zyx_sum = zyx_hsum(zyx_l${r});
+        const float zyx_inv = zyx_sum > 0.0f ? 1.0f / zyx_sum : 0.0f;
         __global float *zyx_o = zyx_out + ((long)zyx_b * ${Tq} + zyx_i0 + ${r}) * ${DV};
 %     for c in range(NV):
         ${vstore(VW, f"zyx_a{r}_{c} * zyx_inv", f"zyx_o + {c * VW}")};
 %     endfor
-        zyx_out[${B * Tq * DV} + (long)zyx_b * ${Tqp} + zyx_i0 + ${r}] = zyx_l${r} > 0.0f ? zyx_m${r} + log2(zyx_l${r}) : INFINITY;
+        zyx_out[${B * Tq * DV} + (long)zyx_b * ${Tqp} + zyx_i0 + ${r}] = zyx_sum > 0.0f ? zyx_m${r} + log(zyx_sum) : INFINITY;
     }
 %   endfor
     if (zyx_i0 + ${R} >= ${Tq})  /* the last work item of the batch entry zeroes the padding columns */
@@ -204,20 +228,13 @@ __kernel void ${name}(__global float *restrict zyx_out, __global const float *re
     const int zyx_end = ${f"min({Tk}, zyx_i0 + {R})" if causal else Tk};
     float zyx_p[${R}][${KB}];
     for (int zyx_j0 = 0; zyx_j0 < zyx_end; zyx_j0 += ${KB}) {
+${dots('zyx_s', 'q', 'zyx_row', rs('q'), cs('q'), 'zyx_ktb', rs('kt'), DK)}\
+${dots('zyx_dp', 'g', 'zyx_row', rs('g'), cs('g'), 'zyx_vtb', rs('vt'), DV)}\
 %   for r in range(R):
         {
-            ${KT} zyx_s${r} = (${KT})(0.0f);
-${scores(r, 'q', 'kt', DK, 'zyx_row' + str(r))}\
 ${masked(r, 'zyx_row' + str(r), None, False)}\
-            ${KT} zyx_dp = (${KT})(0.0f);
-            {
-                __global const float *zyx_gr = zyx_gb + (long)zyx_row${r} * ${rs('g')};
-                __global const float *zyx_vc = zyx_vtb + zyx_j0;
-                for (int zyx_d = 0; zyx_d < ${DV}; ++zyx_d)
-                    zyx_dp = fma((${KT})(zyx_gr[zyx_d * ${cs('g')}]), ${vload(KB, "zyx_vc + (long)zyx_d * " + str(rs('vt')))}, zyx_dp);
-            }
-            const ${KT} zyx_e = exp2(zyx_s${r} - zyx_lse${r});
-            vstore${KB}(select(zyx_e * (zyx_dp - zyx_dl${r}), (${KT})(0.0f), isequal(zyx_s${r}, (${KT})(-INFINITY))), 0, zyx_p[${r}]);
+            const ${KT} zyx_e = zyx_exp_${KT}(zyx_s${r} - zyx_lse${r});
+            vstore${KB}(select(zyx_e * (zyx_dp${r} - zyx_dl${r}), (${KT})(0.0f), isequal(zyx_s${r}, (${KT})(-INFINITY))), 0, zyx_p[${r}]);
         }
 %   endfor
         const int zyx_n = min(${KB}, zyx_end - zyx_j0);
@@ -237,7 +254,7 @@ ${masked(r, 'zyx_row' + str(r), None, False)}\
     if (zyx_i0 + ${r} < ${Tq}) {
         __global float *zyx_o = zyx_out + ((long)zyx_b * ${Tq} + zyx_i0 + ${r}) * ${DK};
 %     for c in range(NK):
-        ${vstore(VK, f"zyx_a{r}_{c} * {repr(scale2 / LOG2E)}f", f"zyx_o + {c * VK}")};
+        ${vstore(VK, f"zyx_a{r}_{c} * {repr(scale)}f", f"zyx_o + {c * VK}")};
 %     endfor
     }
 %   endfor
@@ -277,22 +294,15 @@ __kernel void ${name}(__global float *restrict zyx_out, __global const float *re
     for (int zyx_j0 = ${f"zyx_t0 / {KB} * {KB}" if causal else 0}; zyx_j0 < ${Tq}; zyx_j0 += ${KB}) {
         const ${KT} zyx_lsev = ${vload(KB, "zyx_lseb + zyx_j0")};
         const ${KT} zyx_dlv = ${vload(KB, "zyx_dlb + zyx_j0")};
+${dots('zyx_s', 'k', 'zyx_key', rs('k'), cs('k'), 'zyx_qtb', rs('qt'), DK)}\
+${dots('zyx_dp', 'v', 'zyx_key', rs('v'), cs('v'), 'zyx_gtb', rs('gt'), DV)}\
 %   for r in range(R):
         {
-            ${KT} zyx_s${r} = (${KT})(0.0f);
-${scores(r, 'k', 'qt', DK, 'zyx_key' + str(r))}\
 ${masked(r, None, 'zyx_key' + str(r), True)}\
-            ${KT} zyx_dp = (${KT})(0.0f);
-            {
-                __global const float *zyx_vr = zyx_vb + (long)zyx_key${r} * ${rs('v')};
-                __global const float *zyx_gc = zyx_gtb + zyx_j0;
-                for (int zyx_d = 0; zyx_d < ${DV}; ++zyx_d)
-                    zyx_dp = fma((${KT})(zyx_vr[zyx_d * ${cs('v')}]), ${vload(KB, "zyx_gc + (long)zyx_d * " + str(rs('gt')))}, zyx_dp);
-            }
             const ${vt(KB).replace("float", "int")} zyx_dead = isequal(zyx_s${r}, (${KT})(-INFINITY));
-            const ${KT} zyx_e = select(exp2(zyx_s${r} - zyx_lsev), (${KT})(0.0f), zyx_dead);
+            const ${KT} zyx_e = select(zyx_exp_${KT}(zyx_s${r} - zyx_lsev), (${KT})(0.0f), zyx_dead);
             vstore${KB}(zyx_e, 0, zyx_p[${r}]);
-            vstore${KB}(select(zyx_e * (zyx_dp - zyx_dlv), (${KT})(0.0f), zyx_dead), 0, zyx_ds[${r}]);
+            vstore${KB}(select(zyx_e * (zyx_dp${r} - zyx_dlv), (${KT})(0.0f), zyx_dead), 0, zyx_ds[${r}]);
         }
 %   endfor
         const int zyx_n = min(${KB}, ${Tq} - zyx_j0);
@@ -319,7 +329,7 @@ ${masked(r, None, 'zyx_key' + str(r), True)}\
     if (zyx_t0 + ${r} < ${Tk}) {
         __global float *zyx_o = zyx_out + ((long)zyx_b * ${Tk} + zyx_t0 + ${r}) * ${DK};
 %     for c in range(NK):
-        ${vstore(VK, f"zyx_a{r}_{c} * {repr(scale2 / LOG2E)}f", f"zyx_o + {c * VK}")};
+        ${vstore(VK, f"zyx_a{r}_{c} * {repr(scale)}f", f"zyx_o + {c * VK}")};
 %     endfor
         __global float *zyx_w = zyx_out + ${B * Tk * DK} + ((long)zyx_b * ${Tk} + zyx_t0 + ${r}) * ${DV};
 %     for c in range(NV):

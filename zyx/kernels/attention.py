@@ -2,7 +2,7 @@
 
 Three kernels over float32 operands read in place through their strides (an ``Operand``: offset, batch
 strides, row stride, column stride): the forward (online softmax over key blocks; writes the output
-and the per-row log-sum-exp, base 2, into one buffer), the query gradient and the key/value gradient
+and the per-row log-sum-exp into one buffer), the query gradient and the key/value gradient
 (each recomputing the probabilities from q, k and the saved log-sum-exp). Key blocks are ``KB``-lane
 vectors of scores computed from a transposed, padded copy of the keys (or, for the key/value gradient,
 of the queries and the output gradient), which the caller makes (``zyx.nn.functional_attention``).
@@ -35,6 +35,8 @@ ACC_VECTORS = 16
 MAX_HEAD_DIM = 256
 #: candidate rows a work item (the tuner's space, cut to the problem)
 ROWS = (1, 2, 3, 4, 6, 8)
+#: work items a work-group along the rows (PoCL runs a group's items in one call: fewer dispatches)
+LOCAL = 1
 
 #: (offset, batch strides, row stride, column stride) of an operand, in elements
 Operand = tuple[int, tuple[int, ...], int, int]
@@ -82,7 +84,7 @@ def _launch(device: Device, kind: str, bshape: tuple[int, ...], tq: int, tk: int
     def build(cfg: dict[str, int]) -> tuple[Any, tuple[int, int]]:
         src = render("attention.cl.mako", name=name, kind=kind, bshape=bshape, Tq=tq, Tk=tk, Tqp=padded(tq),
                      Tkp=padded(tk), DK=dk, DV=dv, R=cfg["R"], KB=KB, VW=vector_width(dv), VK=vector_width(dk),
-                     scale2=scale * math.log2(math.e), causal=causal, ops=tuple(sorted(ops.items())), mask=mask)
+                     scale=scale, causal=causal, ops=tuple(sorted(ops.items())), mask=mask)
         return compile_kernel(device, src, name), (-(-items // cfg["R"]), b)
 
     args = [buf.cl for buf in bufs]
@@ -92,13 +94,13 @@ def _launch(device: Device, kind: str, bshape: tuple[int, ...], tq: int, tk: int
                             f"attention {kind} {'x'.join(map(str, bshape))}x{tq}x{tk}x{dk}")
     kernel, grid = build(cfg)
     out = device.pool.allocate(out_nbytes)
-    launch_grid(kernel, grid, 1, [out.cl, *args])
+    launch_grid(kernel, grid, LOCAL, [out.cl, *args])
     return out
 
 
 def forward(device: Device, bshape: tuple[int, ...], tq: int, tk: int, dk: int, dv: int, scale: float,
             causal: bool, ops: dict[str, Operand], bufs: list[Buffer]) -> Buffer:
-    """The attention output (B, Tq, DV) followed by the base-2 log-sum-exp (B, padded(Tq)) in one buffer.
+    """The attention output (B, Tq, DV) followed by the log-sum-exp (B, padded(Tq)) in one buffer.
     ``bufs``: q, kt (the keys transposed, (B, DK, padded(Tk))), v and, when ``ops`` has ``m``, the
     additive float mask (in natural-log units), as ``ops`` describes them."""
     b = math.prod(bshape)
