@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from zyx import dtype as dtypes
 from zyx import settings
 from zyx.backend.device import Device
 from zyx.backend.launch import compile_kernel
@@ -24,7 +25,6 @@ from zyx.codegen.render import render
 from zyx.kernels import conv_tuning
 from zyx.kernels.launch import launch_grid
 from zyx.opt.search import Param, Space
-from zyx import dtype as dtypes
 
 #: lanes of a score vector (one 64-byte register of floats)
 KB = 16
