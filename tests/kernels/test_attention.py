@@ -12,6 +12,7 @@ import zyx
 import zyx.nn.functional as F
 from zyx.backend.launch import recording
 from zyx.kernels import attention as kernels
+from zyx.nn import functional_attention
 
 torch = pytest.importorskip("torch")
 TF = torch.nn.functional
@@ -132,3 +133,35 @@ def test_multihead_attention():
     assert w is None and NAMES <= {k.name for k, *_ in launches}
     np.testing.assert_allclose(out.numpy(), ref.detach().numpy(), rtol=2e-5, atol=2e-5)
     np.testing.assert_allclose(gx, tx.grad.numpy(), rtol=1e-4, atol=1e-4)
+
+
+def test_double_backward():
+    """With create_graph the gradients are composed, so they have gradients of their own."""
+    q, k, v = _arr(2, 7, 8), _arr(2, 9, 8), _arr(2, 9, 8)
+    got = []
+    for lib, make in ((zyx, lambda a: zyx.tensor(a, requires_grad=True)),
+                      (torch, lambda a: torch.tensor(a, requires_grad=True))):
+        ts = [make(a) for a in (q, k, v)]
+        fn = F.scaled_dot_product_attention if lib is zyx else TF.scaled_dot_product_attention
+        out = fn(*ts, is_causal=True)
+        gq, = lib.autograd.grad((out * out).sum(), [ts[0]], create_graph=True)
+        (gq * gq).sum().backward()
+        got.append([t.grad.numpy() if lib is zyx else t.grad.detach().numpy() for t in ts[1:]])
+    for a, b in zip(*got):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)
+
+
+def test_dispatch_and_kernel_count():
+    """Causal attention and small or long problems take the kernels; a large one of short rows without a
+    causal mask the composed path (measured faster there). A forward is two kernels: the transposed keys
+    and the attention; a train step's backward adds the transposed values, queries and output gradient."""
+    def use(b, tq, tk, d, causal):
+        q, k = zyx.zeros(b, tq, d), zyx.zeros(b, tk, d)  # lazy: never computed
+        return functional_attention.use_kernels(q, k, k, None, 0.0, causal)
+
+    assert use(256, 128, 128, 64, True) and use(4, 64, 64, 64, False) and use(2, 512, 512, 64, False)
+    assert not use(256, 128, 128, 64, False)
+    q, k, v = (zyx.tensor(_arr(2, 3, 20, 16)).realize() for _ in range(3))
+    with recording() as launches:
+        F.scaled_dot_product_attention(q, k, v, is_causal=True).realize()
+    assert [k.name for k, *_ in launches][-1] == "zyx_attention_fwd" and len(launches) == 2

@@ -95,7 +95,7 @@ def scaled_dot_product_attention(q: Any, k: Any, v: Any, attn_mask: Any = None, 
         k, v = k.repeat_interleave(hq // hk, -3), v.repeat_interleave(hq // hk, -3)
     d = q.shape[-1]
     scale = 1.0 / math.sqrt(d) if scale is None else scale
-    if functional_attention.use_kernels(q, k, v, attn_mask, dropout_p):  # the tiled kernels: no T x T matrix
+    if functional_attention.use_kernels(q, k, v, attn_mask, dropout_p, is_causal):  # the tiled kernels: no T x T matrix
         return functional_attention.attention(q, k, v, attn_mask, is_causal, scale)
     scores = R.matmul(q, k.transpose(-1, -2)) * scale
     L, S = scores.shape[-2], scores.shape[-1]

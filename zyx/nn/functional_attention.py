@@ -10,28 +10,36 @@ the output gradient) padded to whole score vectors, each one copy kernel.
 
 ``use_kernels`` says when ``zyx.nn.functional.scaled_dot_product_attention`` takes this path; otherwise
 it composes matmul, softmax and matmul (dropout, a mask that needs a gradient, variable sizes, empty
-tensors, a GPU, and the sizes where the composed form measured faster: ``MIN_KEYS``).
+tensors, a GPU, and the sizes where the composed form measured faster: ``SMALL``, ``LONG``).
 """
 from __future__ import annotations
 
 import math
 from typing import Any
 
+import numpy as np
+
 from zyx import dtype as dtypes
 from zyx.backend.pool import Buffer
 from zyx.frontend.autograd.engine import needs_grad, no_grad, record
 from zyx.frontend.base import extern_tensor
-from zyx.frontend.elementwise import broadcast_shapes, where
+from zyx.frontend.creation import arange, pinned_as
+from zyx.frontend.elementwise import binary, broadcast_shapes, unary, where
+from zyx.frontend.reduce import matmul
 from zyx.kernels import attention as kernels
+from zyx.op import Op
 
 #: float dtypes the kernels take (16-bit ones are computed in float32: the inputs cast up, the output down)
 DTYPES = (dtypes.float32, dtypes.float16, dtypes.bfloat16)
-#: below this many keys the composed attention measured at least as fast on PoCL (bench/RESULTS.md)
-MIN_KEYS = 1
+#: without a causal mask the composed attention (two register-tiled matmuls around a row softmax) measured
+#: faster on PoCL once a problem is large, unless its score matrices are long (bench/RESULTS.md, "attention"):
+#: the kernels run when b * Tq * Tk * (dk + dv) is at most SMALL or Tq * Tk at least LONG
+SMALL = 1 << 23
+LONG = 1 << 17
 
 
-def use_kernels(q: Any, k: Any, v: Any, attn_mask: Any, dropout_p: float) -> bool:
-    """Whether ``scaled_dot_product_attention(q, k, v, attn_mask, dropout_p)`` runs the tiled kernels."""
+def use_kernels(q: Any, k: Any, v: Any, attn_mask: Any, dropout_p: float, is_causal: bool) -> bool:
+    """Whether ``scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal)`` runs the tiled kernels."""
     ts = (q, k, v) if attn_mask is None else (q, k, v, attn_mask)
     if dropout_p > 0.0 or any(t.ndim < 2 for t in ts) or attn_mask is not None and needs_grad(attn_mask):
         return False
@@ -41,7 +49,13 @@ def use_kernels(q: Any, k: Any, v: Any, attn_mask: Any, dropout_p: float) -> boo
         return False
     if attn_mask is not None and not (attn_mask.dtype.is_bool or attn_mask.dtype.is_float):
         return False
-    return kernels.eligible(q.device, q.shape[-1], v.shape[-1]) and k.shape[-2] >= MIN_KEYS
+    if not kernels.eligible(q.device, q.shape[-1], v.shape[-1]):
+        return False
+    if is_causal:
+        return True
+    tq, tk = q.shape[-2], k.shape[-2]
+    b = math.prod(broadcast_shapes(*(t.shape[:-2] for t in ts)))
+    return b * tq * tk * (q.shape[-1] + v.shape[-1]) <= SMALL or tq * tk >= LONG
 
 
 def _operand(t: Any, unit_col: bool) -> tuple[Any, kernels.Operand]:
@@ -104,6 +118,8 @@ def _inputs(operands: list[tuple[str, Any, bool]]) -> tuple[list[Any], dict[str,
 def _backward(g: Any, out: Any, lse: Any, q: Any, k: Any, v: Any, kt: Any, m: Any, causal: bool,
               scale: float) -> tuple[Any, Any, Any]:
     """The gradients of q, k and v (their expanded shapes) from the output gradient ``g``."""
+    if needs_grad(g, q, k, v):  # create_graph: gradients that are differentiable again, composed
+        return _composed_backward(g, q, k, v, m, causal, scale)
     bshape, tq, tk, dk, dv = tuple(q.shape[:-2]), q.shape[-2], k.shape[-2], q.shape[-1], v.shape[-1]
     device = q.device
     with no_grad():
@@ -129,4 +145,24 @@ def _backward(g: Any, out: Any, lse: Any, q: Any, k: Any, v: Any, kt: Any, m: An
     return dq, dkv[:b * tk * dk].reshape(*bshape, tk, dk), dkv[b * tk * dk:].reshape(*bshape, tk, dv)
 
 
-__all__ = ["DTYPES", "MIN_KEYS", "attention", "use_kernels"]
+def _composed_backward(g: Any, q: Any, k: Any, v: Any, m: Any, causal: bool, scale: float) -> tuple[Any, Any, Any]:
+    """The same gradients from matmuls and elementwise ops (each with its own gradient rule): the
+    probabilities recomputed (a row with no live key all zeros), then dv = p^T g, ds = p * (dp - rowsum(dp * p))
+    with dp = g v^T, dq = ds k * scale, dk = ds^T q * scale."""
+    g = g.cast(dtypes.float32)
+    s = matmul(q, k.transpose(-1, -2)) * scale
+    if m is not None:
+        s = s + m
+    if causal:
+        tq, tk = s.shape[-2], s.shape[-1]
+        rows, cols = (pinned_as(arange(n, device=q.device), q) for n in (tq, tk))
+        s = where(binary(Op.GE, rows.unsqueeze(1), cols.unsqueeze(0)), s, float("-inf"))
+    top = binary(Op.MAXIMUM, s.max(-1, keepdim=True).detach(), float(np.finfo(np.float32).min))
+    e = unary(Op.EXP, s - top)
+    p = e / binary(Op.MAXIMUM, e.sum(-1, keepdim=True), 0.5)  # a live row's sum is at least 1
+    dp = matmul(g, v.transpose(-1, -2))
+    ds = p * (dp - (dp * p).sum(-1, keepdim=True))
+    return matmul(ds, k) * scale, matmul(ds.transpose(-1, -2), q) * scale, matmul(p.transpose(-1, -2), g)
+
+
+__all__ = ["DTYPES", "LONG", "SMALL", "attention", "use_kernels"]
