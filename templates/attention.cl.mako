@@ -3,20 +3,24 @@ Attention without the T x T matrix, for CPUs (zyx.kernels.attention): float32, w
 explicit vectors. Three kernels (``kind``):
 
 * ``fwd``: a work item owns R query rows of one batch entry; it walks the keys KB at a time (scores
-  as one KB-lane vector per row, from the padded, transposed keys kt), keeps the running max m and
-  sum l (a vector, summed at the end) per row and R x DV output accumulators, rescaled when m grows. Writes out (B, Tq, DV), then lse (B, Tqp): m + log(l),
-  +inf for a row with no live key (its output is 0), 0 in the padding columns.
+  as one KB-lane vector per row, from the blocked keys kt), keeps the running max m and the sum l (a
+  vector, summed at the end) per row and R x DV output accumulators, rescaled when m grows. Writes out
+  (B, Tq, DV), then lse (B, Tqp): m + log(l), +inf for a row with no live key (its output is 0), 0 in
+  the padding columns.
 * ``dq``: a work item owns R query rows; per key block it recomputes p = exp(s - lse) from q, kt and
-  lse, dp = dO . v from vt (padded, transposed values), ds = p * (dp - delta), and accumulates
-  dq += ds * k over the block's key rows. Writes dq (B, Tq, DK), scaled.
-* ``dkdv``: a work item owns R key rows; per query block (qt and dOt padded, transposed; lse and delta
-  padded) the same p and ds, transposed, then dv += p * dO and dk += ds * q over the block's query
-  rows. Writes dk (B, Tk, DK) then dv (B, Tk, DV).
+  lse, dp = dO . v from vt (blocked values), ds = p * (dp - delta), and accumulates dq += ds * k over
+  the block's key rows. Writes dq (B, Tq, DK), scaled.
+* ``dkdv``: a work item owns R key rows; per query block (qt and gt: blocked queries and output
+  gradient; lse and delta padded) the same p and ds, transposed, then dv += p * dO and dk += ds * q
+  over the block's query rows. Writes dk (B, Tk, DK) then dv (B, Tk, DV).
 
 Operands (``ops``): name -> (offset, batch strides, row stride, column stride) in elements over the
-batch shape ``bshape`` (B = its product); a vector load along a column needs column stride 1 (the
-launcher makes it so). Causal: query i sees keys j <= i (top-left aligned, PyTorch's). A lane or row
-outside the problem is masked by selects, so padding and garbage never reach a stored value.
+batch shape ``bshape`` (B = its product); a vector load along a row needs column stride 1 (the
+launcher makes it so). The blocked copies (kt, vt, qt, gt: rows padded to whole blocks of KB, each
+block stored d-major as D x KB, so a block's columns are one contiguous stream) give (offset, batch
+strides, d stride, block stride) instead. Causal: query i sees keys j <= i (top-left aligned,
+PyTorch's). A lane or row outside the problem is masked by selects, so padding and garbage never reach
+a stored value.
 Parameters: name, kind, bshape, Tq, Tk, Tqp, Tkp, DK, DV, R, KB, VW (DV vectors), VK (DK vectors),
 scale, causal, ops, mask (whether the ``m`` operand is given).
 </%doc>\
@@ -75,8 +79,8 @@ inline float zyx_${fn}(${KT} zyx_v${KB}) {
     return zyx_v1;
 }
 % endfor
-<%def name="dots(acc, src, row, rstride, cstride, tb, tstride, dim)">\
-## ${acc}<r> (KB lanes) = sum over d of row ${row}<r> of ${src} times ${tb}[d][j0 ...] (d-major, padded): the R
+<%def name="dots(acc, src, row, rstride, cstride, tb, tstride, bstride, dim)">\
+## ${acc}<r> (KB lanes) = sum over d of row ${row}<r> of ${src} times ${tb}'s block j0 / KB (d x KB): the R
 ## rows in one loop (a loaded vector serves them all), two partial sums a row (FMA latency)
 
 % for r in range(R):
@@ -84,7 +88,7 @@ inline float zyx_${fn}(${KT} zyx_v${KB}) {
         __global const float *${acc}_r${r} = zyx_${src}b + (long)${row}${r} * ${rstride};
 % endfor
         {
-            __global const float *zyx_tc = ${tb} + zyx_j0;
+            __global const float *zyx_tc = ${tb} + (long)(zyx_j0 / ${KB}) * ${bstride};
             for (int zyx_d = 0; zyx_d < ${dim - 1}; zyx_d += 2) {
                 const ${vt(KB)} zyx_u0 = ${vload(KB, "zyx_tc + (long)zyx_d * " + str(tstride))};
                 const ${vt(KB)} zyx_u1 = ${vload(KB, "zyx_tc + (long)(zyx_d + 1) * " + str(tstride))};
@@ -152,7 +156,7 @@ __kernel void ${name}(__global float *restrict zyx_out, __global const float *re
     const int zyx_end = ${f"min({Tk}, zyx_i0 + {R})" if causal else Tk};
     float zyx_p[${R}][${KB}];
     for (int zyx_j0 = 0; zyx_j0 < zyx_end; zyx_j0 += ${KB}) {
-${dots('zyx_s', 'q', 'zyx_row', rs('q'), cs('q'), 'zyx_ktb', rs('kt'), DK)}\
+${dots('zyx_s', 'q', 'zyx_row', rs('q'), cs('q'), 'zyx_ktb', rs('kt'), cs('kt'), DK)}\
 %   for r in range(R):
         {
 ${masked(r, 'zyx_row' + str(r), None, False)}\
@@ -228,8 +232,8 @@ __kernel void ${name}(__global float *restrict zyx_out, __global const float *re
     const int zyx_end = ${f"min({Tk}, zyx_i0 + {R})" if causal else Tk};
     float zyx_p[${R}][${KB}];
     for (int zyx_j0 = 0; zyx_j0 < zyx_end; zyx_j0 += ${KB}) {
-${dots('zyx_s', 'q', 'zyx_row', rs('q'), cs('q'), 'zyx_ktb', rs('kt'), DK)}\
-${dots('zyx_dp', 'g', 'zyx_row', rs('g'), cs('g'), 'zyx_vtb', rs('vt'), DV)}\
+${dots('zyx_s', 'q', 'zyx_row', rs('q'), cs('q'), 'zyx_ktb', rs('kt'), cs('kt'), DK)}\
+${dots('zyx_dp', 'g', 'zyx_row', rs('g'), cs('g'), 'zyx_vtb', rs('vt'), cs('vt'), DV)}\
 %   for r in range(R):
         {
 ${masked(r, 'zyx_row' + str(r), None, False)}\
@@ -294,8 +298,8 @@ __kernel void ${name}(__global float *restrict zyx_out, __global const float *re
     for (int zyx_j0 = ${f"zyx_t0 / {KB} * {KB}" if causal else 0}; zyx_j0 < ${Tq}; zyx_j0 += ${KB}) {
         const ${KT} zyx_lsev = ${vload(KB, "zyx_lseb + zyx_j0")};
         const ${KT} zyx_dlv = ${vload(KB, "zyx_dlb + zyx_j0")};
-${dots('zyx_s', 'k', 'zyx_key', rs('k'), cs('k'), 'zyx_qtb', rs('qt'), DK)}\
-${dots('zyx_dp', 'v', 'zyx_key', rs('v'), cs('v'), 'zyx_gtb', rs('gt'), DV)}\
+${dots('zyx_s', 'k', 'zyx_key', rs('k'), cs('k'), 'zyx_qtb', rs('qt'), cs('qt'), DK)}\
+${dots('zyx_dp', 'v', 'zyx_key', rs('v'), cs('v'), 'zyx_gtb', rs('gt'), cs('gt'), DV)}\
 %   for r in range(R):
         {
 ${masked(r, None, 'zyx_key' + str(r), True)}\

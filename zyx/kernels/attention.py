@@ -4,8 +4,9 @@ Three kernels over float32 operands read in place through their strides (an ``Op
 strides, row stride, column stride): the forward (online softmax over key blocks; writes the output
 and the per-row log-sum-exp into one buffer), the query gradient and the key/value gradient
 (each recomputing the probabilities from q, k and the saved log-sum-exp). Key blocks are ``KB``-lane
-vectors of scores computed from a transposed, padded copy of the keys (or, for the key/value gradient,
-of the queries and the output gradient), which the caller makes (``zyx.nn.functional_attention``).
+vectors of scores computed from a blocked copy of the keys (or, for the key/value gradient, of the queries
+and the output gradient: padded to whole blocks of ``KB`` rows, each block stored transposed, so a block's
+scores read one contiguous stream), which the caller makes (``zyx.nn.functional_attention``).
 
 The tunable is ``R``, the rows a work item owns (its accumulators: R x head-dim vectors); the heuristic
 keeps them within the registers, ``ZYX_TUNE>=1`` searches through ``conv_tuning.tuned`` (the shared
@@ -49,7 +50,7 @@ def eligible(device: Any, dk: int, dv: int) -> bool:
 
 
 def padded(n: int) -> int:
-    """``n`` rounded up to whole score vectors (the transposed copies' and the log-sum-exp's row length)."""
+    """``n`` rounded up to whole score vectors (the blocked copies' and the log-sum-exp's row length)."""
     return -(-n // KB) * KB
 
 
@@ -101,7 +102,7 @@ def _launch(device: Device, kind: str, bshape: tuple[int, ...], tq: int, tk: int
 def forward(device: Device, bshape: tuple[int, ...], tq: int, tk: int, dk: int, dv: int, scale: float,
             causal: bool, ops: dict[str, Operand], bufs: list[Buffer]) -> Buffer:
     """The attention output (B, Tq, DV) followed by the log-sum-exp (B, padded(Tq)) in one buffer.
-    ``bufs``: q, kt (the keys transposed, (B, DK, padded(Tk))), v and, when ``ops`` has ``m``, the
+    ``bufs``: q, kt (the keys blocked, (B, padded(Tk) / KB, DK, KB)), v and, when ``ops`` has ``m``, the
     additive float mask (in natural-log units), as ``ops`` describes them."""
     b = math.prod(bshape)
     return _launch(device, "fwd", bshape, tq, tk, dk, dv, scale, causal, ops, bufs,
@@ -110,7 +111,7 @@ def forward(device: Device, bshape: tuple[int, ...], tq: int, tk: int, dk: int, 
 
 def grad_q(device: Device, bshape: tuple[int, ...], tq: int, tk: int, dk: int, dv: int, scale: float,
            causal: bool, ops: dict[str, Operand], bufs: list[Buffer]) -> Buffer:
-    """The query gradient (B, Tq, DK). ``bufs``: q, kt, k, vt (values transposed, (B, DV, padded(Tk))),
+    """The query gradient (B, Tq, DK). ``bufs``: q, kt, k, vt (the values blocked),
     the output gradient g, the log-sum-exp, delta (rowsum of g * out) and the mask when given."""
     return _launch(device, "dq", bshape, tq, tk, dk, dv, scale, causal, ops, bufs, 4 * math.prod(bshape) * tq * dk)
 
@@ -118,7 +119,7 @@ def grad_q(device: Device, bshape: tuple[int, ...], tq: int, tk: int, dk: int, d
 def grad_kv(device: Device, bshape: tuple[int, ...], tq: int, tk: int, dk: int, dv: int, scale: float,
             causal: bool, ops: dict[str, Operand], bufs: list[Buffer]) -> Buffer:
     """The key gradient (B, Tk, DK) followed by the value gradient (B, Tk, DV) in one buffer. ``bufs``: qt
-    (queries transposed, (B, DK, padded(Tq))), q, k, v, gt (the output gradient transposed), g, the
+    (the queries blocked), q, k, v, gt (the output gradient blocked), g, the
     log-sum-exp and delta (both (B, padded(Tq)), zero padded) and the mask when given."""
     return _launch(device, "dkdv", bshape, tq, tk, dk, dv, scale, causal, ops, bufs,
                    4 * math.prod(bshape) * tk * (dk + dv))

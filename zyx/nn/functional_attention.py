@@ -5,8 +5,8 @@ views of it); its gradient is recorded as one op whose backward is two more node
 and the key/value gradient, each recomputing the probabilities from q, k and the saved log-sum-exp
 (``delta``, the row sums of the output gradient times the output, is one small reduce). The kernels
 read q, k, v, the output gradient and the mask in place through their strides (a transpose of a
-projection costs no copy); they also read transposed copies of k (and for the backward of v, q and
-the output gradient) padded to whole score vectors, each one copy kernel.
+projection costs no copy); they also read blocked copies of k (and for the backward of v, q and the
+output gradient): padded to whole score vectors, each block transposed; one copy kernel each.
 
 ``use_kernels`` says when ``zyx.nn.functional.scaled_dot_product_attention`` takes this path; otherwise
 it composes matmul, softmax and matmul (dropout, a mask that needs a gradient, variable sizes, empty
@@ -68,9 +68,17 @@ def _operand(t: Any, unit_col: bool) -> tuple[Any, kernels.Operand]:
     return t, (t._view.offset, tuple(st[:-2]), st[-2], st[-1])
 
 
-def _transposed(t: Any, length: int) -> Any:
-    """``t`` (..., T, D) as a dense (..., D, length) copy, zero padded along T to ``length``."""
-    return t.transpose(-1, -2).pad([0, length - t.shape[-2]]).contiguous()
+def _blocked(t: Any) -> tuple[Any, kernels.Operand]:
+    """``t`` (..., T, D) zero padded along T to whole blocks of ``kernels.KB`` rows, each block transposed
+    (..., T / KB, D, KB) in a dense copy, and its ``Operand`` (offset, batch strides, d stride, block stride):
+    a block's scores read one contiguous stream."""
+    n, d = t.shape[-2], t.shape[-1]
+    length = kernels.padded(n)
+    b = t.pad([0, 0, 0, length - n]) if length > n else t
+    # clone: the padding and the block transpose in one copy kernel (contiguous() would store the pad first)
+    b = b.reshape(*t.shape[:-2], length // kernels.KB, kernels.KB, d).transpose(-1, -2).clone()
+    st = b._view.strides
+    return b, (b._view.offset, tuple(st[:-3]), st[-2], st[-3])
 
 
 def attention(q: Any, k: Any, v: Any, attn_mask: Any, is_causal: bool, scale: float) -> Any:
@@ -90,8 +98,8 @@ def attention(q: Any, k: Any, v: Any, attn_mask: Any, is_causal: bool, scale: fl
         if attn_mask is not None:
             m = where(attn_mask, 0.0, float("-inf")) if attn_mask.dtype.is_bool else attn_mask
             m = m.cast(dtypes.float32).expand(*bshape, tq, tk)
-        kt = _transposed(ke, kernels.padded(tk))
-        operands = [("q", qe, False), ("kt", kt, True), ("v", ve, True)] + ([("m", m, False)] if m is not None else [])
+        kt = _blocked(ke)
+        operands = [("q", qe, False), ("kt", kt), ("v", ve, True)] + ([("m", m, False)] if m is not None else [])
         inputs, ops = _inputs(operands)
     n = math.prod(bshape) * tq * dv
 
@@ -107,10 +115,12 @@ def attention(q: Any, k: Any, v: Any, attn_mask: Any, is_causal: bool, scale: fl
     return out if out_dt == dtypes.float32 else out.cast(out_dt)
 
 
-def _inputs(operands: list[tuple[str, Any, bool]]) -> tuple[list[Any], dict[str, kernels.Operand]]:
+def _inputs(operands: list[tuple[Any, ...]]) -> tuple[list[Any], dict[str, kernels.Operand]]:
+    """The kernel's inputs and their ``Operand``\\ s from ``(name, tensor, unit_col)`` (``_operand``) or
+    ``(name, (blocked copy, its operand))`` entries."""
     inputs, ops = [], {}
-    for name, t, unit in operands:
-        t, ops[name] = _operand(t, unit)
+    for name, t, *unit in operands:
+        t, ops[name] = _operand(t, unit[0]) if unit else t
         inputs.append(t)
     return inputs, ops
 
@@ -126,12 +136,12 @@ def _backward(g: Any, out: Any, lse: Any, q: Any, k: Any, v: Any, kt: Any, m: An
         g = g.cast(dtypes.float32)
         tqp = kernels.padded(tq)
         delta = (g * out).sum(-1).pad([0, tqp - tq]).reshape(*bshape, 1, tqp)
-        vt, qt, gt = _transposed(v, kernels.padded(tk)), _transposed(q, tqp), _transposed(g, tqp)
+        vt, qt, gt = _blocked(v), _blocked(q), _blocked(g)
         mask = [("m", m, False)] if m is not None else []
-        dq_in, dq_ops = _inputs([("q", q, False), ("kt", kt, True), ("k", k, True), ("vt", vt, True),
+        dq_in, dq_ops = _inputs([("q", q, False), ("kt", kt), ("k", k, True), ("vt", vt),
                                  ("g", g, False), ("lse", lse, False), ("dl", delta, False)] + mask)
-        kv_in, kv_ops = _inputs([("qt", qt, True), ("q", q, True), ("k", k, False), ("v", v, False),
-                                 ("gt", gt, True), ("g", g, True), ("lse", lse, True), ("dl", delta, True)] + mask)
+        kv_in, kv_ops = _inputs([("qt", qt), ("q", q, True), ("k", k, False), ("v", v, False),
+                                 ("gt", gt), ("g", g, True), ("lse", lse, True), ("dl", delta, True)] + mask)
     b = math.prod(bshape)
 
     def run_q(bufs: list[Buffer]) -> Buffer:
