@@ -71,12 +71,14 @@ scale, causal, ops, mask (whether the ``m`` operand is given).
 /* zyx ${name}: attention ${kind}, batch ${'x'.join(map(str, bshape)) or '1'}, Tq ${Tq}, Tk ${Tk}, head dims ${DK}/${DV}${', causal' if causal else ''}${', masked' if mask else ''}; ${R} rows a work item, ${KB}-lane blocks */
 ${fm.exp_fn("float")}
 ${fm.exp_fn(vt(KB))}
-% for fn, op in (("hmax", "max({a}.lo, {a}.hi)"), ("hsum", "{a}.lo + {a}.hi")):
+## horizontal max and sum by halves, each half loaded through a pointer rather than swizzled (.lo, .hi):
+## the same shuffles on PoCL, but Oclgrind's -O0 build of a swizzle reads undefined lanes
+% for fn, op in (("hmax", "max(vload{w}(0, {a}), vload{w}(1, {a}))"), ("hsum", "vload{w}(0, {a}) + vload{w}(1, {a})")):
 inline float zyx_${fn}(${KT} zyx_v${KB}) {
-%   for w in [x for x in (8, 4, 2, 1) if x < KB]:
-    const ${vt(w)} zyx_v${w} = ${op.format(a="zyx_v" + str(2 * w))};
+%   for w in [x for x in (8, 4, 2) if x < KB]:
+    const ${vt(w)} zyx_v${w} = ${op.format(w=w, a="(const float *)&zyx_v" + str(2 * w))};
 %   endfor
-    return zyx_v1;
+    return ${"max(zyx_v2.s0, zyx_v2.s1)" if fn == "hmax" else "zyx_v2.s0 + zyx_v2.s1"};
 }
 % endfor
 <%def name="dots(acc, src, row, rstride, cstride, tb, tstride, bstride, dim)">\
