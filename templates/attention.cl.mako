@@ -28,7 +28,6 @@ scale, causal, ops, mask (whether the ``m`` operand is given).
 <%!
     import math
 
-
     def field(ops, op, i):
         """Field ``i`` of operand ``op``: 0 offset, 1 batch strides, 2 row stride, 3 column stride."""
         return dict(ops)[op][i]
@@ -84,7 +83,6 @@ inline float zyx_${fn}(${KT} zyx_v${KB}) {
 <%def name="dots(acc, src, row, rstride, cstride, tb, tstride, bstride, dim)">\
 ## ${acc}<r> (KB lanes) = sum over d of row ${row}<r> of ${src} times ${tb}'s block j0 / KB (d x KB): the R
 ## rows in one loop (a loaded vector serves them all), two partial sums a row (FMA latency)
-
 % for r in range(R):
         ${vt(KB)} ${acc}${r} = (${vt(KB)})(0.0f), ${acc}${r}_h = (${vt(KB)})(0.0f);
         __global const float *${acc}_r${r} = zyx_${src}b + (long)${row}${r} * ${rstride};
@@ -111,7 +109,7 @@ inline float zyx_${fn}(${KT} zyx_v${KB}) {
 % endfor
 </%def>\
 <%def name="masked(r, qi, kj, qlane)">\
-## zyx_s${r} scaled to base 2, the mask added, dead lanes -inf (query ${qi}, key ${kj}: one is a lane vector)
+## zyx_s${r} scaled, the mask added, dead lanes -inf (query ${qi}, key ${kj}: one is a lane vector)
             zyx_s${r} *= ${repr(scale)}f;
 % if mask:
             {
