@@ -3,8 +3,10 @@
 ``state_dict`` loads as is. Inputs are (L, N, E) by default, (N, L, E) with ``batch_first=True``,
 or unbatched (L, E).
 
-Attention runs in (N, H, L, head_dim) layout: the projections are matmuls, the masks are one
-additive (N or 1, H or 1, L, S) term, and softmax over the last dim is one row kernel.
+Attention runs in (N, H, L, head_dim) layout: the projections are matmuls and the masks are one
+additive (N or 1, H or 1, L, S) term. Without weights to return (``need_weights=False``, as the encoder
+layer asks) and without dropout it is ``F.scaled_dot_product_attention`` (the tiled kernels where they
+pay); otherwise scores, softmax (one row kernel) and the weighted sum, the weights kept.
 """
 from __future__ import annotations
 
@@ -130,11 +132,39 @@ class MultiheadAttention(Module):
             raise ShapeError(f"MultiheadAttention: was expecting embedding dimension of {self.embed_dim}, but got {E}")
         q, k, v = self._project(query, key, value)
         q = q.reshape(N, L, H, hd).permute(0, 2, 1, 3)
-        k = k.reshape(N, S, H, hd).permute(0, 2, 3, 1)  # (N, H, hd, S): ready for q @ k
+        k = k.reshape(N, S, H, hd).permute(0, 2, 1, 3)
         v = v.reshape(N, S, H, hd).permute(0, 2, 1, 3)
-        scores = matmul(q * (1.0 / math.sqrt(hd)), k)  # (N, H, L, S)
+        mask = self._mask(attn_mask, key_padding_mask, q, N, H, L, S)
+        if not need_weights and not (self.dropout > 0.0 and self.training):
+            # no weights to return: the attention kernels (zyx.nn.functional_attention) where they pay
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+            return self._output(out, N, L, E, batched), None
+        scores = matmul(q * (1.0 / math.sqrt(hd)), k.transpose(-1, -2))  # (N, H, L, S)
+        if mask is not None:
+            scores = scores + mask
+        weights = scores.softmax(-1)
+        attn = F.dropout(weights, self.dropout, self.training) if self.dropout > 0.0 else weights
+        out = self._output(matmul(attn, v), N, L, E, batched)
+        weights = attn  # after dropout, as PyTorch returns them
+        if average_attn_weights:
+            weights = weights.mean(1)
+        if not batched:
+            weights = weights.squeeze(0)
+        return out, weights
+
+    def _output(self, out: Any, N: int, L: int, E: int, batched: bool) -> Any:
+        """The heads' outputs (N, H, L, head_dim) projected, in the input's layout."""
+        out = self.out_proj(out.permute(0, 2, 1, 3).reshape(N, L, E))
+        if not batched:
+            return out.squeeze(0)
+        return out if self.batch_first else out.transpose(0, 1)
+
+    @staticmethod
+    def _mask(attn_mask: Any, key_padding_mask: Any, like: Any, N: int, H: int, L: int, S: int) -> Any:
+        """``attn_mask`` and ``key_padding_mask`` as one additive mask broadcasting to (N, H, L, S), or None."""
+        mask = None
         if attn_mask is not None:
-            m = _additive(attn_mask, scores)
+            m = _additive(attn_mask, like)
             if m.ndim == 2:
                 if tuple(m.shape) != (L, S):
                     raise ShapeError(f"MultiheadAttention: the shape of the 2D attn_mask is {tuple(m.shape)}, but "
@@ -146,28 +176,14 @@ class MultiheadAttention(Module):
                 m = m.reshape(N, H, L, S)
             else:
                 raise ShapeError(f"MultiheadAttention: attn_mask's dimension {m.ndim} is not supported (2 or 3)")
-            scores = scores + m
+            mask = m
         if key_padding_mask is not None:
             if tuple(key_padding_mask.shape) != (N, S):
                 raise ShapeError(f"MultiheadAttention: expected key_padding_mask of shape {(N, S)}, got "
                                  f"{tuple(key_padding_mask.shape)}")
-            scores = scores + _additive(key_padding_mask, scores).reshape(N, 1, 1, S)
-        weights = scores.softmax(-1)
-        attn = F.dropout(weights, self.dropout, self.training) if self.dropout > 0.0 else weights
-        out = matmul(attn, v).permute(0, 2, 1, 3).reshape(N, L, E)
-        out = self.out_proj(out)
-        if not batched:
-            out = out.squeeze(0)
-        elif not self.batch_first:
-            out = out.transpose(0, 1)
-        if not need_weights:
-            return out, None
-        weights = attn  # after dropout, as PyTorch returns them
-        if average_attn_weights:
-            weights = weights.mean(1)
-        if not batched:
-            weights = weights.squeeze(0)
-        return out, weights
+            kp = _additive(key_padding_mask, like).reshape(N, 1, 1, S)
+            mask = kp if mask is None else mask + kp
+        return mask
 
 
 _ACTIVATIONS: dict[str, Callable[[Any], Any]] = {"relu": F.relu, "gelu": F.gelu}

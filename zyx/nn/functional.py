@@ -18,6 +18,7 @@ from zyx.frontend.elementwise import binary, unary, where
 from zyx.frontend.index_access import take_rows
 from zyx.frontend.softmax import float_work as _work
 from zyx.frontend.softmax import log_softmax, softmax, softmin  # noqa: F401 - log_softmax, softmin re-exported
+from zyx.nn import functional_attention
 from zyx.op import Op
 
 
@@ -94,6 +95,8 @@ def scaled_dot_product_attention(q: Any, k: Any, v: Any, attn_mask: Any = None, 
         k, v = k.repeat_interleave(hq // hk, -3), v.repeat_interleave(hq // hk, -3)
     d = q.shape[-1]
     scale = 1.0 / math.sqrt(d) if scale is None else scale
+    if functional_attention.use_kernels(q, k, v, attn_mask, dropout_p, is_causal):  # the tiled kernels: no T x T matrix
+        return functional_attention.attention(q, k, v, attn_mask, is_causal, scale)
     scores = R.matmul(q, k.transpose(-1, -2)) * scale
     L, S = scores.shape[-2], scores.shape[-1]
     if is_causal:
