@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from zyx.errors import ShapeError
+from zyx.frontend.autograd.engine import no_grad
 from zyx.frontend.contract_ops import write_slice_rotating
 from zyx.frontend.creation import tensor, zeros
 from zyx.frontend.tape import jit
@@ -47,11 +48,11 @@ class Decoder:
         self.model = model
         dev = model.inv_freq.device
         self.rows = [ring_rows(total, w) for w in c.sliding_windows]
-        self.k = tuple(zeros(r, batch, c.num_key_value_heads, c.head_dim, device=dev).realize() for r in self.rows)
-        self.v = tuple(zeros(r, batch, c.num_key_value_heads, c.head_dim, device=dev).realize() for r in self.rows)
+        self.k = tuple(zeros(r, batch, c.num_key_value_heads, 1, c.head_dim, device=dev).realize() for r in self.rows)
+        self.v = tuple(zeros(r, batch, c.num_key_value_heads, 1, c.head_dim, device=dev).realize() for r in self.rows)
         self.sizes = sorted(set(self.rows))
-        self.masks = tuple(zeros(r, batch, device=dev).realize() for r in self.sizes)  # additive: 0 or -inf
-        self.real_row = zeros(1, batch, device=dev).realize()
+        self.masks = tuple(zeros(r, batch, 1, 1, device=dev).realize() for r in self.sizes)  # additive: 0 or -inf
+        self.real_row = zeros(1, batch, 1, 1, device=dev).realize()
         state = model._decoder
         if state is None:
             state = model._decoder = {"p": Variable("p", 0, 1 << 30), "n": {}, "step": jit(model_step(model))}
@@ -59,23 +60,26 @@ class Decoder:
         self.n = [state["n"].setdefault(r, Variable(f"n{r}", 1, r)) for r in self.sizes]
         self.step = state["step"]
 
+    @no_grad()
     def prefill(self, ids: np.ndarray, mask: np.ndarray) -> Tensor:
         """Run the prompt, fill the rings, and return the last position's logits (batch, vocab)."""
         x, kv = self.model.hidden(ids, mask, keep_kv=True)
         length = ids.shape[1]
         dev = self.model.inv_freq.device
-        pad = np.where(mask.T == 0, NEG_INF, 0.0).astype(np.float32)  # (seq, batch)
+        pad = np.where(mask.T == 0, NEG_INF, 0.0).astype(np.float32)[:, :, None, None]  # (seq, batch, 1, 1)
         for r, ring in zip(self.sizes, self.masks):
             keep = min(r, length)  # a window shorter than the prompt keeps the prompt's last rows
             write_slice_rotating(ring, tensor(pad[length - keep:], device=dev), 0, length - keep)
         for (k, v), kc, vc, r in zip(kv, self.k, self.v, self.rows):
             keep = min(r, length)
-            write_slice_rotating(kc, k[:, :, length - keep:].permute(2, 0, 1, 3).contiguous(), 0, length - keep)
-            write_slice_rotating(vc, v[:, :, length - keep:].permute(2, 0, 1, 3).contiguous(), 0, length - keep)
+            for ring, new in ((kc, k), (vc, v)):  # (batch, kv_heads, seq, head_dim) -> the ring's rows
+                rows = new[:, :, length - keep:].permute(2, 0, 1, 3).unsqueeze(3).contiguous()
+                write_slice_rotating(ring, rows, 0, length - keep)
         for t in (*self.k, *self.v, *self.masks):
             t.realize()  # pending writes would make the first jitted step capture twice
         return self.model.lm_head(x[:, length - 1])
 
+    @no_grad()
     def __call__(self, tokens: Tensor, positions: Tensor, slot: int) -> tuple[Tensor, Tensor]:
         """One decode step: ``tokens`` (batch, 1) at rotary ``positions`` (batch, 1) written at absolute slot
         ``slot``; returns the logits (batch, vocab) and their argmax."""
@@ -97,14 +101,14 @@ def model_step(model: Llama) -> Any:
         attn_mask = {}
         for ring, n in zip(masks, ns):
             write_slice_rotating(ring, real_row, 0, p)
-            attn_mask[ring.shape[0]] = (ring[:n].permute(1, 0).reshape(batch, 1, 1, n), n)
+            attn_mask[ring.shape[0]] = (ring[:n], n)
         for layer, kc, vc, w in zip(m.model.layers, ks, vs, windows):
             attn = layer.self_attn
             q, k, v = attn.project(layer.input_layernorm(x), cos, sin)
-            write_slice_rotating(kc, k.permute(2, 0, 1, 3), 0, p)
-            write_slice_rotating(vc, v.permute(2, 0, 1, 3), 0, p)
+            write_slice_rotating(kc, k.permute(2, 0, 1, 3).unsqueeze(3), 0, p)
+            write_slice_rotating(vc, v.permute(2, 0, 1, 3).unsqueeze(3), 0, p)
             mask, n = attn_mask[kc.shape[0]]
-            x = x + attn.attend(q, kc[:n].permute(1, 2, 0, 3), vc[:n].permute(1, 2, 0, 3), mask)
+            x = x + attn.attend_one(q, kc[:n], vc[:n], mask)
             x = x + layer.mlp(layer.post_attention_layernorm(x))
         logits = m.lm_head(m.model.norm(x)).reshape(batch, -1)
         return logits, logits.argmax(-1)
@@ -134,6 +138,7 @@ def sample(logits: np.ndarray, temperature: float, top_k: int | None, top_p: flo
     return np.array([rng.choice(len(p), p=p) for p in probs], np.int64)
 
 
+@no_grad()
 def generate(model: Llama, input_ids: Any, max_new_tokens: int, temperature: float = 1.0,
              top_k: int | None = None, top_p: float | None = None, seed: int | None = None,
              eos_token_id: Any = None, attention_mask: Any = None) -> Tensor:

@@ -185,6 +185,17 @@ class LlamaAttention(Module):
         b, _, s, _ = out.shape
         return self.o_proj(out.permute(0, 2, 1, 3).reshape(b, s, self.heads * self.head_dim))
 
+    def attend_one(self, q: Tensor, keys: Tensor, values: Tensor, mask: Tensor) -> Tensor:
+        """``attend`` for one query position over a KV cache: ``q`` (batch, heads, 1, head_dim); ``keys`` and
+        ``values`` (n, batch, kv_heads, 1, head_dim) with a variable ``n`` leading; ``mask`` additive (n, batch,
+        1, 1). Each key/value head's group of query heads broadcast against it (the cache is never repeated per
+        head), and the scores reduce over the variable axis as one softmax."""
+        b = q.shape[0]
+        group = q.reshape(b, self.kv_heads, self.heads // self.kv_heads, self.head_dim) * (1.0 / math.sqrt(self.head_dim))
+        weights = ((keys * group).sum(-1) + mask).softmax(0)  # (n, batch, kv_heads, group)
+        out = (weights.unsqueeze(-1) * values).sum(0)  # (batch, kv_heads, group, head_dim)
+        return self.o_proj(out.reshape(b, 1, self.heads * self.head_dim))
+
 
 class LlamaMLP(Module):
     """SwiGLU: ``down(silu(gate(x)) * up(x))``."""
@@ -388,7 +399,7 @@ def _read_hf_dir(path: Path, device: Any) -> tuple[dict, dict[str, Tensor]]:
             return config, load_file(path / name, device)
     pickles = sorted(p.name for p in path.iterdir() if p.suffix in PICKLE_SUFFIXES)
     hint = (f"; found only pickle files ({', '.join(pickles)}), which zyx refuses: they can run code when loaded. "
-            "Re-save with save_pretrained(safe_serialization=True)" if pickles else "")
+            "Re-save them as safetensors (save_pretrained(safe_serialization=True))" if pickles else "")
     raise CheckpointError(f"{path}: no model.safetensors or model.safetensors.index.json{hint}")
 
 
