@@ -39,7 +39,8 @@ LAYERS: list[dict[str, tuple[str, ...]]] = [
     {"nn": ("zyx.nn",), "optim": ("zyx.optim",), "io": ("zyx.io",), "autograd": ("zyx.autograd",),
      "linalg": ("zyx.linalg",), "profiler": ("zyx.profiler",),
      "utils": ("zyx.utils",)},
-    {"onnx": ("zyx.onnx",)},  # ONNX graphs mapped onto frontend ops and nn.functional (so above nn)
+    # ONNX graphs mapped onto frontend ops and nn.functional (so above nn); reference models built from nn and io
+    {"onnx": ("zyx.onnx",), "models": ("zyx.models",)},
     {"api": ("zyx",)},  # the root package: what ``import zyx`` gives (matched exactly)
     # entry points: python -m zyx, bench; torch.compile's backend (other frameworks' graphs)
     {"cli": ("zyx.cli", "zyx.__main__", "zyx.benchmarks"), "torch_backend": ("zyx.torch_backend",)},

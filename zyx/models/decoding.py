@@ -13,7 +13,7 @@ the same tokens on any device; greedy decoding (``temperature=0``) reads back on
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -24,10 +24,7 @@ from zyx.frontend.creation import tensor, zeros
 from zyx.frontend.tape import jit
 from zyx.frontend.tensor import Tensor
 from zyx.ir.variable import Variable
-from zyx.models.llama import _as_mask, as_ids, position_ids, rotary
-
-if TYPE_CHECKING:
-    from zyx.models.llama import Llama
+from zyx.models.positions import as_ids, as_mask, position_ids, rotary
 
 NEG_INF = float("-inf")
 
@@ -43,7 +40,7 @@ class Decoder:
     """The KV rings of one generation; the variables and the jitted step are the model's (``model._decoder``),
     so a later generation with rings of the same shapes replays the same plan on its own rings."""
 
-    def __init__(self, model: Llama, batch: int, total: int) -> None:
+    def __init__(self, model: Any, batch: int, total: int) -> None:
         c = model.config
         self.model = model
         dev = model.inv_freq.device
@@ -87,11 +84,10 @@ class Decoder:
         return self.step(tokens, positions, self.k, self.v, self.masks, self.real_row, self.p.bind(slot), *ns)
 
 
-def model_step(model: Llama) -> Any:
+def model_step(model: Any) -> Any:
     """The function ``zyx.jit`` captures: rings, masks and variables are arguments, weights are read from the
     model (found again at each replay)."""
     m = model
-    windows = m.config.sliding_windows
 
     def step(tokens: Tensor, positions: Tensor, ks: tuple, vs: tuple, masks: tuple, real_row: Tensor, p: Any,
              *ns: Any) -> tuple[Tensor, Tensor]:
@@ -102,7 +98,7 @@ def model_step(model: Llama) -> Any:
         for ring, n in zip(masks, ns):
             write_slice_rotating(ring, real_row, 0, p)
             attn_mask[ring.shape[0]] = (ring[:n], n)
-        for layer, kc, vc, w in zip(m.model.layers, ks, vs, windows):
+        for layer, kc, vc in zip(m.model.layers, ks, vs):
             attn = layer.self_attn
             q, k, v = attn.project(layer.input_layernorm(x), cos, sin)
             write_slice_rotating(kc, k.permute(2, 0, 1, 3).unsqueeze(3), 0, p)
@@ -139,7 +135,7 @@ def sample(logits: np.ndarray, temperature: float, top_k: int | None, top_p: flo
 
 
 @no_grad()
-def generate(model: Llama, input_ids: Any, max_new_tokens: int, temperature: float = 1.0,
+def generate(model: Any, input_ids: Any, max_new_tokens: int, temperature: float = 1.0,
              top_k: int | None = None, top_p: float | None = None, seed: int | None = None,
              eos_token_id: Any = None, attention_mask: Any = None) -> Tensor:
     """The prompt followed by up to ``max_new_tokens`` tokens, int64 (batch, seq + new). ``temperature=0`` is
@@ -148,7 +144,7 @@ def generate(model: Llama, input_ids: Any, max_new_tokens: int, temperature: flo
     lengths come left-padded with an ``attention_mask`` (1 real, 0 padding) as in transformers."""
     ids = as_ids(input_ids)
     batch, length = ids.shape
-    mask = np.ones_like(ids) if attention_mask is None else _as_mask(attention_mask, ids.shape)
+    mask = np.ones_like(ids) if attention_mask is None else as_mask(attention_mask, ids.shape)
     if (np.diff(mask, axis=1) < 0).any() or not mask[:, -1].all():
         raise ShapeError("generate: the attention_mask must be left padding (0s, then 1s, ending with a real token)")
     if max_new_tokens < 0 or temperature < 0:

@@ -17,10 +17,10 @@ from typing import Any
 import numpy as np
 
 from zyx.errors import ShapeError, ZyxError
-from zyx.frontend.contract_ops import cat
 from zyx.frontend.creation import tensor
 from zyx.frontend.tensor import Tensor
 from zyx.io.safetensors import load_file
+from zyx.models.positions import apply_rotary, as_ids, as_mask, causal_masks, position_ids, rotary
 from zyx.nn import functional as F
 from zyx.nn.containers import ModuleList
 from zyx.nn.linear import Embedding, Linear
@@ -144,21 +144,6 @@ class LlamaConfig:
         return np.asarray(inv, np.float32)
 
 
-def rotary(positions: Tensor, inv_freq: Tensor) -> tuple[Tensor, Tensor]:
-    """cos and sin (batch, 1, seq, head_dim) of int64 ``positions`` (batch, seq): angle ``pos * inv_freq``,
-    the halves repeated (transformers' ``rotate_half`` layout, not interleaved pairs)."""
-    angles = positions.float().unsqueeze(-1) * inv_freq  # (batch, seq, head_dim/2)
-    angles = cat([angles, angles], -1)
-    return angles.cos().unsqueeze(1), angles.sin().unsqueeze(1)
-
-
-def apply_rotary(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
-    """``x * cos + rotate_half(x) * sin`` on (batch, heads, seq, head_dim)."""
-    half = x.shape[-1] // 2
-    x1, x2 = x[..., :half], x[..., half:]
-    return x * cos + cat([-x2, x1], -1) * sin
-
-
 class LlamaAttention(Module):
     """Grouped-query attention: ``num_key_value_heads`` key/value heads each shared by a group of query heads."""
 
@@ -191,7 +176,8 @@ class LlamaAttention(Module):
         1, 1). Each key/value head's group of query heads broadcast against it (the cache is never repeated per
         head), and the scores reduce over the variable axis as one softmax."""
         b = q.shape[0]
-        group = q.reshape(b, self.kv_heads, self.heads // self.kv_heads, self.head_dim) * (1.0 / math.sqrt(self.head_dim))
+        scale = 1.0 / math.sqrt(self.head_dim)
+        group = q.reshape(b, self.kv_heads, self.heads // self.kv_heads, self.head_dim) * scale
         weights = ((keys * group).sum(-1) + mask).softmax(0)  # (n, batch, kv_heads, group)
         out = (weights.unsqueeze(-1) * values).sum(0)  # (batch, kv_heads, group, head_dim)
         return self.o_proj(out.reshape(b, 1, self.heads * self.head_dim))
@@ -232,35 +218,6 @@ class LlamaModel(Module):
         self.norm = RMSNorm(c.hidden_size, eps=c.rms_norm_eps)
 
 
-def causal_masks(attention_mask: np.ndarray, windows: tuple) -> dict[Any, np.ndarray]:
-    """Bool keep-masks (batch, 1, seq, seq) per distinct window: query i sees key j when j <= i, j is not
-    padding, and i - j < window (transformers' sliding window)."""
-    s = attention_mask.shape[1]
-    i, j = np.arange(s)[:, None], np.arange(s)[None, :]
-    out = {}
-    for w in set(windows):
-        keep = (j <= i) if w is None else (j <= i) & (i - j < w)
-        out[w] = keep[None, None] & attention_mask[:, None, None, :].astype(bool)
-    return out
-
-
-def position_ids(attention_mask: np.ndarray) -> np.ndarray:
-    """Positions as transformers' ``generate`` gives them with left padding: each row counts its real tokens
-    from 0; padding positions get 1 (masked anyway)."""
-    pos = np.cumsum(attention_mask, -1) - 1
-    return np.where(attention_mask == 0, 1, pos).astype(np.int64)
-
-
-def as_ids(input_ids: Any) -> np.ndarray:
-    """Token ids as an int64 (batch, seq) array (from a zyx tensor, NumPy or nested lists)."""
-    ids = input_ids.numpy() if isinstance(input_ids, Tensor) else np.asarray(input_ids)
-    if ids.ndim == 1:
-        ids = ids[None]
-    if ids.ndim != 2 or ids.dtype.kind not in "iu":
-        raise ShapeError(f"Llama: input_ids must be integer (batch, seq) or (seq,), got {ids.dtype} {ids.shape}")
-    return ids.astype(np.int64)
-
-
 class Llama(Module):
     """A causal language model of the Llama family (``LlamaForCausalLM`` and its Qwen2 / Mistral relatives).
     ``model(input_ids, attention_mask=None)`` returns logits (batch, seq, vocab)."""
@@ -294,7 +251,7 @@ class Llama(Module):
 
     def forward(self, input_ids: Any, attention_mask: Any = None) -> Tensor:
         ids = as_ids(input_ids)
-        mask = np.ones_like(ids) if attention_mask is None else _as_mask(attention_mask, ids.shape)
+        mask = np.ones_like(ids) if attention_mask is None else as_mask(attention_mask, ids.shape)
         return self.lm_head(self.hidden(ids, mask)[0])
 
     def generate(self, input_ids: Any, max_new_tokens: int, temperature: float = 1.0, top_k: int | None = None,
@@ -401,12 +358,3 @@ def _read_hf_dir(path: Path, device: Any) -> tuple[dict, dict[str, Tensor]]:
     hint = (f"; found only pickle files ({', '.join(pickles)}), which zyx refuses: they can run code when loaded. "
             "Re-save them as safetensors (save_pretrained(safe_serialization=True))" if pickles else "")
     raise CheckpointError(f"{path}: no model.safetensors or model.safetensors.index.json{hint}")
-
-
-def _as_mask(attention_mask: Any, shape: tuple[int, ...]) -> np.ndarray:
-    mask = attention_mask.numpy() if isinstance(attention_mask, Tensor) else np.asarray(attention_mask)
-    if mask.ndim == 1:
-        mask = mask[None]
-    if mask.shape != shape:
-        raise ShapeError(f"Llama: attention_mask shape {mask.shape} must equal input_ids' {shape}")
-    return (mask != 0).astype(np.int64)
