@@ -193,7 +193,8 @@ class LlamaMLP(Module):
         self.down_proj = Linear(c.intermediate_size, c.hidden_size, bias=c.mlp_bias)
 
     def forward(self, x: Tensor) -> Tensor:
-        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+        # up stored first: fused into gate's matmul as an epilogue, its own reduce ran inside the other (40x slower)
+        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x).realize())
 
 
 class LlamaDecoderLayer(Module):
