@@ -199,3 +199,14 @@ def test_remote_code_and_unknown_rope_are_refused(checkpoints, tmp_path):
         LlamaConfig.from_hf({**TINY, "num_hidden_layers": 2, "rope_parameters": {"rope_type": "yarn", "factor": 2.0}})
     with pytest.raises(CheckpointError, match="model_type 'gpt2'"):
         LlamaConfig.from_hf({**TINY, "model_type": "gpt2"})
+
+
+def test_bfloat16_checkpoint_computes_in_float32(checkpoints, tmp_path):
+    import copy
+
+    half = copy.deepcopy(checkpoints["qwen2"][1]).to(torch.bfloat16)
+    half.save_pretrained(tmp_path)
+    model = Llama.from_pretrained(tmp_path)
+    assert model.model.layers[0].self_attn.q_proj.weight.dtype == zyx.float32
+    ids = PROMPT[:, :5]
+    np.testing.assert_allclose(model(ids).numpy(), hf_logits(half.float(), ids), rtol=1e-4, atol=1e-5)

@@ -269,7 +269,7 @@ class Llama(Module):
     def from_pretrained(cls, path: str | os.PathLike, device: Any = None) -> Llama:
         """A model from a Hugging Face ``save_pretrained`` directory (``config.json`` with ``model.safetensors``
         or a sharded ``model.safetensors.index.json``) or a ``.gguf`` file. Every key and shape is checked
-        against the config before the model is built."""
+        against the config before the model is built; float16/bfloat16 weights are cast to float32."""
         path = Path(path)
         if path.suffix in PICKLE_SUFFIXES:
             raise CheckpointError(f"{path}: pickle checkpoints (.bin/.pt/.pth) can run code when loaded; zyx reads "
@@ -284,6 +284,8 @@ class Llama(Module):
         if config.tie_word_embeddings and "lm_head.weight" not in weights and "model.embed_tokens.weight" in weights:
             weights["lm_head.weight"] = weights["model.embed_tokens.weight"]
         check_weights(config, weights)
+        # half-precision checkpoints compute in float32 (zyx emulates 16-bit arithmetic op by op on most devices)
+        weights = {k: t.float() if t.dtype.is_float and t.dtype.itemsize < 4 else t for k, t in weights.items()}
         model = cls(config)
         if device is not None:
             model.to(device)
