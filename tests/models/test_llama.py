@@ -210,3 +210,24 @@ def test_bfloat16_checkpoint_computes_in_float32(checkpoints, tmp_path):
     assert model.model.layers[0].self_attn.q_proj.weight.dtype == zyx.float32
     ids = PROMPT[:, :5]
     np.testing.assert_allclose(model(ids).numpy(), hf_logits(half.float(), ids), rtol=1e-4, atol=1e-5)
+
+
+def test_a_gguf_path_goes_through_llama_gguf(checkpoints, models, tmp_path, monkeypatch):
+    """A .gguf path is read by ``zyx.models.llama_gguf.load_gguf_checkpoint`` (imported only then), whose
+    (transformers config, transformers-named weights) build the same model as the directory does. The loader
+    here stands in for the GGUF reader with the directory's own files."""
+    import sys
+    import types
+
+    path, _ = checkpoints["mistral"]
+    calls = []
+
+    def load_gguf_checkpoint(p, device=None, dequantize=True):
+        calls.append((p, dequantize))
+        return json.loads((path / "config.json").read_text()), zyx.load_file(path / "model.safetensors")
+
+    monkeypatch.setitem(sys.modules, "zyx.models.llama_gguf",
+                        types.SimpleNamespace(load_gguf_checkpoint=load_gguf_checkpoint))
+    model = Llama.from_pretrained(tmp_path / "tiny.gguf")
+    assert calls == [(tmp_path / "tiny.gguf", True)]
+    np.testing.assert_array_equal(model(PROMPT).numpy(), models["mistral"](PROMPT).numpy())
