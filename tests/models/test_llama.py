@@ -231,3 +231,18 @@ def test_a_gguf_path_goes_through_llama_gguf(checkpoints, models, tmp_path, monk
     model = Llama.from_pretrained(tmp_path / "tiny.gguf")
     assert calls == [(tmp_path / "tiny.gguf", True)]
     np.testing.assert_array_equal(model(PROMPT).numpy(), models["mistral"](PROMPT).numpy())
+
+
+def test_qwen2_sliding_window_on_some_layers(tmp_path):
+    """Qwen2's ``use_sliding_window`` with ``max_window_layers=1``: layer 0 attends to everything, layer 1 to a
+    window of 4; the decode plan then serves rings of two sizes (two length variables)."""
+    torch.manual_seed(1)
+    config = transformers.Qwen2Config(**TINY, use_sliding_window=True, sliding_window=4, max_window_layers=1)
+    hf = transformers.Qwen2ForCausalLM(config).eval()
+    hf.save_pretrained(tmp_path)
+    model = Llama.from_pretrained(tmp_path)
+    assert model.config.sliding_windows == (None, 4)
+    np.testing.assert_allclose(model(PROMPT).numpy(), hf_logits(hf, PROMPT), rtol=1e-4, atol=1e-5)
+    with torch.no_grad():
+        want = hf.generate(torch.tensor(PROMPT), max_new_tokens=20, do_sample=False).numpy()
+    np.testing.assert_array_equal(model.generate(PROMPT, 20, temperature=0).numpy(), want)
