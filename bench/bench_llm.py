@@ -82,7 +82,7 @@ def torch_run(model: Any, prompt: np.ndarray, new: int) -> tuple[float, float, l
         return prefill, time.perf_counter() - start, tokens
 
 
-def run(quick: bool = False, prompt_len: int = 128, new: int = 32, reps: int = 2,
+def run(quick: bool = False, prompt_len: int = 128, new: int = 32, reps: int | None = None,
         quantized: str | None = None) -> list[dict]:
     import torch
     import transformers
@@ -90,6 +90,7 @@ def run(quick: bool = False, prompt_len: int = 128, new: int = 32, reps: int = 2
     torch.set_num_threads(2)
     torch.manual_seed(0)
     shape = QUICK if quick else SHAPE
+    reps = (1 if quick else 2) if reps is None else reps
     hf = transformers.LlamaForCausalLM(transformers.LlamaConfig(**shape)).eval()
     with tempfile.TemporaryDirectory() as tmp:
         hf.save_pretrained(tmp)
@@ -123,7 +124,7 @@ if __name__ == "__main__":
     ap.add_argument("--quick", action="store_true", help="a smaller model (hidden 256, 4 layers, vocab 4096)")
     ap.add_argument("--prompt", type=int, default=128)
     ap.add_argument("--new", type=int, default=32)
-    ap.add_argument("--reps", type=int, default=2)
+    ap.add_argument("--reps", type=int, help="alternating rounds (default 2, 1 with --quick)")
     ap.add_argument("--quantized", choices=("q8_0", "q4_0"))
     args = ap.parse_args()
     print(bench_header())
