@@ -3,7 +3,8 @@ its ``DynamicCache`` KV cache), one run, alternating, on the same random weights
 
 The model is Llama-shaped (hidden 768, 12 layers, 12 heads / 4 KV heads, SwiGLU 2048, vocab 32000, float32): a
 random ``LlamaForCausalLM`` saved with ``save_pretrained`` and loaded by ``Llama.from_pretrained``. Rows:
-``prefill``: the prompt (batch 1, ``--prompt`` tokens) through the model, tokens/s; ``decode``: one token at a
+``prefill``: the prompt (batch 1, ``--prompt`` tokens) through the model (logits of the last position only, in
+both), tokens/s; ``decode``: one token at a
 time over the KV cache (zyx: the replayed ``zyx.jit`` plan over ring buffers), greedy, the argmax read back each
 step as both libraries' generate loops do, tokens/s over ``--new`` tokens. The check column compares the greedy
 tokens of the two libraries. ``x_torch``: zyx's tokens/s over PyTorch's (above 1: zyx is faster).
@@ -27,6 +28,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import zyx
+from zyx.backend.timing import SETTLE_SECONDS
 from zyx.models.decoding import Decoder
 from zyx.models.llama import Llama
 
@@ -69,7 +71,7 @@ def torch_run(model: Any, prompt: np.ndarray, new: int) -> tuple[float, float, l
 
     with torch.no_grad():
         start = time.perf_counter()
-        out = model(torch.tensor(prompt), use_cache=True)
+        out = model(torch.tensor(prompt), use_cache=True, logits_to_keep=1)  # the last position, as zyx
         token = int(out.logits[0, -1].argmax())
         prefill = time.perf_counter() - start
         key = "cache" if "cache" in out else "past_key_values"  # transformers 5 renamed the cache argument
@@ -103,6 +105,7 @@ def run(quick: bool = False, prompt_len: int = 128, new: int = 32, reps: int | N
     zyx_run(model, prompt, 4)  # warm-up: compiles (the cache makes later processes load binaries instead)
     for _ in range(reps):
         for name, fn, m in (("zyx", zyx_run, model), ("torch", torch_run, hf)):
+            time.sleep(SETTLE_SECONDS)  # the other library's threads stop spinning before this one runs
             p, d, tokens[name] = fn(m, prompt, new)
             best[name] = [min(best[name][0], p), min(best[name][1], d)]
     same = sum(a == b for a, b in zip(tokens["zyx"], tokens["torch"]))
