@@ -39,12 +39,18 @@ QUICK = dict(SHAPE, hidden_size=256, intermediate_size=512, num_hidden_layers=4,
              num_key_value_heads=4, vocab_size=4096)
 
 
-def quantize(model: Llama, kind: str) -> None:
-    """Swap every linear layer of ``model`` for a ``zyx.nn.QuantizedLinear`` of ``kind`` (q8_0, q4_0)."""
+def quantized_linear(kind: str) -> Any:
+    """``zyx.nn.QuantizedLinear``, or a clear stop when this build does not have it yet."""
     quantized = getattr(zyx.nn, "QuantizedLinear", None)
     if quantized is None or not hasattr(quantized, "from_linear"):
         raise SystemExit(f"--quantized {kind}: this build has no zyx.nn.QuantizedLinear.from_linear (it comes with "
                          "the GGUF work); run without --quantized")
+    return quantized
+
+
+def quantize(model: Llama, kind: str) -> None:
+    """Swap every linear layer of ``model`` for a ``zyx.nn.QuantizedLinear`` of ``kind`` (q8_0, q4_0)."""
+    quantized = quantized_linear(kind)
     for _, module in model.named_modules():
         for name, child in list(module._modules.items()):
             if isinstance(child, zyx.nn.Linear):
@@ -89,6 +95,8 @@ def run(quick: bool = False, prompt_len: int = 128, new: int = 32, reps: int | N
     import torch
     import transformers
 
+    if quantized:
+        quantized_linear(quantized)  # before minutes of model building
     torch.set_num_threads(2)
     torch.manual_seed(0)
     shape = QUICK if quick else SHAPE
