@@ -1,5 +1,5 @@
 """examples/train_gpt.py as a script: the character-level GPT's loss falls, a sample is printed, and the script
-checks its own held-out loss. The full run (300 steps, target 2.3 nats/char) takes about a minute here, so CI
+checks its own held-out loss. The full run (300 steps, target 2.3 nats/char) takes 35 s warm here, so CI
 runs it shortened: 60 steps against a 2.9 target (uniform is 4.48); a target it cannot reach exits 1."""
 from __future__ import annotations
 
