@@ -36,11 +36,14 @@ LAYERS: list[dict[str, tuple[str, ...]]] = [
     {"contracts": ("zyx.contracts",)},  # listing, calibrate
     {"graph": ("zyx.graph",)},  # nodes, fusion, scheduling and realization of IR and contract kernels
     {"frontend": ("zyx.frontend",), "runtime": ("zyx.runtime",)},  # the user API
-    {"nn": ("zyx.nn",), "optim": ("zyx.optim",), "io": ("zyx.io",), "autograd": ("zyx.autograd",),
+    {"nn": ("zyx.nn",), "optim": ("zyx.optim",), "autograd": ("zyx.autograd",),
      "linalg": ("zyx.linalg",), "profiler": ("zyx.profiler",),
-     "utils": ("zyx.utils",)},
-    # ONNX graphs mapped onto frontend ops and nn.functional (so above nn); reference models built from nn and io
-    {"onnx": ("zyx.onnx",), "models": ("zyx.models",)},
+     "utils": ("zyx.utils",), "distributed": ("zyx.distributed",)},  # distributed: collectives on torch.distributed
+    {"io": ("zyx.io",)},  # files; GGUF blocks load as zyx.nn.QuantizedWeight (so above nn)
+    {"models": ("zyx.models",)},  # reference model families built from nn, their checkpoints read by io
+    # ONNX graphs mapped onto frontend ops and nn.functional (so above nn); data parallelism (nn modules on
+    # zyx.distributed's collectives)
+    {"onnx": ("zyx.onnx",), "nn.parallel": ("zyx.nn.parallel",)},
     {"api": ("zyx",)},  # the root package: what ``import zyx`` gives (matched exactly)
     # entry points: python -m zyx, bench; torch.compile's backend (other frameworks' graphs)
     {"cli": ("zyx.cli", "zyx.__main__", "zyx.benchmarks"), "torch_backend": ("zyx.torch_backend",)},
