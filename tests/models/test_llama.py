@@ -246,3 +246,51 @@ def test_qwen2_sliding_window_on_some_layers(tmp_path):
     with torch.no_grad():
         want = hf.generate(torch.tensor(PROMPT), max_new_tokens=20, do_sample=False).numpy()
     np.testing.assert_array_equal(model.generate(PROMPT, 20, temperature=0).numpy(), want)
+
+
+GGUF_LAYER = {"input_layernorm": "attn_norm", "post_attention_layernorm": "ffn_norm", "self_attn.q_proj": "attn_q",
+              "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v", "self_attn.o_proj": "attn_output",
+              "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up", "mlp.down_proj": "ffn_down"}
+
+
+def _as_gguf(hf, arch):
+    """``hf``'s weights under llama.cpp's names, Q/K rows permuted as convert_hf_to_gguf does for arch llama."""
+    c = hf.config
+    tensors = {}
+    for name, w in hf.state_dict().items():
+        w = w.numpy()
+        if name in ("model.embed_tokens.weight", "model.norm.weight", "lm_head.weight"):
+            g = {"model.embed_tokens.weight": "token_embd", "model.norm.weight": "output_norm",
+                 "lm_head.weight": "output"}[name] + ".weight"
+        else:
+            i, rest = name.removeprefix("model.layers.").split(".", 1)
+            mod, kind = rest.rsplit(".", 1)
+            g = f"blk.{i}.{GGUF_LAYER[mod]}.{kind}"
+            heads = {"self_attn.q_proj": c.num_attention_heads, "self_attn.k_proj": c.num_key_value_heads}.get(mod)
+            if arch == "llama" and heads:
+                w = w.reshape(heads, 2, w.shape[0] // heads // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+        tensors[g] = ("F32", np.ascontiguousarray(w))
+    meta = {f"{arch}.{k}": v for k, v in {
+        "context_length": 256, "embedding_length": c.hidden_size, "feed_forward_length": c.intermediate_size,
+        "block_count": c.num_hidden_layers, "attention.head_count": c.num_attention_heads,
+        "attention.head_count_kv": c.num_key_value_heads, "attention.layer_norm_rms_epsilon": 1e-5,
+        "rope.freq_base": 10000.0}.items()}
+    return tensors, meta | {"tokenizer.ggml.tokens": [f"t{i}" for i in range(c.vocab_size)]}
+
+
+@pytest.mark.parametrize("arch", ["llama", "qwen2"])
+def test_gguf_file_equals_transformers(tmp_path, arch):
+    """A GGUF file as llama.cpp writes it (names, Q/K permutation) loads through zyx.models.llama_gguf and gives
+    transformers' logits and greedy tokens."""
+    gd = pytest.importorskip("gguf_data", reason="the GGUF test helpers come with the GGUF work (tests/gguf_data)")
+    pytest.importorskip("zyx.models.llama_gguf")
+    torch.manual_seed(2)
+    kw = dict(TINY, rms_norm_eps=1e-5)
+    hf = (transformers.LlamaForCausalLM(transformers.LlamaConfig(**kw)) if arch == "llama" else
+          transformers.Qwen2ForCausalLM(transformers.Qwen2Config(**kw))).eval()
+    tensors, meta = _as_gguf(hf, arch)
+    model = Llama.from_pretrained(gd.write(tmp_path / "tiny.gguf", tensors, meta, arch=arch))
+    np.testing.assert_allclose(model(PROMPT).numpy(), hf_logits(hf, PROMPT), rtol=1e-4, atol=1e-5)
+    with torch.no_grad():
+        want = hf.generate(torch.tensor(PROMPT), max_new_tokens=16, do_sample=False).numpy()
+    np.testing.assert_array_equal(model.generate(PROMPT, 16, temperature=0).numpy(), want)

@@ -116,7 +116,8 @@ class LlamaConfig:
                    rms_norm_eps=float(config.get("rms_norm_eps", 1e-6)), rope_theta=theta, rope_scaling=scaling,
                    max_position_embeddings=int(config.get("max_position_embeddings", 2048)),
                    tie_word_embeddings=bool(config.get("tie_word_embeddings", False)),
-                   qkv_bias=model_type == "qwen2" or attention_bias, o_bias=attention_bias,
+                   # Qwen2 has q/k/v biases and never an o_proj bias (its GGUF config still says attention_bias)
+                   qkv_bias=model_type == "qwen2" or attention_bias, o_bias=attention_bias and model_type != "qwen2",
                    mlp_bias=bool(config.get("mlp_bias", False)), sliding_windows=windows,
                    bos_token_id=config.get("bos_token_id"), eos_token_id=config.get("eos_token_id"),
                    pad_token_id=config.get("pad_token_id"), model_type=model_type, extra=dict(config))
