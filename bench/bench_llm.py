@@ -9,8 +9,9 @@ time over the KV cache (zyx: the replayed ``zyx.jit`` plan over ring buffers), g
 step as both libraries' generate loops do, tokens/s over ``--new`` tokens. The check column compares the greedy
 tokens of the two libraries. ``x_torch``: zyx's tokens/s over PyTorch's (above 1: zyx is faster).
 
-``--quantized q8_0|q4_0`` replaces the linear layers by ``zyx.nn.QuantizedLinear`` (the GGUF branch's kernels);
-it stops with a message when this build has no ``QuantizedLinear``.
+``--quantized q8_0|q4_0`` replaces zyx's linear layers (the head too) by ``zyx.nn.QuantizedLinear`` over the
+weights quantized by the ``gguf`` package (PyTorch stays float32; the check column then counts how many greedy
+tokens still agree); it stops with a message when this build has no ``QuantizedLinear``.
 
     python bench/bench_llm.py [--quick] [--prompt 128] [--new 32] [--reps 2] [--quantized q8_0]
 """
@@ -40,21 +41,33 @@ QUICK = dict(SHAPE, hidden_size=256, intermediate_size=512, num_hidden_layers=4,
 
 
 def quantized_linear(kind: str) -> Any:
-    """``zyx.nn.QuantizedLinear``, or a clear stop when this build does not have it yet."""
-    quantized = getattr(zyx.nn, "QuantizedLinear", None)
-    if quantized is None or not hasattr(quantized, "from_linear"):
-        raise SystemExit(f"--quantized {kind}: this build has no zyx.nn.QuantizedLinear.from_linear (it comes with "
-                         "the GGUF work); run without --quantized")
-    return quantized
+    """``zyx.nn.QuantizedLinear``, or a clear stop when this build does not have it (it comes with the GGUF work)."""
+    layer = getattr(zyx.nn, "QuantizedLinear", None)
+    if layer is None or not hasattr(layer, "from_weight") or not hasattr(zyx.nn, "QuantizedWeight"):
+        raise SystemExit(f"--quantized {kind}: this build has no zyx.nn.QuantizedLinear.from_weight / "
+                         "QuantizedWeight (they come with the GGUF work); run without --quantized")
+    try:
+        import gguf  # noqa: F401 - quantizes the weights as llama.cpp does
+    except ImportError:
+        raise SystemExit(f"--quantized {kind}: needs the gguf package (pip install 'zyx[gguf]')") from None
+    return layer
 
 
 def quantize(model: Llama, kind: str) -> None:
-    """Swap every linear layer of ``model`` for a ``zyx.nn.QuantizedLinear`` of ``kind`` (q8_0, q4_0)."""
-    quantized = quantized_linear(kind)
-    for _, module in model.named_modules():
+    """Swap every linear layer of ``model`` (the head too; the embedding stays float32) for a
+    ``zyx.nn.QuantizedLinear`` whose weight is the layer's quantized to ``kind`` by the gguf package."""
+    import gguf
+
+    layer = quantized_linear(kind)
+    qtype = kind.upper()
+    for _, module in list(model.named_modules()):
         for name, child in list(module._modules.items()):
             if isinstance(child, zyx.nn.Linear):
-                setattr(module, name, quantized.from_linear(child, kind))
+                w = child.weight.numpy()
+                raw = gguf.quants.quantize(w, gguf.GGMLQuantizationType[qtype])
+                blocks = zyx.tensor(np.ascontiguousarray(raw).view(np.uint8).reshape(w.shape[0], -1))
+                weight = zyx.nn.QuantizedWeight(blocks.realize(), qtype, tuple(w.shape))
+                setattr(module, name, layer.from_weight(weight, child.bias))
 
 
 def zyx_run(model: Llama, prompt: np.ndarray, new: int) -> tuple[float, float, list[int]]:
