@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -145,16 +146,37 @@ class LlamaConfig:
         return np.asarray(inv, np.float32)
 
 
+# False while from_pretrained builds a model: the checkpoint replaces every weight, so the random ones are skipped
+_RANDOM_INIT: ContextVar[bool] = ContextVar("zyx_llama_random_init", default=True)
+
+
+class LlamaLinear(Linear):
+    """``nn.Linear`` (same parameters and names) whose random initialization is skipped while a checkpoint is
+    loaded: computing a model's worth of random weights only to replace them costs seconds per 100M weights."""
+
+    def reset_parameters(self) -> None:
+        if _RANDOM_INIT.get():
+            super().reset_parameters()
+
+
+class LlamaEmbedding(Embedding):
+    """``nn.Embedding`` with ``LlamaLinear``'s skipped initialization."""
+
+    def reset_parameters(self) -> None:
+        if _RANDOM_INIT.get():
+            super().reset_parameters()
+
+
 class LlamaAttention(Module):
     """Grouped-query attention: ``num_key_value_heads`` key/value heads each shared by a group of query heads."""
 
     def __init__(self, c: LlamaConfig) -> None:
         super().__init__()
         self.heads, self.kv_heads, self.head_dim = c.num_attention_heads, c.num_key_value_heads, c.head_dim
-        self.q_proj = Linear(c.hidden_size, c.num_attention_heads * c.head_dim, bias=c.qkv_bias)
-        self.k_proj = Linear(c.hidden_size, c.num_key_value_heads * c.head_dim, bias=c.qkv_bias)
-        self.v_proj = Linear(c.hidden_size, c.num_key_value_heads * c.head_dim, bias=c.qkv_bias)
-        self.o_proj = Linear(c.num_attention_heads * c.head_dim, c.hidden_size, bias=c.o_bias)
+        self.q_proj = LlamaLinear(c.hidden_size, c.num_attention_heads * c.head_dim, bias=c.qkv_bias)
+        self.k_proj = LlamaLinear(c.hidden_size, c.num_key_value_heads * c.head_dim, bias=c.qkv_bias)
+        self.v_proj = LlamaLinear(c.hidden_size, c.num_key_value_heads * c.head_dim, bias=c.qkv_bias)
+        self.o_proj = LlamaLinear(c.num_attention_heads * c.head_dim, c.hidden_size, bias=c.o_bias)
 
     def project(self, x: Tensor, cos: Tensor, sin: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         """Queries (batch, heads, seq, head_dim), keys and values (batch, kv_heads, seq, head_dim), rotated."""
@@ -189,9 +211,9 @@ class LlamaMLP(Module):
 
     def __init__(self, c: LlamaConfig) -> None:
         super().__init__()
-        self.gate_proj = Linear(c.hidden_size, c.intermediate_size, bias=c.mlp_bias)
-        self.up_proj = Linear(c.hidden_size, c.intermediate_size, bias=c.mlp_bias)
-        self.down_proj = Linear(c.intermediate_size, c.hidden_size, bias=c.mlp_bias)
+        self.gate_proj = LlamaLinear(c.hidden_size, c.intermediate_size, bias=c.mlp_bias)
+        self.up_proj = LlamaLinear(c.hidden_size, c.intermediate_size, bias=c.mlp_bias)
+        self.down_proj = LlamaLinear(c.intermediate_size, c.hidden_size, bias=c.mlp_bias)
 
     def forward(self, x: Tensor) -> Tensor:
         # up stored first: fused into gate's matmul as an epilogue, its own reduce ran inside the other (40x slower)
@@ -215,7 +237,7 @@ class LlamaModel(Module):
 
     def __init__(self, c: LlamaConfig) -> None:
         super().__init__()
-        self.embed_tokens = Embedding(c.vocab_size, c.hidden_size)
+        self.embed_tokens = LlamaEmbedding(c.vocab_size, c.hidden_size)
         self.layers = ModuleList([LlamaDecoderLayer(c, w) for w in c.sliding_windows])
         self.norm = RMSNorm(c.hidden_size, eps=c.rms_norm_eps)
 
@@ -228,7 +250,7 @@ class Llama(Module):
         super().__init__()
         self.config = config
         self.model = LlamaModel(config)
-        self.lm_head = Linear(config.hidden_size, config.vocab_size, bias=False)
+        self.lm_head = LlamaLinear(config.hidden_size, config.vocab_size, bias=False)
         if config.tie_word_embeddings:
             self.lm_head.weight = self.model.embed_tokens.weight
         self.register_buffer("inv_freq", tensor(config.inv_freq()), persistent=False)
@@ -287,7 +309,11 @@ class Llama(Module):
         check_weights(config, weights)
         # half-precision checkpoints compute in float32 (zyx emulates 16-bit arithmetic op by op on most devices)
         weights = {k: t.float() if t.dtype.is_float and t.dtype.itemsize < 4 else t for k, t in weights.items()}
-        model = cls(config)
+        skip = _RANDOM_INIT.set(False)
+        try:
+            model = cls(config)
+        finally:
+            _RANDOM_INIT.reset(skip)
         if device is not None:
             model.to(device)
         model.load_state_dict(weights, assign=True)
