@@ -292,3 +292,27 @@ def test_zyx_files_load_in_safetensors_torch(tmp_path, torch):
         assert back[k].dtype == getattr(torch, TORCH_OF[name]), (k, back[k].dtype)
         assert tuple(back[k].shape) == v.shape
         assert _from_torch(back[k]) == v.tobytes(), k
+
+
+def test_sharded_checkpoint_reads_every_shard(tmp_path):
+    """A Hugging Face style index (``weight_map``: name -> shard file) loads every shard's tensors, in the index's
+    order; an index that disagrees with its shards is an error."""
+    rng = np.random.default_rng(3)
+    a, b, c = (rng.standard_normal(s).astype(np.float32) for s in ((3, 4), (5,), (2, 2, 2)))
+    zyx.save_file({"a": zyx.tensor(a), "c": zyx.tensor(c)}, tmp_path / "model-00001-of-00002.safetensors")
+    zyx.save_file({"b": zyx.tensor(b)}, tmp_path / "model-00002-of-00002.safetensors")
+    index = {"metadata": {"total_size": 0}, "weight_map": {"a": "model-00001-of-00002.safetensors",
+                                                           "b": "model-00002-of-00002.safetensors",
+                                                           "c": "model-00001-of-00002.safetensors"}}
+    (tmp_path / "model.safetensors.index.json").write_text(json.dumps(index))
+    got = zyx.load_file(tmp_path / "model.safetensors.index.json")
+    assert list(got) == ["a", "b", "c"]
+    for name, want in zip("abc", (a, b, c)):
+        np.testing.assert_array_equal(got[name].numpy(), want)
+    del index["weight_map"]["c"]
+    (tmp_path / "model.safetensors.index.json").write_text(json.dumps(index))
+    with pytest.raises(SafetensorsError, match="does not give it"):
+        zyx.load_file(tmp_path / "model.safetensors.index.json")
+    (tmp_path / "bad.index.json").write_text(json.dumps({"weight_map": {"a": "../x.safetensors"}}))
+    with pytest.raises(SafetensorsError, match="expected a .safetensors file"):
+        zyx.load_file(tmp_path / "bad.index.json")

@@ -183,7 +183,10 @@ def load_file_metadata(path: str | os.PathLike) -> dict[str, str]:
 
 def load_file(path: str | os.PathLike, device: Any = None) -> dict[str, Tensor]:
     """Every tensor of a safetensors file, uploaded to ``device`` (the default device when None; a named
-    device pins them there), in the file's order."""
+    device pins them there), in the file's order. A sharded checkpoint's index (``*.safetensors.index.json``,
+    Hugging Face's ``weight_map`` of tensor name -> shard file) reads every shard it names."""
+    if os.fspath(path).endswith(".json"):
+        return _load_sharded(path, device)
     header, _, start, size = _read_header(path)
     if size == start:
         data = np.zeros(0, np.uint8)
@@ -199,6 +202,37 @@ def load_file(path: str | os.PathLike, device: Any = None) -> dict[str, Tensor]:
         out[name] = from_numpy(np.asarray(arr), device)
     del data  # the map closes once nothing views it
     return out
+
+
+def _load_sharded(index_path: str | os.PathLike, device: Any) -> dict[str, Tensor]:
+    """The tensors a sharded checkpoint's index maps to its shard files (next to the index), checked: each
+    shard holds exactly the names the index gives it, so a stale or hand-edited index is an error, not a
+    silently partial state dict."""
+    where = os.fspath(index_path)
+    try:
+        with open(where, encoding="utf-8") as f:
+            index = json.load(f)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise SafetensorsError(f"{where}: the index is not valid JSON ({exc})") from None
+    weight_map = index.get("weight_map") if isinstance(index, dict) else None
+    if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
+        raise SafetensorsError(f"{where}: expected a JSON object with a 'weight_map' of tensor name -> shard file")
+    shards: dict[str, set[str]] = {}
+    for name, shard in weight_map.items():
+        if os.path.basename(shard) != shard or not shard.endswith(".safetensors"):
+            raise SafetensorsError(f"{where}: tensor {name!r} maps to {shard!r}; expected a .safetensors file "
+                                   "name in the index's directory")
+        shards.setdefault(shard, set()).add(name)
+    out: dict[str, Tensor] = {}
+    folder = os.path.dirname(where)
+    for shard, names in shards.items():
+        part = load_file(os.path.join(folder, shard), device)
+        if set(part) != names:
+            extra, lost = sorted(set(part) - names), sorted(names - set(part))
+            raise SafetensorsError(f"{where}: shard {shard!r} holds tensors the index does not give it "
+                                   f"({extra}) or lacks ones it does ({lost})")
+        out.update(part)
+    return {name: out[name] for name in weight_map}
 
 
 # ------------------------------------------------------------------ state dicts
