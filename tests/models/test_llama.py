@@ -294,3 +294,60 @@ def test_gguf_file_equals_transformers(tmp_path, arch):
     with torch.no_grad():
         want = hf.generate(torch.tensor(PROMPT), max_new_tokens=16, do_sample=False).numpy()
     np.testing.assert_array_equal(model.generate(PROMPT, 16, temperature=0).numpy(), want)
+
+
+def _stored(qtype, rows, cols, gd, rng):
+    """(bytes as the file stores them, their gguf.quants.dequantize) for a (rows, cols) weight of small values:
+    non-K types quantize 0.05 * N(0, 1); K types are random blocks whose float16 scales are set to 1e-3 * U(-1, 1)
+    (so activations stay in float32's comfortable range)."""
+    if qtype in gd.K_TYPES:
+        data = gd.raw(qtype, rows, cols, rng).reshape(-1, gd.gguf.GGML_QUANT_SIZES[gd.T[qtype]][1])
+        for at in gd.K_SCALES[qtype]:
+            data[:, at:at + 2] = (rng.uniform(-1, 1, (len(data), 1)) * 1e-3).astype(np.float16).view(np.uint8)
+        data = data.reshape(rows, -1)
+    else:
+        values = (0.05 * rng.standard_normal((rows, cols))).astype(np.float32)
+        data = np.ascontiguousarray(gd.gguf.quants.quantize(values, gd.T[qtype])).view(np.uint8).reshape(rows, -1)
+    return data, gd.reference(qtype, data, cols)
+
+
+@pytest.mark.parametrize("qtype", ["F16", "Q8_0", "Q4_0", "Q4_K", "Q6_K"])
+def test_gguf_types_give_the_dequantized_references_logits(tmp_path, qtype):
+    """Every 2-D weight of a llama.cpp-style file in ``qtype`` (Q/K rows permuted as llama.cpp writes them):
+    zyx's logits equal transformers' on the dequantized weights."""
+    gd = pytest.importorskip("gguf_data", reason="the GGUF test helpers (tests/gguf_data)")
+    rng = np.random.default_rng(3)
+    h, ff, heads, kv, vocab = 256, 512, 4, 2, 64  # rows of 256 values: whole K-type blocks
+    config = transformers.LlamaConfig(hidden_size=h, intermediate_size=ff, num_hidden_layers=1,
+                                      num_attention_heads=heads, num_key_value_heads=kv, vocab_size=vocab,
+                                      max_position_embeddings=64, rms_norm_eps=1e-5, bos_token_id=None,
+                                      eos_token_id=None, pad_token_id=None)
+    hf = transformers.LlamaForCausalLM(config).eval()
+    names = {"model.embed_tokens.weight": "token_embd.weight", "lm_head.weight": "output.weight",
+             "model.norm.weight": "output_norm.weight"}
+    tensors, state = {}, {}
+    for name, p in hf.state_dict().items():
+        if name not in names:
+            i, rest = name.removeprefix("model.layers.").split(".", 1)
+            mod, kind = rest.rsplit(".", 1)
+            names[name] = f"blk.{i}.{GGUF_LAYER[mod]}.{kind}"
+        if p.ndim == 1:
+            values = (1 + 0.1 * rng.standard_normal(p.shape)).astype(np.float32)
+            tensors[names[name]], state[name] = ("F32", values), values
+            continue
+        data, values = _stored(qtype, *p.shape, gd, rng)
+        n_head = {"self_attn.q_proj.weight": heads, "self_attn.k_proj.weight": kv}.get(name.split(".", 3)[-1])
+        if n_head:  # llama.cpp's permutation moves whole rows, so it moves rows of blocks
+            order = np.arange(p.shape[0]).reshape(n_head, 2, -1).swapaxes(1, 2).reshape(-1)
+            data = data[order]
+        tensors[names[name]], state[name] = (qtype, data), values
+    hf.load_state_dict({k: torch.from_numpy(v) for k, v in state.items()})
+    meta = {f"llama.{k}": v for k, v in {
+        "context_length": 64, "embedding_length": h, "feed_forward_length": ff, "block_count": 1,
+        "attention.head_count": heads, "attention.head_count_kv": kv, "attention.layer_norm_rms_epsilon": 1e-5,
+        "rope.freq_base": 10000.0}.items()}
+    meta["tokenizer.ggml.tokens"] = [f"t{i}" for i in range(vocab)]
+    model = Llama.from_pretrained(gd.write(tmp_path / f"tiny-{qtype}.gguf", tensors, meta))
+    ids = PROMPT % vocab
+    want = hf_logits(hf, ids)  # float32 tolerance on the logits' scale (the K types' weights reach a few units)
+    np.testing.assert_allclose(model(ids).numpy(), want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
