@@ -81,7 +81,8 @@ def _device_ms(step: Callable[[], Any]) -> float:
     return sum(e.device_time_total for e in prof.key_averages()) / 1e3
 
 
-def run(rounds: int) -> list[dict[str, Any]]:
+def run(quick: bool = False, rounds: int | None = None) -> list[dict[str, Any]]:
+    rounds = rounds or (2 if quick else 8)
     rows = []
     for label, bs, tq, tk, d, causal, train in CASES:
         step = _step(bs, tq, tk, d, causal, train)
@@ -116,7 +117,7 @@ def main() -> None:
 
     print(bench_header())
     print(f"# scaled_dot_product_attention on {zyx.default_device()}\n")
-    print(markdown_table(run(args.rounds), titles={"speedup": "composed_ms / kernels_ms"}))
+    print(markdown_table(run(rounds=args.rounds), titles={"speedup": "composed_ms / kernels_ms"}))
 
 
 if __name__ == "__main__":

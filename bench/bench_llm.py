@@ -9,7 +9,10 @@ time over the KV cache (zyx: the replayed ``zyx.jit`` plan over ring buffers), g
 step as both libraries' generate loops do, tokens/s over ``--new`` tokens. The check column compares the greedy
 tokens of the two libraries. ``x_torch``: zyx's tokens/s over PyTorch's (above 1: zyx is faster).
 
-``--quantized q8_0|q4_0`` replaces zyx's linear layers (the head too) by ``zyx.nn.QuantizedLinear`` over the
+By default the rows come for float32 weights and, with the ``gguf`` package, for Q8_0 and Q4_0 weights (columns:
+``x_zyx_float32``, the speed over zyx's own float32; ``weights_gb_s``, the weight bytes a decode step reads times
+the decode tokens/s, to hold against the copy ceiling). ``--quantized q8_0|q4_0`` gives only that kind: it replaces
+zyx's linear layers (the head too) by ``zyx.nn.QuantizedLinear`` over the
 weights quantized by the ``gguf`` package (PyTorch stays float32; the check column then counts how many greedy
 tokens still agree); it stops with a message when this build has no ``QuantizedLinear``.
 
@@ -18,6 +21,7 @@ tokens still agree); it stops with a message when this build has no ``QuantizedL
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import sys
 import tempfile
 import time
@@ -103,41 +107,58 @@ def torch_run(model: Any, prompt: np.ndarray, new: int) -> tuple[float, float, l
         return prefill, time.perf_counter() - start, tokens
 
 
+def weight_bytes(model: Llama) -> int:
+    """Bytes a decode step reads from the weights: every parameter and buffer but the embedding table (one row
+    of it is read per token), quantized blocks as stored."""
+    tensors = {**dict(model.named_parameters()), **dict(model.named_buffers())}
+    return sum(t.numel() * t.dtype.itemsize for name, t in tensors.items() if "embed_tokens" not in name)
+
+
 def run(quick: bool = False, prompt_len: int = 128, new: int = 32, reps: int | None = None,
         quantized: str | None = None) -> list[dict]:
+    """Rows for float32 and (with the gguf package) Q8_0 and Q4_0 weights, or for ``quantized`` alone."""
     import torch
     import transformers
 
+    kinds: list[str | None] = [quantized] if quantized else [None, "q8_0", "q4_0"]
     if quantized:
         quantized_linear(quantized)  # before minutes of model building
+    elif importlib.util.find_spec("gguf") is None:
+        kinds = [None]  # the quantized rows need the gguf package's quantizer
     torch.set_num_threads(2)
     torch.manual_seed(0)
     shape = QUICK if quick else SHAPE
     reps = (1 if quick else 2) if reps is None else reps
     hf = transformers.LlamaForCausalLM(transformers.LlamaConfig(**shape)).eval()
+    models: dict[str, Llama] = {}
     with tempfile.TemporaryDirectory() as tmp:
         hf.save_pretrained(tmp)
-        model = Llama.from_pretrained(tmp)
-    if quantized:
-        quantize(model, quantized)
+        for kind in kinds:
+            models[kind or "float32"] = model = Llama.from_pretrained(tmp)
+            if kind:
+                quantize(model, kind)
     prompt = np.random.default_rng(0).integers(0, shape["vocab_size"], (1, prompt_len))
-    best: dict[str, list[float]] = {"zyx": [np.inf, np.inf], "torch": [np.inf, np.inf]}
+    best = {name: [np.inf, np.inf] for name in (*models, "torch")}
     tokens = {}
-    zyx_run(model, prompt, 4)  # warm-up: compiles (the cache makes later processes load binaries instead)
+    for model in models.values():
+        zyx_run(model, prompt, 4)  # warm-up: compiles (the cache makes later processes load binaries instead)
     for _ in range(reps):
-        for name, fn, m in (("zyx", zyx_run, model), ("torch", torch_run, hf)):
+        for name in best:
             time.sleep(SETTLE_SECONDS)  # the other library's threads stop spinning before this one runs
-            p, d, tokens[name] = fn(m, prompt, new)
+            p, d, tokens[name] = torch_run(hf, prompt, new) if name == "torch" else zyx_run(models[name], prompt, new)
             best[name] = [min(best[name][0], p), min(best[name][1], d)]
-    same = sum(a == b for a, b in zip(tokens["zyx"], tokens["torch"]))
-    check = f"greedy tokens equal: {same}/{new}"
-    label = "float32" if not quantized else quantized
     rows = []
-    for phase, count, i in (("prefill", prompt_len, 0), ("decode", new - 1, 1)):
-        z, t = count / best["zyx"][i], count / best["torch"][i]
-        rows.append({"workload": f"{phase} ({label}, d{shape['hidden_size']} x{shape['num_hidden_layers']}, "
-                                 f"prompt {prompt_len})", "zyx_tok_s": z, "torch_tok_s": t, "x_torch": z / t,
-                     "check": check})
+    for label, model in models.items():
+        same = sum(a == b for a, b in zip(tokens[label], tokens["torch"]))
+        for phase, count, i in (("prefill", prompt_len, 0), ("decode", new - 1, 1)):
+            z, t = count / best[label][i], count / best["torch"][i]
+            row = {"workload": f"{phase} ({label}, d{shape['hidden_size']} x{shape['num_hidden_layers']}, "
+                               f"prompt {prompt_len})", "zyx_tok_s": z, "torch_tok_s": t, "x_torch": z / t,
+                   "x_zyx_float32": z / (count / best["float32"][i]) if "float32" in best else None,
+                   "weights_mb": weight_bytes(model) / 2**20,
+                   "weights_gb_s": weight_bytes(model) * z / 1e9 if phase == "decode" else None,
+                   "check": f"greedy tokens equal to PyTorch's float32: {same}/{new}"}
+            rows.append(row)
     return rows
 
 
