@@ -40,11 +40,6 @@ class TensorBase:
 VARSIZE: set[type] = set()
 
 
-def is_variable_size(x: Any) -> bool:
-    """Whether ``x`` is a tensor with variable-size axes (``frontend.varsize``)."""
-    return type(x) in VARSIZE
-
-
 def concrete(x: Any) -> Any:
     """``x`` at its bound values when it is a tensor of variable size (a plain tensor whose shape holds
     ints; ``_view`` reports the read, so a capture keys its plan by the values); anything else as it is.

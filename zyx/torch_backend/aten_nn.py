@@ -7,7 +7,6 @@ inputs and zyx's autograd runs it backward, so the gradients are zyx's own rules
 """
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -15,7 +14,6 @@ from zyx import autograd
 from zyx import dtype as dtypes
 from zyx.frontend import creation
 from zyx.frontend.autograd import engine
-from zyx.frontend.base import is_variable_size
 from zyx.nn import functional as F
 from zyx.torch_backend.aten_ops import ATEN, aten
 
@@ -175,17 +173,6 @@ def native_dropout(x: Any, p: float, train: Any) -> tuple[Any, Any]:
     return x * keep * (1.0 / (1.0 - p)), keep
 
 
-def _attention(q: Any, k: Any, v: Any, keep: Any) -> Any:
-    """``softmax(q k^T / sqrt(d)) v``; a sequence of variable length (a dynamic dim) is composed from the
-    methods that have variable-size forms, so its kernels serve every length of the bucket."""
-    if not is_variable_size(q):
-        return F.scaled_dot_product_attention(q, k, v, attn_mask=keep)
-    scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(q.shape[-1]))
-    if keep is not None:
-        scores = scores.masked_fill(keep.logical_not(), float("-inf"))
-    return scores.softmax(-1) @ v
-
-
 # -- the encoder layer of PyTorch's fast path (eval mode, no grad) ---------------------------------------
 @aten("_transformer_encoder_layer_fwd")
 def transformer_encoder_layer(src: Any, embed_dim: int, num_heads: int, qkv_weight: Any, qkv_bias: Any,
@@ -203,7 +190,7 @@ def transformer_encoder_layer(src: Any, embed_dim: int, num_heads: int, qkv_weig
 
     def attention(h: Any) -> Any:
         qkv = F.linear(h, qkv_weight, qkv_bias).reshape(batch, t, 3, num_heads, head).permute(2, 0, 3, 1, 4)
-        out = _attention(qkv[0], qkv[1], qkv[2], keep)
+        out = F.scaled_dot_product_attention(qkv[0], qkv[1], qkv[2], attn_mask=keep)
         return F.linear(out.permute(0, 2, 1, 3).reshape(batch, t, embed_dim), proj_weight, proj_bias)
 
     def feed_forward(h: Any) -> Any:
