@@ -1,27 +1,32 @@
 <%doc>
-x @ W^T with W in GGUF blocks (zyx.kernels.quantized_matmul): out (M, N) float32 from x (M, K) float32 and
-W's N rows of K / block blocks each (uchar). Row n of W is read once for `mt` rows of x (t * mt ...), so a
-decode step (M = 1) reads every weight byte once and a prefill reuses each dequantized block over `mt` rows:
-by work item (n, t) alone (`lanes` = 1, CPUs), or by a work-group of `lanes` work items taking every
-`lanes`-th block (neighbours read neighbouring blocks: GPUs), their sums added in local memory. The last
-tile of x rows may hang past M: its missing rows read row M - 1 and are not stored. Q8_0, Q4_0 and Q4_K expand a block into float16 vectors and keep
-one vector accumulator per x row; the other types take the element values of gguf/blocks.mako one by one.
-Parameters: qtype, block, type_size, K, N, mt, lanes (1 or a power of two), index_t. Arguments: out, x, w,
-M; launched over exactly (N * lanes, ceil(M / mt)) work items in work-groups of `lanes` along axis 0 (no bounds test).
+x @ W^T with W in GGUF blocks (zyx.kernels.quantized_matmul): out (M, N) float32 from x (M, K) float32 and W's N
+rows of K / block blocks each (uchar). Row n of W is read once for `mt` rows of x (t * mt ...), so a decode step
+(M = 1) reads every weight byte once and a prefill reuses each dequantized block over `mt` rows: by work item
+(n, t) alone (`lanes` = 1, CPUs), or by a work-group of `lanes` work items taking every `lanes`-th block
+(neighbours read neighbouring blocks: GPUs), their sums added in local memory. The last tile of x rows may hang
+past M: its missing rows read row M - 1 and are not stored. W may come in several `parts` (buffers w0, w1, ...
+of parts[i] rows: the Q, K and V projections of one input in one launch), their rows numbered one after another
+into out's N = sum(parts) columns. Q8_0, Q4_0 and Q4_K expand a block into float16 vectors and keep one vector
+accumulator per x row; the other types take the element values of gguf/blocks.mako one by one. Parameters:
+qtype, block, type_size, K, parts, mt, lanes (1 or a power of two), index_t. Arguments: out, x, w0, w1, ..., M;
+launched over exactly (N * lanes, ceil(M / mt)) work items in work-groups of `lanes` along axis 0 (no bounds
+test).
 </%doc>\
 <%namespace name="dt" file="/common/dtypes.mako"/>\
 <%namespace name="bk" file="/gguf/blocks.mako"/>\
 <%! from zyx import dtype as dtypes %>\
 <%
     I = index_t
+    N = sum(parts)
+    starts = [sum(parts[:i]) for i in range(len(parts))]
     nb = K // block
     row_bytes = nb * type_size
     fast = qtype in ("Q8_0", "Q4_0", "Q4_K")
 %>\
-/* zyx quantized matmul ${qtype}: (M, ${K}) x (${N}, ${K})^T, ${mt} x row(s) a work item */
+/* zyx quantized matmul ${qtype}: (M, ${K}) x (${" + ".join(map(str, parts))}, ${K})^T, ${mt} x row(s) a work item */
 ${dt.preamble([dtypes.float16])}
 __kernel void zyx_qmatmul(__global float *restrict zyx_out, __global const float *restrict zyx_x,
-                          __global const uchar *restrict zyx_w, const ${I} zyx_m)
+                          ${"".join(f"__global const uchar *restrict zyx_w{i}, " for i in range(len(parts)))}const ${I} zyx_m)
 {
 % if lanes > 1:
     const ${I} zyx_n = get_group_id(0);
@@ -31,7 +36,11 @@ __kernel void zyx_qmatmul(__global float *restrict zyx_out, __global const float
     const ${I} zyx_n = get_global_id(0);
 % endif
     const ${I} zyx_m0 = (${I})get_global_id(1) * ${mt};
-    __global const uchar *zyx_row = zyx_w + zyx_n * ${row_bytes};
+% if len(parts) == 1:
+    __global const uchar *zyx_row = zyx_w0 + zyx_n * ${row_bytes};
+% else:
+    __global const uchar *zyx_row = ${" : ".join([f"zyx_n < {starts[i + 1]} ? zyx_w{i} + (zyx_n - {starts[i]}) * {row_bytes}" for i in range(len(parts) - 1)] + [f"zyx_w{len(parts) - 1} + (zyx_n - {starts[-1]}) * {row_bytes}"])};
+% endif
 % for r in range(mt):
     __global const float *zyx_xr${r} = zyx_x + ${"zyx_m0" if r == 0 else f"min(zyx_m0 + {r}, zyx_m - 1)"} * ${K};  /* rows past M: read row M - 1, never stored */
 % endfor

@@ -347,7 +347,15 @@ def test_gguf_types_give_the_dequantized_references_logits(tmp_path, qtype):
         "attention.head_count": heads, "attention.head_count_kv": kv, "attention.layer_norm_rms_epsilon": 1e-5,
         "rope.freq_base": 10000.0}.items()}
     meta["tokenizer.ggml.tokens"] = [f"t{i}" for i in range(vocab)]
-    model = Llama.from_pretrained(gd.write(tmp_path / f"tiny-{qtype}.gguf", tensors, meta))
+    path = gd.write(tmp_path / f"tiny-{qtype}.gguf", tensors, meta)
+    model = Llama.from_pretrained(path)
     ids = PROMPT % vocab
     want = hf_logits(hf, ids)  # float32 tolerance on the logits' scale (the K types' weights reach a few units)
     np.testing.assert_allclose(model(ids).numpy(), want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+    if qtype in ("Q8_0", "Q4_0", "Q4_K"):  # kept in blocks: the matmuls dequantize inside their kernels
+        kept = Llama.from_pretrained(path, dequantize=False)
+        attn = kept.model.layers[0].self_attn
+        assert all(isinstance(m, zyx.nn.QuantizedLinear) for m in (attn.q_proj, attn.o_proj, kept.lm_head))
+        np.testing.assert_allclose(kept(ids).numpy(), want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+        greedy = model.generate(ids, 6, temperature=0).numpy()  # the decode step's fused Q/K/V and gate/up
+        np.testing.assert_array_equal(kept.generate(ids, 6, temperature=0).numpy(), greedy)

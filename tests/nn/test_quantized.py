@@ -13,6 +13,7 @@ from zyx import settings
 from zyx.backend.launch import recording
 from zyx.errors import DTypeError, ShapeError
 from zyx.nn import QuantizedLinear, QuantizedWeight
+from zyx.nn.quantized import quantized_linears
 
 import gguf_data as gd
 
@@ -88,3 +89,34 @@ def test_errors(device):
         QuantizedWeight(w.blocks, "Q8_0", (4, 64))
     with pytest.raises(DTypeError, match="not a block type"):
         QuantizedWeight(w.blocks, "F16", (4, 64))
+
+
+@pytest.mark.parametrize("kind", ["cpu", "gpu"])
+@pytest.mark.parametrize("lead", [(1,), (2, 3)])
+def test_several_weights_in_one_launch(device, monkeypatch, kind, lead):
+    """``quantized_linears``: a layer's Q, K and V projections (5, 3 and 2 rows here) in one launch, each
+    output equal to its own layer's, with biases and the input's gradient summed over the parts."""
+    monkeypatch.setattr(settings, "HEURISTICS", kind)
+    parts = [_weight("Q4_0", rows, 64, device) for rows in (5, 3, 2)]
+    biases = [None, zyx.from_numpy(RNG.standard_normal(3).astype(np.float32), device), None]
+    x = zyx.tensor(RNG.standard_normal((*lead, 64)).astype(np.float32), device=device, requires_grad=True)
+    with recording() as launches:
+        outs = quantized_linears(x, [w for w, _ in parts], biases)
+        before = zyx.kernel_count()
+        outs[0].realize()
+        assert zyx.kernel_count() - before == 1  # the three parts' matmul (the bias add waits for outs[1])
+    assert {k.name for k, *_ in launches} == {"zyx_qmatmul"}
+    xd = x.numpy().astype(np.float64)
+    for out, (_, dense), b in zip(outs, parts, biases):
+        assert out.shape == (*lead, dense.shape[0])
+        _close(out.numpy(), xd @ dense.T + (0 if b is None else b.numpy()))
+    gs = [RNG.standard_normal(o.shape).astype(np.float32) for o in outs]
+    sum((o * zyx.from_numpy(g, device)).sum() for o, g in zip(outs, gs)).backward()
+    _close(x.grad.numpy(), sum(g @ dense for g, (_, dense) in zip(gs, parts)))
+
+
+def test_several_weights_must_agree(device):
+    a, _ = _weight("Q4_0", 4, 64, device)
+    b, _ = _weight("Q8_0", 4, 64, device)
+    with pytest.raises(ShapeError, match="block type or input features"):
+        quantized_linears(zyx.zeros(1, 64, device=device), [a, b])

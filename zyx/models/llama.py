@@ -27,6 +27,7 @@ from zyx.nn.containers import ModuleList
 from zyx.nn.linear import Embedding, Linear
 from zyx.nn.module import Module, StateDictError
 from zyx.nn.normalization import RMSNorm
+from zyx.nn.quantized import QuantizedLinear, QuantizedWeight, quantized_linears
 
 MODEL_TYPES = ("llama", "qwen2", "mistral")
 ROPE_TYPES = ("default", "linear", "llama3")
@@ -181,9 +182,10 @@ class LlamaAttention(Module):
     def project(self, x: Tensor, cos: Tensor, sin: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         """Queries (batch, heads, seq, head_dim), keys and values (batch, kv_heads, seq, head_dim), rotated."""
         b, s = x.shape[0], x.shape[1]
-        q = self.q_proj(x).reshape(b, s, self.heads, self.head_dim).permute(0, 2, 1, 3)
-        k = self.k_proj(x).reshape(b, s, self.kv_heads, self.head_dim).permute(0, 2, 1, 3)
-        v = self.v_proj(x).reshape(b, s, self.kv_heads, self.head_dim).permute(0, 2, 1, 3)
+        q, k, v = linears(x, (self.q_proj, self.k_proj, self.v_proj))
+        q = q.reshape(b, s, self.heads, self.head_dim).permute(0, 2, 1, 3)
+        k = k.reshape(b, s, self.kv_heads, self.head_dim).permute(0, 2, 1, 3)
+        v = v.reshape(b, s, self.kv_heads, self.head_dim).permute(0, 2, 1, 3)
         return apply_rotary(q, cos, sin), apply_rotary(k, cos, sin), v
 
     def attend(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor) -> Tensor:
@@ -206,6 +208,14 @@ class LlamaAttention(Module):
         return self.o_proj(out.reshape(b, 1, self.heads * self.head_dim))
 
 
+def linears(x: Tensor, layers: tuple[Module, ...]) -> list[Tensor]:
+    """Each of ``layers`` applied to ``x``; ``QuantizedLinear`` layers of one block type (a model whose weights
+    stay in GGUF blocks) in one kernel launch."""
+    if all(isinstance(m, QuantizedLinear) for m in layers) and len({m.qtype for m in layers}) == 1:
+        return quantized_linears(x, [m.weight for m in layers], [m.bias for m in layers])
+    return [m(x) for m in layers]
+
+
 class LlamaMLP(Module):
     """SwiGLU: ``down(silu(gate(x)) * up(x))``."""
 
@@ -216,8 +226,9 @@ class LlamaMLP(Module):
         self.down_proj = LlamaLinear(c.intermediate_size, c.hidden_size, bias=c.mlp_bias)
 
     def forward(self, x: Tensor) -> Tensor:
+        gate, up = linears(x, (self.gate_proj, self.up_proj))
         # up stored first: fused into gate's matmul as an epilogue, its own reduce ran inside the other (40x slower)
-        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x).realize())
+        return self.down_proj(F.silu(gate) * up.realize())
 
 
 class LlamaDecoderLayer(Module):
@@ -289,10 +300,12 @@ class Llama(Module):
                         seed=seed, eos_token_id=eos_token_id, attention_mask=attention_mask)
 
     @classmethod
-    def from_pretrained(cls, path: str | os.PathLike, device: Any = None) -> Llama:
+    def from_pretrained(cls, path: str | os.PathLike, device: Any = None, dequantize: bool = True) -> Llama:
         """A model from a Hugging Face ``save_pretrained`` directory (``config.json`` with ``model.safetensors``
         or a sharded ``model.safetensors.index.json``) or a ``.gguf`` file. Every key and shape is checked
-        against the config before the model is built; float16/bfloat16 weights are cast to float32."""
+        against the config before the model is built; float16/bfloat16 weights are cast to float32. With
+        ``dequantize=False`` a GGUF file's block-quantized projections and head stay in their blocks as
+        ``zyx.nn.QuantizedLinear`` layers (the embedding table is expanded to float32)."""
         path = Path(path)
         if path.suffix in PICKLE_SUFFIXES:
             raise CheckpointError(f"{path}: pickle checkpoints (.bin/.pt/.pth) can run code when loaded; zyx reads "
@@ -300,15 +313,19 @@ class Llama(Module):
         if path.suffix == ".gguf":
             from zyx.models.llama_gguf import load_gguf_checkpoint
 
-            hf_config, weights = load_gguf_checkpoint(path, device=device, dequantize=True)
+            hf_config, weights = load_gguf_checkpoint(path, device=device, dequantize=dequantize)
         else:
             hf_config, weights = _read_hf_dir(path, device)
         config = LlamaConfig.from_hf(hf_config)
         if config.tie_word_embeddings and "lm_head.weight" not in weights and "model.embed_tokens.weight" in weights:
             weights["lm_head.weight"] = weights["model.embed_tokens.weight"]
         check_weights(config, weights)
+        blocks = {k: w for k, w in weights.items() if isinstance(w, QuantizedWeight)}
+        if "model.embed_tokens.weight" in blocks:  # an embedding reads a row a token: its table is expanded
+            weights["model.embed_tokens.weight"] = blocks.pop("model.embed_tokens.weight").dequantize()
         # half-precision checkpoints compute in float32 (zyx emulates 16-bit arithmetic op by op on most devices)
-        weights = {k: t.float() if t.dtype.is_float and t.dtype.itemsize < 4 else t for k, t in weights.items()}
+        weights = {k: t.float() if t.dtype.is_float and t.dtype.itemsize < 4 else t for k, t in weights.items()
+                   if k not in blocks}
         skip = _RANDOM_INIT.set(False)
         try:
             model = cls(config)
@@ -316,8 +333,13 @@ class Llama(Module):
             _RANDOM_INIT.reset(skip)
         if device is not None:
             model.to(device)
-        model.load_state_dict(weights, assign=True)
-        if config.tie_word_embeddings:
+        for name, weight in blocks.items():  # each such linear layer becomes a QuantizedLinear over the blocks
+            owner = name.removesuffix(".weight")
+            parent, _, child = owner.rpartition(".")
+            setattr(model.get_submodule(parent), child,
+                    QuantizedLinear.from_weight(weight, weights.pop(f"{owner}.bias", None)))
+        model.load_state_dict(weights, assign=True, strict=not blocks)
+        if config.tie_word_embeddings and not isinstance(model.lm_head, QuantizedLinear):
             model.lm_head.weight = model.model.embed_tokens.weight
         return model.eval()
 

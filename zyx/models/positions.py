@@ -7,23 +7,22 @@ from typing import Any
 import numpy as np
 
 from zyx.errors import ShapeError
-from zyx.frontend.contract_ops import cat
 from zyx.frontend.tensor import Tensor
 
 
 def rotary(positions: Tensor, inv_freq: Tensor) -> tuple[Tensor, Tensor]:
     """cos and sin (batch, 1, seq, head_dim) of int64 ``positions`` (batch, seq): angle ``pos * inv_freq``,
     the halves repeated (transformers' ``rotate_half`` layout, not interleaved pairs)."""
-    angles = positions.float().unsqueeze(-1) * inv_freq  # (batch, seq, head_dim/2)
-    angles = cat([angles, angles], -1)
+    angles = (positions.float().unsqueeze(-1) * inv_freq).repeat(1, 1, 2)  # (batch, seq, head_dim)
     return angles.cos().unsqueeze(1), angles.sin().unsqueeze(1)
 
 
 def apply_rotary(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
-    """``x * cos + rotate_half(x) * sin`` on (batch, heads, seq, head_dim)."""
+    """``x * cos + rotate_half(x) * sin`` on (batch, heads, seq, head_dim). ``rotate_half`` (``[-x2, x1]``) is
+    two zero-padded halves added, which fuse with the rest into one kernel (a ``cat`` would be its own launch)."""
     half = x.shape[-1] // 2
-    x1, x2 = x[..., :half], x[..., half:]
-    return x * cos + cat([-x2, x1], -1) * sin
+    rotated = (-x[..., half:]).pad((0, half)) + x[..., :half].pad((half, 0))
+    return x * cos + rotated * sin
 
 
 def causal_masks(attention_mask: np.ndarray, windows: tuple) -> dict[Any, np.ndarray]:

@@ -11,6 +11,7 @@ flows through the dequantized weight).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -104,8 +105,20 @@ class QuantizedWeight:
 def quantized_linear(x: Any, weight: QuantizedWeight, bias: Any = None) -> Any:
     """``x @ weight^T + bias`` for float32 ``x`` (..., cols): the matmul reads ``weight``'s blocks and
     dequantizes them inside the kernel."""
+    return quantized_linears(x, [weight], [bias])[0]
+
+
+def quantized_linears(x: Any, weights: Sequence[QuantizedWeight], biases: Sequence[Any] | None = None) -> list:
+    """``[x @ w^T + b for w, b in zip(weights, biases)]`` in one kernel launch: weights of one block type and
+    input width (a layer's Q, K and V projections) whose outputs are column slices of one result."""
     x = concrete(x)
-    rows, cols = weight.shape
+    biases = [None] * len(weights) if biases is None else list(biases)
+    if not weights or len(biases) != len(weights):
+        raise ShapeError(f"quantized_linears: {len(weights)} weights and {len(biases)} biases")
+    qtype, cols = weights[0].qtype, weights[0].shape[1]
+    if any(w.qtype != qtype or w.shape[1] != cols for w in weights):
+        raise ShapeError("quantized_linears: the weights differ in block type or input features: "
+                         + ", ".join(f"{w.qtype} {w.shape}" for w in weights))
     if x.dtype != dtypes.float32:
         raise DTypeError(f"quantized_linear: expected float32 activations, got {x.dtype.name}")
     if x.ndim < 1 or x.shape[-1] != cols:
@@ -116,19 +129,27 @@ def quantized_linear(x: Any, weight: QuantizedWeight, bias: Any = None) -> Any:
     x2 = x.reshape(m, cols).contiguous()
     if x2._view.offset:
         x2 = x2.clone()  # the kernel reads x from its buffer's first element
-    blocks = weight.blocks
-    if not blocks._view.is_dense or blocks._view.offset:
-        blocks = blocks.clone()
-    device, qtype = x.device, weight.qtype
+    blocks = [w.blocks if w.blocks._view.is_dense and not w.blocks._view.offset else w.blocks.clone()
+              for w in weights]
+    parts = tuple(w.shape[0] for w in weights)
+    device = x.device
 
     def run(bufs: list[Buffer]) -> Buffer:
-        return quantized_matmul.qmatmul(device, bufs[0], bufs[1], qtype, m, cols, rows)
+        return quantized_matmul.qmatmul(device, bufs[0], bufs[1:], qtype, m, cols, parts)
 
-    y = extern_tensor(f"quantized matmul {qtype}", run, [x2, blocks], dtypes.float32, (m, rows), device)
+    name = f"quantized matmul {qtype}" + (f" x{len(parts)}" if len(parts) > 1 else "")
+    y = extern_tensor(name, run, [x2, *blocks], dtypes.float32, (m, sum(parts)), device)
     if needs_grad(x):
-        y = record("quantized_linear", y, [x], lambda g: (matmul(g, weight.dequantize()),))
-    y = y.reshape(*lead, rows)
-    return y if bias is None else y + bias
+        y = record("quantized_linear", y, [x],
+                   lambda g: (sum(matmul(g[:, a:a + w.shape[0]], w.dequantize())
+                                  for a, w in zip(_starts(parts), weights)).reshape(x.shape),))
+    outs = [y] if len(parts) == 1 else [y[:, a:a + n] for a, n in zip(_starts(parts), parts)]
+    outs = [o.reshape(*lead, o.shape[-1]) for o in outs]
+    return [o if b is None else o + b for o, b in zip(outs, biases)]
+
+
+def _starts(parts: tuple[int, ...]) -> list[int]:
+    return [sum(parts[:i]) for i in range(len(parts))]
 
 
 class QuantizedLinear(Module):
@@ -177,4 +198,4 @@ class QuantizedLinear(Module):
                 f"bias={self.bias is not None}")
 
 
-__all__ = ["QuantizedLinear", "QuantizedWeight", "dequantize", "quantized_linear"]
+__all__ = ["QuantizedLinear", "QuantizedWeight", "dequantize", "quantized_linear", "quantized_linears"]
