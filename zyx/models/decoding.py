@@ -97,14 +97,14 @@ def model_step(model: Any) -> Any:
         attn_mask = {}
         for ring, n in zip(masks, ns):
             write_slice_rotating(ring, real_row, 0, p)
-            attn_mask[ring.shape[0]] = (ring[:n], n)
+            attn_mask[ring.shape[0]] = (ring, n)
         for layer, kc, vc in zip(m.model.layers, ks, vs):
             attn = layer.self_attn
             q, k, v = attn.project(layer.input_layernorm(x), cos, sin)
             write_slice_rotating(kc, k.permute(2, 0, 1, 3).unsqueeze(3), 0, p)
             write_slice_rotating(vc, v.permute(2, 0, 1, 3).unsqueeze(3), 0, p)
             mask, n = attn_mask[kc.shape[0]]
-            x = x + attn.attend_one(q, kc[:n], vc[:n], mask)
+            x = x + attn.attend_one(q, kc, vc, mask, n)
             x = x + layer.mlp(layer.post_attention_layernorm(x))
         logits = m.lm_head(m.model.norm(x)).reshape(batch, -1)
         return logits, logits.argmax(-1)

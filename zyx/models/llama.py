@@ -24,6 +24,7 @@ from zyx.io.safetensors import load_file
 from zyx.models.positions import apply_rotary, as_ids, as_mask, causal_masks, position_ids, rotary
 from zyx.nn import functional as F
 from zyx.nn.containers import ModuleList
+from zyx.nn.functional_attention import decode_attention
 from zyx.nn.linear import Embedding, Linear
 from zyx.nn.module import Module, StateDictError
 from zyx.nn.normalization import RMSNorm
@@ -195,16 +196,14 @@ class LlamaAttention(Module):
         b, _, s, _ = out.shape
         return self.o_proj(out.permute(0, 2, 1, 3).reshape(b, s, self.heads * self.head_dim))
 
-    def attend_one(self, q: Tensor, keys: Tensor, values: Tensor, mask: Tensor) -> Tensor:
+    def attend_one(self, q: Tensor, keys: Tensor, values: Tensor, mask: Tensor, n: Any) -> Tensor:
         """``attend`` for one query position over a KV cache: ``q`` (batch, heads, 1, head_dim); ``keys`` and
-        ``values`` (n, batch, kv_heads, 1, head_dim) with a variable ``n`` leading; ``mask`` additive (n, batch,
-        1, 1). Each key/value head's group of query heads broadcast against it (the cache is never repeated per
-        head), and the scores reduce over the variable axis as one softmax."""
-        b = q.shape[0]
-        scale = 1.0 / math.sqrt(self.head_dim)
-        group = q.reshape(b, self.kv_heads, self.heads // self.kv_heads, self.head_dim) * scale
-        weights = ((keys * group).sum(-1) + mask).softmax(0)  # (n, batch, kv_heads, group)
-        out = (weights.unsqueeze(-1) * values).sum(0)  # (batch, kv_heads, group, head_dim)
+        ``values`` the rings (rows, batch, kv_heads, 1, head_dim) of which the first ``n`` (a bound variable)
+        hold positions; ``mask`` additive (rows, batch, 1, 1). One kernel (``decode_attention``)."""
+        b, rows = q.shape[0], keys.shape[0]
+        out = decode_attention(q.reshape(b, self.heads, self.head_dim),
+                               keys.reshape(rows, b, self.kv_heads, self.head_dim),
+                               values.reshape(rows, b, self.kv_heads, self.head_dim), mask.reshape(rows, b), n)
         return self.o_proj(out.reshape(b, 1, self.heads * self.head_dim))
 
 

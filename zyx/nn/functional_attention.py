@@ -21,12 +21,15 @@ import numpy as np
 
 from zyx import dtype as dtypes
 from zyx.backend.pool import Buffer
+from zyx.errors import ShapeError
 from zyx.frontend.autograd.engine import needs_grad, no_grad, record
 from zyx.frontend.base import extern_tensor
 from zyx.frontend.creation import arange, pinned_as
 from zyx.frontend.elementwise import binary, broadcast_shapes, unary, where
 from zyx.frontend.reduce import matmul
+from zyx.ir.variable import BOUND
 from zyx.kernels import attention as kernels
+from zyx.kernels import decode_attention as decode_kernel
 from zyx.op import Op
 
 #: float dtypes the kernels take (16-bit ones are computed in float32: the inputs cast up, the output down)
@@ -176,3 +179,41 @@ def _composed_backward(g: Any, q: Any, k: Any, v: Any, m: Any, causal: bool, sca
 
 
 __all__ = ["DTYPES", "LONG", "SMALL", "attention", "use_kernels"]
+
+
+def decode_attention(q: Any, keys: Any, values: Any, mask: Any, n: Any, scale: float | None = None) -> Any:
+    """One query position per head attending over rows ``0 .. n - 1`` of a KV-cache ring (a language model's
+    decode step): ``q`` (batch, heads, head_dim); ``keys`` and ``values`` (rows, batch, kv_heads, head_dim),
+    each group of ``heads / kv_heads`` query heads reading one key/value head; ``mask`` additive (rows,
+    batch); ``n`` an int or a bound ``zyx.Variable`` (a replayed plan takes each step's value). Returns
+    (batch, heads, head_dim). Float32 without gradients: one kernel (``zyx.kernels.decode_attention``);
+    otherwise composed from tensor ops over ``keys[:n]``."""
+    b, h, d = q.shape
+    rows, kvh = keys.shape[0], keys.shape[2]
+    if tuple(keys.shape) != (rows, b, kvh, d) or tuple(values.shape) != (rows, b, kvh, d) or h % kvh:
+        raise ShapeError(f"decode_attention: q {tuple(q.shape)} needs keys and values (rows, {b}, kv_heads, {d}) "
+                         f"with kv_heads dividing {h}; got {tuple(keys.shape)} and {tuple(values.shape)}")
+    if tuple(mask.shape) != (rows, b):
+        raise ShapeError(f"decode_attention: the mask must be (rows, batch) = ({rows}, {b}), got {tuple(mask.shape)}")
+    scale = 1.0 / math.sqrt(d) if scale is None else scale
+    operands = (q, keys, values, mask)
+    if any(t.dtype != dtypes.float32 or needs_grad(t) for t in operands) or len({t.device for t in operands}) > 1:
+        group = q.reshape(b, kvh, h // kvh, d) * scale
+        weights = ((keys[:n].unsqueeze(3) * group).sum(-1) + mask[:n].reshape(-1, b, 1, 1)).softmax(0)
+        return (weights.unsqueeze(-1) * values[:n].unsqueeze(3)).sum(0).reshape(b, h, d)
+    n_arg = n.arg() if type(n) in BOUND else int(n)
+    if not 1 <= int(n_arg) <= rows:
+        raise ShapeError(f"decode_attention: n = {int(n_arg)} rows of a ring of {rows}")
+    dense = [_dense(t) for t in operands]
+    device = q.device
+
+    def run(bufs: list[Buffer]) -> Buffer:
+        return decode_kernel.decode_attention(device, *bufs, n_arg, rows, b, h, kvh, d, scale)
+
+    return extern_tensor("decode attention", run, dense, dtypes.float32, (b, h, d), device)
+
+
+def _dense(t: Any) -> Any:
+    """``t`` in a buffer of its own layout from the first element (what a kernel reading raw buffers needs)."""
+    t = t.contiguous()
+    return t.clone() if t._view.offset or not t._view.is_dense else t

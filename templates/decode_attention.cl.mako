@@ -1,0 +1,69 @@
+<%doc>
+One query position attending over a KV cache (zyx.kernels.decode_attention), the decode step of a language
+model: q (B, H, D) float32, the key and value rings (R, B, KVH, D) of which rows j < n are read (n a run-time
+argument), an additive mask ring (R, B) (0, or -inf for left padding), out (B, H, D). Query head h reads key
+and value head h / (H / KVH) (grouped-query attention: the cache is never repeated per head).
+A work item owns one (batch, head) and walks the n rows once with an online softmax: the running max m and
+sum l, and D accumulators rescaled when m grows, so no score is stored. A row whose score is -inf adds
+nothing (the first live row sets m). D goes in vectors of VW floats (VW divides D).
+Parameters: B, H, KVH, D, VW, scale, index_t. Arguments: out, q, k, v, mask, n; one work item per (b, h),
+launched over exactly B * H (no bounds test).
+</%doc>\
+<%
+    I = index_t
+    V = f"float{VW}" if VW > 1 else "float"
+    load = (lambda c, p: f"vload{VW}({c}, {p})") if VW > 1 else (lambda c, p: f"{p}[{c}]")
+    chunks = D // VW
+    def hsum(v):
+        if VW == 1:
+            return v
+        terms = [f"{v}.s{c:x}" for c in range(VW)]
+        while len(terms) > 1:  # a pairwise tree over the lanes
+            terms = [f"({a} + {b})" for a, b in zip(terms[::2], terms[1::2])]
+        return terms[0]
+%>\
+/* zyx decode attention: (${B}, ${H}, ${D}) over rings of (R, ${B}, ${KVH}, ${D}), ${V} vectors */
+__kernel void zyx_decode_attention(__global float *restrict zyx_out, __global const float *restrict zyx_q,
+                                   __global const float *restrict zyx_k, __global const float *restrict zyx_v,
+                                   __global const float *restrict zyx_mask, const ${I} zyx_n)
+{
+    const ${I} zyx_bh = get_global_id(0);
+    const ${I} zyx_b = zyx_bh / ${H};
+    const ${I} zyx_kvh = zyx_bh % ${H} / ${H // KVH};
+    __global const float *zyx_qr = zyx_q + zyx_bh * ${D};
+% for c in range(chunks):
+    const ${V} zyx_q${c} = ${load(c, "zyx_qr")} * ${repr(float(scale))}f;
+    ${V} zyx_acc${c} = 0.0f;
+% endfor
+    float zyx_m = -INFINITY;
+    float zyx_l = 0.0f;
+    for (${I} zyx_j = 0; zyx_j < zyx_n; zyx_j++) {
+        const ${I} zyx_row = ((zyx_j * ${B} + zyx_b) * ${KVH} + zyx_kvh) * ${D};
+        __global const float *zyx_kr = zyx_k + zyx_row;
+        __global const float *zyx_vr = zyx_v + zyx_row;
+        ${V} zyx_dot = zyx_q0 * ${load(0, "zyx_kr")};
+% for c in range(1, chunks):
+        zyx_dot = fma(zyx_q${c}, ${load(c, "zyx_kr")}, zyx_dot);
+% endfor
+        const float zyx_s = ${hsum("zyx_dot")} + zyx_mask[zyx_j * ${B} + zyx_b];
+        if (zyx_s == -INFINITY)
+            continue;
+        const float zyx_mn = fmax(zyx_m, zyx_s);
+        const float zyx_corr = exp(zyx_m - zyx_mn);
+        const float zyx_p = exp(zyx_s - zyx_mn);
+        zyx_l = zyx_l * zyx_corr + zyx_p;
+        zyx_m = zyx_mn;
+% for c in range(chunks):
+        zyx_acc${c} = fma((${V})zyx_p, ${load(c, "zyx_vr")}, zyx_acc${c} * zyx_corr);
+% endfor
+    }
+    const float zyx_inv = 1.0f / zyx_l;
+    __global float *zyx_o = zyx_out + zyx_bh * ${D};
+% for c in range(chunks):
+%   if VW > 1:
+    vstore${VW}(zyx_acc${c} * zyx_inv, ${c}, zyx_o);
+%   else:
+    zyx_o[${c}] = zyx_acc${c} * zyx_inv;
+%   endif
+% endfor
+}
