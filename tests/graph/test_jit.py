@@ -178,7 +178,8 @@ def test_random_numbers_replay_the_next_draws():
 def test_memory_stays_flat_over_1000_replays():
     jf = zyx.jit(lambda x, w: ((x @ w).relu() + 1.0).sum(0))
     x, w = _t(8, 6), _t(6, 5)
-    jf(x, w).realize()
+    for _ in range(2):  # the capture, then the first replay, which allocates the buffers the plan keeps
+        jf(x, w).realize()
     gc.collect()
     zyx.synchronize()
     start = zyx.memory_stats()
@@ -569,3 +570,26 @@ def test_a_replayed_optimizer_step_arms_no_error_check():
         step(x)
         assert not errorflags.unread(x.device)
     assert plan_stats["replays"] - replays >= 3
+
+
+def test_intermediates_share_the_buffers_a_plan_keeps():
+    """A replay's intermediates live in buffers the plan keeps (sharing one where lifetimes do not overlap,
+    per pool size class); its results are new buffers each replay, never overwritten by the next one."""
+    from zyx.graph.plan import arena_layout
+
+    # steps as (..., new slots, freed slots): 0 and 1 overlap; 2 reuses 0's buffer; 3 is a result (never freed)
+    steps = [((0,), ()), ((1,), (0,)), ((2,), (1,)), ((3,), (2,))]
+    arena_of, sizes = arena_layout(steps, [100, 100, 90, 100], [128, 128, 128, 128])
+    assert arena_of == [0, 1, 0, None] and sizes == [128, 128]
+    # another size class, and an unpooled size (class 0: exact sizes only) never share with a pooled one
+    steps = [((0,), ()), ((1,), (0,)), ((2,), (1,)), ((3,), (2,)), ((4,), (3,))]
+    arena_of, sizes = arena_layout(steps, [100, 700, 100, 100, 8], [128, 1024, 0, 0, 8])
+    assert arena_of == [0, 1, 2, 3, None] and sizes == [128, 1024, 100, 100]  # 2 is read by 3's launch
+    jf = zyx.jit(lambda x: ((x @ x).relu() @ x).relu().sum(0) + 1.0)
+    x = _t(6, 6)
+    xs = x.numpy()
+    want = np.maximum(np.maximum(xs @ xs, 0) @ xs, 0).sum(0) + 1.0
+    outs = [jf(x) for _ in range(4)]
+    for out in outs:
+        np.testing.assert_allclose(out.numpy(), want, rtol=1e-5)
+    assert len({id(o._buf) for o in outs[1:]}) == 3
