@@ -7,10 +7,11 @@ rows of K / block blocks each (uchar). Row n of W is read once for `mt` rows of 
 past M: its missing rows read row M - 1 and are not stored. W may come in several `parts` (buffers w0, w1, ...
 of parts[i] rows: the Q, K and V projections of one input in one launch), their rows numbered one after another
 into out's N = sum(parts) columns. Q8_0, Q4_0 and Q4_K expand a block into float16 vectors and keep one vector
-accumulator per x row; the other types take the element values of gguf/blocks.mako one by one. Parameters:
-qtype, block, type_size, K, parts, mt, lanes (1 or a power of two), index_t. Arguments: out, x, w0, w1, ..., M;
-launched over exactly (N * lanes, ceil(M / mt)) work items in work-groups of `lanes` along axis 0 (no bounds
-test).
+accumulator per x row (their float16 scales read by vload_half: blocks start at even bytes; subtracting Q4_0's 8
+on the bytes, before the conversion); the other types take the element values of gguf/blocks.mako one by one.
+Parameters: qtype, block, type_size, K, parts, mt, lanes (1 or a power of two), index_t. Arguments: out, x, w0,
+w1, ..., M; launched over exactly (N * lanes, ceil(M / mt)) work items in work-groups of `lanes` along axis 0
+(no bounds test).
 </%doc>\
 <%namespace name="dt" file="/common/dtypes.mako"/>\
 <%namespace name="bk" file="/gguf/blocks.mako"/>\
@@ -53,23 +54,23 @@ __kernel void zyx_qmatmul(__global float *restrict zyx_out, __global const float
         __global const float *zyx_xb${r} = zyx_xr${r} + zyx_k * ${block};
 % endfor
 % if qtype == "Q8_0":
-        const float zyx_d = ${bk.half("zyx_b")};
+        const float zyx_d = vload_half(0, (__global const half *)zyx_b);
         const float16 zyx_q0 = convert_float16(as_char16(vload16(0, zyx_b + 2)));
         const float16 zyx_q1 = convert_float16(as_char16(vload16(0, zyx_b + 18)));
 %   for r in range(mt):
         zyx_acc${r} += zyx_d * (zyx_q0 * vload16(0, zyx_xb${r}) + zyx_q1 * vload16(0, zyx_xb${r} + ${16}));
 %   endfor
 % elif qtype == "Q4_0":
-        const float zyx_d = ${bk.half("zyx_b")};
+        const float zyx_d = vload_half(0, (__global const half *)zyx_b);
         const uchar16 zyx_q = vload16(0, zyx_b + 2);
-        const float16 zyx_lo = convert_float16(zyx_q & (uchar)15) - 8.0f;
-        const float16 zyx_hi = convert_float16(zyx_q >> (uchar)4) - 8.0f;
+        const float16 zyx_lo = convert_float16(as_char16(zyx_q & (uchar)15) - (char)8);
+        const float16 zyx_hi = convert_float16(as_char16(zyx_q >> (uchar)4) - (char)8);
 %   for r in range(mt):
         zyx_acc${r} += zyx_d * (zyx_lo * vload16(0, zyx_xb${r}) + zyx_hi * vload16(0, zyx_xb${r} + ${16}));
 %   endfor
 % elif qtype == "Q4_K":
-        const float zyx_d = ${bk.half("zyx_b")};
-        const float zyx_dmin = ${bk.half("zyx_b + 2")};
+        const float zyx_d = vload_half(0, (__global const half *)zyx_b);
+        const float zyx_dmin = vload_half(1, (__global const half *)zyx_b);
         __global const uchar *zyx_sc = zyx_b + 4;
 %   for c in range(4):
         {
