@@ -1,12 +1,14 @@
 <%doc>
 One query position attending over a KV cache (zyx.kernels.decode_attention), the decode step of a language
-model: q (B, H, D) float32, the key and value rings (R, B, KVH, D) of which rows j < n are read (n a run-time
-argument), an additive mask ring (R, B) (0, or -inf for left padding), out (B, H, D). Query head h reads key
+model: q (B, H, D) float32 (dense), the key and value rings (R, B, KVH, D) of which rows j < n are read (n a
+run-time argument), an additive mask ring (R, B) (0, or -inf for left padding), out (B, H, D). The rings and
+the mask are read in place: element (j, b, h, d) of the keys at K0 + j KS[0] + b KS[1] + h KS[2] + d (V0, VS
+for the values, M0, MS for the mask), so keys and values may be two halves of one ring. Query head h reads key
 and value head h / (H / KVH) (grouped-query attention: the cache is never repeated per head).
 A work item owns one (batch, head) and walks the n rows once with an online softmax: the running max m and
 sum l, and D accumulators rescaled when m grows, so no score is stored. A row whose score is -inf adds
 nothing (the first live row sets m). D goes in vectors of VW floats (VW divides D).
-Parameters: B, H, KVH, D, VW, scale, index_t. Arguments: out, q, k, v, mask, n; one work item per (b, h),
+Parameters: B, H, KVH, D, VW, scale, K0, KS, V0, VS, M0, MS, index_t. Arguments: out, q, k, v, mask, n; one work item per (b, h),
 launched over exactly B * H (no bounds test).
 </%doc>\
 <%
@@ -38,14 +40,13 @@ __kernel void zyx_decode_attention(__global float *restrict zyx_out, __global co
     float zyx_m = -INFINITY;
     float zyx_l = 0.0f;
     for (${I} zyx_j = 0; zyx_j < zyx_n; zyx_j++) {
-        const ${I} zyx_row = ((zyx_j * ${B} + zyx_b) * ${KVH} + zyx_kvh) * ${D};
-        __global const float *zyx_kr = zyx_k + zyx_row;
-        __global const float *zyx_vr = zyx_v + zyx_row;
+        __global const float *zyx_kr = zyx_k + (${K0} + zyx_j * ${KS[0]} + zyx_b * ${KS[1]} + zyx_kvh * ${KS[2]});
+        __global const float *zyx_vr = zyx_v + (${V0} + zyx_j * ${VS[0]} + zyx_b * ${VS[1]} + zyx_kvh * ${VS[2]});
         ${V} zyx_dot = zyx_q0 * ${load(0, "zyx_kr")};
 % for c in range(1, chunks):
         zyx_dot = fma(zyx_q${c}, ${load(c, "zyx_kr")}, zyx_dot);
 % endfor
-        const float zyx_s = ${hsum("zyx_dot")} + zyx_mask[zyx_j * ${B} + zyx_b];
+        const float zyx_s = ${hsum("zyx_dot")} + zyx_mask[${M0} + zyx_j * ${MS[0]} + zyx_b * ${MS[1]}];
         if (zyx_s == -INFINITY)
             continue;
         const float zyx_mn = fmax(zyx_m, zyx_s);

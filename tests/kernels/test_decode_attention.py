@@ -1,6 +1,6 @@
 """decode_attention (zyx.nn.functional_attention, zyx.kernels.decode_attention): one query position per head
 over the first n rows of a KV-cache ring, against NumPy in float64: grouped-query heads, head dims of every
-vector width (16, 8, 4, 2 lanes and odd ones), batches, left-padding rows masked with -inf, n from one row to
+vector width (16, 8, 4, 2 lanes and odd ones), batches, keys and values as two halves of one ring read in place, left-padding rows masked with -inf, n from one row to
 the whole ring, a bound Variable replayed by zyx.jit without a new build, the composed path (gradients), and
 errors. Every device buffer starts poisoned (conftest)."""
 from __future__ import annotations
@@ -57,6 +57,18 @@ def test_matches_numpy(device, b, h, kvh, d, rows, n, pad):
         got = decode_attention(*_on(device, q, k, v, mask), n).numpy()
     assert [kern.name for kern, *_ in launches].count("zyx_decode_attention") == 1
     np.testing.assert_allclose(got, _reference(q, k, v, mask, n), rtol=1e-5, atol=1e-5)
+
+
+def test_keys_and_values_read_in_place_from_one_ring(device):
+    """The Llama decode step's layout: one ring (rows, batch, 2 x kv_heads, d), keys then values, and the mask
+    ring (rows, batch, 1, 1) reshaped, all read in place (no copy kernel before the attention)."""
+    q, k, v, mask = _case(2, 6, 3, 16, 12, pad=2)
+    ring = zyx.from_numpy(np.concatenate([k, v], 2), device)
+    tq, tm = _on(device, q, mask[:, :, None, None])
+    with recording() as launches:
+        got = decode_attention(tq, ring[:, :, :3], ring[:, :, 3:], tm.reshape(12, 2), 9).numpy()
+    assert [kern.name for kern, *_ in launches] == ["zyx_decode_attention"]
+    np.testing.assert_allclose(got, _reference(q, k, v, mask, 9), rtol=1e-5, atol=1e-5)
 
 
 def test_a_variable_length_replays_one_plan(device):

@@ -27,30 +27,33 @@ def vector_width(d: int) -> int:
     return next(w for w in VECTOR_WIDTHS if d % w == 0)
 
 
-def _index_t(rows: int, b: int, kvh: int, d: int) -> str:
-    return index_type(rows * b * kvh * d, rows * b)
+#: where a ring's elements are: (offset, (row stride, batch stride, head stride)) in floats, unit stride along d
+Strides = tuple[int, tuple[int, ...]]
 
 
 @functools.lru_cache(maxsize=64)
-def _kernel(device: Device, b: int, h: int, kvh: int, d: int, scale: float, index_t: str) -> CompiledKernel:
+def _kernel(device: Device, b: int, h: int, kvh: int, d: int, scale: float, ks: Strides, vs: Strides,
+            ms: Strides, index_t: str) -> CompiledKernel:
     source = render("decode_attention.cl.mako", B=b, H=h, KVH=kvh, D=d, VW=vector_width(d), scale=scale,
-                    index_t=index_t)
+                    K0=ks[0], KS=ks[1], V0=vs[0], VS=vs[1], M0=ms[0], MS=ms[1], index_t=index_t)
     return compile_kernel(device, source, "zyx_decode_attention")
 
 
 def decode_attention(device: Device, q: Buffer, k: Buffer, v: Buffer, mask: Buffer, n: Any, rows: int, b: int,
-                     h: int, kvh: int, d: int, scale: float) -> Buffer:
-    """A new (``b``, ``h``, ``d``) float32 buffer: query ``q`` (``b``, ``h``, ``d``) attending over rows
-    ``0 .. n - 1`` of the rings ``k`` and ``v`` (``rows``, ``b``, ``kvh``, ``d``) with the additive ``mask``
-    (``rows``, ``b``); ``n`` an int or a ``VariableArg`` (a plan binds it at replay). All dense float32."""
+                     h: int, kvh: int, d: int, scale: float, ks: Strides, vs: Strides, ms: Strides) -> Buffer:
+    """A new (``b``, ``h``, ``d``) float32 buffer: query ``q`` (``b``, ``h``, ``d``, dense) attending over rows
+    ``0 .. n - 1`` of the key and value rings of ``rows`` rows in ``k`` and ``v`` (element (j, b, h, d) where
+    ``ks`` / ``vs`` say) with the additive ``mask`` (element (j, b) where ``ms`` says); ``n`` an int or a
+    ``VariableArg`` (a plan binds it at replay)."""
     out = device.pool.allocate(max(b * h * d, 1) * 4)
     if not (b and h and d):
         return out
-    index_t = _index_t(rows, b, kvh, d)
+    last = [o + sum(s * (e - 1) for s, e in zip(st, (rows, b, kvh))) for o, st in (ks, vs, ms)]
+    index_t = index_type(last[0] + d, last[1] + d, last[2] + 1, b * h * d)
     n_arg = index_np(index_t)(int(n))
     if isinstance(n, VariableArg):
         journal.note_param(n_arg, n)
-    kernel = _kernel(device, b, h, kvh, d, float(scale), index_t)
+    kernel = _kernel(device, b, h, kvh, d, float(scale), ks, vs, ms, index_t)
     launch_grid(kernel, (b * h,), 1, [out.cl, q.cl, k.cl, v.cl, mask.cl, n_arg], exact=True)
     return out
 

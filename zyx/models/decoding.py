@@ -1,7 +1,8 @@
 """Autoregressive generation for ``zyx.models.llama``: a prefill of the whole prompt, then one decode step per
 token that is a single replayed ``zyx.jit`` plan.
 
-Each layer keeps its rotated keys and values in a ring of ``R`` rows (``R`` = the prompt plus the new tokens,
+Each layer keeps its rotated keys and values in one ring of ``R`` rows (batch, 2 x kv_heads, head_dim: the keys'
+heads, then the values', so a step writes both with one launch) (``R`` = the prompt plus the new tokens,
 rounded up to a power of two so later calls of similar length reuse the plan; a sliding-window layer's ring is
 its window, so the ring itself forgets what the window drops). The step writes the new token's row with
 ``write_slice_rotating`` at the position ``p`` (a bound ``zyx.Variable``) and attends over the first ``n``
@@ -19,7 +20,7 @@ import numpy as np
 
 from zyx.errors import ShapeError
 from zyx.frontend.autograd.engine import no_grad
-from zyx.frontend.contract_ops import write_slice_rotating
+from zyx.frontend.contract_ops import cat, write_slice_rotating
 from zyx.frontend.creation import tensor, zeros
 from zyx.frontend.tape import jit
 from zyx.frontend.tensor import Tensor
@@ -45,8 +46,7 @@ class Decoder:
         self.model = model
         dev = model.inv_freq.device
         self.rows = [ring_rows(total, w) for w in c.sliding_windows]
-        self.k = tuple(zeros(r, batch, c.num_key_value_heads, 1, c.head_dim, device=dev).realize() for r in self.rows)
-        self.v = tuple(zeros(r, batch, c.num_key_value_heads, 1, c.head_dim, device=dev).realize() for r in self.rows)
+        self.kv = tuple(zeros(r, batch, 2 * c.num_key_value_heads, c.head_dim, device=dev).realize() for r in self.rows)
         self.sizes = sorted(set(self.rows))
         self.masks = tuple(zeros(r, batch, 1, 1, device=dev).realize() for r in self.sizes)  # additive: 0 or -inf
         self.real_row = zeros(1, batch, 1, 1, device=dev).realize()
@@ -67,12 +67,11 @@ class Decoder:
         for r, ring in zip(self.sizes, self.masks):
             keep = min(r, length)  # a window shorter than the prompt keeps the prompt's last rows
             write_slice_rotating(ring, tensor(pad[length - keep:], device=dev), 0, length - keep)
-        for (k, v), kc, vc, r in zip(kv, self.k, self.v, self.rows):
-            keep = min(r, length)
-            for ring, new in ((kc, k), (vc, v)):  # (batch, kv_heads, seq, head_dim) -> the ring's rows
-                rows = new[:, :, length - keep:].permute(2, 0, 1, 3).unsqueeze(3).contiguous()
-                write_slice_rotating(ring, rows, 0, length - keep)
-        for t in (*self.k, *self.v, *self.masks):
+        for (k, v), ring, r in zip(kv, self.kv, self.rows):
+            keep = min(r, length)  # (batch, kv_heads, seq, head_dim) twice -> the ring's rows
+            rows = cat([k, v], 1)[:, :, length - keep:].permute(2, 0, 1, 3).contiguous()
+            write_slice_rotating(ring, rows, 0, length - keep)
+        for t in (*self.kv, *self.masks):
             t.realize()  # pending writes would make the first jitted step capture twice
         return self.model.lm_head(x[:, length - 1])
 
@@ -81,7 +80,7 @@ class Decoder:
         """One decode step: ``tokens`` (batch, 1) at rotary ``positions`` (batch, 1) written at absolute slot
         ``slot``; returns the logits (batch, vocab) and their argmax."""
         ns = [n.bind(min(slot + 1, r)) for n, r in zip(self.n, self.sizes)]
-        return self.step(tokens, positions, self.k, self.v, self.masks, self.real_row, self.p.bind(slot), *ns)
+        return self.step(tokens, positions, self.kv, self.masks, self.real_row, self.p.bind(slot), *ns)
 
 
 def model_step(model: Any) -> Any:
@@ -89,7 +88,7 @@ def model_step(model: Any) -> Any:
     model (found again at each replay)."""
     m = model
 
-    def step(tokens: Tensor, positions: Tensor, ks: tuple, vs: tuple, masks: tuple, real_row: Tensor, p: Any,
+    def step(tokens: Tensor, positions: Tensor, kvs: tuple, masks: tuple, real_row: Tensor, p: Any,
              *ns: Any) -> tuple[Tensor, Tensor]:
         batch = tokens.shape[0]
         cos, sin = rotary(positions, m.inv_freq)
@@ -98,13 +97,15 @@ def model_step(model: Any) -> Any:
         for ring, n in zip(masks, ns):
             write_slice_rotating(ring, real_row, 0, p)
             attn_mask[ring.shape[0]] = (ring, n)
-        for layer, kc, vc in zip(m.model.layers, ks, vs):
+        for layer, ring in zip(m.model.layers, kvs):
             attn = layer.self_attn
             q, k, v = attn.project(layer.input_layernorm(x), cos, sin)
-            write_slice_rotating(kc, k.permute(2, 0, 1, 3).unsqueeze(3), 0, p)
-            write_slice_rotating(vc, v.permute(2, 0, 1, 3).unsqueeze(3), 0, p)
-            mask, n = attn_mask[kc.shape[0]]
-            x = x + attn.attend_one(q, kc, vc, mask, n)
+            # the new keys and values as one (1, batch, 2 x kv_heads, head_dim) row: padded halves added fuse
+            # into one kernel (a cat would be a launch of its own), written with one launch
+            row = k.pad((0, 0, 0, 0, 0, attn.kv_heads)) + v.pad((0, 0, 0, 0, attn.kv_heads, 0))
+            write_slice_rotating(ring, row.permute(2, 0, 1, 3), 0, p)
+            mask, n = attn_mask[ring.shape[0]]
+            x = x + attn.attend_one(q, ring, mask, n)
             x = x + layer.mlp(layer.post_attention_layernorm(x))
         logits = m.lm_head(m.model.norm(x)).reshape(batch, -1)
         return logits, logits.argmax(-1)

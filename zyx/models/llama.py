@@ -196,14 +196,14 @@ class LlamaAttention(Module):
         b, _, s, _ = out.shape
         return self.o_proj(out.permute(0, 2, 1, 3).reshape(b, s, self.heads * self.head_dim))
 
-    def attend_one(self, q: Tensor, keys: Tensor, values: Tensor, mask: Tensor, n: Any) -> Tensor:
-        """``attend`` for one query position over a KV cache: ``q`` (batch, heads, 1, head_dim); ``keys`` and
-        ``values`` the rings (rows, batch, kv_heads, 1, head_dim) of which the first ``n`` (a bound variable)
-        hold positions; ``mask`` additive (rows, batch, 1, 1). One kernel (``decode_attention``)."""
-        b, rows = q.shape[0], keys.shape[0]
-        out = decode_attention(q.reshape(b, self.heads, self.head_dim),
-                               keys.reshape(rows, b, self.kv_heads, self.head_dim),
-                               values.reshape(rows, b, self.kv_heads, self.head_dim), mask.reshape(rows, b), n)
+    def attend_one(self, q: Tensor, ring: Tensor, mask: Tensor, n: Any) -> Tensor:
+        """``attend`` for one query position over a KV cache: ``q`` (batch, heads, 1, head_dim); ``ring``
+        (rows, batch, 2 x kv_heads, head_dim), the keys' heads then the values', of which the first ``n`` rows
+        (a bound variable) hold positions; ``mask`` additive (rows, batch, 1, 1). One kernel
+        (``decode_attention``) reading both halves of the ring in place."""
+        b, rows = q.shape[0], ring.shape[0]
+        out = decode_attention(q.reshape(b, self.heads, self.head_dim), ring[:, :, :self.kv_heads],
+                               ring[:, :, self.kv_heads:], mask.reshape(rows, b), n)
         return self.o_proj(out.reshape(b, 1, self.heads * self.head_dim))
 
 

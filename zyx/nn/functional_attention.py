@@ -204,16 +204,27 @@ def decode_attention(q: Any, keys: Any, values: Any, mask: Any, n: Any, scale: f
     n_arg = n.arg() if type(n) in BOUND else int(n)
     if not 1 <= int(n_arg) <= rows:
         raise ShapeError(f"decode_attention: n = {int(n_arg)} rows of a ring of {rows}")
-    dense = [_dense(t) for t in operands]
+    q = _dense(q)
+    (keys, ks), (values, vs), (mask, ms) = (_in_place(t) for t in (keys, values, mask))
     device = q.device
 
     def run(bufs: list[Buffer]) -> Buffer:
-        return decode_kernel.decode_attention(device, *bufs, n_arg, rows, b, h, kvh, d, scale)
+        return decode_kernel.decode_attention(device, *bufs, n_arg, rows, b, h, kvh, d, scale, ks, vs, ms)
 
-    return extern_tensor("decode attention", run, dense, dtypes.float32, (b, h, d), device)
+    return extern_tensor("decode attention", run, [q, keys, values, mask], dtypes.float32, (b, h, d), device)
 
 
 def _dense(t: Any) -> Any:
     """``t`` in a buffer of its own layout from the first element (what a kernel reading raw buffers needs)."""
     t = t.contiguous()
     return t.clone() if t._view.offset or not t._view.is_dense else t
+
+
+def _in_place(t: Any) -> tuple[Any, tuple[int, tuple[int, ...]]]:
+    """``t`` as the decode kernel reads it, (offset, strides but the last), in place when its strides are
+    non-negative with the last one 1 (two halves of one KV ring, a ring's mask), else a dense copy."""
+    st = t._view.strides
+    if any(s < 0 for s in st) or (t.ndim > 2 and st[-1] != 1):
+        t = t.contiguous()
+        st = t._view.strides
+    return t, (t._view.offset, tuple(st if t.ndim == 2 else st[:-1]))
