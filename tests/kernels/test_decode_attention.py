@@ -1,8 +1,8 @@
-"""decode_attention (zyx.nn.functional_attention, zyx.kernels.decode_attention): one query position per head
-over the first n rows of a KV-cache ring, against NumPy in float64: grouped-query heads, head dims of every
-vector width (16, 8, 4, 2 lanes and odd ones), batches, keys and values as two halves of one ring read in place, left-padding rows masked with -inf, n from one row to
-the whole ring, a bound Variable replayed by zyx.jit without a new build, the composed path (gradients), and
-errors. Every device buffer starts poisoned (conftest)."""
+"""decode_attention (zyx.nn.functional_attention, zyx.kernels.decode_attention): one query position per head over
+the first n rows of a KV-cache ring, against NumPy in float64: grouped-query heads, head dims of every vector
+width (16, 8, 4, 2 lanes and odd ones), batches, keys and values as two halves of one ring read in place, left-
+padding rows masked with -inf, n from one row to the whole ring, a bound Variable replayed by zyx.jit without a
+new build, the composed path (gradients), and errors. Every device buffer starts poisoned (conftest)."""
 from __future__ import annotations
 
 import math

@@ -1,7 +1,7 @@
 """The attention kernels (templates/attention.cl.mako) under Oclgrind, with the CPU heuristics that
 choose them: the forward, the query gradient and the key/value gradient, causal with odd lengths (partial
 blocks, rows past the last key block), an additive mask broadcast over the batch, strided q/k/v views
-of one projection, and a head dim without a vector width (shapes tiny)."""
+of one projection, and a head dim without a vector width (shapes tiny); and the decode step's one-query kernel."""
 from __future__ import annotations
 
 import numpy as np
@@ -37,3 +37,25 @@ def test_attention(sim, monkeypatch, t, s, d, causal, masked):
     np.testing.assert_allclose(out.numpy(), ref.detach().numpy(), rtol=1e-5, atol=1e-5)
     for g, x in zip(grads, tt):
         np.testing.assert_allclose(g, x.grad.numpy(), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("d", [8, 6])  # 8-lane vectors; 2-lane ones
+def test_decode_attention(sim, d):
+    """templates/decode_attention.cl.mako: keys and values read in place as the halves of one ring, a
+    left-padding row masked with -inf, n short of the ring (the rows past n are never read)."""
+    from zyx.nn.functional_attention import decode_attention
+
+    rng = np.random.default_rng(d)
+    q = rng.standard_normal((2, 4, d)).astype(np.float32)
+    ring = rng.standard_normal((5, 2, 4, d)).astype(np.float32)  # (rows, batch, 2 x 2 kv heads, d)
+    mask = np.zeros((5, 2), np.float32)
+    mask[0, 1] = -np.inf
+    zr = zyx.from_numpy(ring, sim)
+    with recording() as launches:
+        got = decode_attention(zyx.from_numpy(q, sim), zr[:, :, :2], zr[:, :, 2:], zyx.from_numpy(mask, sim), 4).numpy()
+    assert "zyx_decode_attention" in {k.name for k, *_ in launches}
+    heads = np.arange(4) // 2
+    s = np.einsum("bhd,nbhd->nbh", q, ring[:4, :, heads]) / np.sqrt(d) + mask[:4, :, None]
+    p = np.exp(s - s.max(0))
+    p /= p.sum(0)
+    np.testing.assert_allclose(got, np.einsum("nbh,nbhd->bhd", p, ring[:4, :, 2 + heads]), rtol=1e-5, atol=1e-5)
