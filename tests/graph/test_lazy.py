@@ -8,6 +8,7 @@ import pytest
 
 import zyx
 import zyx.nn.functional as F
+from zyx.backend.launch import recording
 from zyx.nn import functional_attention
 
 pytestmark = pytest.mark.needs_device
@@ -42,6 +43,23 @@ def test_fusion_kernel_counts(abc):
     assert _count(lambda: (a @ w).relu() + d)[0] == 1
     assert _count(lambda: a.softmax(1))[0] <= 3
     assert _count(lambda: F.layer_norm(a, (24,)))[0] <= 4
+
+
+def test_two_matmuls_of_one_input_are_never_sibling_reduces(abc):
+    """SwiGLU's ``silu(x @ a) * (x @ b)``: the matmuls reduce over the same axis, but one kernel holding both
+    fits no matmul tiling (it ran ~70x slower): one is stored, the other fuses with the epilogue. Sibling
+    reduces of one row (``(a * b).sum(1) + a.sum(1)``, no broadcast operand) still share a kernel."""
+    a, b, c = abc
+    rng = np.random.default_rng(8)
+    w1, w2 = (zyx.tensor(rng.uniform(-1, 1, (24, 20)).astype(np.float32)).realize() for _ in range(2))
+    with recording() as launches:
+        out = (F.silu(a @ w1) * (a @ w2)).realize()
+    reduces = [k.name for k, *_ in launches if k.name.startswith("zyx_r_")]
+    assert len(reduces) == 2, reduces
+    an, w1n, w2n = a.numpy(), w1.numpy(), w2.numpy()
+    g = an @ w1n
+    np.testing.assert_allclose(out.numpy(), g / (1 + np.exp(-g)) * (an @ w2n), rtol=1e-5, atol=1e-6)
+    assert _count(lambda: (a * b).sum(1) + a.sum(1))[0] == 1
 
 
 def test_row_fusion_kernel_counts(abc):

@@ -9,7 +9,9 @@ those where inlining would recompute work:
   row reduce may cost more: its reduce is hoisted, computed once per row);
 * a reduce fuses into its consumer when read through an identity view (same flat
   index: keepdim reshapes), with no pad above it, not inside another reduce, and with
-  the kernel's reduce shape; so ``(a*b).sum(1) + c`` is one kernel;
+  the kernel's reduce shape; so ``(a*b).sum(1) + c`` is one kernel; but two contractions
+  (reduces of operands broadcast along an output axis: matmuls) are never siblings in one
+  kernel, which no matmul tiling fits (``silu(x @ a) * (x @ b)`` ran ~70x slower so);
 * a reduce read through a view that broadcasts it back along the output's last axis
   (``x - x.max(-1, keepdim=True)``) fuses as a *row* reduce when it reads only the outer
   coordinates and reduces as many elements as that axis holds: each row's reduces are
@@ -46,6 +48,19 @@ ROW_RECOMPUTE_LIMIT = 16  # ... or more than this where it reads a row reduce (s
 # a row kernel runs a row in one work item: rows longer than this fuse only when there are many rows
 # (a few long rows reduce faster with work items sharing each reduce, then an elementwise kernel)
 ROW_SERIAL_MAX, ROW_MANY = 1 << 15, 64
+
+
+def _contraction(r: LazyNode) -> bool:
+    """Whether reduce ``r`` contracts an operand broadcast along an output axis (a matmul's
+    ``(x[:, None] * w[None]).sum(-1)``), looking through the pending elementwise work it reduces."""
+    axes = set(r.arg)
+    srcs = [r.srcs[0]]
+    b = srcs[0].base
+    if b is not None and b.buffer is None and b.op in ALU and _identity(srcs[0].view, b.shape):
+        srcs = list(b.srcs)
+    return any(s.view is not None and any(st == 0 and d > 1 and a not in axes
+                                          for a, (d, st) in enumerate(zip(s.view.shape, s.view.strides)))
+               for s in srcs)
 
 
 def _identity(view: View, shape: tuple[int, ...]) -> bool:
@@ -152,6 +167,7 @@ class KernelBuilder:
         self.args: list[Buffer | None] = [None]
         self.index: dict[tuple[int, str], int] = {}
         self.red_shape: tuple[int, ...] | None = None
+        self.contraction = False  # a fused reduce contracts a broadcast operand (see _contraction)
         self.in_reduce = False
         self.row = False  # a reduce broadcast along the output's last axis was fused (a row kernel)
         self.plain = False  # a reduce reading the output's last axis was fused (no row kernel)
@@ -202,6 +218,8 @@ class KernelBuilder:
             if self.in_reduce or valid != sym.ONE or self.counts.get(id(n), 0) > 1:
                 return False
             if self.row and not self.row_coords(inner):
+                return False
+            if self.contraction and _contraction(self.fused_reduce(n)):
                 return False
             return self.red_shape is None or self.red_shape == self.red_sizes(n)
         if n.cost > 0 and view.has_broadcast:
@@ -277,6 +295,13 @@ class KernelBuilder:
                 and _identity(s.view, s.base.shape) and self.fusable_reduce(s.base) for s in n.srcs)
             self.fusable[id(n)] = got
         return got
+
+    def fused_reduce(self, n: LazyNode) -> LazyNode:
+        """The pending reduce that inlining ``n`` fuses (``n`` itself or one below its identity reads)."""
+        if n.op in REDUCE:
+            return n
+        return next(self.fused_reduce(s.base) for s in n.srcs
+                    if s.base is not None and _identity(s.view, s.base.shape) and self.fusable_reduce(s.base))
 
     def red_sizes(self, n: LazyNode) -> tuple[int, ...] | None:
         """The reduce sizes of the pending reduce that inlining ``n`` fuses."""
@@ -388,6 +413,7 @@ class KernelBuilder:
         sizes = tuple(src.view.shape[a] for a in axes)
         if self.red_shape is None:
             self.red_shape = sizes
+        self.contraction = self.contraction or _contraction(n)
         if not self.row_coords(coords):
             self.plain = True
         inner = list(coords)
