@@ -42,20 +42,21 @@ def test_attention(sim, monkeypatch, t, s, d, causal, masked):
 @pytest.mark.parametrize("d", [8, 6])  # 8-lane vectors; 2-lane ones
 def test_decode_attention(sim, d):
     """templates/decode_attention.cl.mako: keys and values read in place as the halves of one ring, a
-    left-padding row masked with -inf, n short of the ring (the rows past n are never read)."""
+    left-padding row masked with -inf, n short of the ring (the rows past n are never read): a block of rows
+    scored together, then two rows one at a time."""
     from zyx.nn.functional_attention import decode_attention
 
     rng = np.random.default_rng(d)
     q = rng.standard_normal((2, 4, d)).astype(np.float32)
-    ring = rng.standard_normal((5, 2, 4, d)).astype(np.float32)  # (rows, batch, 2 x 2 kv heads, d)
-    mask = np.zeros((5, 2), np.float32)
+    ring = rng.standard_normal((7, 2, 4, d)).astype(np.float32)  # (rows, batch, 2 x 2 kv heads, d)
+    mask = np.zeros((7, 2), np.float32)
     mask[0, 1] = -np.inf
     zr = zyx.from_numpy(ring, sim)
     with recording() as launches:
-        got = decode_attention(zyx.from_numpy(q, sim), zr[:, :, :2], zr[:, :, 2:], zyx.from_numpy(mask, sim), 4).numpy()
+        got = decode_attention(zyx.from_numpy(q, sim), zr[:, :, :2], zr[:, :, 2:], zyx.from_numpy(mask, sim), 6).numpy()
     assert "zyx_decode_attention" in {k.name for k, *_ in launches}
     heads = np.arange(4) // 2
-    s = np.einsum("bhd,nbhd->nbh", q, ring[:4, :, heads]) / np.sqrt(d) + mask[:4, :, None]
+    s = np.einsum("bhd,nbhd->nbh", q, ring[:6, :, heads]) / np.sqrt(d) + mask[:6, :, None]
     p = np.exp(s - s.max(0))
     p /= p.sum(0)
-    np.testing.assert_allclose(got, np.einsum("nbh,nbhd->bhd", p, ring[:4, :, 2 + heads]), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(got, np.einsum("nbh,nbhd->bhd", p, ring[:6, :, 2 + heads]), rtol=1e-5, atol=1e-5)

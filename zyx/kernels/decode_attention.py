@@ -20,6 +20,7 @@ from zyx.ir.variable import VariableArg
 from zyx.kernels.launch import launch_grid
 
 VECTOR_WIDTHS = (16, 8, 4, 2, 1)
+ROWS_A_STEP = 4  # cached rows scored together before one rescale (``TB``: independent work for a core to overlap)
 
 
 def vector_width(d: int) -> int:
@@ -34,7 +35,7 @@ Strides = tuple[int, tuple[int, ...]]
 @functools.lru_cache(maxsize=64)
 def _kernel(device: Device, b: int, h: int, kvh: int, d: int, scale: float, ks: Strides, vs: Strides,
             ms: Strides, index_t: str) -> CompiledKernel:
-    source = render("decode_attention.cl.mako", B=b, H=h, KVH=kvh, D=d, VW=vector_width(d), scale=scale,
+    source = render("decode_attention.cl.mako", B=b, H=h, KVH=kvh, D=d, VW=vector_width(d), TB=ROWS_A_STEP, scale=scale,
                     K0=ks[0], KS=ks[1], V0=vs[0], VS=vs[1], M0=ms[0], MS=ms[1], index_t=index_t)
     return compile_kernel(device, source, "zyx_decode_attention")
 
