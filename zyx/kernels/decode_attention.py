@@ -21,6 +21,8 @@ from zyx.kernels.launch import launch_grid
 
 VECTOR_WIDTHS = (16, 8, 4, 2, 1)
 ROWS_A_STEP = 4  # cached rows scored together before one rescale (``TB``: independent work for a core to overlap)
+REGISTER_VECTORS = 32  # vector registers a work item may fill (AVX-512's 32)
+HEAD_VECTORS = 24  # of them, the query, accumulator and one key row's vectors of the heads an item takes
 
 
 def vector_width(d: int) -> int:
@@ -32,10 +34,22 @@ def vector_width(d: int) -> int:
 Strides = tuple[int, tuple[int, ...]]
 
 
+def _heads_an_item(group: int, chunks: int) -> int:
+    """Query heads of a key/value head's ``group`` a work item takes: the most (a divisor of ``group``) whose
+    query and accumulator vectors (``chunks`` each) fit ``HEAD_VECTORS`` beside one key row; at least 1 (sharing
+    each key and value row among more heads measured slower once that leaves the row loop short of registers)."""
+    return max([g for g in range(1, group + 1) if group % g == 0 and (2 * g + 1) * chunks <= HEAD_VECTORS],
+               default=1)
+
+
 @functools.lru_cache(maxsize=64)
 def _kernel(device: Device, b: int, h: int, kvh: int, d: int, scale: float, ks: Strides, vs: Strides,
             ms: Strides, index_t: str) -> CompiledKernel:
-    source = render("decode_attention.cl.mako", B=b, H=h, KVH=kvh, D=d, VW=vector_width(d), TB=ROWS_A_STEP, scale=scale,
+    vw, group = vector_width(d), h // kvh
+    heads = _heads_an_item(group, d // vw)
+    live = (2 * heads + 1) * (d // vw)  # query and accumulator vectors a head, one row's key
+    rows = min(ROWS_A_STEP, (REGISTER_VECTORS - live) // heads + 1) if live < REGISTER_VECTORS else 1
+    source = render("decode_attention.cl.mako", B=b, H=h, KVH=kvh, D=d, VW=vw, TB=rows, GW=heads, scale=scale,
                     K0=ks[0], KS=ks[1], V0=vs[0], VS=vs[1], M0=ms[0], MS=ms[1], index_t=index_t)
     return compile_kernel(device, source, "zyx_decode_attention")
 
@@ -55,7 +69,8 @@ def decode_attention(device: Device, q: Buffer, k: Buffer, v: Buffer, mask: Buff
     if isinstance(n, VariableArg):
         journal.note_param(n_arg, n)
     kernel = _kernel(device, b, h, kvh, d, float(scale), ks, vs, ms, index_t)
-    launch_grid(kernel, (b * h,), 1, [out.cl, q.cl, k.cl, v.cl, mask.cl, n_arg], exact=True)
+    items = b * h // _heads_an_item(h // kvh, d // vector_width(d))
+    launch_grid(kernel, (items,), 1, [out.cl, q.cl, k.cl, v.cl, mask.cl, n_arg], exact=True)
     return out
 
 
