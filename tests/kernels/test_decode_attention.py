@@ -105,6 +105,8 @@ def test_errors(device):
     q, k, v, mask = _on(device, *_case(1, 4, 2, 8, 6))
     with pytest.raises(ShapeError, match="kv_heads dividing"):
         decode_attention(q, k[:, :, :1].expand(6, 1, 3, 8), v, mask, 2)
+    with pytest.raises(ShapeError, match="kv_heads dividing"):
+        decode_attention(q, k[:, :, :0], v[:, :, :0], mask, 2)  # no key/value heads
     with pytest.raises(ShapeError, match="mask must be"):
         decode_attention(q, k, v, mask[:5], 2)
     with pytest.raises(ShapeError, match="n = 7 rows of a ring of 6"):

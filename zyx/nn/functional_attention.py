@@ -190,7 +190,7 @@ def decode_attention(q: Any, keys: Any, values: Any, mask: Any, n: Any, scale: f
     otherwise composed from tensor ops over ``keys[:n]``."""
     b, h, d = q.shape
     rows, kvh = keys.shape[0], keys.shape[2]
-    if tuple(keys.shape) != (rows, b, kvh, d) or tuple(values.shape) != (rows, b, kvh, d) or h % kvh:
+    if tuple(keys.shape) != (rows, b, kvh, d) or tuple(values.shape) != (rows, b, kvh, d) or not kvh or h % kvh:
         raise ShapeError(f"decode_attention: q {tuple(q.shape)} needs keys and values (rows, {b}, kv_heads, {d}) "
                          f"with kv_heads dividing {h}; got {tuple(keys.shape)} and {tuple(values.shape)}")
     if tuple(mask.shape) != (rows, b):
