@@ -97,6 +97,12 @@ def extern_tensor(name: str, run: Callable[[list[Any]], Any], inputs: Sequence[A
     return tensor_class()(node, View.contiguous(shape), dtype, device)
 
 
+def from_storage_start(t: Any) -> Any:
+    """``t`` laid out dense from its storage's first element, as a kernel handed raw buffers (an
+    ``extern_tensor``'s ``run``) reads it: ``t`` itself, or a copy."""
+    return t if t._view.is_dense and not t._view.offset else t.clone()
+
+
 def varsize_class() -> Any:
     """The tensor class of variable size (``VarTensor``, defined with ``Tensor`` in ``zyx.frontend.tensor``)."""
     return TensorBase._varsize

@@ -219,7 +219,8 @@ class KernelBuilder:
                 return False
             if self.row and not self.row_coords(inner):
                 return False
-            if self.contraction and _contraction(self.fused_reduce(n)):
+            reduce = self.fused_reduce(n)
+            if self.contraction and reduce is not None and _contraction(reduce):
                 return False
             return self.red_shape is None or self.red_shape == self.red_sizes(n)
         if n.cost > 0 and view.has_broadcast:
@@ -296,21 +297,19 @@ class KernelBuilder:
             self.fusable[id(n)] = got
         return got
 
-    def fused_reduce(self, n: LazyNode) -> LazyNode:
-        """The pending reduce that inlining ``n`` fuses (``n`` itself or one below its identity reads)."""
+    def fused_reduce(self, n: LazyNode) -> LazyNode | None:
+        """The pending reduce that inlining ``n`` fuses (``n`` itself or one below its identity reads), if any."""
         if n.op in REDUCE:
             return n
-        return next(self.fused_reduce(s.base) for s in n.srcs
-                    if s.base is not None and _identity(s.view, s.base.shape) and self.fusable_reduce(s.base))
+        for s in n.srcs:
+            if s.base is not None and _identity(s.view, s.base.shape) and self.fusable_reduce(s.base):
+                return self.fused_reduce(s.base)
+        return None
 
     def red_sizes(self, n: LazyNode) -> tuple[int, ...] | None:
         """The reduce sizes of the pending reduce that inlining ``n`` fuses."""
-        if n.op in REDUCE:
-            return tuple(n.srcs[0].view.shape[a] for a in n.arg)
-        for s in n.srcs:
-            if s.base is not None and _identity(s.view, s.base.shape) and self.fusable_reduce(s.base):
-                return self.red_sizes(s.base)
-        return None
+        r = self.fused_reduce(n)
+        return None if r is None else tuple(r.srcs[0].view.shape[a] for a in r.arg)
 
     def param(self, s: Src) -> int:
         """The scalar argument slot of constant ``s`` (one per constant per kernel)."""

@@ -44,14 +44,15 @@ def _heads_an_item(group: int, chunks: int) -> int:
 
 @functools.lru_cache(maxsize=64)
 def _kernel(device: Device, b: int, h: int, kvh: int, d: int, scale: float, ks: Strides, vs: Strides,
-            ms: Strides, index_t: str) -> CompiledKernel:
+            ms: Strides, index_t: str) -> tuple[CompiledKernel, int]:
+    """The compiled kernel and the query heads a work item of it takes."""
     vw, group = vector_width(d), h // kvh
     heads = _heads_an_item(group, d // vw)
     live = (2 * heads + 1) * (d // vw)  # query and accumulator vectors a head, one row's key
     rows = min(ROWS_A_STEP, (REGISTER_VECTORS - live) // heads + 1) if live < REGISTER_VECTORS else 1
     source = render("decode_attention.cl.mako", B=b, H=h, KVH=kvh, D=d, VW=vw, TB=rows, GW=heads, scale=scale,
                     K0=ks[0], KS=ks[1], V0=vs[0], VS=vs[1], M0=ms[0], MS=ms[1], index_t=index_t)
-    return compile_kernel(device, source, "zyx_decode_attention")
+    return compile_kernel(device, source, "zyx_decode_attention"), heads
 
 
 def decode_attention(device: Device, q: Buffer, k: Buffer, v: Buffer, mask: Buffer, n: Any, rows: int, b: int,
@@ -68,9 +69,8 @@ def decode_attention(device: Device, q: Buffer, k: Buffer, v: Buffer, mask: Buff
     n_arg = index_np(index_t)(int(n))
     if isinstance(n, VariableArg):
         journal.note_param(n_arg, n)
-    kernel = _kernel(device, b, h, kvh, d, float(scale), ks, vs, ms, index_t)
-    items = b * h // _heads_an_item(h // kvh, d // vector_width(d))
-    launch_grid(kernel, (items,), 1, [out.cl, q.cl, k.cl, v.cl, mask.cl, n_arg], exact=True)
+    kernel, heads = _kernel(device, b, h, kvh, d, float(scale), ks, vs, ms, index_t)
+    launch_grid(kernel, (b * h // heads,), 1, [out.cl, q.cl, k.cl, v.cl, mask.cl, n_arg], exact=True)
     return out
 
 

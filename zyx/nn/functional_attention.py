@@ -23,7 +23,7 @@ from zyx import dtype as dtypes
 from zyx.backend.pool import Buffer
 from zyx.errors import ShapeError
 from zyx.frontend.autograd.engine import needs_grad, no_grad, record
-from zyx.frontend.base import extern_tensor
+from zyx.frontend.base import extern_tensor, from_storage_start
 from zyx.frontend.creation import arange, pinned_as
 from zyx.frontend.elementwise import binary, broadcast_shapes, unary, where
 from zyx.frontend.reduce import matmul
@@ -204,8 +204,8 @@ def decode_attention(q: Any, keys: Any, values: Any, mask: Any, n: Any, scale: f
     n_arg = n.arg() if type(n) in BOUND else int(n)
     if not 1 <= int(n_arg) <= rows:
         raise ShapeError(f"decode_attention: n = {int(n_arg)} rows of a ring of {rows}")
-    q = _dense(q)
-    (keys, ks), (values, vs), (mask, ms) = (_in_place(t) for t in (keys, values, mask))
+    q = from_storage_start(q)
+    (keys, ks), (values, vs), (mask, ms) = (_ring(t) for t in (keys, values, mask))
     device = q.device
 
     def run(bufs: list[Buffer]) -> Buffer:
@@ -214,17 +214,9 @@ def decode_attention(q: Any, keys: Any, values: Any, mask: Any, n: Any, scale: f
     return extern_tensor("decode attention", run, [q, keys, values, mask], dtypes.float32, (b, h, d), device)
 
 
-def _dense(t: Any) -> Any:
-    """``t`` in a buffer of its own layout from the first element (what a kernel reading raw buffers needs)."""
-    t = t.contiguous()
-    return t.clone() if t._view.offset or not t._view.is_dense else t
-
-
-def _in_place(t: Any) -> tuple[Any, tuple[int, tuple[int, ...]]]:
-    """``t`` as the decode kernel reads it, (offset, strides but the last), in place when its strides are
-    non-negative with the last one 1 (two halves of one KV ring, a ring's mask), else a dense copy."""
-    st = t._view.strides
-    if any(s < 0 for s in st) or (t.ndim > 2 and st[-1] != 1):
-        t = t.contiguous()
-        st = t._view.strides
-    return t, (t._view.offset, tuple(st if t.ndim == 2 else st[:-1]))
+def _ring(t: Any) -> tuple[Any, tuple[int, tuple[int, ...]]]:
+    """A KV ring (rows, batch, heads, d) or its mask (rows, batch) as the decode kernel reads it in place:
+    ``_operand``'s tensor and (offset, every stride but the ring's unit one along d)."""
+    ring = t.ndim > 2
+    t, (offset, outer, row, col) = _operand(t, unit_col=ring)
+    return t, (offset, (*outer, row) if ring else (*outer, row, col))

@@ -27,7 +27,7 @@ from zyx import dtype as dtypes
 from zyx.backend.pool import Buffer
 from zyx.errors import DTypeError, ShapeError
 from zyx.frontend.autograd.engine import needs_grad, record
-from zyx.frontend.base import concrete, extern_tensor
+from zyx.frontend.base import concrete, extern_tensor, from_storage_start
 from zyx.frontend.contract_ops import stack
 from zyx.frontend.layout import is_channels_last
 from zyx.kernels import conv as conv_kernel
@@ -323,11 +323,6 @@ def _dense(t: Any) -> Any:
     return t if t.is_contiguous() else t.clone()
 
 
-def _at_storage_start(inputs: list[Any]) -> list[Any]:
-    """The kernels read each operand from its storage's first element: one starting further in is copied."""
-    return [t if t._view.offset == 0 else t.clone() for t in inputs]
-
-
 def conv2d_direct(x: Any, w: Any, bias: Any, st: tuple[int, ...], pad: list[tuple[int, int]], dl: tuple[int, ...],
                   groups: int, outs: tuple[int, ...]) -> Any:
     """The convolution of ``x`` (N, C, H, W) with ``w`` (O, C/groups, KH, KW) (+ ``bias`` (O,)), all of one
@@ -341,7 +336,7 @@ def conv2d_direct(x: Any, w: Any, bias: Any, st: tuple[int, ...], pad: list[tupl
     xc = _dense(x.permute(0, 2, 3, 1)) if cl else x.contiguous()
     wp = w.permute(2, 1, 3, 0).contiguous()  # (KH, Cg, KW, O): a (kh, c)'s weights are contiguous along O
     bc = bias.contiguous() if bias is not None else None
-    inputs = _at_storage_start([xc, wp] + ([bc] if bc is not None else []))
+    inputs = [from_storage_start(t) for t in [xc, wp] + ([bc] if bc is not None else [])]
     shape = (x.shape[0], *outs, w.shape[0])
     lo = tuple(a for a, _ in pad)
     forced = conv_tuning.forced()
@@ -394,7 +389,7 @@ def _weight_grad(g: Any, x: Any, pad: list[tuple[int, int]], st: tuple[int, ...]
         return None
     dtype, device = x.dtype, x.device
     cl = is_channels_last(x)  # read as it lies, unpadded (the kernel tests the border)
-    inputs = _at_storage_start([g.contiguous(), _dense(x.permute(0, 2, 3, 1)) if cl else x.contiguous()])
+    inputs = [from_storage_start(t) for t in (g.contiguous(), _dense(x.permute(0, 2, 3, 1)) if cl else x.contiguous())]
     xshape, lo = tuple(x.shape), (pad[0][0], pad[1][0])
 
     def run(bufs: list[Buffer]) -> Buffer:

@@ -19,7 +19,7 @@ from zyx import dtype as dtypes
 from zyx.backend.pool import Buffer
 from zyx.errors import DTypeError, ShapeError
 from zyx.frontend.autograd.engine import needs_grad, record
-from zyx.frontend.base import concrete, extern_tensor
+from zyx.frontend.base import concrete, extern_tensor, from_storage_start
 from zyx.frontend.creation import zeros
 from zyx.frontend.reduce import matmul
 from zyx.kernels import gguf_dequant, quantized_matmul
@@ -47,9 +47,7 @@ def dequantize(raw: Any, qtype: str, shape: tuple[int, ...]) -> Any:
     if n % q.block or raw.numel() != n // q.block * q.type_size:
         raise ShapeError(f"dequantize: {raw.numel()} bytes do not hold {n} {qtype} values "
                          f"(expected {n // q.block * q.type_size} bytes in blocks of {q.block})")
-    raw = raw.reshape(-1)
-    if not raw._view.is_dense or raw._view.offset:
-        raw = raw.clone()  # the kernel reads whole blocks from the buffer's first byte
+    raw = from_storage_start(raw.reshape(-1))  # the kernel reads whole blocks from the buffer's first byte
     device = raw.device
 
     def run(bufs: list[Buffer]) -> Buffer:
@@ -126,11 +124,8 @@ def quantized_linears(x: Any, weights: Sequence[QuantizedWeight], biases: Sequen
                          f"{cols} input features")
     lead = tuple(x.shape[:-1])
     m = math.prod(lead)
-    x2 = x.reshape(m, cols).contiguous()
-    if x2._view.offset:
-        x2 = x2.clone()  # the kernel reads x from its buffer's first element
-    blocks = [w.blocks if w.blocks._view.is_dense and not w.blocks._view.offset else w.blocks.clone()
-              for w in weights]
+    x2 = from_storage_start(x.reshape(m, cols))
+    blocks = [from_storage_start(w.blocks) for w in weights]
     parts = tuple(w.shape[0] for w in weights)
     device = x.device
 
